@@ -1,0 +1,79 @@
+/** Failures of the memory subsystem that a caller can act on (one class per failure). */
+import { Schema } from "effect"
+
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", {
+  sessionKey: Schema.String
+}) {
+  override get message() {
+    return `no session "${this.sessionKey}" in memory`
+  }
+}
+
+export class SummaryNotFound extends Schema.TaggedError<SummaryNotFound>()("SummaryNotFound", {
+  summaryId: Schema.String
+}) {
+  override get message() {
+    return `no summary "${this.summaryId}"`
+  }
+}
+
+/** The database refused or failed an operation (disk full, locked for too long, corrupt file). */
+export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
+  operation: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `memory storage failed during ${this.operation}: ${this.reason}`
+  }
+}
+
+/** Input that memory will not store or use as given: the reason says what to change. */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  reason: Schema.String
+}) {
+  override get message() {
+    return this.reason
+  }
+}
+
+/** The summarizer (a model, usually) could not produce a summary. */
+export class SummarizerError extends Schema.TaggedError<SummarizerError>()("SummarizerError", {
+  reason: Schema.String
+}) {
+  override get message() {
+    return `summarizer failed: ${this.reason}`
+  }
+}
+
+/** A summary came back longer than 150 % of its target: the escalation pipeline tries harder. */
+export class SummaryTooLong extends Schema.TaggedError<SummaryTooLong>()("SummaryTooLong", {
+  mode: Schema.Literals(["normal", "aggressive"]),
+  tokens: Schema.Number,
+  target: Schema.Number,
+  text: Schema.String
+}) {}
+
+/** Compaction stopped on a summarizer failure; steps committed before it stay, the failed one left nothing. */
+export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("CompactionFailed", {
+  sessionKey: Schema.String,
+  reason: Schema.String,
+  committedSteps: Schema.Number
+}) {
+  override get message() {
+    return `compaction of "${this.sessionKey}" stopped after ${this.committedSteps} committed step(s): ${this.reason}`
+  }
+}
+
+/** The enabled memory plugin lacks a capability (e.g. memory/simple cannot search). */
+export class CapabilityMissing extends Schema.TaggedError<CapabilityMissing>()("CapabilityMissing", {
+  capability: Schema.String
+}) {
+  override get message() {
+    return `the enabled memory plugin has no ${this.capability} capability (enable memory/lcm: anna plugin enable memory/lcm)`
+  }
+}
+
+/** The live items a compaction step planned to replace are no longer live (another writer got there first). */
+export class StaleContext extends Schema.TaggedError<StaleContext>()("StaleContext", {
+  conversationId: Schema.Number
+}) {}

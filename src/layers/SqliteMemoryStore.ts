@@ -1,0 +1,571 @@
+/**
+ * MemoryStore on SQLite (see migrations/0001_memory.sql). Writes that read-then-write run in
+ * `BEGIN IMMEDIATE` transactions so two processes (gateway and CLI) never interleave on a session.
+ *
+ * Hot paths (items, append) map rows by hand instead of through Schema: the columns come from our
+ * own CHECK-constrained schema and this keeps assembly at 100k items within a few milliseconds.
+ * Message content is still decoded with Schema, so a damaged row is an error, not a wrong answer.
+ */
+import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import type { ItemMeta } from "../domain/memory/context.ts"
+import { InvalidInput, SessionNotFound, StaleContext, StorageError } from "../domain/memory/errors.ts"
+import type { SessionRef } from "../domain/memory/session.ts"
+import { MAX_MESSAGE_BYTES } from "../domain/memory/types.ts"
+import {
+  Content,
+  continuesUnit,
+  estimateMessageTokens,
+  hasCjk,
+  type Message,
+  messageText,
+  type NewMessage,
+  type Role,
+  toolResultIds
+} from "../domain/message.ts"
+import {
+  type Conversation,
+  MemoryStore,
+  type NewSummary,
+  type StoredMessage,
+  type StoredSummary
+} from "../services/MemoryStore.ts"
+import { makeSearch } from "./sqlite/memorySearch.ts"
+
+export const storageError = (operation: string) => (e: SqlError | Schema.SchemaError): StorageError =>
+  new StorageError({ operation, reason: e.message })
+
+const decodeContent = Schema.decodeUnknownSync(Content)
+const INSERT_BATCH = 500
+
+interface EncodedMessage {
+  readonly role: Role
+  readonly blocks: string | null
+  readonly text: string
+  readonly tokens: number
+  readonly hasToolResults: boolean
+  readonly hasCjk: boolean
+  readonly createdAt: number
+  readonly message: Message
+}
+
+const encodeMessage = (m: NewMessage, now: number, index: number): EncodedMessage | InvalidInput => {
+  const blocks = typeof m.content === "string" ? null : JSON.stringify(m.content)
+  const text = messageText(m)
+  const bytes = (blocks?.length ?? 0) + text.length
+  if (bytes > MAX_MESSAGE_BYTES) {
+    return new InvalidInput({
+      reason: `message ${index + 1} is ${(bytes / 1048576).toFixed(1)} MiB; the limit is ${MAX_MESSAGE_BYTES / 1048576} MiB`
+    })
+  }
+  const createdAt = m.createdAt ?? now
+  if (!Number.isFinite(createdAt)) return new InvalidInput({ reason: `message ${index + 1} has an invalid timestamp` })
+  return {
+    role: m.role,
+    blocks,
+    text,
+    tokens: estimateMessageTokens(m),
+    hasToolResults: toolResultIds(m).length > 0,
+    hasCjk: hasCjk(text),
+    createdAt,
+    message: { role: m.role, content: m.content }
+  }
+}
+
+const ConversationRow = Schema.Struct({
+  id: Schema.Number,
+  session_key: Schema.String,
+  agent_id: Schema.String,
+  user_id: Schema.String,
+  created_at: Schema.Number,
+  updated_at: Schema.Number,
+  reviewed_seq: Schema.Number,
+  info: Schema.String
+})
+const decodeConversation = (r: typeof ConversationRow.Type): Conversation => ({
+  id: r.id,
+  sessionKey: r.session_key,
+  agentId: r.agent_id,
+  userId: r.user_id,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+  reviewedSeq: r.reviewed_seq,
+  info: JSON.parse(r.info) as Record<string, unknown>
+})
+const decodeConversationRows = Schema.decodeUnknownEffect(Schema.Array(ConversationRow))
+
+interface MessageRow {
+  readonly id: number
+  readonly seq: number
+  readonly role: Role
+  readonly blocks: string | null
+  readonly text: string
+  readonly token_count: number
+  readonly created_at: number
+}
+const toStored = (r: MessageRow): StoredMessage => ({
+  id: r.id,
+  seq: r.seq,
+  role: r.role,
+  message: { role: r.role, content: r.blocks === null ? r.text : decodeContent(JSON.parse(r.blocks)) },
+  tokens: r.token_count,
+  createdAt: r.created_at
+})
+const toStoredMessages = (rows: ReadonlyArray<MessageRow>) =>
+  Effect.try({
+    try: () => rows.map(toStored),
+    catch: (e) => new StorageError({ operation: "read messages", reason: `a stored message is damaged: ${String(e)}` })
+  })
+
+interface SummaryRow {
+  readonly id: number
+  readonly conversation_id: number
+  readonly session_key: string
+  readonly user_id: string
+  readonly kind: "leaf" | "condensed"
+  readonly depth: number
+  readonly mode: "normal" | "aggressive" | "truncated"
+  readonly content: string
+  readonly token_count: number
+  readonly source_token_count: number
+  readonly earliest_at: number
+  readonly latest_at: number
+  readonly first_seq: number
+  readonly last_seq: number
+  readonly created_at: number
+}
+const toSummary = (r: SummaryRow): StoredSummary => ({
+  id: r.id,
+  conversationId: r.conversation_id,
+  sessionKey: r.session_key,
+  userId: r.user_id,
+  kind: r.kind,
+  depth: r.depth,
+  mode: r.mode,
+  content: r.content,
+  tokenCount: r.token_count,
+  sourceTokenCount: r.source_token_count,
+  earliestAt: r.earliest_at,
+  latestAt: r.latest_at,
+  firstSeq: r.first_seq,
+  lastSeq: r.last_seq,
+  createdAt: r.created_at
+})
+
+const toItem = (r: ReadonlyArray<unknown>): ItemMeta => {
+  const messageId = r[1] as number | null
+  return {
+    position: r[0] as number,
+    kind: messageId === null ? "summary" : "message",
+    refId: messageId ?? (r[2] as number),
+    tokens: r[3] as number,
+    continuesUnit: r[4] === 1,
+    depth: r[5] as number
+  }
+}
+
+/** Conversation ids never change once created; the cache is bounded so a long-lived gateway stays small. */
+const CACHE_LIMIT = 10_000
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const immediate = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    sql.withTransaction(self).pipe(Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE"))
+  /** Multi-row INSERT (nothing for no rows); `returning` adds a RETURNING clause. */
+  const insertRows = <A extends object = never>(
+    table: string,
+    rows: ReadonlyArray<Record<string, unknown>>,
+    returning?: string
+  ): Effect.Effect<ReadonlyArray<A>, SqlError> => {
+    const [head, ...rest] = rows
+    if (head === undefined) return Effect.succeed([])
+    return returning === undefined
+      ? sql<A>`INSERT INTO ${sql(table)} ${sql.insert([head, ...rest])}`
+      : sql<A>`INSERT INTO ${sql(table)} ${sql.insert([head, ...rest])} RETURNING ${sql.literal(returning)}`
+  }
+  const cache = new Map<string, Conversation>()
+  const remember = (c: Conversation) => {
+    if (cache.size >= CACHE_LIMIT) {
+      const oldest = cache.keys().next()
+      if (oldest.done !== true) cache.delete(oldest.value)
+    }
+    cache.set(c.sessionKey, c)
+    return c
+  }
+
+  const selectConversation = (sessionKey: string) =>
+    sql`SELECT * FROM ctx_conversations WHERE session_key = ${sessionKey}`.pipe(
+      Effect.flatMap(decodeConversationRows),
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), decodeConversation)),
+      Effect.mapError(storageError("read conversation"))
+    )
+
+  const findConversation = (sessionKey: string) => {
+    const hit = cache.get(sessionKey)
+    if (hit !== undefined) return Effect.succeed(Option.some(hit))
+    return selectConversation(sessionKey).pipe(
+      Effect.map((found) => (Option.isSome(found) ? Option.some(remember(found.value)) : found))
+    )
+  }
+
+  const ensureConversation = Effect.fn("MemoryStore.ensureConversation")(function*(session: SessionRef) {
+    const found = yield* findConversation(session.key)
+    if (Option.isSome(found)) return found.value
+    const now = yield* Clock.currentTimeMillis
+    yield* sql`INSERT INTO ctx_conversations (session_key, agent_id, user_id, created_at, updated_at)
+      VALUES (${session.key}, ${session.agentId}, ${session.userId}, ${now}, ${now})
+      ON CONFLICT (session_key) DO NOTHING`.pipe(Effect.mapError(storageError("create conversation")))
+    const created = yield* selectConversation(session.key)
+    if (Option.isNone(created)) {
+      return yield* new StorageError({ operation: "create conversation", reason: "the row vanished after insert" })
+    }
+    return remember(created.value)
+  })
+
+  const loadConversation = (sessionKey: string) =>
+    selectConversation(sessionKey).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new SessionNotFound({ sessionKey })),
+        onSome: (c) => Effect.succeed(remember(c))
+      }))
+    )
+
+  const getConversation = (sessionKey: string) =>
+    findConversation(sessionKey).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new SessionNotFound({ sessionKey })),
+        onSome: Effect.succeed
+      }))
+    )
+
+  const listConversations = Effect.fn("MemoryStore.listConversations")(function*(filter: {
+    readonly agentId?: string | undefined
+    readonly userId?: string | undefined
+    readonly limit?: number | undefined
+  }) {
+    const rows = yield* sql<{ readonly messages: number }>`SELECT c.*,
+        coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages
+      FROM ctx_conversations c
+      WHERE (${filter.agentId ?? null} IS NULL OR c.agent_id = ${filter.agentId ?? null})
+        AND (${filter.userId ?? null} IS NULL OR c.user_id = ${filter.userId ?? null})
+      ORDER BY c.updated_at DESC, c.id DESC LIMIT ${filter.limit ?? -1}`.pipe(
+      Effect.mapError(storageError("list conversations"))
+    )
+    const convs = yield* decodeConversationRows(rows).pipe(Effect.mapError(storageError("list conversations")))
+    return convs.map((c, i) => ({ ...decodeConversation(c), messages: rows[i]?.messages ?? 0 }))
+  })
+
+  const saveInfo = (conversationId: number, info: Readonly<Record<string, unknown>>) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql`UPDATE ctx_conversations SET info = ${JSON.stringify(info)}, updated_at = ${now} WHERE id = ${conversationId}`
+    ).pipe(Effect.asVoid, Effect.mapError(storageError("save session info")))
+
+  const setReviewedSeq = (conversationId: number, seq: number) =>
+    sql`UPDATE ctx_conversations SET reviewed_seq = max(reviewed_seq, ${seq}) WHERE id = ${conversationId}`.pipe(
+      Effect.asVoid,
+      Effect.mapError(storageError("mark reviewed"))
+    )
+
+  const appendMessages = Effect.fn("MemoryStore.appendMessages")(function*(
+    conversationId: number,
+    messages: ReadonlyArray<NewMessage>
+  ) {
+    if (messages.length === 0) return { firstSeq: 0, lastSeq: 0 }
+    const now = yield* Clock.currentTimeMillis
+    const encoded: Array<EncodedMessage> = []
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]
+      if (m === undefined) continue
+      const e = encodeMessage(m, now, i)
+      if (e instanceof InvalidInput) return yield* e
+      encoded.push(e)
+    }
+    return yield* immediate(Effect.gen(function*() {
+      const last = yield* sql<{ seq: number; role: Role; has_tool_results: number }>`SELECT seq, role, has_tool_results
+        FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1`
+      let prev = last[0] === undefined ? undefined : { role: last[0].role, hasToolResults: last[0].has_tool_results === 1 }
+      const firstSeq = (last[0]?.seq ?? 0) + 1
+      for (let start = 0; start < encoded.length; start += INSERT_BATCH) {
+        const batch = encoded.slice(start, start + INSERT_BATCH)
+        const rows = batch.map((e, i) => {
+          const cont = continuesUnit(e.message, prev)
+          prev = { role: e.role, hasToolResults: e.hasToolResults }
+          return {
+            conversation_id: conversationId,
+            seq: firstSeq + start + i,
+            role: e.role,
+            blocks: e.blocks,
+            text: e.text,
+            token_count: e.tokens,
+            has_tool_results: e.hasToolResults ? 1 : 0,
+            continues_unit: cont ? 1 : 0,
+            has_cjk: e.hasCjk ? 1 : 0,
+            created_at: e.createdAt
+          }
+        })
+        const ids = yield* insertRows<{ id: number; seq: number }>("ctx_messages", rows, "id, seq")
+        const idBySeq = new Map(ids.map((r) => [r.seq, r.id]))
+        yield* insertRows(
+          "ctx_items",
+          rows.map((r) => ({
+            conversation_id: conversationId,
+            position: r.seq,
+            message_id: idBySeq.get(r.seq) ?? null,
+            summary_id: null,
+            tokens: r.token_count,
+            continues_unit: r.continues_unit,
+            depth: -1
+          }))
+        )
+      }
+      yield* sql`UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`
+      return { firstSeq, lastSeq: firstSeq + encoded.length - 1 }
+    })).pipe(Effect.mapError(storageError("append messages")))
+  })
+
+  const messageColumns = sql`id, seq, role, blocks, text, token_count, created_at`
+  const messagesByIds = (ids: ReadonlyArray<number>) =>
+    ids.length === 0 ? Effect.succeed([]) : sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
+      WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY conversation_id, seq`.pipe(
+      Effect.mapError(storageError("read messages")),
+      Effect.flatMap(toStoredMessages)
+    )
+
+  const messagesBySeq = (conversationId: number, fromSeq: number, limit: number) =>
+    sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
+      WHERE conversation_id = ${conversationId} AND seq >= ${fromSeq} ORDER BY seq LIMIT ${limit}`.pipe(
+      Effect.mapError(storageError("read messages")),
+      Effect.flatMap(toStoredMessages)
+    )
+
+  const messageMetas = (conversationId: number) =>
+    sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
+      WHERE conversation_id = ${conversationId} ORDER BY seq`.values.pipe(
+      Effect.map((rows) => rows.map(toItem)),
+      Effect.mapError(storageError("read messages"))
+    )
+
+  const items = (conversationId: number) =>
+    sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
+      WHERE conversation_id = ${conversationId} ORDER BY position`.values.pipe(
+      Effect.map((rows) => rows.map(toItem)),
+      Effect.mapError(storageError("read context"))
+    )
+
+  const stats = (conversationId: number) =>
+    sql<{
+      messages: number
+      message_tokens: number
+      first_at: number | null
+      last_at: number | null
+      summaries: number
+      max_depth: number
+      items: number
+      item_tokens: number
+    }>`SELECT
+        (SELECT count(*) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS messages,
+        (SELECT coalesce(sum(token_count), 0) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS message_tokens,
+        (SELECT min(created_at) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS first_at,
+        (SELECT max(created_at) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS last_at,
+        (SELECT count(*) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS summaries,
+        (SELECT coalesce(max(depth), -1) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS max_depth,
+        (SELECT count(*) FROM ctx_items WHERE conversation_id = ${conversationId}) AS items,
+        (SELECT coalesce(sum(tokens), 0) FROM ctx_items WHERE conversation_id = ${conversationId}) AS item_tokens`.pipe(
+      Effect.map((rows) => {
+        const r = rows[0]
+        return {
+          messages: r?.messages ?? 0,
+          messageTokens: r?.message_tokens ?? 0,
+          firstMessageAt: r?.first_at ?? null,
+          lastMessageAt: r?.last_at ?? null,
+          summaries: r?.summaries ?? 0,
+          maxDepth: r?.max_depth ?? -1,
+          contextItems: r?.items ?? 0,
+          contextTokens: r?.item_tokens ?? 0
+        }
+      }),
+      Effect.mapError(storageError("read statistics"))
+    )
+
+  const summariesByIds = (ids: ReadonlyArray<number>) =>
+    ids.length === 0 ? Effect.succeed([]) : sql<SummaryRow>`SELECT s.*, c.session_key, c.user_id
+      FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id
+      WHERE s.id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`.pipe(
+      Effect.map((rows) => {
+        const byId = new Map(rows.map((r) => [r.id, toSummary(r)]))
+        return ids.flatMap((id) => {
+          const s = byId.get(id)
+          return s === undefined ? [] : [s]
+        })
+      }),
+      Effect.mapError(storageError("read summaries"))
+    )
+
+  const summaryLinks = (summaryId: number) =>
+    Effect.all({
+      parents: sql<{ id: number }>`SELECT condensed_id AS id FROM ctx_summary_parents WHERE constituent_id = ${summaryId}`,
+      constituents: sql<{ id: number }>`SELECT constituent_id AS id FROM ctx_summary_parents
+        WHERE condensed_id = ${summaryId} ORDER BY ord`,
+      sources: sql<{ id: number }>`SELECT message_id AS id FROM ctx_summary_messages WHERE summary_id = ${summaryId} ORDER BY ord`,
+      live: sql<{ n: number }>`SELECT count(*) AS n FROM ctx_items WHERE summary_id = ${summaryId}`
+    }).pipe(
+      Effect.map((r) => ({
+        parents: r.parents.map((x) => x.id),
+        constituents: r.constituents.map((x) => x.id),
+        sourceMessages: r.sources.map((x) => x.id),
+        live: (r.live[0]?.n ?? 0) > 0
+      })),
+      Effect.mapError(storageError("read summary links"))
+    )
+
+  const commitSummary = Effect.fn("MemoryStore.commitSummary")(function*(
+    conversationId: number,
+    summary: NewSummary,
+    contextTokensOf: (summaryId: number) => number
+  ) {
+    const first = summary.replaces[0]
+    const last = summary.replaces[summary.replaces.length - 1]
+    if (first === undefined || last === undefined) {
+      return yield* Effect.die(new Error("commitSummary: a summary must replace at least one item"))
+    }
+    const now = yield* Clock.currentTimeMillis
+    return yield* immediate(Effect.gen(function*() {
+      const current = yield* sql`SELECT position, message_id, summary_id FROM ctx_items
+        WHERE conversation_id = ${conversationId} AND position BETWEEN ${first.position} AND ${last.position}
+        ORDER BY position`.values
+      const intact = current.length === summary.replaces.length && current.every((row, i) => {
+        const want = summary.replaces[i]
+        return want !== undefined && row[0] === want.position &&
+          (want.kind === "message" ? row[1] === want.refId : row[2] === want.refId)
+      })
+      if (!intact) return yield* new StaleContext({ conversationId })
+      const inserted = yield* sql<{ id: number }>`INSERT INTO ctx_summaries ${
+        sql.insert({
+          conversation_id: conversationId,
+          kind: summary.kind,
+          depth: summary.depth,
+          mode: summary.mode,
+          content: summary.content,
+          token_count: estimateMessageTokens({ role: "user", content: summary.content }),
+          source_token_count: summary.sourceTokenCount,
+          earliest_at: summary.earliestAt,
+          latest_at: summary.latestAt,
+          first_seq: summary.firstSeq,
+          last_seq: summary.lastSeq,
+          has_cjk: hasCjk(summary.content) ? 1 : 0,
+          created_at: now
+        })
+      } RETURNING id`
+      const summaryId = inserted[0]?.id
+      if (summaryId === undefined) return yield* Effect.die(new Error("INSERT … RETURNING gave no id"))
+      if (summary.kind === "leaf") {
+        yield* insertRows(
+          "ctx_summary_messages",
+          summary.replaces.map((it, ord) => ({ summary_id: summaryId, message_id: it.refId, ord }))
+        )
+      } else {
+        yield* insertRows(
+          "ctx_summary_parents",
+          summary.replaces.map((it, ord) => ({ condensed_id: summaryId, constituent_id: it.refId, ord }))
+        )
+      }
+      yield* sql`DELETE FROM ctx_items WHERE conversation_id = ${conversationId}
+        AND position BETWEEN ${first.position} AND ${last.position}`
+      const itemTokens = contextTokensOf(summaryId)
+      yield* sql`INSERT INTO ctx_items ${
+        sql.insert({
+          conversation_id: conversationId,
+          position: first.position,
+          message_id: null,
+          summary_id: summaryId,
+          tokens: itemTokens,
+          continues_unit: 0,
+          depth: summary.depth
+        })
+      }`
+      return { summaryId, itemTokens }
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("commit summary")(e))))
+  })
+
+  const verifyInput = Effect.fn("MemoryStore.verifyInput")(function*(conversationId: number, sessionKey: string) {
+    const [messages, summaries, summaryMessages, summaryParents, liveItems] = yield* Effect.all([
+      sql`SELECT id, seq, created_at FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq`.values,
+      sql<SummaryRow>`SELECT s.*, '' AS session_key, '' AS user_id FROM ctx_summaries s
+        WHERE s.conversation_id = ${conversationId}`,
+      sql`SELECT l.summary_id, l.message_id FROM ctx_summary_messages l JOIN ctx_summaries s ON s.id = l.summary_id
+        WHERE s.conversation_id = ${conversationId} ORDER BY l.summary_id, l.ord`.values,
+      sql`SELECT l.condensed_id, l.constituent_id FROM ctx_summary_parents l JOIN ctx_summaries s ON s.id = l.condensed_id
+        WHERE s.conversation_id = ${conversationId} ORDER BY l.condensed_id, l.ord`.values,
+      sql`SELECT position, message_id, summary_id FROM ctx_items WHERE conversation_id = ${conversationId}
+        ORDER BY position`.values
+    ]).pipe(Effect.mapError(storageError("read for verification")))
+    return {
+      sessionKey,
+      messages: messages.map((r) => ({ id: r[0] as number, seq: r[1] as number, createdAt: r[2] as number })),
+      summaries: summaries.map(toSummary),
+      summaryMessages: summaryMessages.map((r) => ({ summaryId: r[0] as number, messageId: r[1] as number })),
+      summaryParents: summaryParents.map((r) => ({ condensedId: r[0] as number, constituentId: r[1] as number })),
+      items: liveItems.map((r) => ({
+        position: r[0] as number,
+        messageId: r[1] as number | null,
+        summaryId: r[2] as number | null
+      }))
+    }
+  })
+
+  const integrityCheck = Effect.gen(function*() {
+    const problems: Array<string> = []
+    const quick = yield* sql<{ quick_check: string }>`PRAGMA quick_check`
+    for (const r of quick) if (r.quick_check !== "ok") problems.push(`sqlite: ${r.quick_check}`)
+    const triggers = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'trigger'
+      AND name IN ('ctx_messages_immutable_update', 'ctx_messages_immutable_delete')`
+    if (triggers.length !== 2) problems.push("the triggers that keep raw messages immutable are missing")
+    // External-content FTS: porter indexes are checked against their tables; the trigram indexes
+    // hold only CJK rows, so only their internal consistency is checked.
+    for (const [table, rank] of [["ctx_messages_fts", 1], ["ctx_summaries_fts", 1], ["ctx_messages_cjk", 0], ["ctx_summaries_cjk", 0]] as const) {
+      yield* sql.unsafe(`INSERT INTO ${table} (${table}, rank) VALUES ('integrity-check', ${rank})`).pipe(
+        Effect.catchTag("SqlError", (e) => Effect.sync(() => problems.push(`${table}: ${e.message}`)))
+      )
+    }
+    return problems
+  }).pipe(Effect.mapError(storageError("integrity check")))
+
+  const getProfile = (userId: string, agentId: string) =>
+    sql<{ content: string }>`SELECT content FROM ctx_agent_memory WHERE user_id = ${userId} AND agent_id = ${agentId}`.pipe(
+      Effect.map((rows) => rows[0]?.content ?? ""),
+      Effect.mapError(storageError("read profile"))
+    )
+
+  const setProfile = (userId: string, agentId: string, content: string) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql`INSERT INTO ctx_agent_memory (user_id, agent_id, content, updated_at) VALUES (${userId}, ${agentId}, ${content}, ${now})
+        ON CONFLICT (user_id, agent_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`
+    ).pipe(Effect.asVoid, Effect.mapError(storageError("save profile")))
+
+  return MemoryStore.of({
+    ensureConversation,
+    findConversation,
+    getConversation,
+    loadConversation,
+    listConversations,
+    saveInfo,
+    setReviewedSeq,
+    appendMessages,
+    messagesByIds,
+    messagesBySeq,
+    messageMetas,
+    items,
+    stats,
+    summariesByIds,
+    summaryLinks,
+    commitSummary,
+    search: makeSearch(sql),
+    verifyInput,
+    integrityCheck,
+    getProfile,
+    setProfile
+  })
+})
+
+export const layer = Layer.effect(MemoryStore, make)

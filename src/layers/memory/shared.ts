@@ -1,0 +1,140 @@
+/**
+ * The parts LcmMemory and SimpleMemory share, built over the same MemoryStore and SessionLocks:
+ * bootstrap/append/stats, assembly from a selection, profiles, session management. Sharing them is
+ * what makes switching plugins lossless in both directions: both append the same rows.
+ */
+import { Effect } from "effect"
+import { type ItemMeta, selectForBudget } from "../../domain/memory/context.ts"
+import { InvalidInput, SessionNotFound } from "../../domain/memory/errors.ts"
+import { renderSummary, repairPairing } from "../../domain/memory/render.ts"
+import type { SessionRef } from "../../domain/memory/session.ts"
+import { type AssembleOptions, type Assembled, DEFAULT_FRESH_TAIL, type SessionInfo } from "../../domain/memory/types.ts"
+import { estimateMessageTokens, type Message, type NewMessage } from "../../domain/message.ts"
+import type { MemoryProvider } from "../../services/MemoryProvider.ts"
+import { type Conversation, MemoryStore } from "../../services/MemoryStore.ts"
+import type { ProfileStore } from "../../services/ProfileStore.ts"
+import type { SessionManager } from "../../services/SessionManager.ts"
+import { SessionLocks } from "../../services/SessionLocks.ts"
+
+/** Profiles are notes, not documents: 64 KiB is far beyond what a prompt should carry. */
+export const MAX_PROFILE_BYTES = 64 * 1024
+
+export const validateAssemble = (options: AssembleOptions) => {
+  const freshTail = options.freshTail ?? DEFAULT_FRESH_TAIL
+  if (!Number.isInteger(options.budget) || options.budget <= 0) {
+    return Effect.fail(new InvalidInput({ reason: `budget must be a positive integer of tokens, got ${options.budget}` }))
+  }
+  if (!Number.isInteger(freshTail) || freshTail < 0) {
+    return Effect.fail(new InvalidInput({ reason: `fresh tail must be a non-negative integer, got ${freshTail}` }))
+  }
+  return Effect.succeed({ budget: options.budget, freshTail })
+}
+
+export const makeShared = Effect.gen(function*() {
+  const store = yield* MemoryStore
+  const locks = yield* SessionLocks
+
+  const bootstrap = Effect.fn("Memory.bootstrap")(function*(session: SessionRef) {
+    yield* store.ensureConversation(session)
+  })
+
+  const append = Effect.fn("Memory.append")(function*(session: SessionRef, messages: ReadonlyArray<NewMessage>) {
+    const conversation = yield* store.ensureConversation(session)
+    yield* store.appendMessages(conversation.id, messages).pipe(locks.withLock(session.key))
+  })
+
+  const stats = Effect.fn("Memory.stats")(function*(sessionKey: string) {
+    const c = yield* store.getConversation(sessionKey)
+    const s = yield* store.stats(c.id)
+    return { sessionKey, agentId: c.agentId, userId: c.userId, ...s }
+  })
+
+  /** Loads the selected items (one query for messages, one for summaries) and renders them. */
+  const render = Effect.fn("Memory.render")(function*(
+    metas: ReadonlyArray<ItemMeta>,
+    budget: number,
+    freshTail: number,
+    mode: "greedy" | "contiguous"
+  ) {
+    const selection = selectForBudget(metas, budget, freshTail, mode)
+    const chosen = selection.indices.flatMap((i) => {
+      const m = metas[i]
+      return m === undefined ? [] : [m]
+    })
+    const [messages, summaries] = yield* Effect.all([
+      store.messagesByIds(chosen.filter((m) => m.kind === "message").map((m) => m.refId)),
+      store.summariesByIds(chosen.filter((m) => m.kind === "summary").map((m) => m.refId))
+    ])
+    const messageById = new Map(messages.map((m) => [m.id, m.message]))
+    const summaryById = new Map(summaries.map((s) => [s.id, s]))
+    const tailCount = metas.length - selection.tailStart
+    const list: Array<Message> = []
+    let tailFirstOut = -1
+    chosen.forEach((meta, i) => {
+      if (i === chosen.length - tailCount) tailFirstOut = list.length
+      const message = meta.kind === "message" ? messageById.get(meta.refId) : undefined
+      const summary = meta.kind === "summary" ? summaryById.get(meta.refId) : undefined
+      if (message !== undefined) list.push(message)
+      else if (summary !== undefined) list.push(renderSummary(summary))
+    })
+    // The tail starts on a unit boundary, so nothing pairs across it: repairing both sides apart is
+    // the same as repairing the whole, and tells how many output messages are the tail.
+    const olderOut = tailFirstOut < 0 ? list.length : tailFirstOut
+    const tail = repairPairing(list.slice(olderOut))
+    const out = [...repairPairing(list.slice(0, olderOut)), ...tail]
+    const assembled: Assembled = {
+      messages: out,
+      tokens: out.reduce((n, m) => n + estimateMessageTokens(m), 0),
+      freshTailMessages: tail.length,
+      summaries: chosen.filter((m) => m.kind === "summary").length,
+      omittedItems: selection.omitted
+    }
+    return assembled
+  })
+
+  const profiles: ProfileStore["Service"] = {
+    getProfile: (userId, agentId) => store.getProfile(userId, agentId),
+    setProfile: (userId, agentId, content) =>
+      new TextEncoder().encode(content).length > MAX_PROFILE_BYTES
+        ? Effect.fail(new InvalidInput({ reason: `profile notes are limited to ${MAX_PROFILE_BYTES / 1024} KiB` }))
+        : store.setProfile(userId, agentId, content)
+  }
+
+  const toInfo = (c: Conversation, messages: number): SessionInfo => ({
+    sessionKey: c.sessionKey,
+    agentId: c.agentId,
+    userId: c.userId,
+    createdAt: c.createdAt,
+    updatedAt: c.updatedAt,
+    messages,
+    info: c.info
+  })
+
+  const sessions: SessionManager["Service"] = {
+    saveInfo: (sessionKey, info) =>
+      store.loadConversation(sessionKey).pipe(
+        Effect.flatMap((c) => store.saveInfo(c.id, { ...c.info, ...info })),
+        locks.withLock(sessionKey)
+      ),
+    loadInfo: (sessionKey) =>
+      Effect.gen(function*() {
+        const c = yield* store.loadConversation(sessionKey)
+        const s = yield* store.stats(c.id)
+        return toInfo(c, s.messages)
+      }),
+    listInfo: (filter = {}) => store.listConversations(filter).pipe(Effect.map((cs) => cs.map((c) => toInfo(c, c.messages)))),
+    loadHistory: (sessionKey, options = {}) =>
+      store.getConversation(sessionKey).pipe(
+        Effect.flatMap((c) => store.messagesBySeq(c.id, options.fromSeq ?? 1, options.limit ?? -1))
+      )
+  }
+
+  const provider = (
+    name: string,
+    assemble: MemoryProvider["Service"]["assemble"]
+  ): MemoryProvider["Service"] => ({ name, bootstrap, append, assemble, stats, close: Effect.void })
+
+  return { store, locks, render, profiles, sessions, provider }
+})
+
+export const notFound = (sessionKey: string) => new SessionNotFound({ sessionKey })

@@ -1,0 +1,98 @@
+/**
+ * Full-text search over messages and summaries (part of SqliteMemoryStore). The plan comes from
+ * `planSearch`, which has already reduced user input to safe, quoted FTS5 expressions; scope is
+ * applied through the owning conversation, so a user scope can only see that user's rows.
+ */
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql/SqlClient"
+import { StorageError } from "../../domain/memory/errors.ts"
+import type { SearchScope } from "../../domain/memory/types.ts"
+import { makeSnippet, type SearchPlan } from "../../domain/search/query.ts"
+import type { RawHit } from "../../services/MemoryStore.ts"
+
+interface Source {
+  readonly kind: "message" | "summary"
+  readonly table: string
+  readonly porter: string
+  readonly trigram: string
+  readonly column: string
+}
+
+const SOURCES: ReadonlyArray<Source> = [
+  { kind: "message", table: "ctx_messages", porter: "ctx_messages_fts", trigram: "ctx_messages_cjk", column: "text" },
+  { kind: "summary", table: "ctx_summaries", porter: "ctx_summaries_fts", trigram: "ctx_summaries_cjk", column: "content" }
+]
+
+const scopeClause = (scope: SearchScope): readonly [string, ReadonlyArray<unknown>] => {
+  switch (scope._tag) {
+    case "Session":
+      return ["c.session_key = ?", [scope.sessionKey]]
+    case "User":
+      return ["c.user_id = ?", [scope.userId]]
+    case "All":
+      return ["1 = 1", []]
+  }
+}
+
+interface Row {
+  readonly id: number
+  readonly session_key: string
+  readonly created_at: number
+  readonly snippet: string
+  readonly score: number
+}
+
+export const makeSearch = (sql: SqlClient) =>
+(plan: SearchPlan, scope: SearchScope, limit: number): Effect.Effect<ReadonlyArray<RawHit>, StorageError> => {
+  if (plan._tag === "Empty" || limit <= 0) return Effect.succeed([])
+  const [scopeSql, scopeParams] = scopeClause(scope)
+  const one = (src: Source): Effect.Effect<ReadonlyArray<RawHit>, StorageError> => {
+    const base = `FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id`
+    let query: Effect.Effect<ReadonlyArray<Row>, unknown>
+    if (plan._tag === "Latin" || plan.match !== null) {
+      const fts = plan._tag === "Latin" ? src.porter : src.trigram
+      const match = plan._tag === "Latin" ? plan.match : plan.match ?? ""
+      const subs = plan._tag === "Cjk" ? plan.substrings : []
+      query = sql.unsafe<Row>(
+        `SELECT t.id, c.session_key, t.created_at,
+           snippet(${fts}, 0, '«', '»', '…', 16) AS snippet, -bm25(${fts}) AS score
+         FROM ${fts} f JOIN ${src.table} t ON t.id = f.rowid JOIN ctx_conversations c ON c.id = t.conversation_id
+         WHERE ${fts} MATCH ? AND ${scopeSql}${subs.map(() => ` AND instr(lower(t.${src.column}), ?) > 0`).join("")}
+         ORDER BY score DESC, t.id DESC LIMIT ?`,
+        [match, ...scopeParams, ...subs, limit]
+      )
+    } else {
+      // Only short terms (e.g. two-character Chinese words): scan the scope's CJK rows, rank by
+      // number of occurrences, then recency.
+      const subs = plan.substrings
+      const occurrences = subs
+        .map(() => `(length(t.${src.column}) - length(replace(lower(t.${src.column}), ?, ''))) / max(length(?), 1)`)
+        .join(" + ")
+      query = sql.unsafe<Row & { readonly body: string }>(
+        `SELECT t.id, c.session_key, t.created_at, t.${src.column} AS body, '' AS snippet, (${occurrences}) AS score
+         ${base}
+         WHERE t.has_cjk = 1 AND ${scopeSql}${subs.map(() => ` AND instr(lower(t.${src.column}), ?) > 0`).join("")}
+         ORDER BY score DESC, t.id DESC LIMIT ?`,
+        [...subs.flatMap((s) => [s, s]), ...scopeParams, ...subs, limit]
+      ).pipe(Effect.map((rows) => rows.map((r) => ({ ...r, snippet: makeSnippet(r.body, subs) }))))
+    }
+    return query.pipe(
+      Effect.map((rows) =>
+        rows.map((r): RawHit => ({
+          kind: src.kind,
+          id: r.id,
+          sessionKey: r.session_key,
+          snippet: r.snippet.replace(/\s+/g, " ").trim(),
+          score: Number(r.score),
+          createdAt: r.created_at
+        }))
+      ),
+      Effect.mapError((e) => new StorageError({ operation: "search", reason: e instanceof Error ? e.message : String(e) }))
+    )
+  }
+  return Effect.all(SOURCES.map(one)).pipe(
+    Effect.map((lists) =>
+      lists.flat().sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || b.id - a.id).slice(0, limit)
+    )
+  )
+}

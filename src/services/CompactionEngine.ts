@@ -1,0 +1,28 @@
+/**
+ * CompactionEngine — leaf and condensed passes over a session's live context (seed: Compaction),
+ * incremental (one leaf + one condensed pass) or full (repeat, at most 10 iterations), with the
+ * summarization escalation normal → aggressive → deterministic truncation. Each step (one summary)
+ * is one transaction. Owns the policy; storage is the MemoryStore's, text is the Summarizer's.
+ */
+import { Context, type Effect } from "effect"
+import type { CompactionFailed, StorageError } from "../domain/memory/errors.ts"
+import type { CompactionReport, CompactOptions } from "../domain/memory/types.ts"
+import type { Conversation } from "./MemoryStore.ts"
+
+export interface CompactionConfig {
+  readonly threshold: number
+  readonly freshTail: number
+  readonly leafMinMessages: number
+  readonly condensedMin: number
+  readonly condensedFanIn: number
+  readonly chunkTokens: number
+  readonly maxIterations: number
+}
+
+export class CompactionEngine extends Context.Service<CompactionEngine, {
+  readonly config: CompactionConfig
+  readonly compact: (
+    conversation: Conversation,
+    options: CompactOptions
+  ) => Effect.Effect<CompactionReport, CompactionFailed | StorageError>
+}>()("anna/CompactionEngine") {}

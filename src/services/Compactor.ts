@@ -1,0 +1,20 @@
+/**
+ * Compactor — capability: shrink a session's live context into a DAG of summaries (seed:
+ * NeedsCompaction, Compact). Never deletes or changes raw messages; never touches the fresh tail.
+ */
+import { Context, type Effect } from "effect"
+import type { CompactionFailed, SessionNotFound, StorageError } from "../domain/memory/errors.ts"
+import type { CompactionReport, CompactOptions } from "../domain/memory/types.ts"
+
+export class Compactor extends Context.Service<Compactor, {
+  /** Whether the live context exceeds threshold (default 0.75) × budget. */
+  readonly needsCompaction: (
+    sessionKey: string,
+    budget: number,
+    threshold?: number
+  ) => Effect.Effect<boolean, StorageError | SessionNotFound>
+  readonly compact: (
+    sessionKey: string,
+    options?: CompactOptions
+  ) => Effect.Effect<CompactionReport, CompactionFailed | StorageError | SessionNotFound>
+}>()("anna/Compactor") {}

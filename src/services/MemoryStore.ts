@@ -1,0 +1,150 @@
+/**
+ * MemoryStore — the persistence port of memory: conversations, immutable raw messages, the live
+ * context items, the summary DAG, full-text search and profiles. Owns every SQL statement of the
+ * memory subsystem (so a PostgreSQL store is one new layer). Does not own policy: what to compact,
+ * what to assemble, and locking are decided above it.
+ */
+import { Context, type Effect, type Option } from "effect"
+import type { ItemMeta } from "../domain/memory/context.ts"
+import type { InvalidInput, SessionNotFound, StaleContext, StorageError } from "../domain/memory/errors.ts"
+import type { SessionRef } from "../domain/memory/session.ts"
+import type { SearchScope } from "../domain/memory/types.ts"
+import type { VerifyInput } from "../domain/memory/verify.ts"
+import type { Message, NewMessage, Role } from "../domain/message.ts"
+import type { SearchPlan } from "../domain/search/query.ts"
+
+export interface Conversation {
+  readonly id: number
+  readonly sessionKey: string
+  readonly agentId: string
+  readonly userId: string
+  readonly createdAt: number
+  readonly updatedAt: number
+  readonly reviewedSeq: number
+  readonly info: Readonly<Record<string, unknown>>
+}
+
+export interface StoredMessage {
+  readonly id: number
+  readonly seq: number
+  readonly role: Role
+  readonly message: Message
+  readonly tokens: number
+  readonly createdAt: number
+}
+
+export interface StoredSummary {
+  readonly id: number
+  readonly conversationId: number
+  readonly sessionKey: string
+  readonly userId: string
+  readonly kind: "leaf" | "condensed"
+  readonly depth: number
+  readonly mode: "normal" | "aggressive" | "truncated"
+  readonly content: string
+  readonly tokenCount: number
+  readonly sourceTokenCount: number
+  readonly earliestAt: number
+  readonly latestAt: number
+  readonly firstSeq: number
+  readonly lastSeq: number
+  readonly createdAt: number
+}
+
+export interface NewSummary {
+  readonly kind: "leaf" | "condensed"
+  readonly depth: number
+  readonly mode: "normal" | "aggressive" | "truncated"
+  readonly content: string
+  readonly sourceTokenCount: number
+  readonly earliestAt: number
+  readonly latestAt: number
+  readonly firstSeq: number
+  readonly lastSeq: number
+  /** The contiguous live items this summary replaces, in order; all must still be live. */
+  readonly replaces: ReadonlyArray<ItemMeta>
+}
+
+export interface RawHit {
+  readonly kind: "message" | "summary"
+  readonly id: number
+  readonly sessionKey: string
+  readonly snippet: string
+  readonly score: number
+  readonly createdAt: number
+}
+
+export interface ConversationStats {
+  readonly messages: number
+  readonly messageTokens: number
+  readonly firstMessageAt: number | null
+  readonly lastMessageAt: number | null
+  readonly summaries: number
+  readonly maxDepth: number
+  readonly contextItems: number
+  readonly contextTokens: number
+}
+
+export class MemoryStore extends Context.Service<MemoryStore, {
+  /** Get or create the conversation of a session (ids are cached: the mapping never changes). */
+  readonly ensureConversation: (session: SessionRef) => Effect.Effect<Conversation, StorageError>
+  readonly findConversation: (sessionKey: string) => Effect.Effect<Option.Option<Conversation>, StorageError>
+  /** Cached: `info` and `reviewedSeq` may be stale; use `loadConversation` for those. */
+  readonly getConversation: (sessionKey: string) => Effect.Effect<Conversation, StorageError | SessionNotFound>
+  /** Read afresh from the database. */
+  readonly loadConversation: (sessionKey: string) => Effect.Effect<Conversation, StorageError | SessionNotFound>
+  readonly listConversations: (filter: {
+    readonly agentId?: string | undefined
+    readonly userId?: string | undefined
+    readonly limit?: number | undefined
+  }) => Effect.Effect<ReadonlyArray<Conversation & { readonly messages: number }>, StorageError>
+  readonly saveInfo: (conversationId: number, info: Readonly<Record<string, unknown>>) => Effect.Effect<void, StorageError>
+  readonly setReviewedSeq: (conversationId: number, seq: number) => Effect.Effect<void, StorageError>
+
+  /** Appends in one transaction; messages get consecutive seqs and become live items. */
+  readonly appendMessages: (
+    conversationId: number,
+    messages: ReadonlyArray<NewMessage>
+  ) => Effect.Effect<{ readonly firstSeq: number; readonly lastSeq: number }, StorageError | InvalidInput>
+  readonly messagesByIds: (ids: ReadonlyArray<number>) => Effect.Effect<ReadonlyArray<StoredMessage>, StorageError>
+  readonly messagesBySeq: (
+    conversationId: number,
+    fromSeq: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<StoredMessage>, StorageError>
+  /** Every message as an item (position = seq), for sliding-window assembly that ignores summaries. */
+  readonly messageMetas: (conversationId: number) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
+
+  readonly items: (conversationId: number) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
+  readonly stats: (conversationId: number) => Effect.Effect<ConversationStats, StorageError>
+
+  readonly summariesByIds: (ids: ReadonlyArray<number>) => Effect.Effect<ReadonlyArray<StoredSummary>, StorageError>
+  readonly summaryLinks: (summaryId: number) => Effect.Effect<{
+    readonly parents: ReadonlyArray<number>
+    readonly constituents: ReadonlyArray<number>
+    readonly sourceMessages: ReadonlyArray<number>
+    readonly live: boolean
+  }, StorageError>
+  /**
+   * One compaction step, atomically: the summary row, its links, the removal of the replaced items
+   * and the new summary item commit together or not at all.
+   */
+  readonly commitSummary: (
+    conversationId: number,
+    summary: NewSummary,
+    contextTokensOf: (summaryId: number) => number
+  ) => Effect.Effect<{ readonly summaryId: number; readonly itemTokens: number }, StorageError | StaleContext>
+
+  readonly search: (
+    plan: SearchPlan,
+    scope: SearchScope,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<RawHit>, StorageError>
+
+  readonly verifyInput: (conversationId: number, sessionKey: string) => Effect.Effect<VerifyInput, StorageError>
+  /** Database-wide checks (SQLite integrity, FTS indexes in step with their tables); problems as text. */
+  readonly integrityCheck: Effect.Effect<ReadonlyArray<string>, StorageError>
+
+  readonly getProfile: (userId: string, agentId: string) => Effect.Effect<string, StorageError>
+  readonly setProfile: (userId: string, agentId: string, content: string) => Effect.Effect<void, StorageError>
+}>()("anna/MemoryStore") {}

@@ -1,0 +1,12 @@
+/**
+ * Searcher — capability: ranked full-text search over messages and summaries, always inside a
+ * scope (one session, or one user's sessions). A user scope never returns another user's rows.
+ */
+import { Context, type Effect } from "effect"
+import type { StorageError } from "../domain/memory/errors.ts"
+import type { SearchHit, SearchOptions } from "../domain/memory/types.ts"
+
+export class Searcher extends Context.Service<Searcher, {
+  /** Any text is accepted as a query; bad syntax yields results or an empty list, never an error. */
+  readonly search: (query: string, options: SearchOptions) => Effect.Effect<ReadonlyArray<SearchHit>, StorageError>
+}>()("anna/Searcher") {}

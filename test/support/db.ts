@@ -1,0 +1,28 @@
+/** Real SQLite files in a fresh temporary folder per test (removed when the test's scope closes). */
+import { Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as DeterministicSummarizer from "../../src/layers/DeterministicSummarizer.ts"
+import * as LcmMemory from "../../src/layers/LcmMemory.ts"
+import * as SimpleMemory from "../../src/layers/SimpleMemory.ts"
+import * as Sqlite from "../../src/layers/Sqlite.ts"
+
+export const tempDir = (prefix = "anna-test-"): string => mkdtempSync(join(tmpdir(), prefix))
+
+/** A scoped temporary database file path. */
+export const tempDbFile = Effect.acquireRelease(
+  Effect.sync(() => tempDir()),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+).pipe(Effect.map((dir) => join(dir, "anna.db")))
+
+/** SqlClient on a fresh temporary file. */
+export const sqliteTemp = Layer.unwrap(Effect.map(tempDbFile, Sqlite.layer))
+
+/** LcmMemory (all seven services) + the store, on a fresh file, with the deterministic summarizer. */
+export const lcmTemp = LcmMemory.layerSqlite.pipe(
+  Layer.provide(DeterministicSummarizer.layer),
+  Layer.provideMerge(sqliteTemp)
+)
+
+export const simpleTemp = SimpleMemory.layerSqlite.pipe(Layer.provideMerge(sqliteTemp))
