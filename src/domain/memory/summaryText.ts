@@ -43,11 +43,12 @@ export const truncateAtSentence = (text: string, maxTokens: number): string => {
   return estimateTextTokens(candidate) <= limit ? candidate : prefixWithin(trimmed, limit)
 }
 
-const firstSentence = (text: string, maxChars: number): string => {
+/** First sentence of `text` (CJK marks end a sentence without a following space), within `maxTokens`. */
+const firstSentence = (text: string, maxTokens: number): string => {
   const flat = text.replace(/\s+/g, " ").trim()
-  const m = /^(.+?[.!?。！？])(\s|$)/.exec(flat)
+  const m = /^(.+?(?:[.!?](?=\s|$)|[。！？]))/.exec(flat)
   const s = m?.[1] ?? flat
-  return s.length <= maxChars ? s : s.slice(0, maxChars).trimEnd() + "…"
+  return estimateTextTokens(s) <= maxTokens ? s : prefixWithin(s, Math.max(1, maxTokens - 1)).trimEnd() + "…"
 }
 
 const STOP = new Set(
@@ -56,11 +57,16 @@ const STOP = new Set(
   )
 )
 
+/** Longer "words" are runs without spaces (CJK clauses, hashes, URLs), not keywords: 32 bytes. */
+const MAX_KEYWORD_TOKENS = 8
+
 /** Most frequent content words, for the "Expand for details about" line. */
 export const keywords = (text: string, n: number): Array<string> => {
   const counts = new Map<string, number>()
-  for (const w of text.toLowerCase().match(/[\p{L}\p{N}_./-]{3,}/gu) ?? []) {
-    if (STOP.has(w)) continue
+  for (const raw of text.toLowerCase().match(/[\p{L}\p{N}_./-]{3,}/gu) ?? []) {
+    // "docker." at the end of a sentence is the word "docker"; paths such as src/main.ts stay whole.
+    const w = raw.replace(/^[./-]+|[./-]+$/g, "")
+    if (w.length < 3 || estimateTextTokens(w) > MAX_KEYWORD_TOKENS || STOP.has(w)) continue
     counts.set(w, (counts.get(w) ?? 0) + 1)
   }
   return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, n).map(([w]) => w)
@@ -77,10 +83,20 @@ export const extractiveSummary = (
   aggressive: boolean
 ): string => {
   const all = entries.map((e) => e.text).join("\n")
-  const footer = `Expand for details about: ${keywords(all, aggressive ? 4 : 8).join(", ") || "this part of the conversation"}`
+  // The footer gets at most a quarter of the target, so the entries keep most of it.
+  const words = keywords(all, aggressive ? 4 : 8)
+  const footerOf = (ws: ReadonlyArray<string>) =>
+    `Expand for details about: ${ws.join(", ") || "this part of the conversation"}`
+  while (words.length > 0 && estimateTextTokens(footerOf(words)) > targetTokens / 4) words.pop()
+  const footer = footerOf(words)
   const room = Math.max(1, targetTokens - estimateTextTokens(footer) - 1)
-  const perEntryChars = Math.max(24, Math.floor((room * 4) / Math.max(1, entries.length)) - 16)
-  const lines = entries.map((e) => `- ${e.label}: ${firstSentence(e.text, aggressive ? perEntryChars / 2 : perEntryChars)}`)
+  // Budgets are in tokens (not characters), so CJK entries are shortened as evenly as Latin ones.
+  const perEntry = Math.floor(room / Math.max(1, entries.length))
+  const lines = entries.map((e) => {
+    const prefix = `- ${e.label}: `
+    const tokens = Math.max(6, perEntry - estimateTextTokens(prefix) - 1)
+    return prefix + firstSentence(e.text, aggressive ? Math.max(6, Math.floor(tokens / 2)) : tokens)
+  })
   const body = truncateAtSentence(lines.join("\n"), room)
   return truncateAtSentence(`${body}\n${footer}`, targetTokens)
 }

@@ -16,11 +16,13 @@ interface Source {
   readonly porter: string
   readonly trigram: string
   readonly column: string
+  /** When the hit happened: a message's time, or the end of a summary's time range. */
+  readonly time: string
 }
 
 const SOURCES: ReadonlyArray<Source> = [
-  { kind: "message", table: "ctx_messages", porter: "ctx_messages_fts", trigram: "ctx_messages_cjk", column: "text" },
-  { kind: "summary", table: "ctx_summaries", porter: "ctx_summaries_fts", trigram: "ctx_summaries_cjk", column: "content" }
+  { kind: "message", table: "ctx_messages", porter: "ctx_messages_fts", trigram: "ctx_messages_cjk", column: "text", time: "created_at" },
+  { kind: "summary", table: "ctx_summaries", porter: "ctx_summaries_fts", trigram: "ctx_summaries_cjk", column: "content", time: "latest_at" }
 ]
 
 const scopeClause = (scope: SearchScope): readonly [string, ReadonlyArray<unknown>] => {
@@ -54,7 +56,7 @@ export const makeSearch = (sql: SqlClient) =>
       const match = plan._tag === "Latin" ? plan.match : plan.match ?? ""
       const subs = plan._tag === "Cjk" ? plan.substrings : []
       query = sql.unsafe<Row>(
-        `SELECT t.id, c.session_key, t.created_at,
+        `SELECT t.id, c.session_key, t.${src.time} AS created_at,
            snippet(${fts}, 0, '«', '»', '…', 16) AS snippet, -bm25(${fts}) AS score
          FROM ${fts} f JOIN ${src.table} t ON t.id = f.rowid JOIN ctx_conversations c ON c.id = t.conversation_id
          WHERE ${fts} MATCH ? AND ${scopeSql}${subs.map(() => ` AND instr(lower(t.${src.column}), ?) > 0`).join("")}
@@ -69,7 +71,7 @@ export const makeSearch = (sql: SqlClient) =>
         .map(() => `(length(t.${src.column}) - length(replace(lower(t.${src.column}), ?, ''))) / max(length(?), 1)`)
         .join(" + ")
       query = sql.unsafe<Row & { readonly body: string }>(
-        `SELECT t.id, c.session_key, t.created_at, t.${src.column} AS body, '' AS snippet, (${occurrences}) AS score
+        `SELECT t.id, c.session_key, t.${src.time} AS created_at, t.${src.column} AS body, '' AS snippet, (${occurrences}) AS score
          ${base}
          WHERE t.has_cjk = 1 AND ${scopeSql}${subs.map(() => ` AND instr(lower(t.${src.column}), ?) > 0`).join("")}
          ORDER BY score DESC, t.id DESC LIMIT ?`,

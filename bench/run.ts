@@ -1,0 +1,77 @@
+/**
+ * `npm run bench`: the memory engine's benchmarks, each against the same operation written as the
+ * simplest raw SQL (the floor). Prints Markdown tables; nothing is asserted. Real SQLite files in
+ * a temporary folder, removed at the end.
+ *
+ * BENCH_QUICK=1 skips the 1M-message search case. BENCH_ONLY=append,assemble,search limits phases.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { cpus, release, tmpdir, totalmem } from "node:os"
+import { join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
+import { runAppend } from "./append.ts"
+import { runAssemble } from "./assemble.ts"
+import { runSearch } from "./search.ts"
+import { ratios } from "./support/common.ts"
+import { markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
+
+const quick = process.env["BENCH_QUICK"] === "1"
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search").split(",").map((s) => s.trim()))
+
+const sqliteVersion = (): string => {
+  const db = new DatabaseSync(":memory:")
+  const row = db.prepare("SELECT sqlite_version() AS v").get()
+  db.close()
+  return String(row?.["v"] ?? "?")
+}
+
+const main = async () => {
+  const started = performance.now()
+  const dir = mkdtempSync(join(tmpdir(), "anna-bench-"))
+  const cpu = cpus()
+  print("## anna memory benchmarks")
+  print()
+  print(`- date: ${new Date().toISOString()}`)
+  print(
+    `- machine: ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${process.platform} ${release()}`
+  )
+  print(`- Node ${process.version}, SQLite ${sqliteVersion()}; mode: ${quick ? "quick (no 1M search)" : "full"}`)
+  markRss("start")
+  try {
+    if (only.has("append")) {
+      await runAppend(dir)
+      markRss("after append")
+    }
+    if (only.has("assemble")) {
+      await runAssemble(dir)
+      markRss("after assemble + compaction")
+    }
+    if (only.has("search")) {
+      await runSearch(dir, { sessions: 100, perSession: 1_000, users: 10 })
+      markRss("after search 100k")
+      if (!quick) {
+        await runSearch(dir, { sessions: 1_000, perSession: 1_000, users: 100 })
+        markRss("after search 1M")
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+
+  section("Ratios to the floor", table(["operation", "ours", "floor", "ours / floor"], ratios.map((r) => [
+    r.operation,
+    r.ours,
+    r.floor,
+    r.ratio
+  ])))
+  section(
+    "Memory",
+    table(["phase", "RSS"], [
+      ...rssMarks.map(([phase, bytes]) => [phase, mib(bytes)]),
+      ["peak (resourceUsage().maxRSS)", mib(process.resourceUsage().maxRSS * 1024)]
+    ])
+  )
+  print(`\nTotal run time: ${seconds(performance.now() - started)}`)
+}
+
+await main()

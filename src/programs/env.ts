@@ -1,0 +1,26 @@
+/**
+ * The environment, read once at the edge: `ANNA_HOME` (state folder, default ~/.anna) and
+ * `ANNA_LOG_LEVEL`. Nothing else in anna reads `process.env`.
+ */
+import { Config, Effect, Layer, type LogLevel, References } from "effect"
+import { homedir } from "node:os"
+import { join } from "node:path"
+import * as Sqlite from "../layers/Sqlite.ts"
+
+export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
+
+export const dbPath = Effect.map(annaHome, (home) => join(home, "anna.db"))
+
+const LEVELS = ["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"] as const
+
+/** `ANNA_LOG_LEVEL` (trace, debug, info, warn, error, none; default info), case-insensitive. */
+export const logLevel = Config.String("ANNA_LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.map((s): LogLevel.LogLevel => LEVELS.find((l) => l.toLowerCase() === s.trim().toLowerCase()) ?? "Info")
+)
+
+export const withLogLevel = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(logLevel, (level) => Effect.provideService(self, References.MinimumLogLevel, level))
+
+/** The migrated database at `$ANNA_HOME/anna.db`. */
+export const database = Layer.unwrap(Effect.map(dbPath, Sqlite.layer))

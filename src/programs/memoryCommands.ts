@@ -1,0 +1,265 @@
+/**
+ * `anna memory …`: inspect and operate memory from the terminal. Every subcommand takes `--json`
+ * (stable shapes: the service results as they are) and `--help`.
+ */
+import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { CapabilityMissing } from "../domain/memory/errors.ts"
+import { sessionRefFromKey } from "../domain/memory/session.ts"
+import type { SearchScope } from "../domain/memory/types.ts"
+import { verifySession } from "../domain/memory/verify.ts"
+import { messageText } from "../domain/message.ts"
+import * as DeterministicSummarizer from "../layers/DeterministicSummarizer.ts"
+import * as MemoryFromPlugins from "../layers/MemoryFromPlugins.ts"
+import { Compactor } from "../services/Compactor.ts"
+import { Explorer } from "../services/Explorer.ts"
+import { MemoryProvider } from "../services/MemoryProvider.ts"
+import { MemoryStore } from "../services/MemoryStore.ts"
+import { Searcher } from "../services/Searcher.ts"
+import { SessionManager } from "../services/SessionManager.ts"
+import { database } from "./env.ts"
+import { importJsonl } from "./importJsonl.ts"
+import { iso, oneLine, printJson, table } from "./output.ts"
+
+/** The enabled memory plugin on `$ANNA_HOME/anna.db`; summaries by the deterministic summarizer. */
+const memoryLayer = MemoryFromPlugins.layer.pipe(
+  Layer.provide(DeterministicSummarizer.layer),
+  Layer.provideMerge(database)
+)
+
+const capability = <I, S>(service: import("effect").Context.Key<I, S>, name: string) =>
+  Effect.flatMap(
+    Effect.serviceOption(service),
+    Option.match({ onNone: () => Effect.fail(new CapabilityMissing({ capability: name })), onSome: Effect.succeed })
+  )
+
+export class VerifyFailed extends Schema.TaggedError<VerifyFailed>()("VerifyFailed", {
+  problems: Schema.Number,
+  sessions: Schema.Number
+}) {
+  override get message() {
+    return `verify found ${this.problems} problem(s) in ${this.sessions} session(s)`
+  }
+}
+
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
+const sessionKey = Argument.String("sessionKey").pipe(
+  Argument.withDescription("Session key, e.g. agent1:telegram:42:dm")
+)
+const positiveInt = (name: string, description: string) =>
+  Flag.Int(name).pipe(Flag.withDescription(description), Flag.filter((n) => n > 0, (n) => `--${name} must be positive, got ${n}`))
+
+const sessions = Command.make("sessions", {
+  agent: Flag.String("agent").pipe(Flag.withDescription("Only this agent's sessions"), Flag.optional),
+  user: Flag.String("user").pipe(Flag.withDescription("Only this user's sessions"), Flag.optional),
+  limit: positiveInt("limit", "At most this many sessions (newest first)").pipe(Flag.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const manager = yield* SessionManager
+    const list = yield* manager.listInfo({
+      agentId: Option.getOrUndefined(f.agent),
+      userId: Option.getOrUndefined(f.user),
+      limit: Option.getOrUndefined(f.limit)
+    })
+    if (f.json) return yield* printJson(list)
+    if (list.length === 0) return yield* Console.log("No sessions.")
+    yield* Console.log(table(
+      ["SESSION", "AGENT", "USER", "MESSAGES", "UPDATED"],
+      list.map((s) => [s.sessionKey, s.agentId || "-", s.userId || "-", String(s.messages), iso(s.updatedAt)])
+    ))
+  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("List stored sessions, most recently active first"))
+
+const importCmd = Command.make("import", {
+  sessionKey,
+  file: Argument.String("file").pipe(Argument.withDescription("JSONL file: one message per line")),
+  agent: Flag.String("agent").pipe(Flag.withDescription("Owner agent (default: from the session key)"), Flag.optional),
+  user: Flag.String("user").pipe(Flag.withDescription("Owner user (default: from the session key)"), Flag.optional),
+  append: Flag.Boolean("append").pipe(
+    Flag.withDescription("Add to a session that already has messages (refused otherwise)"),
+    Flag.withDefault(false)
+  ),
+  json
+}, (f) =>
+  importJsonl({
+    session: sessionRefFromKey(f.sessionKey, {
+      agentId: Option.getOrUndefined(f.agent),
+      userId: Option.getOrUndefined(f.user)
+    }),
+    file: f.file,
+    append: f.append
+  }).pipe(
+    Effect.flatMap((r) =>
+      f.json ? printJson(r) : Console.log(
+        `Imported ${r.imported} messages into ${r.sessionKey} (seq ${r.firstSeq}–${r.lastSeq}) in ${
+          (r.millis / 1000).toFixed(1)
+        } s.`
+      )
+    ),
+    Effect.provide(memoryLayer)
+  )).pipe(
+    Command.withDescription(
+      "Import a transcript: one JSON object per line, {\"role\":\"user\"|\"assistant\"|\"tool_result\", \"content\": string or Anthropic-style blocks, \"ts\"?: ISO-8601}. The whole file is checked before anything is stored."
+    )
+  )
+
+const assemble = Command.make("assemble", {
+  sessionKey,
+  budget: positiveInt("budget", "Token budget of the context"),
+  freshTail: Flag.Int("fresh-tail").pipe(
+    Flag.withDescription("Newest messages always kept verbatim (default 20)"),
+    Flag.filter((n) => n >= 0, () => "--fresh-tail must be 0 or more"),
+    Flag.optional
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const memory = yield* MemoryProvider
+    const a = yield* memory.assemble(f.sessionKey, { budget: f.budget, freshTail: Option.getOrUndefined(f.freshTail) })
+    if (f.json) return yield* printJson(a)
+    yield* Console.log(
+      `${a.messages.length} messages, ${a.tokens} of ${f.budget} tokens (${memory.name}; ${a.summaries} summaries, fresh tail ${a.freshTailMessages}, ${a.omittedItems} older items left out)`
+    )
+    for (const m of a.messages) yield* Console.log(`[${m.role}] ${oneLine(messageText(m), 160)}`)
+  }).pipe(Effect.provide(memoryLayer))).pipe(
+    Command.withDescription("Show the context the model would get for a session within a token budget")
+  )
+
+const compact = Command.make("compact", {
+  sessionKey,
+  full: Flag.Boolean("full").pipe(
+    Flag.withDescription("Repeat leaf and condensed passes until nothing is left (at most 10 iterations)"),
+    Flag.withDefault(false)
+  ),
+  budget: positiveInt("budget", "Stop once the context is within 75 % of this budget").pipe(Flag.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const compactor = yield* capability(Compactor, "compaction")
+    const r = yield* compactor.compact(f.sessionKey, { full: f.full, budget: Option.getOrUndefined(f.budget) })
+    if (f.json) return yield* printJson(r)
+    yield* Console.log(
+      `${r.compacted ? "Compacted" : "Nothing compacted"}: ${r.leafSummaries} leaf + ${r.condensedSummaries} condensed summaries in ${r.passes} passes; context ${r.tokensBefore} → ${r.tokensAfter} tokens; stopped: ${r.stopReason}.`
+    )
+  }).pipe(Effect.provide(memoryLayer))).pipe(
+    Command.withDescription("Compact a session's context into summaries (incremental: one leaf + one condensed pass)")
+  )
+
+const search = Command.make("search", {
+  query: Argument.String("query").pipe(Argument.withDescription("Words to find; \"exact phrase\", prefix*, a OR b")),
+  session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
+  user: Flag.String("user").pipe(Flag.withDescription("Only this user's sessions"), Flag.optional),
+  limit: positiveInt("limit", "At most this many hits (default 10, max 100)").pipe(Flag.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const searcher = yield* capability(Searcher, "search")
+    const scope: SearchScope = Option.isSome(f.session)
+      ? { _tag: "Session", sessionKey: f.session.value }
+      : Option.isSome(f.user)
+      ? { _tag: "User", userId: f.user.value }
+      : { _tag: "All" }
+    const hits = yield* searcher.search(f.query, { scope, limit: Option.getOrUndefined(f.limit) })
+    if (f.json) return yield* printJson(hits)
+    if (hits.length === 0) return yield* Console.log("No matches.")
+    yield* Console.log(table(
+      ["SCORE", "KIND", "ID", "SESSION", "WHEN", "SNIPPET"],
+      hits.map((h) => [h.score.toPrecision(3), h.kind, h.id, h.sessionKey, iso(h.createdAt), oneLine(h.snippet, 120)])
+    ))
+  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("Full-text search of messages and summaries, best first"))
+
+const summaryId = Argument.String("summaryId").pipe(Argument.withDescription("Summary id, e.g. sum_12"))
+
+const describe = Command.make("describe", { summaryId, json }, (f) =>
+  Effect.gen(function*() {
+    const explorer = yield* capability(Explorer, "describe")
+    const d = yield* explorer.describe(f.summaryId)
+    if (f.json) return yield* printJson(d)
+    yield* Console.log([
+      `${d.id} (${d.kind}, depth ${d.depth}, ${d.mode}) in ${d.sessionKey}${d.live ? ", live" : ""}`,
+      `tokens ${d.tokens} from ${d.sourceTokens}; messages ${d.sourceRange.firstSeq}–${d.sourceRange.lastSeq} (${d.sourceRange.messages}); ${
+        iso(d.earliestAt)
+      } → ${iso(d.latestAt)}`,
+      `parents: ${d.parents.join(", ") || "-"}`,
+      `children: ${d.kind === "condensed" ? d.childSummaries.join(", ") : `${d.childMessages} messages`}`,
+      "",
+      d.content
+    ].join("\n"))
+  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("Show a summary: metadata, lineage, source range, text"))
+
+const expand = Command.make("expand", {
+  summaryId,
+  cursor: Flag.Int("cursor").pipe(Flag.withDescription("Continue from a previous page's next cursor"), Flag.optional),
+  maxTokens: positiveInt("max-tokens", "Token limit of the page (default 4000)").pipe(Flag.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const explorer = yield* capability(Explorer, "expand")
+    const r = yield* explorer.expand(f.summaryId, {
+      cursor: Option.getOrUndefined(f.cursor),
+      maxTokens: Option.getOrUndefined(f.maxTokens)
+    })
+    if (f.json) return yield* printJson(r)
+    for (const it of r.items) {
+      yield* Console.log(
+        it.kind === "message"
+          ? `--- ${it.id} #${it.seq} ${it.message.role} ${iso(it.createdAt)}\n${messageText(it.message)}`
+          : `--- ${it.id} depth ${it.depth} ${iso(it.earliestAt)} → ${iso(it.latestAt)}\n${it.content}`
+      )
+    }
+    yield* Console.log(
+      r.nextCursor === null
+        ? `(${r.totalItems} items, end)`
+        : `(${r.totalItems} items; more with: anna memory expand ${r.summaryId} --cursor ${r.nextCursor})`
+    )
+  }).pipe(Effect.provide(memoryLayer))).pipe(
+    Command.withDescription("Show what a summary was made from: messages of a leaf, summaries of a condensed one")
+  )
+
+const verify = Command.make("verify", {
+  sessionKey: Argument.String("sessionKey").pipe(
+    Argument.withDescription("Only this session (default: every session and the database indexes)"),
+    Argument.optional
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const store = yield* MemoryStore
+    const targets = Option.isSome(f.sessionKey)
+      ? [yield* store.getConversation(f.sessionKey.value)]
+      : yield* store.listConversations({})
+    const problems: Array<string> = Option.isSome(f.sessionKey) ? [] : [...yield* store.integrityCheck]
+    let messages = 0
+    for (const c of targets) {
+      const input = yield* store.verifyInput(c.id, c.sessionKey)
+      messages += input.messages.length
+      problems.push(...verifySession(input))
+    }
+    if (f.json) yield* printJson({ ok: problems.length === 0, sessions: targets.length, messages, problems })
+    else if (problems.length === 0) {
+      yield* Console.log(`OK: ${targets.length} session(s), ${messages} messages, lossless and DAG intact.`)
+    } else for (const p of problems) yield* Console.error(p)
+    if (problems.length > 0) return yield* new VerifyFailed({ problems: problems.length, sessions: targets.length })
+  }).pipe(Effect.provide(memoryLayer))).pipe(
+    Command.withDescription("Check the lossless invariant and DAG integrity; exits 1 listing problems")
+  )
+
+const stats = Command.make("stats", { sessionKey, json }, (f) =>
+  Effect.gen(function*() {
+    const memory = yield* MemoryProvider
+    const s = yield* memory.stats(f.sessionKey)
+    if (f.json) return yield* printJson(s)
+    yield* Console.log(table(["", ""], [
+      ["session", s.sessionKey],
+      ["agent / user", `${s.agentId || "-"} / ${s.userId || "-"}`],
+      ["messages", `${s.messages} (${s.messageTokens} tokens)`],
+      ["summaries", `${s.summaries} (max depth ${s.maxDepth})`],
+      ["live context", `${s.contextItems} items, ${s.contextTokens} tokens`],
+      ["first / last", `${iso(s.firstMessageAt)} / ${iso(s.lastMessageAt)}`]
+    ]).split("\n").slice(1).join("\n"))
+  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("Statistics of one session"))
+
+export const memoryCommand = Command.make("memory").pipe(
+  Command.withDescription("Inspect and operate memory (sessions, import, assemble, compact, search, describe, expand, verify, stats)"),
+  Command.withSubcommands([sessions, importCmd, assemble, compact, search, describe, expand, verify, stats])
+)

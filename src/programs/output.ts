@@ -1,0 +1,46 @@
+/** Printing for the CLI: JSON for `--json`, aligned tables and progress lines for people. */
+import { Console, Effect } from "effect"
+
+export const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
+
+export const iso = (ms: number | null | undefined): string =>
+  ms === null || ms === undefined ? "-" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
+
+/** Columns padded to their widest cell; the last column is not padded. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const all = [header, ...rows]
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)))
+  return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")).join("\n")
+}
+
+export const oneLine = (text: string, max: number): string => {
+  const flat = text.replace(/\s+/g, " ").trim()
+  return flat.length <= max ? flat : flat.slice(0, max - 1) + "…"
+}
+
+/**
+ * Progress on stderr: a rewritten line on a terminal, otherwise a line every 10 %. Returns an
+ * updater and a finisher.
+ */
+export const progress = (label: string, total: number) => {
+  const tty = process.stderr.isTTY === true
+  let lastDecile = -1
+  let lastDraw = 0
+  const update = (done: number) =>
+    Effect.sync(() => {
+      const pct = total === 0 ? 100 : Math.floor((done / total) * 100)
+      if (tty) {
+        const now = Date.now()
+        if (now - lastDraw < 100 && done < total) return
+        lastDraw = now
+        process.stderr.write(`\r${label}: ${done}/${total} (${pct}%)`)
+      } else if (Math.floor(pct / 10) > lastDecile) {
+        lastDecile = Math.floor(pct / 10)
+        process.stderr.write(`${label}: ${done}/${total} (${pct}%)\n`)
+      }
+    })
+  const finish = Effect.sync(() => {
+    if (tty) process.stderr.write("\n")
+  })
+  return { update, finish }
+}

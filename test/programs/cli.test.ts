@@ -1,0 +1,204 @@
+/**
+ * The `anna` CLI as a user runs it: real processes, a real ANNA_HOME, real SQLite files.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { DatabaseSync } from "node:sqlite"
+import { afterAll } from "vitest"
+import type { Assembled, CompactionReport, SearchHit, SessionStats, SummaryDescription, ExpandResult } from "../../src/domain/memory/types.ts"
+import { anna, annaJson, finish, newHome, start } from "../support/cli.ts"
+import { toJsonl, transcript } from "../support/transcript.ts"
+
+const homes: Array<string> = []
+const home = () => {
+  const h = newHome()
+  homes.push(h)
+  return h
+}
+afterAll(() => {
+  for (const h of homes) rmSync(h, { recursive: true, force: true })
+})
+
+const writeTranscript = (dir: string, count: number, seed = 3) => {
+  const file = join(dir, `t${count}-${seed}.jsonl`)
+  writeFileSync(file, toJsonl(transcript(count, seed)))
+  return file
+}
+
+const commands = [
+  [],
+  ["gateway"],
+  ["memory"],
+  ["memory", "sessions"],
+  ["memory", "import"],
+  ["memory", "assemble"],
+  ["memory", "compact"],
+  ["memory", "search"],
+  ["memory", "describe"],
+  ["memory", "expand"],
+  ["memory", "verify"],
+  ["memory", "stats"],
+  ["plugin"],
+  ["plugin", "list"],
+  ["plugin", "enable"],
+  ["plugin", "disable"]
+]
+
+describe("anna CLI", () => {
+  it("answers --help on every command with its usage and exit code 0", async () => {
+    const h = home()
+    for (const cmd of commands) {
+      const r = await anna(h, ...cmd, "--help")
+      assert.strictEqual(r.code, 0, `anna ${cmd.join(" ")} --help`)
+      assert.include(r.stdout, `USAGE\n  anna${cmd.length > 0 ? " " + cmd.join(" ") : ""}`)
+    }
+  })
+
+  it("reports user mistakes in one line, without a stack trace, with exit codes 1 and 2", async () => {
+    const h = home()
+    const missing = await anna(h, "memory", "stats", "no-such-session")
+    assert.strictEqual(missing.code, 1)
+    assert.strictEqual(missing.stderr.trim(), "anna: no session \"no-such-session\" in memory")
+    const badFlag = await anna(h, "memory", "assemble", "k", "--budget", "lots")
+    assert.strictEqual(badFlag.code, 2)
+    assert.include(badFlag.stdout + badFlag.stderr, "Invalid value for flag --budget")
+    const noFile = await anna(h, "memory", "import", "k", join(h, "nope.jsonl"))
+    assert.strictEqual(noFile.code, 1)
+    assert.include(noFile.stderr, "no such file")
+    assert.notInclude(noFile.stderr, "    at ")
+  })
+
+  it("imports a transcript once, refuses a second import unless --append, and loses nothing on a bad file", async () => {
+    const h = home()
+    const file = writeTranscript(h, 3000)
+    const first = await annaJson<{ imported: number; lastSeq: number }>(h, "memory", "import", "a1:cli:u1:main", file)
+    assert.deepStrictEqual([first.imported, first.lastSeq], [3000, 3000])
+    const again = await anna(h, "memory", "import", "a1:cli:u1:main", file)
+    assert.strictEqual(again.code, 1)
+    assert.include(again.stderr, "already has 3000 messages")
+    const appended = await annaJson<{ lastSeq: number }>(h, "memory", "import", "a1:cli:u1:main", file, "--append")
+    assert.strictEqual(appended.lastSeq, 6000)
+
+    const bad = join(h, "bad.jsonl")
+    writeFileSync(
+      bad,
+      [
+        JSON.stringify({ role: "user", content: "fine" }),
+        "{not json",
+        JSON.stringify({ role: "robot", content: "x" }),
+        JSON.stringify({ role: "user", content: "late", ts: "yesterday" })
+      ].join("\n")
+    )
+    const r = await anna(h, "memory", "import", "other", bad)
+    assert.strictEqual(r.code, 1)
+    assert.include(r.stderr, "line 2: not valid JSON")
+    assert.include(r.stderr, "line 3:")
+    assert.include(r.stderr, "line 4: \"ts\" is not an ISO-8601 time")
+    const sessions = await annaJson<Array<{ sessionKey: string }>>(h, "memory", "sessions")
+    assert.deepStrictEqual(sessions.map((s) => s.sessionKey), ["a1:cli:u1:main"])
+  })
+
+  it("compacts, verifies, assembles within budget, searches, describes and expands", async () => {
+    const h = home()
+    const file = writeTranscript(h, 5000, 11)
+    await annaJson(h, "memory", "import", "a1:cli:u1:main", file)
+    const report = await annaJson<CompactionReport>(h, "memory", "compact", "a1:cli:u1:main", "--full")
+    assert.isTrue(report.compacted)
+    assert.isTrue(report.condensedSummaries > 0)
+    assert.isBelow(report.tokensAfter, report.tokensBefore)
+    assert.include(["no_candidates", "no_progress", "max_iterations"], report.stopReason)
+
+    const verify = await anna(h, "memory", "verify")
+    assert.strictEqual(verify.code, 0, verify.stderr)
+    assert.include(verify.stdout, "OK: 1 session(s), 5000 messages")
+
+    const stats = await annaJson<SessionStats>(h, "memory", "stats", "a1:cli:u1:main")
+    assert.strictEqual(stats.messages, 5000)
+    assert.strictEqual(stats.contextTokens, report.tokensAfter)
+
+    const a = await annaJson<Assembled>(h, "memory", "assemble", "a1:cli:u1:main", "--budget", "3000")
+    assert.isAtMost(a.tokens, 3000)
+    assert.isTrue(a.freshTailMessages >= 20)
+
+    const en = await annaJson<Array<SearchHit>>(h, "memory", "search", "sqlite docker", "--limit", "5")
+    assert.isTrue(en.length > 0 && en.length <= 5)
+    for (let i = 1; i < en.length; i++) assert.isAtMost(en[i]?.score ?? 0, en[i - 1]?.score ?? 0)
+    assert.match(en[0]?.snippet ?? "", /«(sqlite|docker)»/i)
+    const zh = await annaJson<Array<SearchHit>>(h, "memory", "search", "配置文件", "--session", "a1:cli:u1:main")
+    assert.isTrue(zh.length > 0)
+    assert.include(zh[0]?.snippet ?? "", "«配置文件»")
+    const weird = await anna(h, "memory", "search", "\"unbalanced NOT key:value * - % _ 🎉", "--json")
+    assert.strictEqual(weird.code, 0, weird.stderr)
+
+    const top = a.messages[0]
+    const id = typeof top?.content === "string" ? /id="(sum_\d+)"/.exec(top.content)?.[1] : undefined
+    assert.isDefined(id)
+    const d = await annaJson<SummaryDescription>(h, "memory", "describe", id ?? "")
+    assert.strictEqual(d.kind, "condensed")
+    assert.isTrue(d.childSummaries.length >= 2)
+    const page = await annaJson<ExpandResult>(h, "memory", "expand", id ?? "")
+    assert.deepStrictEqual(page.items.map((i) => i.id), d.childSummaries.slice(0, page.items.length))
+  })
+
+  it("switches memory plugins both ways without losing messages", async () => {
+    const h = home()
+    await annaJson(h, "memory", "import", "k", writeTranscript(h, 400, 5))
+    const off = await anna(h, "plugin", "disable", "memory/lcm")
+    assert.strictEqual(off.code, 0, off.stderr)
+    assert.include(off.stdout, "enabled memory/simple")
+    const list = await annaJson<Array<{ id: string; enabled: boolean }>>(h, "plugin", "list")
+    assert.deepStrictEqual(list.filter((p) => p.enabled).map((p) => p.id), ["memory/simple"])
+    const compact = await anna(h, "memory", "compact", "k")
+    assert.strictEqual(compact.code, 1)
+    assert.include(compact.stderr, "no compaction capability")
+    const simple = await annaJson<Assembled>(h, "memory", "assemble", "k", "--budget", "100000000")
+    assert.strictEqual(simple.messages.length, 400)
+    await annaJson(h, "memory", "import", "k", writeTranscript(h, 50, 6), "--append")
+    const on = await anna(h, "plugin", "enable", "memory/lcm")
+    assert.include(on.stdout, "disabled memory/simple")
+    const lcm = await annaJson<Assembled>(h, "memory", "assemble", "k", "--budget", "100000000")
+    assert.strictEqual(lcm.messages.length, 450)
+    const unknown = await anna(h, "plugin", "enable", "memory/nope")
+    assert.strictEqual(unknown.code, 1)
+    assert.include(unknown.stderr, "no plugin \"memory/nope\"")
+  })
+
+  it("verify reports a damaged context and exits 1", async () => {
+    const h = home()
+    await annaJson(h, "memory", "import", "k", writeTranscript(h, 100, 9))
+    const db = new DatabaseSync(join(h, "anna.db"))
+    db.exec("DELETE FROM ctx_items WHERE position = 50")
+    db.close()
+    const r = await anna(h, "memory", "verify", "k")
+    assert.strictEqual(r.code, 1)
+    assert.include(r.stderr, "expected to start at 50")
+    assert.include(r.stderr, "verify found")
+  })
+
+  it("survives SIGKILL during compact --full: verify passes and no message is lost", async () => {
+    const h = home()
+    await annaJson(h, "memory", "import", "k", writeTranscript(h, 30_000, 13))
+    const child = start(h, ["memory", "compact", "k", "--full"])
+    const done = finish(child)
+    // Kill once compaction has committed something (it is still far from done then).
+    const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
+    for (let i = 0; i < 600; i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      const row = db.prepare("SELECT count(*) AS n FROM ctx_summaries").get() as { n: number }
+      if (row.n >= 3) break
+    }
+    db.close()
+    child.kill("SIGKILL")
+    const killed = await done
+    assert.strictEqual(killed.signal, "SIGKILL")
+    const verify = await anna(h, "memory", "verify")
+    assert.strictEqual(verify.code, 0, verify.stderr)
+    const stats = await annaJson<SessionStats>(h, "memory", "stats", "k")
+    assert.strictEqual(stats.messages, 30_000)
+    // Compaction picks up where it was killed.
+    const report = await annaJson<CompactionReport>(h, "memory", "compact", "k", "--full")
+    assert.isTrue(report.compacted)
+    assert.strictEqual((await anna(h, "memory", "verify")).code, 0)
+  })
+})

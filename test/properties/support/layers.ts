@@ -1,0 +1,64 @@
+/**
+ * Memory layers over a given SQLite file, so one property run can switch plugins (LcmMemory ↔
+ * SimpleMemory) over the same database by closing one layer and opening the other on the same
+ * path, and can swap in custom summarizers (failing, never returning) and compaction configs.
+ */
+import { Deferred, Effect, Layer, Ref } from "effect"
+import { SummarizerError } from "../../../src/domain/memory/errors.ts"
+import * as DagCompactionEngine from "../../../src/layers/DagCompactionEngine.ts"
+import * as DeterministicSummarizer from "../../../src/layers/DeterministicSummarizer.ts"
+import * as LcmMemory from "../../../src/layers/LcmMemory.ts"
+import * as SessionLocks from "../../../src/layers/SessionLocks.ts"
+import * as SimpleMemory from "../../../src/layers/SimpleMemory.ts"
+import * as Sqlite from "../../../src/layers/Sqlite.ts"
+import * as SqliteMemoryStore from "../../../src/layers/SqliteMemoryStore.ts"
+import type { CompactionConfig } from "../../../src/services/CompactionEngine.ts"
+import { Summarizer, type SummaryRequest } from "../../../src/services/Summarizer.ts"
+
+export const lcmOn = (
+  file: string,
+  config: CompactionConfig = DagCompactionEngine.defaultConfig,
+  summarizer: Layer.Layer<Summarizer> = DeterministicSummarizer.layer
+) =>
+  LcmMemory.layer.pipe(
+    Layer.provide(DagCompactionEngine.layer(config)),
+    Layer.provideMerge(Layer.merge(SqliteMemoryStore.layer, SessionLocks.layer)),
+    Layer.provide(summarizer),
+    Layer.provideMerge(Sqlite.layer(file))
+  )
+
+export const simpleOn = (file: string) => SimpleMemory.layerSqlite.pipe(Layer.provideMerge(Sqlite.layer(file)))
+
+/** What a scripted summarizer does on its n-th call (1-based). */
+export type Behaviour = "ok" | "too_long" | "fail" | "hang"
+
+/**
+ * A summarizer driven by a script: the deterministic text, an over-long text (forcing the
+ * aggressive retry and then truncation), a SummarizerError, or a call that never returns (it
+ * signals `started` first, so a test can interrupt it there). Counts its calls in `calls`.
+ */
+export const scriptedSummarizer = (
+  script: (call: number) => Behaviour,
+  calls: Ref.Ref<number>,
+  started?: Deferred.Deferred<number>
+): Layer.Layer<Summarizer> =>
+  Layer.succeed(
+    Summarizer,
+    Summarizer.of({
+      summarize: (request: SummaryRequest) =>
+        Ref.updateAndGet(calls, (n) => n + 1).pipe(
+          Effect.flatMap((n) => {
+            switch (script(n)) {
+              case "ok":
+                return Effect.succeed(DeterministicSummarizer.summarizeText(request))
+              case "too_long":
+                return Effect.succeed(`${DeterministicSummarizer.summarizeText(request)} ${"padding ".repeat(request.targetTokens * 4)}`)
+              case "fail":
+                return Effect.fail(new SummarizerError({ reason: `scripted failure on call ${n}` }))
+              case "hang":
+                return (started === undefined ? Effect.void : Deferred.succeed(started, n)).pipe(Effect.andThen(Effect.never))
+            }
+          })
+        )
+    })
+  )

@@ -1,0 +1,41 @@
+/** Runs the real `anna` CLI (src/main.ts on this Node, which strips types) in a child process. */
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+export const MAIN = resolve(import.meta.dirname, "../../src/main.ts")
+
+export interface Run {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
+
+export const start = (home: string, args: ReadonlyArray<string>): ChildProcess =>
+  spawn(process.execPath, [MAIN, ...args], {
+    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn" },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+
+export const finish = (child: ChildProcess): Promise<Run> =>
+  new Promise((done, fail) => {
+    let stdout = ""
+    let stderr = ""
+    child.stdout?.on("data", (d: Buffer) => (stdout += d.toString()))
+    child.stderr?.on("data", (d: Buffer) => (stderr += d.toString()))
+    child.on("error", fail)
+    child.on("close", (code, signal) => done({ code, signal, stdout, stderr }))
+  })
+
+export const anna = (home: string, ...args: ReadonlyArray<string>): Promise<Run> => finish(start(home, args))
+
+/** Runs and parses stdout as JSON, failing with the whole output when the command failed. */
+export const annaJson = async <A>(home: string, ...args: ReadonlyArray<string>): Promise<A> => {
+  const r = await anna(home, ...args, "--json")
+  if (r.code !== 0) throw new Error(`anna ${args.join(" ")} exited ${r.code}\n${r.stdout}\n${r.stderr}`)
+  return JSON.parse(r.stdout) as A
+}
