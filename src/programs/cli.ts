@@ -4,7 +4,7 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Cause, Effect } from "effect"
+import { Cause, Effect, Exit } from "effect"
 import { Command } from "effect/cli"
 import { gatewayCommand, runGateway } from "./gateway.ts"
 import { memoryCommand } from "./memoryCommands.ts"
@@ -55,4 +55,19 @@ export const main = (argv: ReadonlyArray<string>) =>
     Effect.provide(NodeServices.layer)
   )
 
-export const runMain = () => NodeRuntime.runMain(main(process.argv.slice(2)), { disableErrorReporting: true })
+/**
+ * Exit codes: what `reportFailure` set; after a signal, 130 unless the interrupted command ended
+ * cleanly and said so (the gateway sets 0).
+ */
+export const runMain = () =>
+  NodeRuntime.runMain(main(process.argv.slice(2)), {
+    disableErrorReporting: true,
+    teardown: (exit, onExit) =>
+      onExit(
+        Exit.isSuccess(exit)
+          ? Number(process.exitCode ?? 0)
+          : Cause.hasInterruptsOnly(exit.cause)
+          ? Number(process.exitCode ?? 130)
+          : 1
+      )
+  })

@@ -20,8 +20,13 @@ export const runGateway = Effect.gen(function*() {
   yield* Effect.logInfo(`anna gateway: database ${file} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)
   yield* Effect.logInfo("no channels are available in this release yet; press Ctrl+C to stop")
   // Runs until interrupted: NodeRuntime.runMain interrupts on SIGINT/SIGTERM and the scopes close
-  // (the database connection is closed by its layer's finalizer).
-  return yield* Effect.never
+  // (the database connection is closed by its layer's finalizer). A stop on a signal is a clean
+  // exit for a daemon, so the exit code is 0.
+  return yield* Effect.never.pipe(
+    Effect.onInterrupt(() =>
+      Effect.logInfo("anna gateway: stopped").pipe(Effect.andThen(Effect.sync(() => (process.exitCode = 0))))
+    )
+  )
 }).pipe(Effect.provide(gatewayLayer))
 
 export const gatewayCommand = Command.make("gateway", {}, () => runGateway).pipe(

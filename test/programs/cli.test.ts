@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { Assembled, CompactionReport, SearchHit, SessionStats, SummaryDescription, ExpandResult } from "../../src/domain/memory/types.ts"
-import { anna, annaJson, finish, newHome, start } from "../support/cli.ts"
+import { anna, annaJson, finish, newHome, start, waitForOutput } from "../support/cli.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
 const homes: Array<string> = []
@@ -174,6 +174,21 @@ describe("anna CLI", () => {
     assert.strictEqual(r.code, 1)
     assert.include(r.stderr, "expected to start at 50")
     assert.include(r.stderr, "verify found")
+  })
+
+  it("runs the gateway on the defaults until SIGTERM, then exits 0", async () => {
+    const h = home()
+    const child = start(h, [], "info")
+    const done = finish(child)
+    await waitForOutput(child, "press Ctrl+C to stop")
+    const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
+    const plugins = db.prepare("SELECT id FROM plugins WHERE enabled = 1").all() as Array<{ id: string }>
+    db.close()
+    assert.deepStrictEqual(plugins.map((p) => p.id), ["memory/lcm"])
+    child.kill("SIGTERM")
+    const r = await done
+    assert.strictEqual(r.code, 0, r.stdout + r.stderr)
+    assert.include(r.stdout + r.stderr, "anna gateway: stopped")
   })
 
   it("survives SIGKILL during compact --full: verify passes and no message is lost", async () => {

@@ -15,10 +15,22 @@ export interface Run {
 
 export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
 
-export const start = (home: string, args: ReadonlyArray<string>): ChildProcess =>
+export const start = (home: string, args: ReadonlyArray<string>, logLevel = "warn"): ChildProcess =>
   spawn(process.execPath, [MAIN, ...args], {
-    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn" },
+    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: logLevel },
     stdio: ["ignore", "pipe", "pipe"]
+  })
+
+/** Resolves once the child has written `text` (to stdout or stderr). */
+export const waitForOutput = (child: ChildProcess, text: string): Promise<void> =>
+  new Promise((done) => {
+    let seen = ""
+    const check = (d: Buffer) => {
+      seen += d.toString()
+      if (seen.includes(text)) done()
+    }
+    child.stdout?.on("data", check)
+    child.stderr?.on("data", check)
   })
 
 export const finish = (child: ChildProcess): Promise<Run> =>
