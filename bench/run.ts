@@ -5,6 +5,7 @@
  *
  * BENCH_QUICK=1 skips the 1M-message search case. BENCH_ONLY=append,assemble,search limits phases.
  */
+import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, release, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
@@ -13,7 +14,7 @@ import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
 import { runSearch } from "./search.ts"
 import { ratios } from "./support/common.ts"
-import { markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
+import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
 const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search").split(",").map((s) => s.trim()))
@@ -23,6 +24,17 @@ const sqliteVersion = (): string => {
   const row = db.prepare("SELECT sqlite_version() AS v").get()
   db.close()
   return String(row?.["v"] ?? "?")
+}
+
+/** The commit measured, and whether src/ or migrations/ had uncommitted changes (read-only git calls). */
+const revision = (): string => {
+  try {
+    const git = (...args: Array<string>) => execFileSync("git", args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+    const dirty = git("status", "--porcelain", "--", "src", "migrations").length > 0
+    return `${git("rev-parse", "--short", "HEAD")}${dirty ? " + uncommitted changes in src/ or migrations/" : ""}`
+  } catch {
+    return "unknown (no git)"
+  }
 }
 
 const main = async () => {
@@ -36,6 +48,7 @@ const main = async () => {
     `- machine: ${cpu.length} × ${cpu[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${process.platform} ${release()}`
   )
   print(`- Node ${process.version}, SQLite ${sqliteVersion()}; mode: ${quick ? "quick (no 1M search)" : "full"}`)
+  print(`- code: ${revision()}`)
   markRss("start")
   try {
     if (only.has("append")) {
@@ -66,9 +79,14 @@ const main = async () => {
   ])))
   section(
     "Memory",
-    table(["phase", "RSS"], [
-      ...rssMarks.map(([phase, bytes]) => [phase, mib(bytes)]),
-      ["peak (resourceUsage().maxRSS)", mib(process.resourceUsage().maxRSS * 1024)]
+    table(["phase", "RSS", "JS heap used", "external + array buffers"], [
+      ...rssMarks.map((m) => [m.phase, mib(m.rss), mib(m.heapUsed), mib(m.external)]),
+      [
+        "peak (resourceUsage().maxRSS)",
+        `${mib(process.resourceUsage().maxRSS * 1024)} (${int(process.resourceUsage().maxRSS)} KiB)`,
+        "–",
+        "–"
+      ]
     ])
   )
   print(`\nTotal run time: ${seconds(performance.now() - started)}`)

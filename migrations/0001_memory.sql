@@ -22,7 +22,8 @@ CREATE TABLE ctx_messages (
   conversation_id INTEGER NOT NULL REFERENCES ctx_conversations (id),
   seq INTEGER NOT NULL,
   role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool_result')),
-  -- Content blocks as JSON, or NULL when the content is a plain string (then it is `text`).
+  -- Content as JSON (blocks, or a string with a lone surrogate that UTF-8 text cannot hold), or
+  -- NULL when the content is a plain string (then it is `text`).
   blocks TEXT,
   -- Plain text: the content itself, or the searchable text extracted from the blocks.
   text TEXT NOT NULL,

@@ -88,16 +88,24 @@ export const ratio = (ours: number, floor: number): string =>
 
 export const mib = (bytes: number): string => `${(bytes / 1048576).toFixed(0)} MiB`
 
+/** Terminal columns of `text`: CJK ideographs and full-width forms take two. */
+const displayWidth = (text: string): number => {
+  let n = 0
+  for (const ch of text) n += /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/.test(ch) ? 2 : 1
+  return n
+}
+
+const pad = (text: string, width: number, right: boolean): string => {
+  const fill = " ".repeat(Math.max(0, width - displayWidth(text)))
+  return right ? fill + text : text + fill
+}
+
 /** A Markdown table, columns padded; numbers (anything starting with a digit) right-aligned. */
 export const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
-  const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? "").length)))
+  const widths = headers.map((h, c) => Math.max(displayWidth(h), ...rows.map((r) => displayWidth(r[c] ?? ""))))
   const numeric = headers.map((_, c) => rows.length > 0 && rows.every((r) => /^[\d–]/.test(r[c] ?? "")))
   const line = (cells: ReadonlyArray<string>) =>
-    "| " +
-    cells.map((cell, c) => (numeric[c] === true ? cell.padStart(widths[c] ?? 0) : cell.padEnd(widths[c] ?? 0))).join(
-      " | "
-    ) +
-    " |"
+    "| " + cells.map((cell, c) => pad(cell, widths[c] ?? 0, numeric[c] === true)).join(" | ") + " |"
   const rule = "|" + widths.map((w, c) => (numeric[c] === true ? "-".repeat(w + 1) + ":" : "-".repeat(w + 2))).join("|") + "|"
   return [line(headers), rule, ...rows.map(line)].join("\n")
 }
@@ -116,11 +124,19 @@ export const section = (title: string, body: string, note?: string): void => {
   if (note !== undefined) print(`\n${note}`)
 }
 
+export interface MemoryMark {
+  readonly phase: string
+  readonly rss: number
+  readonly heapUsed: number
+  readonly external: number
+}
+
 /** Resident memory after each phase; the process peak comes from `resourceUsage().maxRSS`. */
-export const rssMarks: Array<readonly [string, number]> = []
+export const rssMarks: Array<MemoryMark> = []
 
 export const markRss = (phase: string): void => {
-  rssMarks.push([phase, process.memoryUsage().rss])
+  const m = process.memoryUsage()
+  rssMarks.push({ phase, rss: m.rss, heapUsed: m.heapUsed, external: m.external + m.arrayBuffers })
 }
 
 export const progress = (text: string): void => {

@@ -161,7 +161,9 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         .filter((chunk) => chunk.reduce((n, it) => n + it.tokens, 0) > 2 * FRAME_TOKENS)
 
     const compact = Effect.fn("CompactionEngine.compact")(function*(conversation: Conversation, options: CompactOptions) {
-      const freshTail = options.freshTail ?? config.freshTail
+      // At least the last unit stays raw, even with a fresh tail of 0: its tool calls may still be
+      // waiting for their results, which must find their tool_use live, not inside a summary.
+      const freshTail = Math.max(1, options.freshTail ?? config.freshTail)
       const limit = options.budget === undefined ? undefined : config.threshold * options.budget
       const tokensBefore = contextTokens(yield* store.items(conversation.id))
       let tokens = tokensBefore
@@ -176,7 +178,9 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         Effect.gen(function*() {
           const chunks = plan(yield* store.items(conversation.id), kind, freshTail)
           let made = 0
+          let index = 0
           for (const chunk of chunks) {
+            index++
             const ok = yield* step(conversation, kind, chunk).pipe(
               Effect.catchTag("SummarizerError", (e) =>
                 Effect.fail(
@@ -188,6 +192,16 @@ export const make = (config: CompactionConfig = defaultConfig) =>
                 ))
             )
             if (ok) made++
+            if (ok && options.onProgress !== undefined) {
+              yield* options.onProgress({
+                pass: passes + 1,
+                kind,
+                step: index,
+                steps: chunks.length,
+                leafSummaries: leafSummaries + (kind === "leaf" ? made : 0),
+                condensedSummaries: condensedSummaries + (kind === "condensed" ? made : 0)
+              })
+            }
           }
           passes++
           if (kind === "leaf") leafSummaries += made

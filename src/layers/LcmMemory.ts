@@ -58,8 +58,8 @@ export const make = Effect.gen(function*() {
   const compactor = Compactor.of({
     needsCompaction: (sessionKey, budget, threshold = engine.config.threshold) =>
       store.getConversation(sessionKey).pipe(
-        Effect.flatMap((c) => store.stats(c.id)),
-        Effect.map((s) => s.contextTokens > threshold * budget)
+        Effect.flatMap((c) => store.contextTokens(c.id)),
+        Effect.map((tokens) => tokens > threshold * budget)
       ),
     compact: (sessionKey, options = {}) =>
       store.getConversation(sessionKey).pipe(Effect.flatMap((c) => engine.compact(c, options)))

@@ -33,8 +33,19 @@ import {
 } from "../services/MemoryStore.ts"
 import { makeSearch } from "./sqlite/memorySearch.ts"
 
+/**
+ * The SqlError's own message is generic ("Failed to execute statement"); what SQLite said (locked,
+ * disk full, no such table…) is in the native cause, and is what the user needs to act on.
+ */
+const errorDetail = (e: SqlError | Schema.SchemaError): string => {
+  if (e._tag !== "SqlError") return e.message
+  const cause: unknown = e.reason.cause
+  const detail = cause instanceof Error ? cause.message : cause === undefined || cause === null ? "" : String(cause)
+  return detail === "" || e.message.includes(detail) ? e.message : `${e.message}: ${detail}`
+}
+
 export const storageError = (operation: string) => (e: SqlError | Schema.SchemaError): StorageError =>
-  new StorageError({ operation, reason: e.message })
+  new StorageError({ operation, reason: errorDetail(e) })
 
 const decodeContent = Schema.decodeUnknownSync(Content)
 const INSERT_BATCH = 500
@@ -50,10 +61,20 @@ interface EncodedMessage {
   readonly message: Message
 }
 
+/**
+ * A lone UTF-16 surrogate (e.g. text cut in the middle of an emoji) does not survive SQLite's UTF-8
+ * text: it comes back as U+FFFD. JSON escapes it (`\udfff`), so such a string is kept as JSON in
+ * `blocks` (a JSON string is valid Content) and comes back exactly as it was given.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
 const encodeMessage = (m: NewMessage, now: number, index: number): EncodedMessage | InvalidInput => {
-  const blocks = typeof m.content === "string" ? null : JSON.stringify(m.content)
+  const blocks = typeof m.content === "string" && !LONE_SURROGATE.test(m.content) ? null : JSON.stringify(m.content)
   const text = messageText(m)
-  const bytes = (blocks?.length ?? 0) + text.length
+  // UTF-8 bytes of what the message is stored as (its JSON blocks, or its string): `.length` counts
+  // UTF-16 units and would let 3 × the limit of CJK text through; the derived search text is not
+  // the message and does not count against it.
+  const bytes = Buffer.byteLength(blocks ?? text, "utf8")
   if (bytes > MAX_MESSAGE_BYTES) {
     return new InvalidInput({
       reason: `message ${index + 1} is ${(bytes / 1048576).toFixed(1)} MiB; the limit is ${MAX_MESSAGE_BYTES / 1048576} MiB`
@@ -346,6 +367,14 @@ export const make = Effect.gen(function*() {
       Effect.mapError(storageError("read messages"))
     )
 
+  const messageMetasNewest = (conversationId: number, beforeSeq: number | null, limit: number) =>
+    sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
+      WHERE conversation_id = ${conversationId} AND seq < ${beforeSeq ?? Number.MAX_SAFE_INTEGER}
+      ORDER BY seq DESC LIMIT ${limit}`.values.pipe(
+      Effect.map((rows) => rows.map(toItem)),
+      Effect.mapError(storageError("read messages"))
+    )
+
   const items = (conversationId: number) =>
     sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
       WHERE conversation_id = ${conversationId} ORDER BY position`.values.pipe(
@@ -386,6 +415,12 @@ export const make = Effect.gen(function*() {
         }
       }),
       Effect.mapError(storageError("read statistics"))
+    )
+
+  const contextTokens = (conversationId: number) =>
+    sql<{ n: number }>`SELECT coalesce(sum(tokens), 0) AS n FROM ctx_items WHERE conversation_id = ${conversationId}`.pipe(
+      Effect.map((rows) => rows[0]?.n ?? 0),
+      Effect.mapError(storageError("read context"))
     )
 
   const summariesByIds = (ids: ReadonlyArray<number>) =>
@@ -555,8 +590,10 @@ export const make = Effect.gen(function*() {
     messagesByIds,
     messagesBySeq,
     messageMetas,
+    messageMetasNewest,
     items,
     stats,
+    contextTokens,
     summariesByIds,
     summaryLinks,
     commitSummary,

@@ -6,7 +6,7 @@ import { Console, Effect, Layer, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { CapabilityMissing } from "../domain/memory/errors.ts"
 import { sessionRefFromKey } from "../domain/memory/session.ts"
-import type { SearchScope } from "../domain/memory/types.ts"
+import type { CompactionProgress, SearchScope } from "../domain/memory/types.ts"
 import { verifySession } from "../domain/memory/verify.ts"
 import { messageText } from "../domain/message.ts"
 import * as DeterministicSummarizer from "../layers/DeterministicSummarizer.ts"
@@ -136,7 +136,21 @@ const compact = Command.make("compact", {
 }, (f) =>
   Effect.gen(function*() {
     const compactor = yield* capability(Compactor, "compaction")
-    const r = yield* compactor.compact(f.sessionKey, { full: f.full, budget: Option.getOrUndefined(f.budget) })
+    let lastDraw = 0
+    const onProgress = (p: CompactionProgress) =>
+      Effect.sync(() => {
+        const now = Date.now()
+        if (now - lastDraw < 250 && p.step < p.steps) return
+        lastDraw = now
+        process.stderr.write(
+          `compacting ${f.sessionKey}: pass ${p.pass} (${p.kind}) step ${p.step}/${p.steps}; ${p.leafSummaries} leaf + ${p.condensedSummaries} condensed summaries\n`
+        )
+      })
+    const r = yield* compactor.compact(f.sessionKey, {
+      full: f.full,
+      budget: Option.getOrUndefined(f.budget),
+      onProgress
+    })
     if (f.json) return yield* printJson(r)
     yield* Console.log(
       `${r.compacted ? "Compacted" : "Nothing compacted"}: ${r.leafSummaries} leaf + ${r.condensedSummaries} condensed summaries in ${r.passes} passes; context ${r.tokensBefore} → ${r.tokensAfter} tokens; stopped: ${r.stopReason}.`

@@ -114,9 +114,17 @@ export class MemoryStore extends Context.Service<MemoryStore, {
   ) => Effect.Effect<ReadonlyArray<StoredMessage>, StorageError>
   /** Every message as an item (position = seq), for sliding-window assembly that ignores summaries. */
   readonly messageMetas: (conversationId: number) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
+  /** At most `limit` message items with seq < `beforeSeq` (all when null), newest first. */
+  readonly messageMetasNewest: (
+    conversationId: number,
+    beforeSeq: number | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
 
   readonly items: (conversationId: number) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
   readonly stats: (conversationId: number) => Effect.Effect<ConversationStats, StorageError>
+  /** Sum of the live items' tokens (one indexed range read; cheap enough for every turn). */
+  readonly contextTokens: (conversationId: number) => Effect.Effect<number, StorageError>
 
   readonly summariesByIds: (ids: ReadonlyArray<number>) => Effect.Effect<ReadonlyArray<StoredSummary>, StorageError>
   readonly summaryLinks: (summaryId: number) => Effect.Effect<{

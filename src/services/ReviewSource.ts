@@ -11,7 +11,11 @@ export class ReviewSource extends Context.Service<ReviewSource, {
     readonly minMessages?: number | undefined
     readonly limit?: number | undefined
   }) => Effect.Effect<ReadonlyArray<ReviewBatch>, StorageError>
-  /** Transcript of the unreviewed messages, newest kept when over `maxTokens` (default 8,000). */
+  /**
+   * Transcript of the unreviewed messages, oldest first, stopping at a message boundary before it
+   * passes `maxTokens` (default 8,000; the first message is always included). `toSeq` is the last
+   * message included, so marking it reviewed lets the next call continue where this one stopped.
+   */
   readonly buildReviewContext: (
     sessionKey: string,
     options?: { readonly maxTokens?: number | undefined }

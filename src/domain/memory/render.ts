@@ -47,25 +47,33 @@ const unpairResult = (b: ContentBlock): ReadonlyArray<ContentBlock> => {
  * are removed. Well-formed input comes back identical (same objects).
  */
 export const repairPairing = (messages: ReadonlyArray<Message>): Array<Message> => {
-  // Pass 1: which tool_use ids are answered in the results that follow their assistant message.
-  const answered = new Set<string>()
+  // Pass 1: which tool_use ids of each assistant message (by index) are answered in the results
+  // that follow it. Per message, not per id: providers reuse ids across turns (`call_0`…), so an
+  // answer to an earlier turn's call must not make a later, unanswered call with the same id pass.
+  const answeredAt = new Map<number, Set<string>>()
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]
     if (m === undefined || m.role !== "assistant" || typeof m.content === "string") continue
     const uses = new Set(m.content.flatMap((b) => (b.type === "tool_use" ? [b.id] : [])))
     if (uses.size === 0) continue
+    const answered = new Set<string>()
+    answeredAt.set(i, answered)
     for (let j = i + 1; j < messages.length; j++) {
       const r = messages[j]
       if (r === undefined || typeof r.content === "string" || r.role === "assistant") break
-      const ids = r.content.flatMap((b) => (b.type === "tool_result" ? [b.tool_use_id] : []))
+      // A message answering none of these calls (yet) ends the run: pass 2 turns its results into
+      // plain content, so nothing after it is "right after" the tool_use any more.
+      const ids = r.content.flatMap((b) =>
+        b.type === "tool_result" && uses.has(b.tool_use_id) && !answered.has(b.tool_use_id) ? [b.tool_use_id] : []
+      )
       if (ids.length === 0) break
-      for (const id of ids) if (uses.has(id)) answered.add(id)
+      for (const id of ids) answered.add(id)
     }
   }
   // Pass 2: rewrite only what is unpaired.
   const out: Array<Message> = []
   let open = new Set<string>()
-  for (const m of messages) {
+  for (const [i, m] of messages.entries()) {
     if (typeof m.content === "string") {
       open = new Set()
       if (m.content.length > 0) out.push(m)
@@ -77,12 +85,14 @@ export const repairPairing = (messages: ReadonlyArray<Message>): Array<Message> 
     let sawResult = false
     for (const b of m.content) {
       if (b.type === "tool_use") {
-        if (m.role === "assistant" && answered.has(b.id)) {
+        if (m.role === "assistant" && answeredAt.get(i)?.has(b.id) === true && !nextOpen.has(b.id)) {
           nextOpen.add(b.id)
           blocks.push(b)
         } else changed = true
       } else if (b.type === "tool_result") {
         if (m.role !== "assistant" && open.has(b.tool_use_id)) {
+          // One answer per call: a second result for the same id becomes plain content.
+          open.delete(b.tool_use_id)
           sawResult = true
           blocks.push(b)
         } else {

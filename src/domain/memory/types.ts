@@ -1,4 +1,5 @@
 /** Values exchanged with the memory services (results, reports, options). */
+import type { Effect } from "effect"
 import type { Message } from "../message.ts"
 
 export const DEFAULT_FRESH_TAIL = 20
@@ -71,6 +72,18 @@ export interface CompactOptions {
   /** With a budget, compaction stops as soon as the context is at or below threshold × budget. */
   readonly budget?: number | undefined
   readonly freshTail?: number | undefined
+  /** Called after every committed summary (for progress displays). */
+  readonly onProgress?: ((progress: CompactionProgress) => Effect.Effect<void>) | undefined
+}
+
+export interface CompactionProgress {
+  readonly pass: number
+  readonly kind: "leaf" | "condensed"
+  /** Steps done and planned in the current pass. */
+  readonly step: number
+  readonly steps: number
+  readonly leafSummaries: number
+  readonly condensedSummaries: number
 }
 
 export type SearchScope =

@@ -39,7 +39,9 @@ const quote = (s: string): string => `"${s.replaceAll('"', '""')}"`
 const parseTerms = (input: string): Array<Term> => {
   const terms: Array<Term> = []
   let pendingOr = false
-  for (const m of input.normalize("NFC").matchAll(/"([^"]*)"|(\S+)/g)) {
+  // FTS5 reads a MATCH expression as a C string: a NUL would end it inside a quoted term
+  // ("unterminated string"), so NUL separates terms like whitespace.
+  for (const m of input.normalize("NFC").replaceAll("\u0000", " ").matchAll(/"([^"]*)"|(\S+)/g)) {
     const phrase = m[1] !== undefined
     const raw = (m[1] ?? m[2] ?? "").replaceAll('"', "")
     if (!phrase && (raw === "OR" || raw === "|")) {

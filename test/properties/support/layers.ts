@@ -40,14 +40,21 @@ export type Behaviour = "ok" | "too_long" | "fail" | "hang"
 export const scriptedSummarizer = (
   script: (call: number) => Behaviour,
   calls: Ref.Ref<number>,
-  started?: Deferred.Deferred<number>
+  options: {
+    /** Signalled with the call number when a "hang" call starts. */
+    readonly started?: Deferred.Deferred<number> | undefined
+    /** Runs at the start of every call (before the behaviour), e.g. to snapshot the database. */
+    readonly onCall?: ((call: number) => Effect.Effect<void>) | undefined
+  } = {}
 ): Layer.Layer<Summarizer> =>
   Layer.succeed(
     Summarizer,
     Summarizer.of({
       summarize: (request: SummaryRequest) =>
         Ref.updateAndGet(calls, (n) => n + 1).pipe(
+          Effect.tap((n) => options.onCall?.(n) ?? Effect.void),
           Effect.flatMap((n) => {
+            const started = options.started
             switch (script(n)) {
               case "ok":
                 return Effect.succeed(DeterministicSummarizer.summarizeText(request))

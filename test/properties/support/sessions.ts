@@ -37,7 +37,7 @@ export const rng = (seed: number): Rng => {
   const int = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1))
   const pick = <A>(xs: ReadonlyArray<A>): A => {
     if (xs.length === 0) throw new Error("pick from an empty list")
-    return xs[int(0, xs.length - 1)] as A
+    return xs[int(0, xs.length - 1)]
   }
   return { next, int, chance: (p) => next() < p, pick }
 }
