@@ -605,6 +605,10 @@ describe("LcmMemory search", () => {
       assert.strictEqual((yield* find("我们 公园")).length, 1)
       assert.strictEqual((yield* find("大阪")).length, 0)
       assert.strictEqual((yield* find("大阪城公园")).length, 0)
+      // OR between short words: either may occur.
+      assert.strictEqual((yield* find("东京 OR 公园")).length, 1)
+      assert.strictEqual((yield* find("東京 OR 公园")).length, 2)
+      assert.strictEqual((yield* find("東京で会議 OR 记忆")).length, 2)
     }).pipe(Effect.provide(lcmTemp)))
 
   it.effect("searches summaries too", () =>

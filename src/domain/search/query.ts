@@ -19,8 +19,11 @@ export interface CjkPlan {
   readonly _tag: "Cjk"
   /** FTS5 MATCH expression for the trigram index (terms of 3+ characters), if any. */
   readonly match: string | null
-  /** Lower-cased terms under 3 characters that must occur as substrings. */
-  readonly substrings: ReadonlyArray<string>
+  /**
+   * Clauses that must all hold, each a list of lower-cased alternatives of which one must occur as
+   * a substring (clauses with a term under 3 characters, which the trigram index cannot look up).
+   */
+  readonly substrings: ReadonlyArray<ReadonlyArray<string>>
 }
 
 export type SearchPlan = LatinPlan | CjkPlan | { readonly _tag: "Empty" }
@@ -84,16 +87,13 @@ export const planSearch = (input: string): SearchPlan => {
     )
     return { _tag: "Latin", match: joinClauses(latin) }
   }
-  // Trigram route. OR is honoured only among long terms; short terms are plain AND filters.
+  // Trigram route: a clause whose alternatives are all 3+ characters is looked up in the index;
+  // a clause with a shorter one is checked as substrings on the candidate rows.
   const long: Array<Array<string>> = []
-  const substrings: Array<string> = []
+  const substrings: Array<Array<string>> = []
   for (const alts of clauses(terms)) {
-    const longAlts = alts.filter((t) => [...t.text].length >= 3)
-    if (longAlts.length === alts.length) long.push(longAlts.map((t) => quote(t.text)))
-    else {
-      const first = alts[0]
-      if (first !== undefined) substrings.push(first.text.toLowerCase())
-    }
+    if (alts.every((t) => [...t.text].length >= 3)) long.push(alts.map((t) => quote(t.text)))
+    else substrings.push(alts.map((t) => t.text.toLowerCase()))
   }
   return { _tag: "Cjk", match: long.length > 0 ? joinClauses(long) : null, substrings }
 }

@@ -49,34 +49,39 @@ export const makeSearch = (sql: SqlClient) =>
   if (plan._tag === "Empty" || limit <= 0) return Effect.succeed([])
   const [scopeSql, scopeParams] = scopeClause(scope)
   const one = (src: Source): Effect.Effect<ReadonlyArray<RawHit>, StorageError> => {
-    const base = `FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id`
+    const col = `t.${src.column}`
+    const clauses = plan._tag === "Cjk" ? plan.substrings : []
+    // Each clause: one of its alternatives occurs (case-insensitively for Latin letters).
+    const filterSql = clauses
+      .map((alts) => ` AND (${alts.map(() => `instr(lower(${col}), ?) > 0`).join(" OR ")})`)
+      .join("")
+    const filterParams = clauses.flat()
     let query: Effect.Effect<ReadonlyArray<Row>, unknown>
     if (plan._tag === "Latin" || plan.match !== null) {
       const fts = plan._tag === "Latin" ? src.porter : src.trigram
       const match = plan._tag === "Latin" ? plan.match : plan.match ?? ""
-      const subs = plan._tag === "Cjk" ? plan.substrings : []
       query = sql.unsafe<Row>(
         `SELECT t.id, c.session_key, t.${src.time} AS created_at,
            snippet(${fts}, 0, '«', '»', '…', 16) AS snippet, -bm25(${fts}) AS score
          FROM ${fts} f JOIN ${src.table} t ON t.id = f.rowid JOIN ctx_conversations c ON c.id = t.conversation_id
-         WHERE ${fts} MATCH ? AND ${scopeSql}${subs.map(() => ` AND instr(lower(t.${src.column}), ?) > 0`).join("")}
+         WHERE ${fts} MATCH ? AND ${scopeSql}${filterSql}
          ORDER BY score DESC, t.id DESC LIMIT ?`,
-        [match, ...scopeParams, ...subs, limit]
+        [match, ...scopeParams, ...filterParams, limit]
       )
     } else {
       // Only short terms (e.g. two-character Chinese words): scan the scope's CJK rows, rank by
       // number of occurrences, then recency.
-      const subs = plan.substrings
-      const occurrences = subs
-        .map(() => `(length(t.${src.column}) - length(replace(lower(t.${src.column}), ?, ''))) / max(length(?), 1)`)
+      const needles = clauses.flat()
+      const occurrences = needles
+        .map(() => `(length(${col}) - length(replace(lower(${col}), ?, ''))) / max(length(?), 1)`)
         .join(" + ")
       query = sql.unsafe<Row & { readonly body: string }>(
-        `SELECT t.id, c.session_key, t.${src.time} AS created_at, t.${src.column} AS body, '' AS snippet, (${occurrences}) AS score
-         ${base}
-         WHERE t.has_cjk = 1 AND ${scopeSql}${subs.map(() => ` AND instr(lower(t.${src.column}), ?) > 0`).join("")}
+        `SELECT t.id, c.session_key, t.${src.time} AS created_at, ${col} AS body, '' AS snippet, (${occurrences}) AS score
+         FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id
+         WHERE t.has_cjk = 1 AND ${scopeSql}${filterSql}
          ORDER BY score DESC, t.id DESC LIMIT ?`,
-        [...subs.flatMap((s) => [s, s]), ...scopeParams, ...subs, limit]
-      ).pipe(Effect.map((rows) => rows.map((r) => ({ ...r, snippet: makeSnippet(r.body, subs) }))))
+        [...needles.flatMap((s) => [s, s]), ...scopeParams, ...filterParams, limit]
+      ).pipe(Effect.map((rows) => rows.map((r) => ({ ...r, snippet: makeSnippet(r.body, needles) }))))
     }
     return query.pipe(
       Effect.map((rows) =>

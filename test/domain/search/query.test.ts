@@ -2,7 +2,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { makeSnippet, planSearch, type SearchPlan } from "../../../src/domain/search/query.ts"
 
 const latin = (match: string): SearchPlan => ({ _tag: "Latin", match })
-const cjk = (match: string | null, substrings: ReadonlyArray<string>): SearchPlan => ({ _tag: "Cjk", match, substrings })
+const cjk = (match: string | null, substrings: ReadonlyArray<ReadonlyArray<string>>): SearchPlan => ({
+  _tag: "Cjk",
+  match,
+  substrings
+})
 
 describe("planSearch", () => {
   it("quotes every term and ANDs them", () => {
@@ -88,14 +92,17 @@ describe("planSearch", () => {
   })
 
   it("routes CJK terms under 3 characters to substring filters", () => {
-    assert.deepStrictEqual(planSearch("记忆"), cjk(null, ["记忆"]))
-    assert.deepStrictEqual(planSearch("东京"), cjk(null, ["东京"]))
-    assert.deepStrictEqual(planSearch("记忆 压缩"), cjk(null, ["记忆", "压缩"]))
+    assert.deepStrictEqual(planSearch("记忆"), cjk(null, [["记忆"]]))
+    assert.deepStrictEqual(planSearch("东京"), cjk(null, [["东京"]]))
+    assert.deepStrictEqual(planSearch("记忆 压缩"), cjk(null, [["记忆"], ["压缩"]]))
+    // OR among short terms is kept: either word may occur.
+    assert.deepStrictEqual(planSearch("东京 OR 大阪"), cjk(null, [["东京", "大阪"]]))
+    assert.deepStrictEqual(planSearch("记忆系统 OR 压缩 数据库"), cjk(`"数据库"`, [["记忆系统", "压缩"]]))
   })
 
   it("mixes long terms (MATCH) and short terms (substrings) in one CJK query", () => {
-    assert.deepStrictEqual(planSearch("记忆 docker"), cjk(`"docker"`, ["记忆"]))
-    assert.deepStrictEqual(planSearch("记忆系统 AI"), cjk(`"记忆系统"`, ["ai"]))
+    assert.deepStrictEqual(planSearch("记忆 docker"), cjk(`"docker"`, [["记忆"]]))
+    assert.deepStrictEqual(planSearch("记忆系统 AI"), cjk(`"记忆系统"`, [["ai"]]))
   })
 })
 
