@@ -10,6 +10,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
+/**
+ * A transaction that takes the write lock at BEGIN: a read-then-write transaction (next seq, check
+ * then replace) never fails halfway with SQLITE_BUSY because another process wrote in between.
+ */
+export const immediate = (sql: SqlClient.SqlClient) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  sql.withTransaction(self).pipe(Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE"))
+
 /** How long a statement waits for another process's write lock before failing. */
 export const BUSY_TIMEOUT_MS = 10_000
 

@@ -3,7 +3,8 @@ import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { PluginNotFound, PluginRuleViolation } from "../domain/plugins/errors.ts"
 import { type Plugin, type PluginChange, PluginStore } from "../services/PluginStore.ts"
-import { storageError } from "./SqliteMemoryStore.ts"
+import * as Sqlite from "./Sqlite.ts"
+import { storageError } from "./sqlite/rows.ts"
 
 interface Row {
   readonly id: string
@@ -23,8 +24,7 @@ export const DEFAULT_MEMORY = "memory/lcm"
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const immediate = <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    sql.withTransaction(self).pipe(Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE"))
+  const immediate = Sqlite.immediate(sql)
   const all = sql<Row>`SELECT id, kind, enabled, config FROM plugins ORDER BY kind, id`.pipe(Effect.map((rows) => rows.map(toPlugin)))
   const find = (plugins: ReadonlyArray<Plugin>, id: string) => {
     const p = plugins.find((x) => x.id === id)
