@@ -171,6 +171,8 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       let leafSummaries = 0
       let condensedSummaries = 0
       let stopReason: StopReason | undefined
+      // Set when the summarizer refuses on the session's spend guard: stop, keep what is committed.
+      let guarded = false
       const below = () => limit !== undefined && tokens <= limit
       const maxIterations = options.full === true ? config.maxIterations : 1
 
@@ -180,8 +182,15 @@ export const make = (config: CompactionConfig = defaultConfig) =>
           let made = 0
           let index = 0
           for (const chunk of chunks) {
+            if (guarded) break
             index++
             const ok = yield* step(conversation, kind, chunk).pipe(
+              Effect.catchTag("SpendGuardExceeded", (e) =>
+                Effect.logWarning(e.message).pipe(Effect.andThen(Effect.sync(() => {
+                  guarded = true
+                  return false
+                })))
+              ),
               Effect.catchTag("SummarizerError", (e) =>
                 Effect.fail(
                   new CompactionFailed({
@@ -213,8 +222,9 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       if (below()) stopReason = "below_threshold"
       for (let iteration = 1; stopReason === undefined && iteration <= maxIterations; iteration++) {
         const start = tokens
-        const made = (yield* runPass("leaf")) + (below() ? 0 : yield* runPass("condensed"))
-        if (below()) stopReason = "below_threshold"
+        const made = (yield* runPass("leaf")) + (below() || guarded ? 0 : yield* runPass("condensed"))
+        if (guarded) stopReason = "spend_guard"
+        else if (below()) stopReason = "below_threshold"
         else if (made === 0) stopReason = "no_candidates"
         else if (tokens >= start) stopReason = "no_progress"
       }

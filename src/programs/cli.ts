@@ -9,6 +9,8 @@ import { Command } from "effect/cli"
 import { gatewayCommand, runGateway } from "./gateway.ts"
 import { memoryCommand } from "./memoryCommands.ts"
 import { pluginCommand } from "./pluginCommands.ts"
+import { agentCommand } from "./agentCommands.ts"
+import { onboardCommand, providerCommand } from "./providerCommands.ts"
 import { withLogLevel } from "./env.ts"
 
 export const VERSION = "0.1.0"
@@ -17,7 +19,7 @@ export const rootCommand = Command.make("anna", {}, () => runGateway).pipe(
   Command.withDescription(
     "anna: a self-hosted AI assistant gateway with lossless memory. Without a command, runs the gateway. State lives in $ANNA_HOME (default ~/.anna)."
   ),
-  Command.withSubcommands([gatewayCommand, memoryCommand, pluginCommand])
+  Command.withSubcommands([gatewayCommand, onboardCommand, providerCommand, agentCommand, memoryCommand, pluginCommand])
 )
 
 const exitWith = (code: number, line?: string) =>

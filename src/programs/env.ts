@@ -24,3 +24,24 @@ export const withLogLevel = <A, E, R>(self: Effect.Effect<A, E, R>) =>
 
 /** The migrated database at `$ANNA_HOME/anna.db`. */
 export const database = Layer.unwrap(Effect.map(dbPath, Sqlite.layer))
+
+/** The providers' own variables, read only by onboarding (`anna onboard --from-env`, first start). */
+export interface ProviderEnv {
+  readonly anthropicKey: string | undefined
+  readonly anthropicBaseUrl: string | undefined
+  readonly openAiKey: string | undefined
+  readonly openAiBaseUrl: string | undefined
+}
+
+const optionalString = (name: string) =>
+  Config.String(name).pipe(
+    Config.option,
+    Config.map((o) => (o._tag === "Some" && o.value.trim() !== "" ? o.value.trim() : undefined))
+  )
+
+export const providerEnv: Config.Config<ProviderEnv> = Config.all({
+  anthropicKey: optionalString("ANTHROPIC_API_KEY"),
+  anthropicBaseUrl: optionalString("ANTHROPIC_BASE_URL"),
+  openAiKey: optionalString("OPENAI_API_KEY"),
+  openAiBaseUrl: optionalString("OPENAI_BASE_URL")
+})

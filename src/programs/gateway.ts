@@ -1,22 +1,34 @@
 /**
  * `anna` / `anna gateway`: the long-running process. In this release it prepares the state folder
- * and database (migrations), reports the memory plugin in use, and runs until SIGINT/SIGTERM;
+ * and database (migrations), creates providers from the environment on the first start (as
+ * `anna onboard --from-env`), reports the memory plugin in use, and runs until SIGINT/SIGTERM;
  * channels, the admin server and the scheduler join it in later releases.
  */
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { Command } from "effect/cli"
 import * as SqlitePluginStore from "../layers/SqlitePluginStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
 import * as SqliteMemoryStore from "../layers/SqliteMemoryStore.ts"
+import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
 import { database, dbPath } from "./env.ts"
+import { onboardOnFirstStart } from "./onboard.ts"
 
-const gatewayLayer = Layer.merge(SqlitePluginStore.layer, SqliteMemoryStore.layer).pipe(Layer.provideMerge(database))
+const gatewayLayer = Layer.mergeAll(SqlitePluginStore.layer, SqliteMemoryStore.layer, SqliteConfigStore.layer).pipe(
+  Layer.provideMerge(database)
+)
 
 export const runGateway = Effect.gen(function*() {
   const file = yield* dbPath
   const memoryPlugin = yield* (yield* PluginStore).enabledMemory
   const sessions = yield* (yield* MemoryStore).listConversations({})
+  const onboarded = yield* onboardOnFirstStart
+  if (Option.isSome(onboarded)) {
+    for (const p of onboarded.value.createdProviders) {
+      yield* Effect.logInfo(`first start: created provider ${p.id} (${p.type}, default model ${p.defaultModel}) from the environment`)
+    }
+    if (onboarded.value.createdAgent !== null) yield* Effect.logInfo(`first start: created agent ${onboarded.value.createdAgent}`)
+  }
   yield* Effect.logInfo(`anna gateway: database ${file} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)
   yield* Effect.logInfo("no channels are available in this release yet; press Ctrl+C to stop")
   // Runs until interrupted: NodeRuntime.runMain interrupts on SIGINT/SIGTERM and the scopes close

@@ -9,8 +9,14 @@ import { sessionRefFromKey } from "../domain/memory/session.ts"
 import type { CompactionProgress, SearchScope } from "../domain/memory/types.ts"
 import { verifySession } from "../domain/memory/verify.ts"
 import { messageText } from "../domain/message.ts"
+import { formatModelRef } from "../domain/config/agent.ts"
 import * as DeterministicSummarizer from "../layers/DeterministicSummarizer.ts"
 import * as MemoryFromPlugins from "../layers/MemoryFromPlugins.ts"
+import * as ModelSummarizer from "../layers/ModelSummarizer.ts"
+import * as ProviderClients from "../layers/ProviderClients.ts"
+import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
+import * as SqliteMemoryStore from "../layers/SqliteMemoryStore.ts"
+import { ProviderStore } from "../services/ProviderStore.ts"
 import { Compactor } from "../services/Compactor.ts"
 import { Explorer } from "../services/Explorer.ts"
 import { MemoryProvider } from "../services/MemoryProvider.ts"
@@ -21,11 +27,37 @@ import { database } from "./env.ts"
 import { importJsonl } from "./importJsonl.ts"
 import { iso, oneLine, printJson, table } from "./output.ts"
 
-/** The enabled memory plugin on `$ANNA_HOME/anna.db`; summaries by the deterministic summarizer. */
-const memoryLayer = MemoryFromPlugins.layer.pipe(
-  Layer.provide(DeterministicSummarizer.layer),
-  Layer.provideMerge(database)
-)
+/** Configuration (providers, agents, usage) and the memory store on `$ANNA_HOME/anna.db`. */
+const base = Layer.mergeAll(SqliteConfigStore.layer, SqliteMemoryStore.layer).pipe(Layer.provideMerge(database))
+
+/**
+ * The summarizer: the configured summarization model when a provider exists (with the spend guard,
+ * or `maxCalls` instead of the agents' limits), the deterministic summarizer otherwise.
+ */
+const summarizerLayer = (maxCalls: number | undefined) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const any = (yield* (yield* ProviderStore).list).some((p) => p.enabled)
+    return any
+      ? ModelSummarizer.layer({ maxCallsOverride: maxCalls }).pipe(Layer.provide(ProviderClients.layer()))
+      : DeterministicSummarizer.layer
+  }))
+
+/** Which summarizer compaction of a session will use, for people. */
+const summarizerLabel = (sessionKey: string) =>
+  Effect.gen(function*() {
+    const any = (yield* (yield* ProviderStore).list).some((p) => p.enabled)
+    if (!any) return "deterministic (no model provider configured)"
+    const target = yield* ModelSummarizer.resolveSummaryTarget(sessionKey)
+    return Option.match(target, {
+      onNone: () => "deterministic (no model provider configured)",
+      onSome: (t) => `${formatModelRef(t.ref)} (${t.why})`
+    })
+  })
+
+/** The enabled memory plugin with its summarizer, on `$ANNA_HOME/anna.db`. */
+const memoryLayerWith = (maxCalls: number | undefined) =>
+  MemoryFromPlugins.layer.pipe(Layer.provide(summarizerLayer(maxCalls)), Layer.provideMerge(base))
+const memoryLayer = memoryLayerWith(undefined)
 
 const capability = <I, S>(service: import("effect").Context.Key<I, S>, name: string) =>
   Effect.flatMap(
@@ -132,10 +164,17 @@ const compact = Command.make("compact", {
     Flag.withDefault(false)
   ),
   budget: positiveInt("budget", "Stop once the context is within 75 % of this budget").pipe(Flag.optional),
+  maxSummaryCalls: Flag.Int("max-summary-calls").pipe(
+    Flag.withDescription("Spend guard for this run: summarizer calls allowed for the session in the agent's window (default: the agent's limit)"),
+    Flag.filter((n) => n >= 0, () => "--max-summary-calls must be 0 or more"),
+    Flag.optional
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {
     const compactor = yield* capability(Compactor, "compaction")
+    const summarizer = yield* summarizerLabel(f.sessionKey)
+    if (!f.json) yield* Console.error(`summarizer: ${summarizer}`)
     let lastDraw = 0
     const onProgress = (p: CompactionProgress) =>
       Effect.sync(() => {
@@ -151,12 +190,14 @@ const compact = Command.make("compact", {
       budget: Option.getOrUndefined(f.budget),
       onProgress
     })
-    if (f.json) return yield* printJson(r)
+    if (f.json) return yield* printJson({ ...r, summarizer })
     yield* Console.log(
       `${r.compacted ? "Compacted" : "Nothing compacted"}: ${r.leafSummaries} leaf + ${r.condensedSummaries} condensed summaries in ${r.passes} passes; context ${r.tokensBefore} → ${r.tokensAfter} tokens; stopped: ${r.stopReason}.`
     )
-  }).pipe(Effect.provide(memoryLayer))).pipe(
-    Command.withDescription("Compact a session's context into summaries (incremental: one leaf + one condensed pass)")
+  }).pipe(Effect.provide(memoryLayerWith(Option.getOrUndefined(f.maxSummaryCalls))))).pipe(
+    Command.withDescription(
+      "Compact a session's context into summaries (incremental: one leaf + one condensed pass), with the configured summarization model, or the deterministic summarizer when no provider is configured"
+    )
   )
 
 const search = Command.make("search", {

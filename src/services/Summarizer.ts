@@ -4,32 +4,12 @@
  * (normal → aggressive → deterministic truncation), storage and the DAG.
  */
 import { Context, type Effect } from "effect"
-import type { SummarizerError } from "../domain/memory/errors.ts"
-import type { Role } from "../domain/message.ts"
+import type { SpendGuardExceeded, SummarizerError } from "../domain/memory/errors.ts"
+import type { SummaryRequest } from "../domain/memory/summary.ts"
 
-export type SummaryMode = "normal" | "aggressive"
-
-export type SummaryInput =
-  | {
-    readonly kind: "leaf"
-    readonly messages: ReadonlyArray<{ readonly role: Role; readonly text: string; readonly createdAt: number }>
-  }
-  | {
-    readonly kind: "condensed"
-    /** Depth of the summaries being condensed (the result is one deeper). */
-    readonly depth: number
-    readonly summaries: ReadonlyArray<
-      { readonly id: string; readonly content: string; readonly earliestAt: number; readonly latestAt: number }
-    >
-  }
-
-export interface SummaryRequest {
-  readonly sessionKey: string
-  readonly mode: SummaryMode
-  readonly targetTokens: number
-  readonly input: SummaryInput
-}
+export type { SummaryInput, SummaryMode, SummaryRequest } from "../domain/memory/summary.ts"
 
 export class Summarizer extends Context.Service<Summarizer, {
-  readonly summarize: (request: SummaryRequest) => Effect.Effect<string, SummarizerError>
+  /** Fails with SpendGuardExceeded (before calling anything) when the session is over its limit. */
+  readonly summarize: (request: SummaryRequest) => Effect.Effect<string, SummarizerError | SpendGuardExceeded>
 }>()("anna/Summarizer") {}

@@ -15,11 +15,22 @@ export interface Run {
 
 export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
 
-export const start = (home: string, args: ReadonlyArray<string>, logLevel = "warn"): ChildProcess =>
-  spawn(process.execPath, [MAIN, ...args], {
-    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: logLevel },
+/** The provider variables of the test runner's own environment never leak into a child. */
+const PROVIDER_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"]
+
+export const start = (
+  home: string,
+  args: ReadonlyArray<string>,
+  logLevel = "warn",
+  env: Readonly<Record<string, string>> = {}
+): ChildProcess => {
+  const base: Record<string, string | undefined> = { ...process.env }
+  for (const v of PROVIDER_VARS) delete base[v]
+  return spawn(process.execPath, [MAIN, ...args], {
+    env: { ...base, ANNA_HOME: home, ANNA_LOG_LEVEL: logLevel, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
+}
 
 /** Resolves once the child has written `text` (to stdout or stderr). */
 export const waitForOutput = (child: ChildProcess, text: string): Promise<void> =>
@@ -44,6 +55,10 @@ export const finish = (child: ChildProcess): Promise<Run> =>
   })
 
 export const anna = (home: string, ...args: ReadonlyArray<string>): Promise<Run> => finish(start(home, args))
+
+/** `anna` with extra environment variables. */
+export const annaEnv = (home: string, env: Readonly<Record<string, string>>, ...args: ReadonlyArray<string>): Promise<Run> =>
+  finish(start(home, args, "warn", env))
 
 /** Runs and parses stdout as JSON, failing with the whole output when the command failed. */
 export const annaJson = async <A>(home: string, ...args: ReadonlyArray<string>): Promise<A> => {

@@ -45,6 +45,20 @@ export class SummarizerError extends Schema.TaggedError<SummarizerError>()("Summ
   }
 }
 
+/**
+ * The session made as many summarizer calls as its agent allows in the current window: compaction
+ * stops (stop reason `spend_guard`) instead of spending more.
+ */
+export class SpendGuardExceeded extends Schema.TaggedError<SpendGuardExceeded>()("SpendGuardExceeded", {
+  sessionKey: Schema.String,
+  calls: Schema.Number,
+  windowSeconds: Schema.Number
+}) {
+  override get message() {
+    return `session ${this.sessionKey} reached its summarization limit (${this.calls} calls in ${this.windowSeconds} s)`
+  }
+}
+
 /** A summary came back longer than 150 % of its target: the escalation pipeline tries harder. */
 export class SummaryTooLong extends Schema.TaggedError<SummaryTooLong>()("SummaryTooLong", {
   mode: Schema.Literals(["normal", "aggressive"]),

@@ -54,7 +54,7 @@ export interface SessionInfo {
   readonly info: Readonly<Record<string, unknown>>
 }
 
-export type StopReason = "below_threshold" | "no_candidates" | "no_progress" | "max_iterations"
+export type StopReason = "below_threshold" | "no_candidates" | "no_progress" | "max_iterations" | "spend_guard"
 
 export interface CompactionReport {
   readonly compacted: boolean

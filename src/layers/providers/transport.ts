@@ -1,0 +1,145 @@
+/**
+ * What the three provider layers share: turning HTTP failures into typed errors, bounded retries
+ * with exponential backoff and jitter that honour retry-after, an AbortController tied to the
+ * consumer's fiber (interrupting the stream aborts the request), and collecting a stream into one
+ * response. The SDKs' own retries are off (`maxRetries: 0`) so that all three behave alike and the
+ * waits run on Effect's clock.
+ */
+import { Effect, Random, Stream } from "effect"
+import { collectEvent, finishCollect, initialCollect } from "../../domain/model/collect.ts"
+import {
+  ContextOverflow,
+  InvalidRequest,
+  isRetryable,
+  ProviderAuthError,
+  type ProviderError,
+  ProviderNetworkError,
+  ProviderRateLimited,
+  ProviderServerError
+} from "../../domain/model/errors.ts"
+import type { ChatEvent, ChatResponse, TransportOptions } from "../../domain/model/types.ts"
+
+/** Anything header-like: a Headers object or a plain record. */
+export type HeaderSource = { get(name: string): string | null } | Readonly<Record<string, string | undefined>> | undefined
+
+const header = (headers: HeaderSource, name: string): string | undefined => {
+  if (headers === undefined) return undefined
+  if (typeof (headers as { get?: unknown }).get === "function") {
+    return (headers as { get(name: string): string | null }).get(name) ?? undefined
+  }
+  return (headers as Readonly<Record<string, string | undefined>>)[name]
+}
+
+/** `retry-after-ms`, else `retry-after` in seconds or as an HTTP date; undefined when absent or unreadable. */
+export const retryAfterMs = (headers: HeaderSource, now: number = Date.now()): number | undefined => {
+  const ms = header(headers, "retry-after-ms")
+  if (ms !== undefined && Number.isFinite(Number(ms))) return Math.max(0, Number(ms))
+  const ra = header(headers, "retry-after")
+  if (ra === undefined || ra.trim() === "") return undefined
+  const seconds = Number(ra)
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
+  const date = Date.parse(ra)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}
+
+const OVERFLOW = /context[_ ]length|context window|prompt is too long|too many tokens|maximum context|exceeds? the (model'?s? )?(maximum|context)|input is too long|reduce the length/i
+
+/** What an SDK error says about the HTTP exchange, in SDK-neutral terms. */
+export interface HttpFailure {
+  readonly status?: number | undefined
+  readonly headers?: HeaderSource
+  readonly detail: string
+  readonly timeout?: boolean | undefined
+  readonly code?: string | undefined
+}
+
+export const classify = (provider: string, f: HttpFailure): ProviderError => {
+  const detail = f.detail.slice(0, 500)
+  const status = f.status
+  if (status === undefined) return new ProviderNetworkError({ provider, timeout: f.timeout === true, detail })
+  if (status === 401 || status === 403) return new ProviderAuthError({ provider, status, detail })
+  if (status === 429) {
+    const after = retryAfterMs(f.headers)
+    return new ProviderRateLimited(after === undefined ? { provider, detail } : { provider, detail, retryAfterMs: after })
+  }
+  if (status === 413 || ((status === 400 || status === 422) && (f.code === "context_length_exceeded" || OVERFLOW.test(detail)))) {
+    return new ContextOverflow({ provider, detail })
+  }
+  if (status === 408) return new ProviderNetworkError({ provider, timeout: true, detail })
+  if (status >= 500 || status === 529) return new ProviderServerError({ provider, status, detail })
+  return new InvalidRequest({ provider, status, detail })
+}
+
+/**
+ * Runs `effect` again on retryable failures, at most `maxRetries` times: after the provider's
+ * retry-after when it gave one (giving up at once if that is longer than `maxBackoffMs`), else after
+ * base × 2^attempt with ±50 % jitter, capped.
+ */
+export const withRetries = <A, R>(
+  transport: TransportOptions,
+  effect: Effect.Effect<A, ProviderError, R>
+): Effect.Effect<A, ProviderError, R> => {
+  const loop = (attempt: number): Effect.Effect<A, ProviderError, R> =>
+    effect.pipe(
+      Effect.catch((e: ProviderError) => {
+        if (!isRetryable(e) || attempt >= transport.maxRetries) return Effect.fail(e)
+        const asked = e._tag === "ProviderRateLimited" ? e.retryAfterMs : undefined
+        if (asked !== undefined && asked > transport.maxBackoffMs) return Effect.fail(e)
+        return Effect.gen(function*() {
+          const jitter = 0.5 + (yield* Random.next)
+          const backoff = Math.min(transport.maxBackoffMs, transport.baseBackoffMs * 2 ** attempt * jitter)
+          const wait = asked ?? backoff
+          yield* Effect.logDebug(`provider ${e.provider}: ${e._tag}, retry ${attempt + 1} in ${Math.round(wait)} ms`)
+          yield* Effect.sleep(wait)
+          return yield* loop(attempt + 1)
+        })
+      })
+    )
+  return loop(0)
+}
+
+/**
+ * A provider stream: `open` starts the request with the given AbortSignal and resolves once the
+ * response has started (that part is retried); `events` turns the SDK's chunks into ChatEvents.
+ * The controller is aborted when the stream ends for any reason, which cancels an unfinished request;
+ * a stream silent for longer than `timeoutMs` fails with a timeout.
+ */
+export const providerStream = <Chunk>(options: {
+  readonly provider: string
+  readonly transport: TransportOptions
+  readonly open: (signal: AbortSignal) => Promise<AsyncIterable<Chunk>>
+  readonly toError: (cause: unknown) => ProviderError
+  readonly events: (chunks: Stream.Stream<Chunk, ProviderError>) => Stream.Stream<ChatEvent, ProviderError>
+}): Stream.Stream<ChatEvent, ProviderError> =>
+  Stream.unwrap(
+    Effect.gen(function*() {
+      const controller = yield* Effect.acquireRelease(
+        Effect.sync(() => new AbortController()),
+        (c) => Effect.sync(() => c.abort())
+      )
+      const iterable = yield* withRetries(
+        options.transport,
+        Effect.tryPromise({ try: () => options.open(controller.signal), catch: options.toError })
+      )
+      // The SDKs' timeout covers the wait for the response headers only; a body that stalls would
+      // hang until Node's own 5-minute limit, so silence longer than the timeout fails the stream.
+      const chunks = Stream.fromAsyncIterable(iterable, options.toError).pipe(
+        Stream.timeoutOrElse({
+          duration: options.transport.timeoutMs,
+          orElse: () =>
+            Stream.fail(
+              new ProviderNetworkError({
+                provider: options.provider,
+                timeout: true,
+                detail: `the response stream was silent for ${Math.round(options.transport.timeoutMs / 1000)} s`
+              })
+            )
+        })
+      )
+      return options.events(chunks)
+    })
+  )
+
+/** Runs a stream to its end and returns the assistant message, usage and stop reason. */
+export const collectResponse = <E, R>(stream: Stream.Stream<ChatEvent, E, R>): Effect.Effect<ChatResponse, E, R> =>
+  Stream.runFold(stream, () => initialCollect, collectEvent).pipe(Effect.map(finishCollect))

@@ -1,0 +1,104 @@
+/**
+ * `anna agent list|show|set`: agents' models (main and summary tier) and summarization spend guard.
+ * Routing, workspaces and the rest of an agent's settings come with the runtime.
+ */
+import { Console, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { type Agent, formatModelRef, parseModelRef } from "../domain/config/agent.ts"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
+import { printJson, table } from "./output.ts"
+import { configLayer } from "./providerCommands.ts"
+
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
+
+const main = (a: Agent) => (a.providerId === null ? "-" : formatModelRef({ providerId: a.providerId, model: a.model }))
+const summary = (a: Agent) =>
+  a.summaryProviderId === null ? "(main model)" : formatModelRef({ providerId: a.summaryProviderId, model: a.summaryModel })
+const guard = (a: Agent) => `${a.summaryMaxCalls} calls / ${Math.round(a.summaryWindowSeconds / 60)} min`
+
+const describeAgent = (a: Agent) =>
+  table(["", ""], [
+    ["agent", `${a.id} (${a.name})${a.enabled ? "" : ", disabled"}`],
+    ["model", main(a)],
+    ["summary model", summary(a)],
+    ["summary limit", `${guard(a)} per session`]
+  ]).split("\n").slice(1).join("\n")
+
+const list = Command.make("list", { json }, (f) =>
+  Effect.gen(function*() {
+    const agents = yield* (yield* AgentStore).list
+    if (f.json) return yield* printJson(agents)
+    if (agents.length === 0) return yield* Console.log("No agents. Run anna onboard --from-env, or anna agent set default --model PROVIDER/MODEL.")
+    yield* Console.log(table(
+      ["AGENT", "MODEL", "SUMMARY MODEL", "SUMMARY LIMIT", "STATE"],
+      agents.map((a) => [a.id, main(a), summary(a), guard(a), a.enabled ? "enabled" : "disabled"])
+    ))
+  })).pipe(Command.withDescription("List agents and their models"), Command.provide(configLayer))
+
+const id = Argument.String("id").pipe(Argument.withDescription("Agent id"))
+
+const show = Command.make("show", { id, json }, (f) =>
+  Effect.gen(function*() {
+    const a = yield* (yield* AgentStore).get(f.id)
+    yield* f.json ? printJson(a) : Console.log(describeAgent(a))
+  })).pipe(Command.withDescription("Show one agent"), Command.provide(configLayer))
+
+const modelFlag = (name: string, description: string) =>
+  Flag.String(name).pipe(
+    Flag.withDescription(description),
+    Flag.mapTryCatch(
+      (text) => {
+        const ref = parseModelRef(text)
+        if (ref === undefined) throw new Error("empty")
+        return ref
+      },
+      () => `--${name} takes PROVIDER or PROVIDER/MODEL, e.g. openai/gpt-4.1-mini`
+    ),
+    Flag.optional
+  )
+
+const set = Command.make("set", {
+  id,
+  name: Flag.String("name").pipe(Flag.withDescription("Display name"), Flag.optional),
+  model: modelFlag("model", "Main model, PROVIDER/MODEL (PROVIDER alone: its default model)"),
+  summaryModel: modelFlag("summary-model", "Cheaper model for summaries and background work, PROVIDER/MODEL"),
+  noSummaryModel: Flag.Boolean("no-summary-model").pipe(
+    Flag.withDescription("Summarize with the main model again"),
+    Flag.withDefault(false)
+  ),
+  summaryMaxCalls: Flag.Int("summary-max-calls").pipe(
+    Flag.withDescription("Spend guard: summarizer calls allowed per session per window (default 60)"),
+    Flag.optional
+  ),
+  summaryWindowMinutes: Flag.Int("summary-window-minutes").pipe(
+    Flag.withDescription("Spend guard window in minutes (default 60)"),
+    Flag.optional
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const store = yield* AgentStore
+    if (f.noSummaryModel && Option.isSome(f.summaryModel)) {
+      return yield* new InvalidConfig({ reason: "--summary-model and --no-summary-model contradict each other" })
+    }
+    const patch: AgentPatch = {
+      ...(Option.isSome(f.name) ? { name: f.name.value } : {}),
+      ...(Option.isSome(f.model) ? { providerId: f.model.value.providerId, model: f.model.value.model } : {}),
+      ...(Option.isSome(f.summaryModel)
+        ? { summaryProviderId: f.summaryModel.value.providerId, summaryModel: f.summaryModel.value.model }
+        : {}),
+      ...(f.noSummaryModel ? { summaryProviderId: null, summaryModel: "" } : {}),
+      ...(Option.isSome(f.summaryMaxCalls) ? { summaryMaxCalls: f.summaryMaxCalls.value } : {}),
+      ...(Option.isSome(f.summaryWindowMinutes) ? { summaryWindowSeconds: f.summaryWindowMinutes.value * 60 } : {})
+    }
+    const exists = Option.isSome(yield* store.get(f.id).pipe(Effect.option))
+    const agent = exists ? yield* store.update(f.id, patch) : yield* store.create(f.id, patch)
+    if (f.json) return yield* printJson(agent)
+    yield* Console.log(`${exists ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent)}`)
+  })).pipe(Command.withDescription("Create or change an agent's models and summary limit"), Command.provide(configLayer))
+
+export const agentCommand = Command.make("agent").pipe(
+  Command.withDescription("Agents: list, show, set (models and summarization limits)"),
+  Command.withSubcommands([list, show, set])
+)

@@ -1,0 +1,162 @@
+/**
+ * `anna provider add|list|remove|models|usage` and `anna onboard`. API keys are never printed in
+ * full (text or JSON): `sk-…abcd`.
+ */
+import { Console, Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { maskKey, type ModelInfo, PROVIDER_TYPES, type ProviderConfig } from "../domain/model/types.ts"
+import * as ProviderClients from "../layers/ProviderClients.ts"
+import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
+import { ProviderRegistry } from "../services/ProviderRegistry.ts"
+import { ProviderStore } from "../services/ProviderStore.ts"
+import { UsageLog } from "../services/UsageLog.ts"
+import { database } from "./env.ts"
+import { onboardFromEnv } from "./onboard.ts"
+import { printJson, table } from "./output.ts"
+
+/** Stores, usage log and provider clients on `$ANNA_HOME/anna.db`. */
+export const configLayer = ProviderClients.layer().pipe(Layer.provideMerge(SqliteConfigStore.layer), Layer.provideMerge(database))
+
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
+
+const shown = (p: ProviderConfig) => ({ ...p, apiKey: maskKey(p.apiKey) })
+
+const add = Command.make("add", {
+  id: Argument.String("id").pipe(Argument.withDescription("Provider id, e.g. openai or local-ollama")),
+  type: Flag.Literals("type", PROVIDER_TYPES).pipe(
+    Flag.withDescription("anthropic (Messages API), openai (Chat Completions; also Ollama, vLLM, llama.cpp) or openai-response (Responses API)")
+  ),
+  baseUrl: Flag.String("base-url").pipe(Flag.withDescription("API base URL (default: the provider's public endpoint)"), Flag.optional),
+  apiKey: Flag.String("api-key").pipe(Flag.withDescription("API key (prefer --api-key-env: shell history keeps flags)"), Flag.optional),
+  apiKeyEnv: Flag.String("api-key-env").pipe(Flag.withDescription("Read the API key from this environment variable"), Flag.optional),
+  model: Flag.String("model").pipe(Flag.withDescription("A model this provider serves (repeatable)"), Flag.atLeast(0)),
+  defaultModel: Flag.String("default-model").pipe(
+    Flag.withDescription("Model used when none is named (default: the first --model, else the first the server lists)"),
+    Flag.optional
+  ),
+  header: Flag.KeyValuePair("header").pipe(Flag.withDescription("Extra HTTP header NAME=VALUE (repeatable)"), Flag.optional),
+  disabled: Flag.Boolean("disabled").pipe(Flag.withDescription("Add it disabled"), Flag.withDefault(false)),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const store = yield* ProviderStore
+    let apiKey = Option.getOrElse(f.apiKey, () => "")
+    if (Option.isSome(f.apiKeyEnv)) {
+      const value = process.env[f.apiKeyEnv.value]
+      if (value === undefined || value === "") {
+        return yield* new InvalidConfig({ reason: `environment variable ${f.apiKeyEnv.value} is not set` })
+      }
+      apiKey = value
+    }
+    const base: ProviderConfig = {
+      id: f.id,
+      type: f.type,
+      baseUrl: Option.getOrElse(f.baseUrl, () => ""),
+      apiKey,
+      models: f.model,
+      defaultModel: Option.getOrElse(f.defaultModel, () => f.model[0] ?? ""),
+      headers: Option.getOrElse(f.header, () => ({})),
+      enabled: !f.disabled
+    }
+    let config = base
+    if (config.defaultModel === "") {
+      const listed = yield* ProviderClients.clientFor({ ...base, defaultModel: "-" }).listModels.pipe(
+        Effect.mapError((e) =>
+          new InvalidConfig({ reason: `no default model given and the server's models could not be listed (${e.message}); pass --default-model` })
+        )
+      )
+      const first = listed[0]
+      if (first === undefined) return yield* new InvalidConfig({ reason: "the server lists no models; pass --default-model" })
+      config = { ...base, defaultModel: first.id }
+    }
+    yield* store.add(config)
+    if (f.json) return yield* printJson(shown(config))
+    yield* Console.log(`Added provider ${config.id} (${config.type}, default model ${config.defaultModel}, key ${maskKey(config.apiKey)}).`)
+  })).pipe(Command.withDescription("Add a model provider"), Command.provide(configLayer))
+
+const list = Command.make("list", { json }, (f) =>
+  Effect.gen(function*() {
+    const all = yield* (yield* ProviderStore).list
+    if (f.json) return yield* printJson(all.map(shown))
+    if (all.length === 0) return yield* Console.log("No providers. Add one with anna provider add, or run anna onboard --from-env.")
+    yield* Console.log(table(
+      ["ID", "TYPE", "BASE URL", "KEY", "DEFAULT MODEL", "STATE"],
+      all.map((p) => [p.id, p.type, p.baseUrl || "(public)", maskKey(p.apiKey), p.defaultModel, p.enabled ? "enabled" : "disabled"])
+    ))
+  })).pipe(Command.withDescription("List providers (keys masked)"), Command.provide(configLayer))
+
+const remove = Command.make("remove", { id: Argument.String("id").pipe(Argument.withDescription("Provider id")), json }, (f) =>
+  Effect.gen(function*() {
+    yield* (yield* ProviderStore).remove(f.id)
+    yield* f.json ? printJson({ removed: f.id }) : Console.log(`Removed provider ${f.id}.`)
+  })).pipe(Command.withDescription("Remove a provider (refused while an agent uses it)"), Command.provide(configLayer))
+
+const models = Command.make("models", {
+  id: Argument.String("id").pipe(Argument.withDescription("Provider id (default: every enabled provider)"), Argument.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const store = yield* ProviderStore
+    const registry = yield* ProviderRegistry
+    const targets = Option.isSome(f.id) ? [yield* store.get(f.id.value)] : (yield* store.list).filter((p) => p.enabled)
+    const rows: Array<{ provider: string; models: ReadonlyArray<ModelInfo>; error?: string }> = []
+    for (const p of targets) {
+      const listed = yield* registry.client(p.id).pipe(Effect.flatMap((c) => c.listModels), Effect.result)
+      rows.push(listed._tag === "Success" ? { provider: p.id, models: listed.success } : { provider: p.id, models: [], error: listed.failure.message })
+    }
+    if (f.json) return yield* printJson(rows)
+    if (rows.length === 0) return yield* Console.log("No enabled providers.")
+    for (const r of rows) {
+      if (r.error !== undefined) yield* Console.error(`${r.provider}: ${r.error}`)
+      for (const m of r.models) yield* Console.log(`${r.provider}/${m.id}`)
+    }
+    if (rows.length > 0 && rows.every((r) => r.error !== undefined)) {
+      return yield* new InvalidConfig({ reason: "no provider could list its models" })
+    }
+  })).pipe(Command.withDescription("List the models each provider's server offers"), Command.provide(configLayer))
+
+const usage = Command.make("usage", {
+  session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const totals = yield* (yield* UsageLog).totals({ sessionKey: Option.getOrUndefined(f.session) })
+    if (f.json) return yield* printJson(totals)
+    if (totals.length === 0) return yield* Console.log("No model calls recorded.")
+    yield* Console.log(table(
+      ["PROVIDER", "MODEL", "PURPOSE", "CALLS", "FAILED", "INPUT TOKENS", "OUTPUT TOKENS"],
+      totals.map((t) => [t.providerId, t.model, t.purpose, String(t.calls), String(t.failed), String(t.inputTokens), String(t.outputTokens)])
+    ))
+  })).pipe(Command.withDescription("Token usage of model calls (chat and summaries)"), Command.provide(configLayer))
+
+export const providerCommand = Command.make("provider").pipe(
+  Command.withDescription("Model providers: add, list, remove, models, usage"),
+  Command.withSubcommands([add, list, remove, models, usage])
+)
+
+export const onboardCommand = Command.make("onboard", {
+  fromEnv: Flag.Boolean("from-env").pipe(
+    Flag.withDescription("Create providers from ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL and OPENAI_API_KEY/OPENAI_BASE_URL"),
+    Flag.withDefault(false)
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    if (!f.fromEnv) {
+      return yield* new InvalidConfig({
+        reason:
+          "interactive onboarding is not available yet: set ANTHROPIC_API_KEY and/or OPENAI_API_KEY (and *_BASE_URL for a compatible server) and run anna onboard --from-env, or use anna provider add"
+      })
+    }
+    const r = yield* onboardFromEnv
+    if (f.json) return yield* printJson(r)
+    for (const p of r.createdProviders) {
+      yield* Console.log(`Created provider ${p.id} (${p.type}), default model ${p.defaultModel}${p.modelSource === "server" ? " (from the server)" : ""}.`)
+    }
+    for (const id of r.existingProviders) yield* Console.log(`Provider ${id} already exists; unchanged.`)
+    if (r.createdAgent !== null) yield* Console.log(`Created agent ${r.createdAgent}.`)
+    if (r.createdProviders.length === 0 && r.existingProviders.length === 0) {
+      yield* Console.log(`Nothing to do: none of ${r.missing.join(", ")} (or their *_BASE_URL) is set.`)
+    }
+  })).pipe(Command.withDescription("First-run setup: providers and a default agent (idempotent)"), Command.provide(configLayer))

@@ -1,0 +1,16 @@
+/**
+ * ProviderStore — the `providers` table: which model services anna may call, with their base URL,
+ * key, models and extra headers. Owns validation of a provider's configuration; does not talk to
+ * the providers (that is ProviderRegistry's clients).
+ */
+import { Context, type Effect } from "effect"
+import type { InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../domain/config/errors.ts"
+import type { StorageError } from "../domain/memory/errors.ts"
+import type { ProviderConfig } from "../domain/model/types.ts"
+
+export class ProviderStore extends Context.Service<ProviderStore, {
+  readonly list: Effect.Effect<ReadonlyArray<ProviderConfig>, StorageError>
+  readonly get: (id: string) => Effect.Effect<ProviderConfig, ProviderNotFound | StorageError>
+  readonly add: (config: ProviderConfig) => Effect.Effect<void, ProviderExists | InvalidConfig | StorageError>
+  readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse | StorageError>
+}>()("anna/ProviderStore") {}

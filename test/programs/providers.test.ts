@@ -1,0 +1,179 @@
+/**
+ * Providers as a new user meets them: `anna onboard --from-env` against an OpenAI-compatible server
+ * (the fake LLM server on 127.0.0.1), model listing, compaction by that server's model, a failing
+ * and a rate-limiting provider. Real processes, real SQLite.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import type { CompactionReport, SessionStats, SummaryDescription, Assembled } from "../../src/domain/memory/types.ts"
+import { annaEnv, newHome } from "../support/cli.ts"
+import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { toJsonl, transcript } from "../support/transcript.ts"
+
+let fake: FakeLlm
+const homes: Array<string> = []
+beforeAll(async () => {
+  fake = await startFakeLlm()
+})
+afterAll(async () => {
+  await fake.close()
+  for (const h of homes) rmSync(h, { recursive: true, force: true })
+})
+
+const KEY = "sk-onboard-0123456789abcdef"
+const setupHome = async (count = 600) => {
+  const h = newHome()
+  homes.push(h)
+  const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: KEY }
+  const run = (...args: ReadonlyArray<string>) => annaEnv(h, env, ...args)
+  const json = async <A>(...args: ReadonlyArray<string>): Promise<A> => {
+    const r = await run(...args, "--json")
+    if (r.code !== 0) throw new Error(`anna ${args.join(" ")} exited ${r.code}\n${r.stdout}\n${r.stderr}`)
+    return JSON.parse(r.stdout) as A
+  }
+  const file = join(h, "t.jsonl")
+  writeFileSync(file, toJsonl(transcript(count, 21)))
+  return { h, run, json, file }
+}
+
+const summarize = () =>
+  fake.respondWith((req) => ({
+    kind: "reply",
+    parts: [{ type: "text", text: `Fake-model summary #${fake.requests.length} of ${JSON.stringify(req.body).length} bytes. Expand for details about: tools` }]
+  }))
+
+describe("providers from the command line", () => {
+  it("onboards from the environment once, lists the server's models, never prints the key", async () => {
+    fake.models = ["fake-large", "fake-small"]
+    const { run, json } = await setupHome()
+    const first = await json<{ createdProviders: Array<{ id: string; type: string; defaultModel: string; modelSource: string }>; createdAgent: string | null }>(
+      "onboard",
+      "--from-env"
+    )
+    assert.deepStrictEqual(first.createdProviders, [{ id: "openai", type: "openai", defaultModel: "fake-large", modelSource: "server" }])
+    assert.strictEqual(first.createdAgent, "default")
+    const second = await json<{ createdProviders: Array<unknown>; existingProviders: Array<string>; createdAgent: string | null }>(
+      "onboard",
+      "--from-env"
+    )
+    assert.deepStrictEqual([second.createdProviders, second.existingProviders, second.createdAgent], [[], ["openai"], null])
+
+    const models = await run("provider", "models")
+    assert.strictEqual(models.code, 0, models.stderr)
+    assert.deepStrictEqual(models.stdout.trim().split("\n"), ["openai/fake-large", "openai/fake-small"])
+
+    for (const args of [["provider", "list"], ["provider", "list", "--json"], ["agent", "list", "--json"], ["onboard", "--from-env"]]) {
+      const r = await run(...args)
+      assert.strictEqual(r.code, 0, r.stderr)
+      assert.notInclude(r.stdout + r.stderr, KEY, `${args.join(" ")} printed the key`)
+    }
+    assert.include((await run("provider", "list")).stdout, "sk-…cdef")
+  })
+
+  it("compacts with the server's model and says so; describe shows that model's summary", async () => {
+    summarize()
+    const { run, json, file } = await setupHome()
+    await json("onboard", "--from-env")
+    await json("memory", "import", "default:cli:u1:main", file)
+    const before = fake.requests.length
+    const r = await run("memory", "compact", "default:cli:u1:main", "--full")
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.include(r.stderr, "summarizer: openai/fake-large (agent default's main model, no summary model set)")
+    assert.isAbove(fake.requests.length, before)
+    const a = await json<Assembled>("memory", "assemble", "default:cli:u1:main", "--budget", "100000")
+    const first = a.messages[0]
+    const id = typeof first?.content === "string" ? /id="(sum_\d+)"/.exec(first.content)?.[1] : undefined
+    const d = await json<SummaryDescription>("memory", "describe", id ?? "none")
+    assert.match(d.content, /^Fake-model summary #\d+/)
+    const usage = await json<Array<{ purpose: string; calls: number }>>("provider", "usage")
+    assert.strictEqual(usage[0]?.purpose, "summary")
+    assert.strictEqual(usage[0]?.calls, fake.requests.length - before)
+
+    const cheap = await run("agent", "set", "default", "--summary-model", "openai/fake-small")
+    assert.strictEqual(cheap.code, 0, cheap.stderr)
+    await json("memory", "import", "default:cli:u1:main", file, "--append")
+    const next = fake.requests.length
+    const again = await run("memory", "compact", "default:cli:u1:main")
+    assert.include(again.stderr, "summarizer: openai/fake-small (agent default's summary model)")
+    assert.strictEqual((fake.requests[next]?.body as { model?: string }).model, "fake-small")
+  })
+
+  it("a provider answering 500 to every summary leaves the session untouched and reports it", async () => {
+    fake.respondWith(() => ({ kind: "error", status: 500, message: "summarizer exploded" }))
+    const { run, json, file } = await setupHome()
+    await json("onboard", "--from-env")
+    await json("memory", "import", "default:cli:u1:main", file)
+    const r = await run("memory", "compact", "default:cli:u1:main", "--full")
+    assert.strictEqual(r.code, 1)
+    assert.match(r.stderr, /anna: compaction of "default:cli:u1:main" stopped after 0 committed step\(s\): .*summarizer exploded/)
+    const stats = await json<SessionStats>("memory", "stats", "default:cli:u1:main")
+    assert.deepStrictEqual([stats.summaries, stats.contextItems, stats.messages], [0, 600, 600])
+    assert.strictEqual((await run("memory", "verify")).code, 0)
+  })
+
+  it("a provider answering 429 twice, then normally, is retried to success", async () => {
+    summarize()
+    const { run, json, file } = await setupHome(300)
+    await json("onboard", "--from-env")
+    await json("memory", "import", "default:cli:u1:main", file)
+    fake.script({ kind: "error", status: 429, retryAfter: 1, message: "rate limited" }, { kind: "error", status: 429, retryAfter: 1, message: "rate limited" })
+    const r = await run("memory", "compact", "default:cli:u1:main", "--json")
+    assert.strictEqual(r.code, 0, r.stderr)
+    const report = JSON.parse(r.stdout) as CompactionReport & { summarizer: string }
+    assert.isTrue(report.compacted)
+    assert.include(report.summarizer, "openai/fake-large")
+  })
+
+  it("adds, lists and removes providers by hand; agents point at them; mistakes get one clear line", async () => {
+    const { run, json } = await setupHome(10)
+    const added = await annaEnv(
+      homes[homes.length - 1] ?? "",
+      { MY_KEY: "sk-from-env-777777" },
+      "provider",
+      "add",
+      "local",
+      "--type",
+      "openai-response",
+      "--base-url",
+      fake.openAiUrl,
+      "--api-key-env",
+      "MY_KEY",
+      "--header",
+      "x-team=family"
+    )
+    assert.strictEqual(added.code, 0, added.stderr)
+    assert.include(added.stdout, "default model fake-large")
+    assert.notInclude(added.stdout, "sk-from-env-777777")
+    const list = await json<Array<{ id: string; type: string; apiKey: string; headers: Record<string, string> }>>("provider", "list")
+    assert.deepStrictEqual(list.map((p) => [p.id, p.type, p.apiKey, p.headers["x-team"]]), [["local", "openai-response", "sk-…7777", "family"]])
+    const dup = await run("provider", "add", "local", "--type", "openai", "--default-model", "m")
+    assert.deepStrictEqual([dup.code, dup.stderr.trim()], [1, "anna: a provider \"local\" already exists (remove it first, or pick another id)"])
+    const badType = await run("provider", "add", "x", "--type", "gemini", "--default-model", "m")
+    assert.strictEqual(badType.code, 2)
+    const set = await run("agent", "set", "helper", "--model", "local/fake-small", "--summary-max-calls", "5")
+    assert.strictEqual(set.code, 0, set.stderr)
+    assert.include(set.stdout, "Created agent helper")
+    const ghost = await run("agent", "set", "helper", "--summary-model", "nowhere/x")
+    assert.deepStrictEqual([ghost.code, ghost.stderr.trim()], [1, "anna: no provider \"nowhere\" (see: anna provider list)"])
+    const inUse = await run("provider", "remove", "local")
+    assert.strictEqual(inUse.code, 1)
+    assert.include(inUse.stderr, "used by agent(s) helper")
+    const models = await run("provider", "models", "local")
+    assert.include(models.stdout, "local/fake-large")
+  })
+
+  it("falls back to the deterministic summarizer when no provider exists, and says so", async () => {
+    const h = newHome()
+    homes.push(h)
+    const file = join(h, "t.jsonl")
+    writeFileSync(file, toJsonl(transcript(300, 3)))
+    await annaEnv(h, {}, "memory", "import", "k", file)
+    const r = await annaEnv(h, {}, "memory", "compact", "k")
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.include(r.stderr, "summarizer: deterministic (no model provider configured)")
+    const nothing = await annaEnv(h, {}, "onboard", "--from-env")
+    assert.include(nothing.stdout, "Nothing to do")
+  })
+})

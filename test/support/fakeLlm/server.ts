@@ -1,0 +1,116 @@
+/**
+ * A fake LLM service on 127.0.0.1 speaking the Anthropic Messages, OpenAI Chat Completions and OpenAI
+ * Responses protocols, scriptable per test: each POST takes the next scripted answer (a reply, an
+ * error, a disconnect, a hang); with none left it answers a plain "ok". Every request is recorded.
+ *
+ * Routes (as the official SDKs call them): Anthropic base URL `http://127.0.0.1:PORT` →
+ * POST /v1/messages, GET /v1/models; OpenAI base URL `http://127.0.0.1:PORT/v1` →
+ * POST /v1/chat/completions, POST /v1/responses, GET /v1/models (Anthropic's listing is told apart
+ * by its `anthropic-version` header).
+ */
+import { createServer, type IncomingMessage } from "node:http"
+import type { AddressInfo } from "node:net"
+import { anthropicProtocol } from "./anthropic.ts"
+import { openAiChatProtocol } from "./openaiChat.ts"
+import { openAiResponsesProtocol } from "./openaiResponses.ts"
+import type { RecordedRequest, Scripted } from "./script.ts"
+import { json, type Protocol } from "./wire.ts"
+
+export const PROTOCOLS: ReadonlyArray<Protocol> = [anthropicProtocol, openAiChatProtocol, openAiResponsesProtocol]
+
+export interface FakeLlm {
+  /** `http://127.0.0.1:PORT` (Anthropic's base URL). */
+  readonly url: string
+  /** `http://127.0.0.1:PORT/v1` (OpenAI's base URL). */
+  readonly openAiUrl: string
+  /** Appends answers for the next POSTs, in order. */
+  readonly script: (...answers: ReadonlyArray<Scripted>) => void
+  /** Forgets scripted answers and the responder, and restores the default models. */
+  readonly reset: () => void
+  /** Answers POSTs when no scripted answer is left (default: a plain "ok" reply). */
+  readonly respondWith: (responder: (request: RecordedRequest) => Scripted) => void
+  readonly requests: ReadonlyArray<RecordedRequest>
+  /** Model ids served by GET /v1/models. */
+  models: ReadonlyArray<string>
+  readonly close: () => Promise<void>
+}
+
+const readBody = (req: IncomingMessage): Promise<string> =>
+  new Promise((done, fail) => {
+    let body = ""
+    req.setEncoding("utf8")
+    req.on("data", (c: string) => (body += c))
+    req.on("end", () => done(body))
+    req.on("error", fail)
+  })
+
+export const startFakeLlm = (): Promise<FakeLlm> => {
+  const queue: Array<Scripted> = []
+  const requests: Array<RecordedRequest> = []
+  const sockets = new Set<import("node:net").Socket>()
+  const defaults = {
+    models: ["fake-large", "fake-small"],
+    responder: (): Scripted => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
+  }
+  const state: { models: ReadonlyArray<string>; responder: (request: RecordedRequest) => Scripted } = { ...defaults }
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1")
+    const raw = await readBody(req)
+    let body: unknown = null
+    try {
+      body = raw === "" ? null : JSON.parse(raw)
+    } catch {
+      body = raw
+    }
+    const recorded: RecordedRequest = { method: req.method ?? "", path: url.pathname, headers: req.headers, body, aborted: false }
+    requests.push(recorded)
+    res.on("close", () => {
+      if (!res.writableFinished) recorded.aborted = true
+    })
+    if (req.method === "GET" && url.pathname === "/v1/models") {
+      const protocol = req.headers["anthropic-version"] !== undefined ? PROTOCOLS[0] : PROTOCOLS[1]
+      return protocol?.listModels(state.models, res)
+    }
+    const protocol = req.method === "POST" ? PROTOCOLS.find((p) => p.handles(url.pathname)) : undefined
+    if (protocol === undefined) return json(res, 404, { error: { message: `no route ${req.method} ${url.pathname}` } })
+    const scripted = queue.shift() ?? state.responder(recorded)
+    if (scripted.kind === "hang") return
+    protocol.respond(recorded, scripted, res)
+  })
+  server.on("connection", (s) => {
+    sockets.add(s)
+    s.on("close", () => sockets.delete(s))
+  })
+  return new Promise((done) => {
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      const url = `http://127.0.0.1:${port}`
+      done({
+        url,
+        openAiUrl: `${url}/v1`,
+        script: (...answers) => void queue.push(...answers),
+        reset: () => {
+          queue.length = 0
+          state.models = defaults.models
+          state.responder = defaults.responder
+        },
+        respondWith: (responder) => {
+          state.responder = responder
+        },
+        requests,
+        get models() {
+          return state.models
+        },
+        set models(m) {
+          state.models = m
+        },
+        close: () =>
+          new Promise((closed) => {
+            for (const s of sockets) s.destroy()
+            server.close(() => closed())
+          })
+      })
+    })
+  })
+}
+
