@@ -45,6 +45,11 @@ const AgentRow = Schema.Struct({
   summary_max_calls: Schema.Number,
   summary_window_seconds: Schema.Number,
   system_prompt: Schema.String,
+  sandbox_image: Schema.String,
+  sandbox_network: Schema.Literals(["disabled", "allow_all"]),
+  sandbox_memory_mb: Schema.Number,
+  sandbox_cpus: Schema.Number,
+  sandbox_pids: Schema.Number,
   enabled: Schema.Number,
   created_at: Schema.Number,
   updated_at: Schema.Number
@@ -60,6 +65,11 @@ const toAgent = (r: typeof AgentRow.Type): Agent => ({
   summaryMaxCalls: r.summary_max_calls,
   summaryWindowSeconds: r.summary_window_seconds,
   systemPrompt: r.system_prompt,
+  sandboxImage: r.sandbox_image,
+  sandboxNetwork: r.sandbox_network,
+  sandboxMemoryMb: r.sandbox_memory_mb,
+  sandboxCpus: r.sandbox_cpus,
+  sandboxPids: r.sandbox_pids,
   enabled: r.enabled === 1,
   createdAt: r.created_at,
   updatedAt: r.updated_at
@@ -162,6 +172,18 @@ export const make = Effect.gen(function*() {
       if (patch.summaryWindowSeconds !== undefined && (!Number.isInteger(patch.summaryWindowSeconds) || patch.summaryWindowSeconds <= 0)) {
         return yield* new InvalidConfig({ reason: "the summary window must be a positive whole number of seconds" })
       }
+      if (patch.sandboxNetwork !== undefined && patch.sandboxNetwork !== "disabled" && patch.sandboxNetwork !== "allow_all") {
+        return yield* new InvalidConfig({ reason: `network policy must be disabled or allow_all, got ${String(patch.sandboxNetwork)}` })
+      }
+      if (patch.sandboxMemoryMb !== undefined && (!Number.isInteger(patch.sandboxMemoryMb) || patch.sandboxMemoryMb < 16)) {
+        return yield* new InvalidConfig({ reason: "the sandbox memory limit must be a whole number of MiB, at least 16" })
+      }
+      if (patch.sandboxCpus !== undefined && !(patch.sandboxCpus > 0 && patch.sandboxCpus <= 512)) {
+        return yield* new InvalidConfig({ reason: "the sandbox CPU limit must be more than 0" })
+      }
+      if (patch.sandboxPids !== undefined && (!Number.isInteger(patch.sandboxPids) || patch.sandboxPids < 8)) {
+        return yield* new InvalidConfig({ reason: "the sandbox process limit must be a whole number, at least 8" })
+      }
     })
   const columns = (p: AgentPatch): Record<string, unknown> =>
     Object.fromEntries(
@@ -174,6 +196,11 @@ export const make = Effect.gen(function*() {
         summary_max_calls: p.summaryMaxCalls,
         summary_window_seconds: p.summaryWindowSeconds,
         system_prompt: p.systemPrompt,
+        sandbox_image: p.sandboxImage,
+        sandbox_network: p.sandboxNetwork,
+        sandbox_memory_mb: p.sandboxMemoryMb,
+        sandbox_cpus: p.sandboxCpus,
+        sandbox_pids: p.sandboxPids,
         enabled: p.enabled === undefined ? undefined : p.enabled ? 1 : 0
       }).filter(([, v]) => v !== undefined)
     )

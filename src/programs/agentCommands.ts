@@ -6,6 +6,7 @@ import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { type Agent, formatModelRef, parseModelRef } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
+import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
 import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
 import { printJson, table } from "./output.ts"
 import { configLayer } from "./providerCommands.ts"
@@ -22,7 +23,8 @@ const describeAgent = (a: Agent) =>
     ["agent", `${a.id} (${a.name})${a.enabled ? "" : ", disabled"}`],
     ["model", main(a)],
     ["summary model", summary(a)],
-    ["summary limit", `${guard(a)} per session`]
+    ["summary limit", `${guard(a)} per session`],
+    ["sandbox", `${a.sandboxImage || DEFAULT_IMAGE}, network ${a.sandboxNetwork}, ${a.sandboxMemoryMb} MiB, ${a.sandboxCpus} CPU, ${a.sandboxPids} processes`]
   ]).split("\n").slice(1).join("\n")
 
 const list = Command.make("list", { json }, (f) =>
@@ -75,6 +77,14 @@ const set = Command.make("set", {
     Flag.withDescription("Spend guard window in minutes (default 60)"),
     Flag.optional
   ),
+  image: Flag.String("image").pipe(Flag.withDescription(`Sandbox image ('' for anna's default, ${DEFAULT_IMAGE})`), Flag.optional),
+  network: Flag.Literals("network", NETWORK_POLICIES).pipe(
+    Flag.withDescription("Sandbox network: disabled (default, no network at all) or allow_all"),
+    Flag.optional
+  ),
+  memoryMb: Flag.Int("memory-mb").pipe(Flag.withDescription("Sandbox memory limit in MiB (default 1024)"), Flag.optional),
+  cpus: Flag.Finite("cpus").pipe(Flag.withDescription("Sandbox CPU limit (default 1)"), Flag.optional),
+  pids: Flag.Int("pids").pipe(Flag.withDescription("Sandbox process limit (default 256)"), Flag.optional),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -90,7 +100,12 @@ const set = Command.make("set", {
         : {}),
       ...(f.noSummaryModel ? { summaryProviderId: null, summaryModel: "" } : {}),
       ...(Option.isSome(f.summaryMaxCalls) ? { summaryMaxCalls: f.summaryMaxCalls.value } : {}),
-      ...(Option.isSome(f.summaryWindowMinutes) ? { summaryWindowSeconds: f.summaryWindowMinutes.value * 60 } : {})
+      ...(Option.isSome(f.summaryWindowMinutes) ? { summaryWindowSeconds: f.summaryWindowMinutes.value * 60 } : {}),
+      ...(Option.isSome(f.image) ? { sandboxImage: f.image.value } : {}),
+      ...(Option.isSome(f.network) ? { sandboxNetwork: f.network.value } : {}),
+      ...(Option.isSome(f.memoryMb) ? { sandboxMemoryMb: f.memoryMb.value } : {}),
+      ...(Option.isSome(f.cpus) ? { sandboxCpus: f.cpus.value } : {}),
+      ...(Option.isSome(f.pids) ? { sandboxPids: f.pids.value } : {})
     }
     const exists = Option.isSome(yield* store.get(f.id).pipe(Effect.option))
     const agent = exists ? yield* store.update(f.id, patch) : yield* store.create(f.id, patch)
@@ -99,6 +114,6 @@ const set = Command.make("set", {
   })).pipe(Command.withDescription("Create or change an agent's models and summary limit"), Command.provide(configLayer))
 
 export const agentCommand = Command.make("agent").pipe(
-  Command.withDescription("Agents: list, show, set (models and summarization limits)"),
+  Command.withDescription("Agents: list, show, set (models, summarization limits, sandbox)"),
   Command.withSubcommands([list, show, set])
 )

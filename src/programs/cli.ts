@@ -10,6 +10,8 @@ import { gatewayCommand, runGateway } from "./gateway.ts"
 import { memoryCommand } from "./memoryCommands.ts"
 import { pluginCommand } from "./pluginCommands.ts"
 import { agentCommand } from "./agentCommands.ts"
+import { doctorCommand } from "./doctor.ts"
+import { sandboxCommand } from "./sandboxCommands.ts"
 import { onboardCommand, providerCommand } from "./providerCommands.ts"
 import { withLogLevel } from "./env.ts"
 
@@ -19,7 +21,16 @@ export const rootCommand = Command.make("anna", {}, () => runGateway).pipe(
   Command.withDescription(
     "anna: a self-hosted AI assistant gateway with lossless memory. Without a command, runs the gateway. State lives in $ANNA_HOME (default ~/.anna)."
   ),
-  Command.withSubcommands([gatewayCommand, onboardCommand, providerCommand, agentCommand, memoryCommand, pluginCommand])
+  Command.withSubcommands([
+    gatewayCommand,
+    onboardCommand,
+    providerCommand,
+    agentCommand,
+    sandboxCommand,
+    memoryCommand,
+    pluginCommand,
+    doctorCommand
+  ])
 )
 
 const exitWith = (code: number, line?: string) =>

@@ -13,6 +13,12 @@ export interface Agent {
   readonly summaryMaxCalls: number
   readonly summaryWindowSeconds: number
   readonly systemPrompt: string
+  /** Sandbox: image ('' = anna's default image), network policy, limits. */
+  readonly sandboxImage: string
+  readonly sandboxNetwork: "disabled" | "allow_all"
+  readonly sandboxMemoryMb: number
+  readonly sandboxCpus: number
+  readonly sandboxPids: number
   readonly enabled: boolean
   readonly createdAt: number
   readonly updatedAt: number

@@ -1,0 +1,96 @@
+/**
+ * `anna sandbox exec` (run a command in a sandbox exactly as the bash tool would) and
+ * `anna sandbox build-image` (a local image from a root filesystem, for machines without a registry).
+ */
+import { Console, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { Agent } from "../domain/config/agent.ts"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { specFor } from "../domain/sandbox/spec.ts"
+import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
+import { busyboxRootfs, importRootfs, makeDocker, ping, smokeTest } from "../layers/docker/client.ts"
+import * as DockerSandbox from "../layers/DockerSandbox.ts"
+import { AgentStore } from "../services/AgentStore.ts"
+import { Sandbox } from "../services/Sandbox.ts"
+import { annaHome } from "./env.ts"
+import { configLayer } from "./providerCommands.ts"
+
+/** An argument list as one shell command line (each argument quoted unless it is plainly safe). */
+export const shellJoin = (args: ReadonlyArray<string>): string =>
+  args.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`)).join(" ")
+
+/** The agent named, else none (anna's defaults). */
+export const agentFor = (id: Option.Option<string>) =>
+  Option.isNone(id)
+    ? Effect.succeed<Agent | undefined>(undefined)
+    : Effect.flatMap(AgentStore, (store) => store.get(id.value))
+
+const exec = Command.make("exec", {
+  agent: Flag.String("agent").pipe(Flag.withDescription("Use this agent's sandbox settings and workspace"), Flag.optional),
+  image: Flag.String("image").pipe(Flag.withDescription("Image for this run (default: the agent's, else anna-sandbox:latest)"), Flag.optional),
+  network: Flag.Literals("network", NETWORK_POLICIES).pipe(Flag.withDescription("Network policy for this run"), Flag.optional),
+  timeout: Flag.Int("timeout").pipe(
+    Flag.withDescription("Seconds before the command and its children are killed (default 120)"),
+    Flag.filter((n) => n > 0 && n <= 86_400, () => "--timeout must be between 1 and 86400 seconds"),
+    Flag.optional
+  ),
+  command: Argument.String("command").pipe(Argument.withDescription("The command and its arguments, after --"), Argument.variadic({ min: 1 }))
+}, (f) =>
+  Effect.gen(function*() {
+    const home = yield* annaHome
+    const agent = yield* agentFor(f.agent)
+    const spec = specFor(home, agent, { image: Option.getOrUndefined(f.image), network: Option.getOrUndefined(f.network) })
+    const result = yield* Effect.scoped(Effect.gen(function*() {
+      const session = yield* (yield* Sandbox).start(spec)
+      return yield* session.exec(shellJoin(f.command), { timeoutMs: Option.getOrElse(f.timeout, () => 120) * 1000 })
+    }))
+    process.stdout.write(result.stdout)
+    process.stderr.write(result.stderr)
+    if (result.stdoutDropped + result.stderrDropped > 0) {
+      process.stderr.write(`[anna: ${result.stdoutDropped + result.stderrDropped} bytes of output dropped]\n`)
+    }
+    if (result.timedOut) process.stderr.write(`[anna: timed out; the command and its children were killed]\n`)
+    process.exitCode = result.timedOut ? 124 : result.exitCode
+  }).pipe(Effect.provide(DockerSandbox.layer))).pipe(
+    Command.withDescription("Run a command in a sandbox exactly as the bash tool would; exits with its exit code (124 on timeout)"),
+    Command.withExamples([
+      { command: "anna sandbox exec -- hostname", description: "The container's hostname, not the host's" },
+      { command: "anna sandbox exec --agent default -- ls /workspace", description: "The agent's workspace" }
+    ]),
+    Command.provide(configLayer)
+  )
+
+const buildImage = Command.make("build-image", {
+  rootfs: Flag.String("rootfs").pipe(Flag.withDescription("A root filesystem: a folder (e.g. from debootstrap) or a .tar file"), Flag.optional),
+  busybox: Flag.String("busybox").pipe(
+    Flag.withDescription("Build a minimal rootfs around this statically linked busybox (e.g. /bin/busybox from busybox-static)"),
+    Flag.optional
+  ),
+  tag: Flag.String("tag").pipe(Flag.withDescription(`Image tag (default ${DEFAULT_IMAGE})`), Flag.withDefault(DEFAULT_IMAGE))
+}, (f) =>
+  Effect.gen(function*() {
+    if (Option.isSome(f.rootfs) === Option.isSome(f.busybox)) {
+      return yield* new InvalidConfig({ reason: "give exactly one of --rootfs <folder-or-tar> and --busybox <path>" })
+    }
+    const docker = makeDocker(600_000)
+    yield* ping(docker)
+    if (Option.isSome(f.busybox)) {
+      const dir = mkdtempSync(join(tmpdir(), "anna-rootfs-"))
+      yield* Effect.ensuring(
+        busyboxRootfs(f.busybox.value, dir).pipe(Effect.andThen(importRootfs(docker, dir, f.tag))),
+        Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+      )
+    } else if (Option.isSome(f.rootfs)) {
+      yield* importRootfs(docker, f.rootfs.value, f.tag)
+    }
+    yield* smokeTest(docker, f.tag)
+    yield* Console.log(`Built image ${f.tag}; /bin/sh runs in it.`)
+  })).pipe(Command.withDescription("Build a local sandbox image from a root filesystem (docker import; no registry needed)"))
+
+export const sandboxCommand = Command.make("sandbox").pipe(
+  Command.withDescription("The Docker sandbox: exec, build-image"),
+  Command.withSubcommands([exec, buildImage])
+)

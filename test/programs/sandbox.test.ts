@@ -1,0 +1,71 @@
+/**
+ * `anna sandbox` and `anna doctor` as a user runs them, against the real Docker engine (skipped with
+ * a warning without one, unless ANNA_REQUIRE_DOCKER=1).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { hostname } from "node:os"
+import { join } from "node:path"
+import { afterAll } from "vitest"
+import { annaEnv, newHome } from "../support/cli.ts"
+import { dockerReady, TEST_IMAGE } from "../support/docker.ts"
+
+const homes: Array<string> = []
+afterAll(() => {
+  for (const h of homes) rmSync(h, { recursive: true, force: true })
+})
+const home = () => {
+  const h = newHome()
+  homes.push(h)
+  return h
+}
+
+describe.skipIf(!dockerReady)("anna sandbox and doctor (real Docker engine)", () => {
+  it("doctor says what is missing and how to get it", async () => {
+    const h = home()
+    const set = await annaEnv(h, {}, "agent", "set", "a1", "--image", "anna-missing:never")
+    assert.strictEqual(set.code, 0, set.stderr)
+    const r = await annaEnv(h, {}, "doctor", "--agent", "a1")
+    assert.strictEqual(r.code, 1)
+    assert.match(r.stdout, /ok {3}sandbox\/docker: engine \S+ \(API/)
+    assert.include(r.stdout, "FIX  sandbox/image (agent a1): anna-missing:never is missing")
+    assert.include(r.stdout, "anna sandbox build-image")
+    assert.include(r.stdout, "FIX  providers/providers: no enabled provider")
+    const json = await annaEnv(h, {}, "doctor", "--agent", "a1", "--json")
+    const parsed = JSON.parse(json.stdout) as { ok: boolean; checks: Array<{ area: string; name: string; ok: boolean }> }
+    assert.isFalse(parsed.ok)
+    assert.isTrue(parsed.checks.some((c) => c.area === "sandbox" && c.name.startsWith("image") && !c.ok))
+  })
+
+  it("runs a command in the container, not on the host, with the workspace mounted", async () => {
+    const h = home()
+    mkdirSync(join(h, "workspaces", "default"), { recursive: true })
+    writeFileSync(join(h, "workspaces", "default", "hello.txt"), "hi")
+    const name = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "hostname")
+    assert.strictEqual(name.code, 0, name.stderr)
+    assert.match(name.stdout.trim(), /^[0-9a-f]{12}$/)
+    assert.notStrictEqual(name.stdout.trim(), hostname())
+    const ls = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "ls", "/workspace")
+    assert.strictEqual(ls.stdout.trim(), "hello.txt")
+    const quoted = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "sh", "-c", "echo \"$0 it's\" >&2; exit 5")
+    assert.deepStrictEqual([quoted.code, quoted.stderr.trim()], [5, "sh it's"])
+    const slow = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--timeout", "1", "--", "sleep", "30")
+    assert.strictEqual(slow.code, 124)
+    assert.include(slow.stderr, "timed out")
+    const net = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--network", "allow_all", "--", "cat", "/proc/net/dev")
+    assert.include(net.stdout, "eth0")
+    const noNet = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "cat", "/proc/net/dev")
+    assert.notInclude(noNet.stdout, "eth0")
+  })
+
+  it("with the daemon out of reach, fails at once with a clear message and runs nothing", async () => {
+    const h = home()
+    const started = Date.now()
+    const r = await annaEnv(h, { DOCKER_HOST: "unix:///nonexistent/docker.sock" }, "sandbox", "exec", "--image", TEST_IMAGE, "--", "touch", "/tmp/should-not-exist")
+    assert.strictEqual(r.code, 1)
+    assert.match(r.stderr, /^anna: Docker is not reachable .*nothing runs on the host/)
+    assert.isBelow(Date.now() - started, 15_000)
+    const doctor = await annaEnv(h, { DOCKER_HOST: "unix:///nonexistent/docker.sock" }, "doctor")
+    assert.include(doctor.stdout, "FIX  sandbox/docker")
+  })
+})
