@@ -134,6 +134,10 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
         assert.strictEqual((yield* Effect.flip(s.resolvePath("etc-link/passwd")))._tag, "PathOutsideWorkspace")
         assert.strictEqual((yield* Effect.flip(s.resolvePath("dangling")))._tag, "PathOutsideWorkspace")
         assert.strictEqual(yield* s.resolvePath("d-link/x.txt"), join(sp.workspace, "d", "x.txt"))
+        // An absolute link as the container sees it, into the workspace: followed, not refused.
+        yield* s.exec("ln -s /workspace/d /workspace/abs-link && ln -s ../../etc /workspace/d/up")
+        assert.strictEqual(yield* s.resolvePath("abs-link/y.txt"), join(sp.workspace, "d", "y.txt"))
+        assert.strictEqual((yield* Effect.flip(s.resolvePath("d/up/passwd")))._tag, "PathOutsideWorkspace")
         // A host-side link to outside is refused the same way.
         symlinkSync("/etc", join(sp.workspace, "host-link"))
         assert.strictEqual((yield* Effect.flip(s.resolvePath("host-link/hostname")))._tag, "PathOutsideWorkspace")
@@ -171,8 +175,12 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
         const ps = yield* s.exec("ps -o comm,args | grep 'sleep 30[012]' | grep -v grep || true")
         assert.strictEqual(ps.stdout.trim(), "")
         const big = yield* s.exec("head -c 5000000 /dev/zero | tr '\\0' y; echo done >&2", { maxOutputBytes: 64 * 1024 })
-        assert.strictEqual(big.stdout.length, 64 * 1024)
+        // The first and the last 32 KiB are kept, the gap is marked and counted.
         assert.strictEqual(big.stdoutDropped, 5_000_000 - 64 * 1024)
+        assert.isTrue(big.stdout.startsWith("y".repeat(32 * 1024) + "\n[… 4,934,464 bytes dropped by the sandbox …]\n"))
+        assert.isTrue(big.stdout.endsWith("\n" + "y".repeat(32 * 1024)))
+        const utf8 = yield* s.exec("i=0; while [ $i -lt 20000 ]; do printf '日本'; i=$((i+1)); done", { maxOutputBytes: 1001 })
+        assert.notInclude(utf8.stdout, "\ufffd")
         assert.strictEqual(big.stderr, "done\n")
       })
     ))

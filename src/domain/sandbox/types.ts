@@ -37,7 +37,10 @@ export interface ExecOptions {
   /** Milliseconds before the command and everything it started are killed (default 120 s). */
   readonly timeoutMs?: number | undefined
   readonly stdin?: string | undefined
-  /** Bytes kept of each of stdout and stderr; the rest is counted, not kept (default 1 MiB). */
+  /**
+   * Bytes kept of each of stdout and stderr — the first and the last half; what lies between is
+   * counted, not kept, and marked in the text (default 1 MiB).
+   */
   readonly maxOutputBytes?: number | undefined
 }
 

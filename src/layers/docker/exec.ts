@@ -31,24 +31,62 @@ exit 0`
 
 const failure = (operation: string) => (e: unknown) => new SandboxFailure({ operation, detail: errorDetail(e) })
 
-/** A writable that keeps the first `max` bytes and counts the rest. */
+/** Bytes to drop from the end of `b` so it does not stop inside a UTF-8 character. */
+const incompleteTail = (b: Buffer): number => {
+  for (let back = 1; back <= Math.min(3, b.length); back++) {
+    const byte = b[b.length - back] ?? 0
+    if ((byte & 0xc0) === 0x80) continue // continuation byte: look further back for the lead
+    const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
+    return need > back ? back : 0
+  }
+  return 0
+}
+
+/** Bytes to skip at the start of `b` so it starts on a UTF-8 character. */
+const incompleteHead = (b: Buffer): number => {
+  let i = 0
+  while (i < Math.min(3, b.length) && ((b[i] ?? 0) & 0xc0) === 0x80) i++
+  return i
+}
+
+/**
+ * A writable that keeps the first and the last `max / 2` bytes and counts the rest, so a runaway
+ * command cannot exhaust memory and the end of its output (where errors usually are) survives.
+ * `text()` marks the gap and never splits a character.
+ */
 const collector = (max: number) => {
-  const chunks: Array<Buffer> = []
-  let kept = 0
-  let dropped = 0
+  const headMax = Math.ceil(max / 2)
+  const tailMax = max - headMax
+  const head: Array<Buffer> = []
+  let headLen = 0
+  let tail: Buffer = Buffer.alloc(0)
+  let total = 0
   const writable = new Writable({
     write(chunk: Buffer, _enc, done) {
-      const room = max - kept
-      if (room > 0) {
-        const part = chunk.length <= room ? chunk : chunk.subarray(0, room)
-        chunks.push(part)
-        kept += part.length
+      total += chunk.length
+      let rest = chunk
+      if (headLen < headMax) {
+        const part = rest.subarray(0, headMax - headLen)
+        head.push(part)
+        headLen += part.length
+        rest = rest.subarray(part.length)
       }
-      dropped += Math.max(0, chunk.length - Math.max(0, room))
+      if (rest.length > 0 && tailMax > 0) {
+        const joined = tail.length + rest.length <= tailMax ? Buffer.concat([tail, rest]) : Buffer.concat([tail, rest]).subarray(-tailMax)
+        tail = Buffer.from(joined)
+      }
       done()
     }
   })
-  return { writable, text: () => Buffer.concat(chunks).toString("utf8"), dropped: () => dropped }
+  const dropped = () => Math.max(0, total - headLen - tail.length)
+  const text = () => {
+    const h = Buffer.concat(head)
+    if (dropped() === 0) return Buffer.concat([h, tail]).toString("utf8")
+    const hs = h.subarray(0, h.length - incompleteTail(h)).toString("utf8")
+    const ts = tail.subarray(incompleteHead(tail)).toString("utf8")
+    return `${hs}\n[… ${dropped().toLocaleString("en-US")} bytes dropped by the sandbox …]\n${ts}`
+  }
+  return { writable, text, dropped }
 }
 
 /**

@@ -1,37 +1,33 @@
 /**
  * Confining paths to the workspace. A path as the container sees it (absolute, or relative to the
- * session's working directory) is normalised first, so `..` cannot climb out; then the longest part
- * of it that exists on the host is resolved through symlinks, and must still be inside the
- * workspace. What does not exist yet (a file about to be written) is checked through its nearest
- * existing parent; a dangling symlink counts as existing, so it cannot be written through.
+ * session's working directory) is normalised, then walked one component at a time on the host,
+ * following symlinks the way the container would: a relative target continues from the link's
+ * folder, an absolute target under /workspace (or under the workspace's host folder) continues from
+ * the workspace root, and any other absolute target — or a `..` above the root — is refused. What
+ * does not exist yet (a file about to be written) is accepted below its nearest existing folder.
  */
 import { Effect } from "effect"
-import { lstatSync, realpathSync } from "node:fs"
-import { join, posix, relative, sep } from "node:path"
+import { lstatSync, readlinkSync } from "node:fs"
+import { join, posix } from "node:path"
 import { PathOutsideWorkspace } from "../../domain/sandbox/errors.ts"
 import { WORKSPACE_MOUNT } from "../../domain/sandbox/types.ts"
 
-/** Exists as a directory entry, without following symlinks (a dangling link exists). */
-const present = (p: string): boolean => {
-  try {
-    lstatSync(p)
-    return true
-  } catch {
-    return false
-  }
-}
+/** Symlinks followed at most, as the kernel does (ELOOP). */
+const MAX_LINKS = 40
 
-const inside = (root: string, p: string): boolean => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep)
+const under = (root: string, p: string): boolean => p === root || p.startsWith(root.endsWith("/") ? root : root + "/")
 
 /** The container path of `path` seen from `cwd`, if it stays under /workspace. */
 export const containerPath = (cwd: string, path: string): string | undefined => {
   const resolved = posix.resolve(cwd, path)
-  return resolved === WORKSPACE_MOUNT || resolved.startsWith(WORKSPACE_MOUNT + "/") ? resolved : undefined
+  return under(WORKSPACE_MOUNT, resolved) ? resolved : undefined
 }
 
+const parts = (p: string): Array<string> => p.split("/").filter((s) => s !== "" && s !== ".")
+
 /**
- * The host path for `path` (container view), with symlinks resolved; fails for anything outside
- * `workspaceReal` (the realpath of the workspace folder).
+ * The host path for `path` (container view) with every symlink resolved; fails for anything that
+ * leads outside `workspaceReal` (the realpath of the workspace folder).
  */
 export const resolveInWorkspace = (workspaceReal: string, cwd: string, path: string) =>
   Effect.suspend(() => {
@@ -39,21 +35,49 @@ export const resolveInWorkspace = (workspaceReal: string, cwd: string, path: str
     if (path.includes("\u0000")) return outside
     const inContainer = containerPath(cwd, path)
     if (inContainer === undefined) return outside
-    const host = join(workspaceReal, ...posix.relative(WORKSPACE_MOUNT, inContainer).split("/").filter((s) => s !== ""))
-    // Walk up to the nearest existing ancestor, resolve it, and re-attach the missing tail.
-    let existing = host
-    const tail: Array<string> = []
-    while (!present(existing) && inside(workspaceReal, existing) && existing !== workspaceReal) {
-      tail.unshift(existing.slice(existing.lastIndexOf(sep) + 1))
-      existing = existing.slice(0, existing.lastIndexOf(sep))
+    let pending = parts(posix.relative(WORKSPACE_MOUNT, inContainer))
+    let resolved: Array<string> = []
+    let links = 0
+    let missing = false
+    while (pending.length > 0) {
+      const part = pending.shift() ?? ""
+      if (part === "..") {
+        if (resolved.length === 0) return outside
+        resolved.pop()
+        continue
+      }
+      if (missing) {
+        resolved.push(part)
+        continue
+      }
+      const host = join(workspaceReal, ...resolved, part)
+      let isLink = false
+      try {
+        isLink = lstatSync(host).isSymbolicLink()
+      } catch {
+        missing = true
+        resolved.push(part)
+        continue
+      }
+      if (!isLink) {
+        resolved.push(part)
+        continue
+      }
+      if (++links > MAX_LINKS) return outside
+      let target: string
+      try {
+        target = readlinkSync(host)
+      } catch {
+        return outside
+      }
+      if (target.startsWith("/")) {
+        const root = under(WORKSPACE_MOUNT, target) ? WORKSPACE_MOUNT : under(workspaceReal, target) ? workspaceReal : undefined
+        if (root === undefined) return outside
+        resolved = []
+        pending = [...parts(posix.relative(root, posix.normalize(target))), ...pending]
+      } else {
+        pending = [...parts(target), ...pending]
+      }
     }
-    let real: string
-    try {
-      real = realpathSync(existing)
-    } catch {
-      return outside
-    }
-    if (!inside(workspaceReal, real)) return outside
-    const full = tail.length === 0 ? real : join(real, ...tail)
-    return inside(workspaceReal, full) && !relative(workspaceReal, full).startsWith("..") ? Effect.succeed(full) : outside
+    return Effect.succeed(join(workspaceReal, ...resolved))
   })

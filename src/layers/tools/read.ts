@@ -1,0 +1,127 @@
+/**
+ * The `read` tool: a text file as numbered lines (optionally a range of them), cut at a character
+ * budget on a line boundary with a note saying where to continue; a binary file as its size only; a
+ * directory as a listing. Reading happens on the host through `resolvePath`, so it is confined to
+ * the workspace like every file tool.
+ */
+import { Effect, Schema } from "effect"
+import { type Dirent, promises as fs } from "node:fs"
+import { join } from "node:path"
+import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import type { SandboxSession } from "../../services/Sandbox.ts"
+import { attempt, decodeInput, existing, loadFile, resolve } from "./files.ts"
+import { formatCount, safeEnd } from "./text.ts"
+
+export const TOOL_NAME = "read"
+/** Characters of numbered lines returned per call. */
+export const READ_BUDGET = 30_000
+/** Entries shown when `path` is a directory. */
+export const MAX_ENTRIES = 500
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+export const Input = Schema.Struct({
+  path: Schema.String,
+  offset: Schema.optionalKey(PositiveInt),
+  limit: Schema.optionalKey(PositiveInt)
+})
+
+export const inputSchema = {
+  type: "object",
+  properties: {
+    path: { type: "string", description: "File or directory, relative to the working directory or absolute under /workspace." },
+    offset: { type: "integer", minimum: 1, description: "First line to show (1-based; default 1)." },
+    limit: { type: "integer", minimum: 1, description: "Most lines to show (default: as many as fit)." }
+  },
+  required: ["path"],
+  additionalProperties: false
+} as const
+
+/** Numbered lines `offset`… of `text`, within `budget` characters, with a note when more remain. */
+export const renderLines = (
+  text: string,
+  options: { readonly offset: number; readonly limit: number | undefined; readonly budget: number; readonly path: string }
+): Effect.Effect<string, ToolError> => {
+  if (text === "") return Effect.succeed("(empty file)")
+  const lines = text.split("\n")
+  // A final newline ends the last line; it does not start another one.
+  if (lines.at(-1) === "") lines.pop()
+  const total = lines.length
+  const { offset, budget } = options
+  if (offset > total) {
+    return Effect.fail(new ToolError({ tool: TOOL_NAME, reason: `offset ${offset} is past the end of ${options.path}, which has ${formatCount(total)} lines` }))
+  }
+  const last = Math.min(total, options.limit === undefined ? total : offset + options.limit - 1)
+  const width = Math.max(6, String(last).length)
+  const out: Array<string> = []
+  let used = 0
+  let shown = offset - 1
+  let cutNote = ""
+  for (let n = offset; n <= last; n++) {
+    const content = (lines[n - 1] ?? "").replace(/\r$/, "")
+    const line = `${String(n).padStart(width)}\t${content}`
+    if (used + line.length + 1 > budget) {
+      if (out.length === 0) {
+        // A single line longer than the whole budget: show its start rather than nothing.
+        const kept = line.slice(0, safeEnd(line, Math.max(0, budget - 1)))
+        out.push(kept)
+        shown = n
+        cutNote = `[line ${n} was cut: ${formatCount(line.length - kept.length)} more characters not shown; use bash (e.g. cut -c) to see the rest]`
+      }
+      break
+    }
+    out.push(line)
+    used += line.length + 1
+    shown = n
+  }
+  const notes: Array<string> = []
+  if (cutNote !== "") notes.push(cutNote)
+  if (shown < total) notes.push(`[showing lines ${offset}–${shown} of ${formatCount(total)}; continue with offset=${shown + 1}]`)
+  return Effect.succeed([...out, ...notes].join("\n"))
+}
+
+const entryName = async (dir: string, entry: Dirent): Promise<string> => {
+  if (entry.isDirectory()) return `${entry.name}/`
+  if (entry.isSymbolicLink()) {
+    const target = await fs.readlink(join(dir, entry.name)).catch(() => "?")
+    return `${entry.name} -> ${target}`
+  }
+  return entry.name
+}
+
+const listDirectory = (path: string, host: string) =>
+  attempt(TOOL_NAME, path, async () => {
+    const entries = (await fs.readdir(host, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    if (entries.length === 0) return `${path} is an empty directory`
+    const shown = await Promise.all(entries.slice(0, MAX_ENTRIES).map((e) => entryName(host, e)))
+    const more = entries.length > MAX_ENTRIES ? [`[… ${formatCount(entries.length - MAX_ENTRIES)} more entries; use bash (ls, find) to see them]`] : []
+    return [`${path} is a directory with ${formatCount(entries.length)} entries:`, ...shown, ...more].join("\n")
+  })
+
+export const make = (session: SandboxSession): Tool => {
+  const decode = decodeInput(TOOL_NAME, Input)
+
+  const execute = Effect.fn("ReadTool.execute")(function*(raw: unknown, _context: ToolCallContext) {
+    const input = yield* decode(raw)
+    const host = yield* existing(session, TOOL_NAME, input.path, yield* resolve(session, TOOL_NAME, input.path))
+    // lstat: a directory swapped for a link after the check is not listed; loadFile refuses to follow it.
+    const stat = yield* attempt(TOOL_NAME, input.path, () => fs.lstat(host))
+    if (stat.isDirectory()) return yield* listDirectory(input.path, host)
+    const loaded = yield* loadFile(TOOL_NAME, input.path, host)
+    if (loaded._tag === "Binary") return `binary file, ${formatCount(loaded.bytes)} bytes (${input.path}); not shown`
+    return yield* renderLines(loaded.text, { offset: input.offset ?? 1, limit: input.limit, budget: READ_BUDGET, path: input.path })
+  })
+
+  return {
+    definition: {
+      name: TOOL_NAME,
+      description: [
+        "Read a text file from your workspace as numbered lines (line numbers are not part of the file).",
+        `Use offset and limit for a range; output stops near ${formatCount(READ_BUDGET)} characters with a note saying where to continue.`,
+        "Binary files are reported by size; a directory is listed."
+      ].join(" "),
+      inputSchema
+    },
+    execute
+  }
+}

@@ -1,0 +1,194 @@
+/**
+ * A `SandboxSession` without Docker, over a fresh temporary workspace folder, for unit tests of what
+ * sits above the Sandbox contract (the workspace tools, the registry). It keeps the contract's
+ * semantics: `resolvePath` and `setWorkingDir` use the production confinement code
+ * (src/layers/docker/paths.ts, realpath-based, symlinks included); `exec` runs `/bin/sh -c` with
+ * the first `maxOutputBytes` of each stream kept and the rest counted, and a timeout or an
+ * interruption kills the whole process group (the command and its children).
+ *
+ * The one visible difference: commands run on the host in the workspace folder, so /workspace
+ * itself does not exist for them. Shared cases use relative paths. Timeouts use the Effect clock,
+ * as the Docker sandbox does, so tests that run commands use `it.live`.
+ */
+import { Deferred, Duration, Effect, Layer, Option, Ref, type Scope, Stream } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { randomUUID } from "node:crypto"
+import { mkdtempSync, realpathSync, rmSync } from "node:fs"
+import { constants, tmpdir } from "node:os"
+import { join } from "node:path"
+import { PathOutsideWorkspace, SandboxFailure } from "../../src/domain/sandbox/errors.ts"
+import {
+  DEFAULT_EXEC_TIMEOUT_MS,
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecResult,
+  type SandboxSpec,
+  WORKSPACE_MOUNT
+} from "../../src/domain/sandbox/types.ts"
+import { containerPath, resolveInWorkspace } from "../../src/layers/docker/paths.ts"
+import { CurrentSandbox, type SandboxProcess, type SandboxSession } from "../../src/services/Sandbox.ts"
+
+/** Keeps the first `max` bytes written and counts the rest, like the Docker sandbox's collector. */
+const collector = (max: number) => {
+  const chunks: Array<Buffer> = []
+  let kept = 0
+  let dropped = 0
+  return {
+    push: (chunk: Buffer) => {
+      const room = Math.max(0, max - kept)
+      const part = chunk.subarray(0, room)
+      if (part.length > 0) chunks.push(part)
+      kept += part.length
+      dropped += chunk.length - part.length
+    },
+    text: () => Buffer.concat(chunks).toString("utf8"),
+    dropped: () => dropped
+  }
+}
+
+/** SIGKILL to the child's process group: the command and everything it started (unless it left the group). */
+const killGroup = (child: ChildProcess) =>
+  Effect.sync(() => {
+    if (child.pid === undefined) return
+    try {
+      process.kill(-child.pid, "SIGKILL")
+    } catch {
+      // Already gone.
+    }
+  })
+
+const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number =>
+  code ?? (signal === null ? -1 : 128 + (constants.signals[signal] ?? 0))
+
+const failure = (operation: string) => (e: unknown) => new SandboxFailure({ operation, detail: e instanceof Error ? e.message : String(e) })
+
+/** Starts `argv` in its own process group; `closed` completes with the exit code once all its output is read. */
+const launch = (argv: ReadonlyArray<string>, cwd: string, env: Readonly<Record<string, string>>, stdin: boolean) =>
+  Effect.gen(function*() {
+    const closed = yield* Deferred.make<number, SandboxFailure>()
+    const [file = "/bin/sh", ...args] = argv
+    const child = spawn(file, args, {
+      cwd,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: cwd, ...env },
+      detached: true,
+      stdio: [stdin ? "pipe" : "ignore", "pipe", "pipe"]
+    })
+    const finish = (effect: Effect.Effect<number, SandboxFailure>) => Effect.runSync(Deferred.completeWith(closed, effect))
+    child.on("error", (e) => finish(Effect.fail(failure("exec")(e))))
+    child.on("close", (code, signal) => finish(Effect.succeed(exitCodeOf(code, signal))))
+    return { child, closed: Deferred.await(closed) }
+  })
+
+export interface LocalSandboxOptions {
+  /** Use this folder as the workspace (kept); default: a fresh temporary folder, removed with the scope. */
+  readonly workspace?: string
+}
+
+export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSession, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const folder = options.workspace ?? (yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-workspace-"))),
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    ))
+    const root = realpathSync(folder)
+    const cwd = yield* Ref.make(WORKSPACE_MOUNT)
+    const spec: SandboxSpec = { agentId: "test", workspace: root, image: "local", network: "disabled", limits: DEFAULT_LIMITS }
+
+    /** The host folder for a container working directory; refused outside the workspace. */
+    const hostDir = (dir: string, operation: string) =>
+      resolveInWorkspace(root, WORKSPACE_MOUNT, dir).pipe(
+        Effect.mapError(() => new SandboxFailure({ operation, detail: `working directory ${dir} is outside the workspace` }))
+      )
+
+    const exec: SandboxSession["exec"] = (command, execOptions = {}) =>
+      Effect.gen(function*() {
+        const started = Date.now()
+        const dir = yield* hostDir(execOptions.cwd ?? (yield* Ref.get(cwd)), "exec")
+        const { child, closed } = yield* launch(["/bin/sh", "-c", command], dir, execOptions.env ?? {}, execOptions.stdin !== undefined)
+        const max = execOptions.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+        const out = collector(max)
+        const err = collector(max)
+        child.stdout?.on("data", out.push)
+        child.stderr?.on("data", err.push)
+        if (execOptions.stdin !== undefined) child.stdin?.end(execOptions.stdin)
+        const finished = yield* closed.pipe(
+          Effect.timeoutOption(Duration.millis(execOptions.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS)),
+          Effect.onInterrupt(() => killGroup(child))
+        )
+        let exitCode: number
+        if (Option.isSome(finished)) {
+          exitCode = finished.value
+        } else {
+          yield* killGroup(child)
+          // A process that left the group could hold the pipes open; give up on them after a while.
+          const after = yield* closed.pipe(Effect.timeoutOption(Duration.seconds(5)), Effect.orElseSucceed(() => Option.none<number>()))
+          if (Option.isNone(after)) {
+            child.stdout?.destroy()
+            child.stderr?.destroy()
+          }
+          exitCode = Option.getOrElse(after, () => 137)
+        }
+        const result: ExecResult = {
+          exitCode,
+          stdout: out.text(),
+          stderr: err.text(),
+          stdoutDropped: out.dropped(),
+          stderrDropped: err.dropped(),
+          timedOut: Option.isNone(finished),
+          durationMs: Date.now() - started
+        }
+        return result
+      })
+
+    const startProcess: SandboxSession["startProcess"] = (command, processOptions = {}) =>
+      Effect.gen(function*() {
+        const dir = yield* hostDir(processOptions.cwd ?? (yield* Ref.get(cwd)), "start process")
+        const { child, closed } = yield* launch(command, dir, processOptions.env ?? {}, true)
+        yield* Effect.addFinalizer(() => killGroup(child))
+        const bytes = (stream: NodeJS.ReadableStream | null) =>
+          stream === null
+            ? Stream.empty
+            : Stream.fromAsyncIterable(stream as AsyncIterable<Buffer>, failure("process output")).pipe(Stream.map((b) => new Uint8Array(b)))
+        const handle: SandboxProcess = {
+          stdout: bytes(child.stdout),
+          stderr: bytes(child.stderr),
+          write: (data) =>
+            Effect.callback<void, SandboxFailure>((resume) => {
+              const stdin = child.stdin
+              if (stdin === null) return resume(Effect.fail(new SandboxFailure({ operation: "write", detail: "stdin is closed" })))
+              stdin.write(data, (e) => resume(e === null || e === undefined ? Effect.void : Effect.fail(failure("write")(e))))
+            }),
+          end: Effect.sync(() => {
+            child.stdin?.end()
+          }),
+          exitCode: closed,
+          kill: killGroup(child)
+        }
+        return handle
+      })
+
+    const session: SandboxSession = {
+      containerId: `local-${randomUUID()}`,
+      spec,
+      workingDir: Ref.get(cwd),
+      setWorkingDir: (path) =>
+        Effect.gen(function*() {
+          const dir = yield* Ref.get(cwd)
+          yield* resolveInWorkspace(root, dir, path)
+          const next = containerPath(dir, path)
+          if (next === undefined) return yield* new PathOutsideWorkspace({ path })
+          yield* Ref.set(cwd, next)
+          return next
+        }),
+      exec,
+      resolvePath: (path) => Effect.flatMap(Ref.get(cwd), (dir) => resolveInWorkspace(root, dir, path)),
+      startProcess
+    }
+    return session
+  })
+
+/** `CurrentSandbox` on a fresh temporary workspace (removed when the layer's scope closes). */
+export const layer = (options: LocalSandboxOptions = {}): Layer.Layer<CurrentSandbox> => Layer.effect(CurrentSandbox, make(options))
+
+/** The workspace's host folder (where fixtures go). */
+export const hostRoot = (session: SandboxSession): Effect.Effect<string, PathOutsideWorkspace> => session.resolvePath(WORKSPACE_MOUNT)
