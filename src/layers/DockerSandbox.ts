@@ -8,7 +8,8 @@
  */
 import type Docker from "dockerode"
 import { Duration, Effect, Layer, Ref } from "effect"
-import { mkdirSync, realpathSync } from "node:fs"
+import { lchownSync, lstatSync, mkdirSync, readdirSync, realpathSync } from "node:fs"
+import { join } from "node:path"
 import { hostname } from "node:os"
 import { InvalidNetworkPolicy, PathOutsideWorkspace, PolicyViolation, SandboxFailure } from "../domain/sandbox/errors.ts"
 import {
@@ -24,7 +25,23 @@ import { Sandbox, type SandboxSession } from "../services/Sandbox.ts"
 import { call, checkEnforceable, ensureImage, errorDetail, makeDocker, ping } from "./docker/client.ts"
 import { runCommand, startProcess } from "./docker/exec.ts"
 import { containerPath, resolveInWorkspace } from "./docker/paths.ts"
-import { type ContainerPlan, createOptions, hostUser, OWNER_LABEL, verifyContainer } from "./docker/policy.ts"
+import { type ContainerPlan, createOptions, FALLBACK_UID, OWNER_LABEL, sandboxUser, verifyContainer } from "./docker/policy.ts"
+
+/**
+ * When anna runs as root the sandbox runs as uid 1000: the workspace and what root made in it are
+ * handed to that user (at most 100,000 entries; symlinks are not followed), so the agent can use
+ * its files from inside the container.
+ */
+const handOver = (dir: string, uid: number) => {
+  let budget = 100_000
+  const walk = (p: string) => {
+    if (budget-- <= 0) return
+    const st = lstatSync(p)
+    if (st.uid === 0) lchownSync(p, uid, uid)
+    if (st.isDirectory()) for (const e of readdirSync(p)) walk(join(p, e))
+  }
+  walk(dir)
+}
 
 /** Host and PID of this process: the owner label of its containers. */
 export const owner = (): string => `${hostname()}:${process.pid}`
@@ -75,7 +92,9 @@ export const make = (docker: Docker = makeDocker()) =>
       const workspace = yield* Effect.try({
         try: () => {
           mkdirSync(spec.workspace, { recursive: true })
-          return realpathSync(spec.workspace)
+          const real = realpathSync(spec.workspace)
+          if (process.getuid?.() === 0) handOver(real, FALLBACK_UID)
+          return real
         },
         catch: (e) => new SandboxFailure({ operation: "prepare workspace", detail: errorDetail(e) })
       })
@@ -84,7 +103,7 @@ export const make = (docker: Docker = makeDocker()) =>
         network,
         limits: spec.limits,
         workspace,
-        user: hostUser(),
+        user: sandboxUser(),
         owner: me,
         agentId: spec.agentId
       }

@@ -180,7 +180,7 @@ export const diagnose = (docker: Docker, image: string, network: string) =>
       )
     }
     if (typeof process.getuid === "function" && process.getuid() === 0) {
-      checks.push({ name: "user", ok: true, detail: "anna runs as root, so sandboxed commands run as root inside the container (with every capability dropped); run anna as a normal user for a non-root sandbox" })
+      checks.push({ name: "user", ok: true, detail: "anna runs as root: sandboxed commands run as uid 1000, and workspaces are handed to that user; running anna as a normal user is better still" })
     }
     return checks
   })
@@ -195,6 +195,7 @@ export const busyboxRootfs = (busybox: string, dir: string) =>
     try: () => {
       const applets = execFileSync(busybox, ["--list"], { encoding: "utf8" }).split("\n").filter((a) => /^[\w.[-]+$/.test(a))
       for (const d of ["bin", "etc", "tmp", "workspace", "root", "proc", "sys", "dev"]) mkdirSync(join(dir, d), { recursive: true })
+      chmodSync(join(dir, "tmp"), 0o1777)
       copyFileSync(busybox, join(dir, "bin", "busybox"))
       chmodSync(join(dir, "bin", "busybox"), 0o755)
       for (const a of applets) if (a !== "busybox") symlinkSync("busybox", join(dir, "bin", a))

@@ -3,7 +3,7 @@
  * is that (pure functions over Docker's create options and inspect output). Defaults: no
  * capabilities, no privilege escalation, a read-only root filesystem with a small writable /tmp,
  * the workspace as the only bind mount (never the Docker socket), memory/CPU/pids limits, the
- * network off unless the policy is allow_all, and the user anna runs as (never root by choice).
+ * network off unless the policy is allow_all, and an unprivileged user (see `sandboxUser`).
  */
 import type Docker from "dockerode"
 import { type NetworkPolicy, SANDBOX_LABEL, type SandboxLimits, WORKSPACE_MOUNT } from "../../domain/sandbox/types.ts"
@@ -25,6 +25,9 @@ export interface ContainerPlan {
   readonly agentId: string
 }
 
+const uidOf = (user: string): number => Number(user.split(":")[0] ?? FALLBACK_UID)
+const gidOf = (user: string): number => Number(user.split(":")[1] ?? user.split(":")[0] ?? FALLBACK_UID)
+
 export const createOptions = (plan: ContainerPlan): Docker.ContainerCreateOptions => ({
   Image: plan.image,
   Cmd: [...KEEPALIVE],
@@ -41,7 +44,9 @@ export const createOptions = (plan: ContainerPlan): Docker.ContainerCreateOption
     SecurityOpt: ["no-new-privileges"],
     Privileged: false,
     ReadonlyRootfs: true,
-    Tmpfs: { "/tmp": `rw,nosuid,nodev,size=${plan.limits.tmpMb}m` },
+    // Owned by the sandbox user: Docker copies the image's /tmp permissions onto the tmpfs and
+    // ignores `mode`, so an image with a root-only /tmp would otherwise leave it unwritable.
+    Tmpfs: { "/tmp": `rw,nosuid,nodev,uid=${uidOf(plan.user)},gid=${gidOf(plan.user)},mode=1777,size=${plan.limits.tmpMb}m` },
     Binds: [`${plan.workspace}:${WORKSPACE_MOUNT}:rw`],
     Memory: plan.limits.memoryMb * 1024 * 1024,
     MemorySwap: plan.limits.memoryMb * 1024 * 1024,
@@ -84,6 +89,14 @@ export const verifyContainer = (info: Docker.ContainerInspectInfo, plan: Contain
   return problems
 }
 
-/** "uid:gid" of this process (the sandbox runs as the user anna runs as). */
-export const hostUser = (): string =>
-  typeof process.getuid === "function" && typeof process.getgid === "function" ? `${process.getuid()}:${process.getgid()}` : "1000:1000"
+/** The unprivileged user the sandbox runs as when anna itself runs as root. */
+export const FALLBACK_UID = 1000
+
+/**
+ * "uid:gid" the sandbox runs as: the user anna runs as (files in the workspace then belong to that
+ * user on both sides), or uid/gid 1000 when anna runs as root — never root inside the container.
+ */
+export const sandboxUser = (): string => {
+  if (typeof process.getuid !== "function" || typeof process.getgid !== "function") return `${FALLBACK_UID}:${FALLBACK_UID}`
+  return process.getuid() === 0 ? `${FALLBACK_UID}:${FALLBACK_UID}` : `${process.getuid()}:${process.getgid()}`
+}

@@ -162,7 +162,12 @@ export const atomicWrite = (session: SandboxSession, tool: string, path: string,
       // Check where the folders really are before creating any, then again once they exist (see the header comment).
       const ancestor = await nearestExisting(dirname(host))
       if (!within(root, ancestor)) throw outside(tool, path)
-      await fs.mkdir(dirname(host), { recursive: true })
+      // Files anna writes belong to whoever owns the workspace (the sandbox's user when anna is root).
+      const owner = process.getuid?.() === 0 ? await fs.stat(root) : undefined
+      const made = await fs.mkdir(dirname(host), { recursive: true })
+      if (owner !== undefined && made !== undefined) {
+        for (let d = dirname(host); d.length >= made.length; d = dirname(d)) await fs.lchown(d, owner.uid, owner.gid)
+      }
       const dir = await fs.realpath(dirname(host))
       if (!within(root, dir)) throw outside(tool, path)
       let target = join(dir, basename(host))
@@ -182,6 +187,8 @@ export const atomicWrite = (session: SandboxSession, tool: string, path: string,
         try {
           await handle.writeFile(data, "utf8")
           if (previous?.isFile() === true) await handle.chmod(previous.mode & 0o7777)
+          const keep = previous?.isFile() === true ? previous : owner
+          if (keep !== undefined && process.getuid?.() === 0) await handle.chown(keep.uid, keep.gid)
           await handle.sync()
         } finally {
           await handle.close()
