@@ -1,7 +1,7 @@
 /**
  * The compaction engine of LCM: plans chunks with the pure planners of domain/memory/context.ts,
- * summarizes each chunk through the escalation pipeline, and commits one summary per transaction
- * under the session lock. Stops on: below threshold, nothing left to compact, an iteration that did
+ * summarizes each chunk through the escalation pipeline (memory/escalation.ts), and commits one
+ * summary per transaction under the session lock. Stops on: below threshold, nothing left to compact, an iteration that did
  * not shrink the context, or the iteration bound; the report says which.
  */
 import { Effect, Layer } from "effect"
@@ -12,10 +12,9 @@ import {
   planCondensedChunks,
   planLeafChunks
 } from "../domain/memory/context.ts"
-import { CompactionFailed, SummarizerError, SummaryTooLong } from "../domain/memory/errors.ts"
+import { CompactionFailed } from "../domain/memory/errors.ts"
 import { renderSummary, summaryContextTokens } from "../domain/memory/render.ts"
 import { formatSummaryId } from "../domain/memory/session.ts"
-import { truncateAtSentence } from "../domain/memory/summaryText.ts"
 import {
   type CompactionReport,
   type CompactOptions,
@@ -28,11 +27,12 @@ import {
   MAX_FULL_ITERATIONS,
   type StopReason
 } from "../domain/memory/types.ts"
-import { estimateMessageTokens, estimateTextTokens, messageText } from "../domain/message.ts"
+import { estimateMessageTokens, messageText } from "../domain/message.ts"
 import { type CompactionConfig, CompactionEngine } from "../services/CompactionEngine.ts"
 import { type Conversation, MemoryStore } from "../services/MemoryStore.ts"
 import { SessionLocks } from "../services/SessionLocks.ts"
 import { Summarizer, type SummaryInput } from "../services/Summarizer.ts"
+import { summarizeEscalating } from "./memory/escalation.ts"
 
 export const defaultConfig: CompactionConfig = {
   threshold: DEFAULT_CONTEXT_THRESHOLD,
@@ -44,9 +44,6 @@ export const defaultConfig: CompactionConfig = {
   maxIterations: MAX_FULL_ITERATIONS
 }
 
-/** A summary result is acceptable up to 150 % of its target. */
-const TOLERANCE = 1.5
-
 /** The framing a summary costs in context, whatever its text (id, depth, dates, the expand hint). */
 const FRAME_TOKENS = estimateMessageTokens(
   renderSummary({ id: 1e9, kind: "condensed", depth: 9, earliestAt: 0, latestAt: 0, content: "" })
@@ -57,29 +54,6 @@ export const make = (config: CompactionConfig = defaultConfig) =>
     const store = yield* MemoryStore
     const summarizer = yield* Summarizer
     const locks = yield* SessionLocks
-
-    /** Escalation as a typed pipeline: normal → aggressive → deterministic truncation. */
-    const summarize = (sessionKey: string, input: SummaryInput, targetTokens: number) => {
-      const attempt = (mode: "normal" | "aggressive") =>
-        summarizer.summarize({ sessionKey, mode, targetTokens, input }).pipe(
-          Effect.flatMap((raw): Effect.Effect<
-            { readonly content: string; readonly mode: "normal" | "aggressive" },
-            SummarizerError | SummaryTooLong
-          > => {
-            const text = raw.trim()
-            if (text.length === 0) return Effect.fail(new SummarizerError({ reason: "empty summary response" }))
-            const tokens = estimateTextTokens(text)
-            return tokens > TOLERANCE * targetTokens
-              ? Effect.fail(new SummaryTooLong({ mode, tokens, target: targetTokens, text }))
-              : Effect.succeed({ content: text, mode })
-          })
-        )
-      return attempt("normal").pipe(
-        Effect.catchTag("SummaryTooLong", () => attempt("aggressive")),
-        Effect.catchTag("SummaryTooLong", (e) =>
-          Effect.succeed({ content: truncateAtSentence(e.text, targetTokens), mode: "truncated" as const }))
-      )
-    }
 
     /** One step: summarize `chunk` and commit it. Returns whether a summary was committed. */
     const step = (conversation: Conversation, kind: "leaf" | "condensed", chunk: ReadonlyArray<ItemMeta>) =>
@@ -128,7 +102,11 @@ export const make = (config: CompactionConfig = defaultConfig) =>
           depth = childDepth + 1
         }
         const target = Math.max(1, Math.floor(source.tokens / 3))
-        const { content, mode } = yield* summarize(conversation.sessionKey, input, target)
+        const { content, mode } = yield* summarizeEscalating(summarizer, {
+          sessionKey: conversation.sessionKey,
+          targetTokens: target,
+          input
+        })
         const render = (id: number) =>
           summaryContextTokens({ id, kind, depth, earliestAt: source.earliest, latestAt: source.latest, content })
         // A summary that would cost as much context as what it replaces is not worth committing.

@@ -1,6 +1,7 @@
 /**
  * The memory layer chosen by configuration: whichever memory plugin is enabled in the `plugins`
- * table (LcmMemory or SimpleMemory). Needs SqlClient and a Summarizer (used by LCM only).
+ * table (LcmMemory or SimpleMemory). Needs SqlClient and a Summarizer (LCM's DAG compaction and
+ * Simple's handoff compaction both use it).
  */
 import { Effect, Layer } from "effect"
 import { PluginStore } from "../services/PluginStore.ts"

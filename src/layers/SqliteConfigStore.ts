@@ -1,16 +1,18 @@
 /**
- * ProviderStore, AgentStore and UsageLog on SQLite (migrations/0002_providers.sql). Rows are decoded
- * with Schema; a provider's key is stored as given and only ever shown masked by the CLI.
+ * ProviderStore, AgentStore and UsageLog on SQLite (migrations/0002_providers.sql, the agent and
+ * usage columns of 0004_runtime.sql). Rows are decoded with Schema; a provider's key is stored as
+ * given and only ever shown masked by the CLI.
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Agent } from "../domain/config/agent.ts"
+import { isValidId } from "../domain/config/agent.ts"
 import { AgentNotFound, InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../domain/config/errors.ts"
 import { PROVIDER_TYPES, type ProviderConfig, type ProviderType } from "../domain/model/types.ts"
 import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { UsageLog, type UsageTotals } from "../services/UsageLog.ts"
 import * as Sqlite from "./Sqlite.ts"
+import { agentColumns, agentPatchProblem, decodeAgents, toAgent } from "./sqlite/agentRows.ts"
 import { storageError } from "./sqlite/rows.ts"
 
 const ProviderRow = Schema.Struct({
@@ -33,46 +35,6 @@ const toProvider = (r: typeof ProviderRow.Type): ProviderConfig => ({
   defaultModel: r.default_model,
   headers: r.headers,
   enabled: r.enabled === 1
-})
-
-const AgentRow = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  provider_id: Schema.NullOr(Schema.String),
-  model: Schema.String,
-  summary_provider_id: Schema.NullOr(Schema.String),
-  summary_model: Schema.String,
-  summary_max_calls: Schema.Number,
-  summary_window_seconds: Schema.Number,
-  system_prompt: Schema.String,
-  sandbox_image: Schema.String,
-  sandbox_network: Schema.Literals(["disabled", "allow_all"]),
-  sandbox_memory_mb: Schema.Number,
-  sandbox_cpus: Schema.Number,
-  sandbox_pids: Schema.Number,
-  enabled: Schema.Number,
-  created_at: Schema.Number,
-  updated_at: Schema.Number
-})
-const decodeAgents = Schema.decodeUnknownEffect(Schema.Array(AgentRow))
-const toAgent = (r: typeof AgentRow.Type): Agent => ({
-  id: r.id,
-  name: r.name,
-  providerId: r.provider_id,
-  model: r.model,
-  summaryProviderId: r.summary_provider_id,
-  summaryModel: r.summary_model,
-  summaryMaxCalls: r.summary_max_calls,
-  summaryWindowSeconds: r.summary_window_seconds,
-  systemPrompt: r.system_prompt,
-  sandboxImage: r.sandbox_image,
-  sandboxNetwork: r.sandbox_network,
-  sandboxMemoryMb: r.sandbox_memory_mb,
-  sandboxCpus: r.sandbox_cpus,
-  sandboxPids: r.sandbox_pids,
-  enabled: r.enabled === 1,
-  createdAt: r.created_at,
-  updatedAt: r.updated_at
 })
 
 /** Checks a provider row before it is stored; the reason says what to change. */
@@ -166,44 +128,9 @@ export const make = Effect.gen(function*() {
   const checkPatch = (patch: AgentPatch) =>
     Effect.gen(function*() {
       for (const p of [patch.providerId, patch.summaryProviderId]) if (p !== undefined && p !== null) yield* getProvider(p)
-      if (patch.summaryMaxCalls !== undefined && (!Number.isInteger(patch.summaryMaxCalls) || patch.summaryMaxCalls < 0)) {
-        return yield* new InvalidConfig({ reason: "the summary call limit must be a whole number, 0 or more" })
-      }
-      if (patch.summaryWindowSeconds !== undefined && (!Number.isInteger(patch.summaryWindowSeconds) || patch.summaryWindowSeconds <= 0)) {
-        return yield* new InvalidConfig({ reason: "the summary window must be a positive whole number of seconds" })
-      }
-      if (patch.sandboxNetwork !== undefined && patch.sandboxNetwork !== "disabled" && patch.sandboxNetwork !== "allow_all") {
-        return yield* new InvalidConfig({ reason: `network policy must be disabled or allow_all, got ${String(patch.sandboxNetwork)}` })
-      }
-      if (patch.sandboxMemoryMb !== undefined && (!Number.isInteger(patch.sandboxMemoryMb) || patch.sandboxMemoryMb < 16)) {
-        return yield* new InvalidConfig({ reason: "the sandbox memory limit must be a whole number of MiB, at least 16" })
-      }
-      if (patch.sandboxCpus !== undefined && !(patch.sandboxCpus > 0 && patch.sandboxCpus <= 512)) {
-        return yield* new InvalidConfig({ reason: "the sandbox CPU limit must be more than 0" })
-      }
-      if (patch.sandboxPids !== undefined && (!Number.isInteger(patch.sandboxPids) || patch.sandboxPids < 8)) {
-        return yield* new InvalidConfig({ reason: "the sandbox process limit must be a whole number, at least 8" })
-      }
+      const problem = agentPatchProblem(patch)
+      if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
     })
-  const columns = (p: AgentPatch): Record<string, unknown> =>
-    Object.fromEntries(
-      Object.entries({
-        name: p.name,
-        provider_id: p.providerId,
-        model: p.model,
-        summary_provider_id: p.summaryProviderId,
-        summary_model: p.summaryModel,
-        summary_max_calls: p.summaryMaxCalls,
-        summary_window_seconds: p.summaryWindowSeconds,
-        system_prompt: p.systemPrompt,
-        sandbox_image: p.sandboxImage,
-        sandbox_network: p.sandboxNetwork,
-        sandbox_memory_mb: p.sandboxMemoryMb,
-        sandbox_cpus: p.sandboxCpus,
-        sandbox_pids: p.sandboxPids,
-        enabled: p.enabled === undefined ? undefined : p.enabled ? 1 : 0
-      }).filter(([, v]) => v !== undefined)
-    )
 
   const agents = AgentStore.of({
     list: listAgents,
@@ -211,13 +138,13 @@ export const make = Effect.gen(function*() {
     defaultAgent: listAgents.pipe(Effect.map((as) => Option.fromNullishOr(as.find((a) => a.enabled)))),
     create: (id, patch) =>
       Effect.gen(function*() {
-        if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)) {
+        if (!isValidId(id)) {
           return yield* new InvalidConfig({ reason: `agent id "${id}" must be 1–64 letters, digits, '.', '_' or '-'` })
         }
         yield* checkPatch(patch)
         const now = yield* Clock.currentTimeMillis
         yield* sql`INSERT INTO agents ${
-          sql.insert({ id, name: patch.name ?? id, ...columns(patch), created_at: now, updated_at: now })
+          sql.insert({ id, name: patch.name ?? id, ...agentColumns(patch), created_at: now, updated_at: now })
         }`.pipe(Effect.mapError(storageError("create agent")))
         return yield* getAgent(id).pipe(Effect.catchTag("AgentNotFound", () => Effect.die("agent vanished after insert")))
       }),
@@ -225,7 +152,7 @@ export const make = Effect.gen(function*() {
       Effect.gen(function*() {
         yield* getAgent(id)
         yield* checkPatch(patch)
-        const set = columns(patch)
+        const set = agentColumns(patch)
         const now = yield* Clock.currentTimeMillis
         yield* sql`UPDATE agents SET ${sql.update({ ...set, updated_at: now })} WHERE id = ${id}`.pipe(
           Effect.mapError(storageError("update agent"))
@@ -245,6 +172,7 @@ export const make = Effect.gen(function*() {
             purpose: e.purpose,
             session_key: e.sessionKey,
             agent_id: e.agentId,
+            user_id: e.userId ?? "",
             input_tokens: e.usage.inputTokens,
             output_tokens: e.usage.outputTokens,
             cache_read_tokens: e.usage.cacheReadTokens,
@@ -272,6 +200,8 @@ export const make = Effect.gen(function*() {
           sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
         FROM model_usage
         WHERE (${filter.sessionKey ?? null} IS NULL OR session_key = ${filter.sessionKey ?? null})
+          AND (${filter.userId ?? null} IS NULL OR user_id = ${filter.userId ?? null})
+          AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null})
           AND at >= ${filter.since ?? 0}
         GROUP BY provider_id, model, purpose ORDER BY provider_id, model, purpose`.pipe(
         Effect.map((rows) =>

@@ -259,9 +259,23 @@ export const make = Effect.gen(function*() {
       Effect.mapError(storageError("read statistics"))
     )
 
-  const contextTokens = (conversationId: number) =>
-    sql<{ n: number }>`SELECT coalesce(sum(tokens), 0) AS n FROM ctx_items WHERE conversation_id = ${conversationId}`.pipe(
+  const contextTokens = (conversationId: number, afterPosition = 0) =>
+    sql<{ n: number }>`SELECT coalesce(sum(tokens), 0) AS n FROM ctx_items
+      WHERE conversation_id = ${conversationId} AND position > ${afterPosition}`.pipe(
       Effect.map((rows) => rows[0]?.n ?? 0),
+      Effect.mapError(storageError("read context"))
+    )
+
+  // Indexed check first: a session without summaries (most Simple sessions) costs no scan of its
+  // items. With summaries, the backward scan stops at the newest one, past only the messages after it.
+  const lastSummaryItem = (conversationId: number) =>
+    sql`SELECT 1 FROM ctx_summaries WHERE conversation_id = ${conversationId} LIMIT 1`.values.pipe(
+      Effect.flatMap((any) =>
+        any.length === 0 ? Effect.succeed([]) : sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth
+          FROM ctx_items WHERE conversation_id = ${conversationId} AND summary_id IS NOT NULL
+          ORDER BY position DESC LIMIT 1`.values
+      ),
+      Effect.map((rows) => Option.fromNullishOr(rows[0]).pipe(Option.map(toItem))),
       Effect.mapError(storageError("read context"))
     )
 
@@ -436,6 +450,7 @@ export const make = Effect.gen(function*() {
     items,
     stats,
     contextTokens,
+    lastSummaryItem,
     summariesByIds,
     summaryLinks,
     commitSummary,

@@ -1,13 +1,14 @@
 /**
- * `anna agent list|show|set`: agents' models (main and summary tier) and summarization spend guard.
- * Routing, workspaces and the rest of an agent's settings come with the runtime.
+ * `anna agent list|show|set`: agents' models (main and summary tier), summarization spend guard,
+ * sandbox, and what the runtime gives them (context budget, tools, turn limit).
  */
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { type Agent, formatModelRef, parseModelRef } from "../domain/config/agent.ts"
+import { type Agent, formatModelRef, parseModelRef, parseToolList, TOOL_NAMES } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
 import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
+import { DEFAULT_CONTEXT_TOKENS } from "../services/ConfigStore.ts"
 import { printJson, table } from "./output.ts"
 import { configLayer } from "./providerCommands.ts"
 
@@ -17,6 +18,8 @@ const main = (a: Agent) => (a.providerId === null ? "-" : formatModelRef({ provi
 const summary = (a: Agent) =>
   a.summaryProviderId === null ? "(main model)" : formatModelRef({ providerId: a.summaryProviderId, model: a.summaryModel })
 const guard = (a: Agent) => `${a.summaryMaxCalls} calls / ${Math.round(a.summaryWindowSeconds / 60)} min`
+const context = (a: Agent) => (a.contextTokens > 0 ? String(a.contextTokens) : `${DEFAULT_CONTEXT_TOKENS} (default)`)
+const tools = (a: Agent) => (a.tools === null ? "all" : a.tools.length === 0 ? "none" : a.tools.join(","))
 
 const describeAgent = (a: Agent) =>
   table(["", ""], [
@@ -24,7 +27,10 @@ const describeAgent = (a: Agent) =>
     ["model", main(a)],
     ["summary model", summary(a)],
     ["summary limit", `${guard(a)} per session`],
-    ["sandbox", `${a.sandboxImage || DEFAULT_IMAGE}, network ${a.sandboxNetwork}, ${a.sandboxMemoryMb} MiB, ${a.sandboxCpus} CPU, ${a.sandboxPids} processes`]
+    ["sandbox", `${a.sandboxImage || DEFAULT_IMAGE}, network ${a.sandboxNetwork}, ${a.sandboxMemoryMb} MiB, ${a.sandboxCpus} CPU, ${a.sandboxPids} processes`],
+    ["context", `${context(a)} tokens`],
+    ["tools", tools(a)],
+    ["max turns", String(a.maxTurns)]
   ]).split("\n").slice(1).join("\n")
 
 const list = Command.make("list", { json }, (f) =>
@@ -33,8 +39,8 @@ const list = Command.make("list", { json }, (f) =>
     if (f.json) return yield* printJson(agents)
     if (agents.length === 0) return yield* Console.log("No agents. Run anna onboard --from-env, or anna agent set default --model PROVIDER/MODEL.")
     yield* Console.log(table(
-      ["AGENT", "MODEL", "SUMMARY MODEL", "SUMMARY LIMIT", "STATE"],
-      agents.map((a) => [a.id, main(a), summary(a), guard(a), a.enabled ? "enabled" : "disabled"])
+      ["AGENT", "MODEL", "SUMMARY MODEL", "SUMMARY LIMIT", "CONTEXT", "TOOLS", "TURNS", "STATE"],
+      agents.map((a) => [a.id, main(a), summary(a), guard(a), context(a), tools(a), String(a.maxTurns), a.enabled ? "enabled" : "disabled"])
     ))
   })).pipe(Command.withDescription("List agents and their models"), Command.provide(configLayer))
 
@@ -85,6 +91,16 @@ const set = Command.make("set", {
   memoryMb: Flag.Int("memory-mb").pipe(Flag.withDescription("Sandbox memory limit in MiB (default 1024)"), Flag.optional),
   cpus: Flag.Finite("cpus").pipe(Flag.withDescription("Sandbox CPU limit (default 1)"), Flag.optional),
   pids: Flag.Int("pids").pipe(Flag.withDescription("Sandbox process limit (default 256)"), Flag.optional),
+  contextTokens: Flag.Int("context-tokens").pipe(
+    Flag.withDescription(`Context budget in tokens (0 = the default, ${DEFAULT_CONTEXT_TOKENS})`),
+    Flag.optional
+  ),
+  tools: Flag.String("tools").pipe(
+    Flag.withDescription(`Enabled tools, comma-separated (${TOOL_NAMES.join(",")}), or all, or none`),
+    Flag.map(parseToolList),
+    Flag.optional
+  ),
+  maxTurns: Flag.Int("max-turns").pipe(Flag.withDescription("Model calls allowed in one turn (default 25)"), Flag.optional),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -105,15 +121,18 @@ const set = Command.make("set", {
       ...(Option.isSome(f.network) ? { sandboxNetwork: f.network.value } : {}),
       ...(Option.isSome(f.memoryMb) ? { sandboxMemoryMb: f.memoryMb.value } : {}),
       ...(Option.isSome(f.cpus) ? { sandboxCpus: f.cpus.value } : {}),
-      ...(Option.isSome(f.pids) ? { sandboxPids: f.pids.value } : {})
+      ...(Option.isSome(f.pids) ? { sandboxPids: f.pids.value } : {}),
+      ...(Option.isSome(f.contextTokens) ? { contextTokens: f.contextTokens.value } : {}),
+      ...(Option.isSome(f.tools) ? { tools: f.tools.value } : {}),
+      ...(Option.isSome(f.maxTurns) ? { maxTurns: f.maxTurns.value } : {})
     }
     const exists = Option.isSome(yield* store.get(f.id).pipe(Effect.option))
     const agent = exists ? yield* store.update(f.id, patch) : yield* store.create(f.id, patch)
     if (f.json) return yield* printJson(agent)
     yield* Console.log(`${exists ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent)}`)
-  })).pipe(Command.withDescription("Create or change an agent's models and summary limit"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("Create or change an agent's models, summary limit, sandbox, context budget, tools and turn limit"), Command.provide(configLayer))
 
 export const agentCommand = Command.make("agent").pipe(
-  Command.withDescription("Agents: list, show, set (models, summarization limits, sandbox)"),
+  Command.withDescription("Agents: list, show, set (models, summarization limits, sandbox, context, tools, turns)"),
   Command.withSubcommands([list, show, set])
 )

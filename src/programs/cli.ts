@@ -10,22 +10,29 @@ import { gatewayCommand, runGateway } from "./gateway.ts"
 import { memoryCommand } from "./memoryCommands.ts"
 import { pluginCommand } from "./pluginCommands.ts"
 import { agentCommand } from "./agentCommands.ts"
+import { channelCommand } from "./channelCommands.ts"
+import { runtimeLayer } from "./app.ts"
+import { chatCommand } from "./chat.ts"
 import { doctorCommand } from "./doctor.ts"
 import { sandboxCommand } from "./sandboxCommands.ts"
 import { onboardCommand, providerCommand } from "./providerCommands.ts"
 import { withLogLevel } from "./env.ts"
+import { userCommand } from "./userCommands.ts"
 
 export const VERSION = "0.1.0"
 
-export const rootCommand = Command.make("anna", {}, () => runGateway).pipe(
+export const rootCommand = Command.make("anna", {}, () => runGateway()).pipe(
   Command.withDescription(
     "anna: a self-hosted AI assistant gateway with lossless memory. Without a command, runs the gateway. State lives in $ANNA_HOME (default ~/.anna)."
   ),
   Command.withSubcommands([
     gatewayCommand,
+    chatCommand(runtimeLayer),
     onboardCommand,
     providerCommand,
     agentCommand,
+    userCommand,
+    channelCommand,
     sandboxCommand,
     memoryCommand,
     pluginCommand,

@@ -1,46 +1,72 @@
 /**
- * `anna` / `anna gateway`: the long-running process. In this release it prepares the state folder
- * and database (migrations), creates providers from the environment on the first start (as
- * `anna onboard --from-env`), reports the memory plugin in use, and runs until SIGINT/SIGTERM;
- * channels, the admin server and the scheduler join it in later releases.
+ * `anna` / `anna gateway`: the long-running process. Prepares the state folder and database
+ * (migrations), creates providers from the environment on the first start (as
+ * `anna onboard --from-env`), starts the enabled channels (the OpenAI-compatible HTTP channel on
+ * 127.0.0.1:8787 by default) over the Runtime, and runs until SIGINT/SIGTERM. Shutdown is graceful:
+ * the HTTP server stops taking requests and lets answers in flight end (up to 10 s), turns still
+ * running are aborted cleanly (pending tool calls get an "aborted" result), sandbox containers are
+ * removed, and the database is closed — each by its own layer's finalizer.
  */
 import { Effect, Layer, Option } from "effect"
-import { Command } from "effect/cli"
-import * as SqlitePluginStore from "../layers/SqlitePluginStore.ts"
+import { Command, Flag } from "effect/cli"
+import * as HttpChannel from "../layers/HttpChannel.ts"
+import { ConfigStore } from "../services/ConfigStore.ts"
+import { HttpAddress } from "../services/HttpAddress.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
-import * as SqliteMemoryStore from "../layers/SqliteMemoryStore.ts"
-import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
-import { database, dbPath } from "./env.ts"
+import * as SqlitePluginStore from "../layers/SqlitePluginStore.ts"
+import { runtimeLayer } from "./app.ts"
+import { dbPath } from "./env.ts"
 import { onboardOnFirstStart } from "./onboard.ts"
 
-const gatewayLayer = Layer.mergeAll(SqlitePluginStore.layer, SqliteMemoryStore.layer, SqliteConfigStore.layer).pipe(
-  Layer.provideMerge(database)
-)
+export interface GatewayOptions {
+  readonly host?: string | undefined
+  readonly port?: number | undefined
+}
 
-export const runGateway = Effect.gen(function*() {
-  const file = yield* dbPath
-  const memoryPlugin = yield* (yield* PluginStore).enabledMemory
-  const sessions = yield* (yield* MemoryStore).listConversations({})
-  const onboarded = yield* onboardOnFirstStart
-  if (Option.isSome(onboarded)) {
-    for (const p of onboarded.value.createdProviders) {
-      yield* Effect.logInfo(`first start: created provider ${p.id} (${p.type}, default model ${p.defaultModel}) from the environment`)
+/** The enabled channels over the Runtime (only the HTTP channel exists so far). */
+const channels = (options: GatewayOptions) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const http = (yield* (yield* ConfigStore).listChannels).find((c) => c.id === "http")
+    if (http === undefined || !http.enabled) return Layer.empty
+    const host = options.host ?? (typeof http.config.host === "string" ? http.config.host : HttpChannel.DEFAULT_HOST)
+    const port = options.port ?? (typeof http.config.port === "number" ? http.config.port : HttpChannel.DEFAULT_PORT)
+    return HttpChannel.layer({ host, port })
+  }))
+
+export const runGateway = (options: GatewayOptions = {}) =>
+  Effect.gen(function*() {
+    const file = yield* dbPath
+    const onboarded = yield* onboardOnFirstStart
+    if (Option.isSome(onboarded)) {
+      for (const p of onboarded.value.createdProviders) {
+        yield* Effect.logInfo(`first start: created provider ${p.id} (${p.type}, default model ${p.defaultModel}) from the environment`)
+      }
+      if (onboarded.value.createdAgent !== null) yield* Effect.logInfo(`first start: created agent ${onboarded.value.createdAgent}`)
     }
-    if (onboarded.value.createdAgent !== null) yield* Effect.logInfo(`first start: created agent ${onboarded.value.createdAgent}`)
-  }
-  yield* Effect.logInfo(`anna gateway: database ${file} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)
-  yield* Effect.logInfo("no channels are available in this release yet; press Ctrl+C to stop")
-  // Runs until interrupted: NodeRuntime.runMain interrupts on SIGINT/SIGTERM and the scopes close
-  // (the database connection is closed by its layer's finalizer). A stop on a signal is a clean
-  // exit for a daemon, so the exit code is 0.
-  return yield* Effect.never.pipe(
-    Effect.onInterrupt(() =>
-      Effect.logInfo("anna gateway: stopped").pipe(Effect.andThen(Effect.sync(() => (process.exitCode = 0))))
+    const memoryPlugin = yield* (yield* PluginStore).enabledMemory
+    const sessions = yield* (yield* MemoryStore).listConversations({})
+    yield* Effect.logInfo(`anna gateway: database ${file} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)
+    const context = yield* Layer.build(channels(options))
+    const address = Option.getOrUndefined(yield* Effect.serviceOption(HttpAddress).pipe(Effect.provide(context)))
+    yield* Effect.logInfo(
+      address === undefined
+        ? "no channel is enabled (anna channel enable http); press Ctrl+C to stop"
+        : `HTTP channel (OpenAI-compatible) on ${address.url}/v1; press Ctrl+C to stop`
     )
-  )
-}).pipe(Effect.provide(gatewayLayer))
+    // Runs until interrupted: NodeRuntime.runMain interrupts on SIGINT/SIGTERM and the scopes close.
+    // A stop on a signal is a clean exit for a daemon, so the exit code is 0.
+    return yield* Effect.never.pipe(
+      Effect.onInterrupt(() =>
+        Effect.logInfo("anna gateway: stopping").pipe(Effect.andThen(Effect.sync(() => (process.exitCode = 0))))
+      )
+    )
+  }).pipe(Effect.scoped, Effect.provide(SqlitePluginStore.layer.pipe(Layer.provideMerge(runtimeLayer))))
 
-export const gatewayCommand = Command.make("gateway", {}, () => runGateway).pipe(
-  Command.withDescription("Run the gateway until SIGINT/SIGTERM (the default when no command is given)")
-)
+const host = Flag.String("host").pipe(Flag.withDescription("HTTP channel address (default: the channel's setting, 127.0.0.1)"), Flag.optional)
+const port = Flag.Int("port").pipe(Flag.withDescription("HTTP channel port (default: the channel's setting, 8787)"), Flag.optional)
+
+export const gatewayCommand = Command.make("gateway", { host, port }, (f) =>
+  runGateway({ host: Option.getOrUndefined(f.host), port: Option.getOrUndefined(f.port) })).pipe(
+    Command.withDescription("Run the gateway (channels over the agent runtime) until SIGINT/SIGTERM; the default when no command is given")
+  )

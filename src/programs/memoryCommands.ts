@@ -2,62 +2,25 @@
  * `anna memory …`: inspect and operate memory from the terminal. Every subcommand takes `--json`
  * (stable shapes: the service results as they are) and `--help`.
  */
-import { Console, Effect, Layer, Option, Schema } from "effect"
+import { Console, Effect, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { CapabilityMissing } from "../domain/memory/errors.ts"
 import { sessionRefFromKey } from "../domain/memory/session.ts"
 import type { CompactionProgress, SearchScope } from "../domain/memory/types.ts"
 import { verifySession } from "../domain/memory/verify.ts"
 import { messageText } from "../domain/message.ts"
-import { formatModelRef } from "../domain/config/agent.ts"
-import * as DeterministicSummarizer from "../layers/DeterministicSummarizer.ts"
-import * as MemoryFromPlugins from "../layers/MemoryFromPlugins.ts"
-import * as ModelSummarizer from "../layers/ModelSummarizer.ts"
-import * as ProviderClients from "../layers/ProviderClients.ts"
-import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
-import * as SqliteMemoryStore from "../layers/SqliteMemoryStore.ts"
-import { ProviderStore } from "../services/ProviderStore.ts"
 import { Compactor } from "../services/Compactor.ts"
 import { Explorer } from "../services/Explorer.ts"
 import { MemoryProvider } from "../services/MemoryProvider.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { Searcher } from "../services/Searcher.ts"
 import { SessionManager } from "../services/SessionManager.ts"
-import { database } from "./env.ts"
+import { memoryStack, summarizerLabel } from "./memoryStack.ts"
 import { importJsonl } from "./importJsonl.ts"
 import { iso, oneLine, printJson, table } from "./output.ts"
 
-/** Configuration (providers, agents, usage) and the memory store on `$ANNA_HOME/anna.db`. */
-const base = Layer.mergeAll(SqliteConfigStore.layer, SqliteMemoryStore.layer).pipe(Layer.provideMerge(database))
-
-/**
- * The summarizer: the configured summarization model when a provider exists (with the spend guard,
- * or `maxCalls` instead of the agents' limits), the deterministic summarizer otherwise.
- */
-const summarizerLayer = (maxCalls: number | undefined) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const any = (yield* (yield* ProviderStore).list).some((p) => p.enabled)
-    return any
-      ? ModelSummarizer.layer({ maxCallsOverride: maxCalls }).pipe(Layer.provide(ProviderClients.layer()))
-      : DeterministicSummarizer.layer
-  }))
-
-/** Which summarizer compaction of a session will use, for people. */
-const summarizerLabel = (sessionKey: string) =>
-  Effect.gen(function*() {
-    const any = (yield* (yield* ProviderStore).list).some((p) => p.enabled)
-    if (!any) return "deterministic (no model provider configured)"
-    const target = yield* ModelSummarizer.resolveSummaryTarget(sessionKey)
-    return Option.match(target, {
-      onNone: () => "deterministic (no model provider configured)",
-      onSome: (t) => `${formatModelRef(t.ref)} (${t.why})`
-    })
-  })
-
-/** The enabled memory plugin with its summarizer, on `$ANNA_HOME/anna.db`. */
-const memoryLayerWith = (maxCalls: number | undefined) =>
-  MemoryFromPlugins.layer.pipe(Layer.provide(summarizerLayer(maxCalls)), Layer.provideMerge(base))
-const memoryLayer = memoryLayerWith(undefined)
+const memoryLayerWith = (maxCalls: number | undefined) => memoryStack(maxCalls)
+const memoryLayer = memoryStack(undefined)
 
 const capability = <I, S>(service: import("effect").Context.Key<I, S>, name: string) =>
   Effect.flatMap(

@@ -118,10 +118,16 @@ const models = Command.make("models", {
 
 const usage = Command.make("usage", {
   session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
+  agent: Flag.String("agent").pipe(Flag.withDescription("Only this agent's calls"), Flag.optional),
+  user: Flag.String("user").pipe(Flag.withDescription("Only calls made for this user"), Flag.optional),
   json
 }, (f) =>
   Effect.gen(function*() {
-    const totals = yield* (yield* UsageLog).totals({ sessionKey: Option.getOrUndefined(f.session) })
+    const totals = yield* (yield* UsageLog).totals({
+      sessionKey: Option.getOrUndefined(f.session),
+      agentId: Option.getOrUndefined(f.agent),
+      userId: Option.getOrUndefined(f.user)
+    })
     if (f.json) return yield* printJson(totals)
     if (totals.length === 0) return yield* Console.log("No model calls recorded.")
     yield* Console.log(table(

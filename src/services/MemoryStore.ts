@@ -123,8 +123,13 @@ export class MemoryStore extends Context.Service<MemoryStore, {
 
   readonly items: (conversationId: number) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
   readonly stats: (conversationId: number) => Effect.Effect<ConversationStats, StorageError>
-  /** Sum of the live items' tokens (one indexed range read; cheap enough for every turn). */
-  readonly contextTokens: (conversationId: number) => Effect.Effect<number, StorageError>
+  /**
+   * Sum of the live items' tokens (one indexed range read; cheap enough for every turn); with
+   * `afterPosition`, of the items after that position only.
+   */
+  readonly contextTokens: (conversationId: number, afterPosition?: number) => Effect.Effect<number, StorageError>
+  /** The live summary item with the greatest position (the newest), if any (memory/simple's view starts there). */
+  readonly lastSummaryItem: (conversationId: number) => Effect.Effect<Option.Option<ItemMeta>, StorageError>
 
   readonly summariesByIds: (ids: ReadonlyArray<number>) => Effect.Effect<ReadonlyArray<StoredSummary>, StorageError>
   readonly summaryLinks: (summaryId: number) => Effect.Effect<{

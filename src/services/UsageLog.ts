@@ -12,6 +12,8 @@ export interface UsageEntry {
   readonly purpose: "chat" | "summary"
   readonly sessionKey: string
   readonly agentId: string
+  /** The anna user the call was made for ('' when none, e.g. a summary run from the CLI). */
+  readonly userId?: string | undefined
   readonly usage: Usage
   /** Set when the call failed. */
   readonly error?: string | undefined
@@ -27,11 +29,20 @@ export interface UsageTotals {
   readonly outputTokens: number
 }
 
+/** Every field narrows the totals; absent fields do not filter. */
+export interface UsageFilter {
+  readonly sessionKey?: string | undefined
+  readonly userId?: string | undefined
+  readonly agentId?: string | undefined
+  /** Only calls at or after this time (ms). */
+  readonly since?: number | undefined
+}
+
 export class UsageLog extends Context.Service<UsageLog, {
   readonly record: (entry: UsageEntry) => Effect.Effect<void, StorageError>
   /** Summarizer calls (failed ones too) for a session since a time (ms). */
   readonly summaryCallsSince: (sessionKey: string, since: number) => Effect.Effect<number, StorageError>
-  readonly totals: (filter?: { readonly sessionKey?: string | undefined; readonly since?: number | undefined }) => Effect.Effect<
+  readonly totals: (filter?: UsageFilter) => Effect.Effect<
     ReadonlyArray<UsageTotals>,
     StorageError
   >

@@ -102,6 +102,35 @@ describe("SqliteConfigStore: agents", () => {
     }).pipe(Effect.provide(configTemp)))
 })
 
+describe("SqliteConfigStore: agents' runtime settings", () => {
+  it.effect("stores context budget, tools (a list or null = all) and turn limit; refuses bad values", () =>
+    Effect.gen(function*() {
+      const agents = yield* AgentStore
+      const fresh = yield* agents.create("a1", {})
+      assert.deepStrictEqual([fresh.contextTokens, fresh.tools, fresh.maxTurns], [0, null, 25])
+      const set = yield* agents.update("a1", { contextTokens: 64_000, tools: ["read", "bash"], maxTurns: 7 })
+      assert.deepStrictEqual([set.contextTokens, set.tools, set.maxTurns], [64_000, ["read", "bash"], 7])
+      assert.deepStrictEqual((yield* agents.update("a1", { tools: [] })).tools, [])
+      assert.deepStrictEqual((yield* agents.update("a1", { name: "x" })).tools, [], "a patch without tools keeps them")
+      assert.strictEqual((yield* agents.update("a1", { tools: null })).tools, null)
+      const bad = [
+        { tools: ["bash", "rm"] },
+        { tools: ["bash", "bash"] },
+        { contextTokens: -1 },
+        { contextTokens: 128 },
+        { contextTokens: 1.5 },
+        { maxTurns: 0 },
+        { maxTurns: 2.5 },
+        { maxTurns: 100_000 }
+      ]
+      for (const patch of bad) {
+        assert.strictEqual((yield* Effect.flip(agents.update("a1", patch)))._tag, "InvalidConfig", JSON.stringify(patch))
+      }
+      const after = yield* agents.get("a1")
+      assert.deepStrictEqual([after.contextTokens, after.tools, after.maxTurns], [64_000, null, 7])
+    }).pipe(Effect.provide(configTemp)))
+})
+
 describe("SqliteConfigStore: usage", () => {
   it.effect("records every call and counts summary calls per session within a window", () =>
     Effect.gen(function*() {
@@ -118,5 +147,30 @@ describe("SqliteConfigStore: usage", () => {
         totals.map((t) => [t.purpose, t.calls, t.failed, t.inputTokens, t.outputTokens]),
         [["chat", 1, 0, 7, 3], ["summary", 2, 1, 100, 20]]
       )
+    }).pipe(Effect.provide(configTemp)))
+
+  it.effect("records the user of a call and filters totals by user and agent", () =>
+    Effect.gen(function*() {
+      const usage = yield* UsageLog
+      const call = (agentId: string, userId: string | undefined, inputTokens: number) =>
+        usage.record({
+          providerId: "p",
+          model: "m",
+          purpose: "chat",
+          sessionKey: `${agentId}:cli:${userId ?? "-"}:main`,
+          agentId,
+          userId,
+          usage: { ...emptyUsage, inputTokens }
+        })
+      yield* call("a1", "u1", 1)
+      yield* call("a1", "u2", 10)
+      yield* call("a2", "u1", 100)
+      yield* call("a2", undefined, 1000)
+      const input = (t: ReadonlyArray<{ inputTokens: number }>) => t.reduce((n, x) => n + x.inputTokens, 0)
+      assert.strictEqual(input(yield* usage.totals({ userId: "u1" })), 101)
+      assert.strictEqual(input(yield* usage.totals({ agentId: "a1" })), 11)
+      assert.strictEqual(input(yield* usage.totals({ agentId: "a2", userId: "u1" })), 100)
+      assert.strictEqual(input(yield* usage.totals({ userId: "" })), 1000)
+      assert.strictEqual(input(yield* usage.totals()), 1111)
     }).pipe(Effect.provide(configTemp)))
 })

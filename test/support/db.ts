@@ -25,4 +25,8 @@ export const lcmTemp = LcmMemory.layerSqlite.pipe(
   Layer.provideMerge(sqliteTemp)
 )
 
-export const simpleTemp = SimpleMemory.layerSqlite.pipe(Layer.provideMerge(sqliteTemp))
+/** SimpleMemory (provider, handoff compactor, profiles, sessions) + the store, on a fresh file, with the deterministic summarizer. */
+export const simpleTemp = SimpleMemory.layerSqlite.pipe(
+  Layer.provide(DeterministicSummarizer.layer),
+  Layer.provideMerge(sqliteTemp)
+)

@@ -1,4 +1,7 @@
-/** Agents as configuration: which models they use (main and summary tier) and their spend guard. */
+/**
+ * Agents as configuration: which models they use (main and summary tier), their spend guard, their
+ * sandbox, and what the runtime gives them (context budget, tools, turn limit).
+ */
 
 export interface Agent {
   readonly id: string
@@ -19,12 +22,44 @@ export interface Agent {
   readonly sandboxMemoryMb: number
   readonly sandboxCpus: number
   readonly sandboxPids: number
+  /** Context budget in tokens; 0 = unset (the runtime then uses 128,000). */
+  readonly contextTokens: number
+  /** Enabled tools (names from TOOL_NAMES); null = every available tool. */
+  readonly tools: ReadonlyArray<string> | null
+  /** Model calls allowed in one turn before it stops with `max_turns`. */
+  readonly maxTurns: number
   readonly enabled: boolean
   readonly createdAt: number
   readonly updatedAt: number
 }
 
 export const DEFAULT_AGENT_ID = "default"
+export const DEFAULT_MAX_TURNS = 25
+
+/** Every tool an agent can be given (`anna agent set --tools`). */
+export const TOOL_NAMES = ["bash", "read", "write", "edit", "memory", "agent"] as const
+
+/** Agent (and user) ids: they appear in session keys and paths, so no ':' or '/'. */
+export const isValidId = (id: string): boolean => /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)
+
+/**
+ * `--tools` text: `all` (null = every tool), `none` (no tools), or names separated by commas,
+ * deduplicated in order. Names are checked by the store, which says which are unknown.
+ */
+export const parseToolList = (text: string): ReadonlyArray<string> | null => {
+  const t = text.trim().toLowerCase()
+  if (t === "all") return null
+  if (t === "none" || t === "") return []
+  return [...new Set(t.split(",").map((s) => s.trim()).filter((s) => s !== ""))]
+}
+
+/** Why a tool list cannot be stored, or undefined when every name is known and none repeats. */
+export const toolListProblem = (tools: ReadonlyArray<string>): string | undefined => {
+  const unknown = tools.filter((n) => !(TOOL_NAMES as ReadonlyArray<string>).includes(n))
+  if (unknown.length > 0) return `unknown tool(s) ${unknown.join(", ")}; tools are ${TOOL_NAMES.join(", ")} (or all, none)`
+  if (new Set(tools).size !== tools.length) return "a tool is listed twice"
+  return undefined
+}
 
 /** `provider/model` (the model id may itself contain slashes) or just `provider`. */
 export interface ModelRef {

@@ -1,6 +1,7 @@
 /**
  * Deterministic text reduction: the last rung of the summarization escalation (truncation at a
- * sentence boundary) and the extractive summary used by the deterministic summarizer layer.
+ * sentence boundary) and the extractive summary used by the deterministic summarizer layer (its
+ * handoff-style summary is in handoffText.ts).
  */
 import { estimateTextTokens } from "../message.ts"
 
@@ -44,7 +45,7 @@ export const truncateAtSentence = (text: string, maxTokens: number): string => {
 }
 
 /** First sentence of `text` (CJK marks end a sentence without a following space), within `maxTokens`. */
-const firstSentence = (text: string, maxTokens: number): string => {
+export const firstSentence = (text: string, maxTokens: number): string => {
   const flat = text.replace(/\s+/g, " ").trim()
   const m = /^(.+?(?:[.!?](?=\s|$)|[。！？]))/.exec(flat)
   const s = m?.[1] ?? flat

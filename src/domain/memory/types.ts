@@ -64,6 +64,8 @@ export interface CompactionReport {
   readonly tokensBefore: number
   readonly tokensAfter: number
   readonly stopReason: StopReason
+  /** Handoff compaction (memory/simple) only: the summary it wrote, which `/compact` shows. */
+  readonly summary?: { readonly id: string; readonly content: string } | undefined
 }
 
 export interface CompactOptions {

@@ -3,7 +3,7 @@
  * bootstrap/append/stats, assembly from a selection, profiles, session management. Sharing them is
  * what makes switching plugins lossless in both directions: both append the same rows.
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { type ItemMeta, selectForBudget } from "../../domain/memory/context.ts"
 import { InvalidInput, SessionNotFound } from "../../domain/memory/errors.ts"
 import { renderSummary, repairPairing } from "../../domain/memory/render.ts"
@@ -11,7 +11,7 @@ import type { SessionRef } from "../../domain/memory/session.ts"
 import { type AssembleOptions, type Assembled, DEFAULT_FRESH_TAIL, type SessionInfo } from "../../domain/memory/types.ts"
 import { estimateMessageTokens, type Message, type NewMessage } from "../../domain/message.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
-import { type Conversation, MemoryStore } from "../../services/MemoryStore.ts"
+import { type Conversation, MemoryStore, type StoredSummary } from "../../services/MemoryStore.ts"
 import type { ProfileStore } from "../../services/ProfileStore.ts"
 import type { SessionManager } from "../../services/SessionManager.ts"
 import { SessionLocks } from "../../services/SessionLocks.ts"
@@ -49,12 +49,28 @@ export const makeShared = Effect.gen(function*() {
     return { sessionKey, agentId: c.agentId, userId: c.userId, ...s }
   })
 
-  /** Loads the selected items (one query for messages, one for summaries) and renders them. */
+  /**
+   * The newest live summary of a conversation and its item, if any: where memory/simple's view
+   * starts (and what `/compact` shows after a handoff compaction).
+   */
+  const lastSummary = Effect.fn("Memory.lastSummary")(function*(conversationId: number) {
+    const item = yield* store.lastSummaryItem(conversationId)
+    if (Option.isNone(item)) return Option.none<LiveSummary>()
+    const [summary] = yield* store.summariesByIds([item.value.refId])
+    return Option.fromNullishOr(summary).pipe(Option.map((s): LiveSummary => ({ item: item.value, summary: s })))
+  })
+
+  /**
+   * Loads the selected items (one query for messages, one for summaries) and renders them; a
+   * summary renders as LCM's delimited message unless `summaryMessages` says otherwise (Simple's
+   * summary + acknowledgement). The metas' tokens must be what their rendering costs.
+   */
   const render = Effect.fn("Memory.render")(function*(
     metas: ReadonlyArray<ItemMeta>,
     budget: number,
     freshTail: number,
-    mode: "greedy" | "contiguous"
+    mode: "greedy" | "contiguous",
+    summaryMessages: (s: StoredSummary) => ReadonlyArray<Message> = (s) => [renderSummary(s)]
   ) {
     const selection = selectForBudget(metas, budget, freshTail, mode)
     const chosen = selection.indices.flatMap((i) => {
@@ -75,7 +91,7 @@ export const makeShared = Effect.gen(function*() {
       const message = meta.kind === "message" ? messageById.get(meta.refId) : undefined
       const summary = meta.kind === "summary" ? summaryById.get(meta.refId) : undefined
       if (message !== undefined) list.push(message)
-      else if (summary !== undefined) list.push(renderSummary(summary))
+      else if (summary !== undefined) list.push(...summaryMessages(summary))
     })
     // The tail starts on a unit boundary, so nothing pairs across it: repairing both sides apart is
     // the same as repairing the whole, and tells how many output messages are the tail.
@@ -134,7 +150,14 @@ export const makeShared = Effect.gen(function*() {
     assemble: MemoryProvider["Service"]["assemble"]
   ): MemoryProvider["Service"] => ({ name, bootstrap, append, assemble, stats, close: Effect.void })
 
-  return { store, locks, render, profiles, sessions, provider }
+  return { store, locks, render, lastSummary, profiles, sessions, provider }
 })
+
+export type Shared = Effect.Success<typeof makeShared>
+
+export interface LiveSummary {
+  readonly item: ItemMeta
+  readonly summary: StoredSummary
+}
 
 export const notFound = (sessionKey: string) => new SessionNotFound({ sessionKey })

@@ -27,7 +27,8 @@ export const lcmOn = (
     Layer.provideMerge(Sqlite.layer(file))
   )
 
-export const simpleOn = (file: string) => SimpleMemory.layerSqlite.pipe(Layer.provideMerge(Sqlite.layer(file)))
+export const simpleOn = (file: string, summarizer: Layer.Layer<Summarizer> = DeterministicSummarizer.layer) =>
+  SimpleMemory.layerSqlite.pipe(Layer.provide(summarizer), Layer.provideMerge(Sqlite.layer(file)))
 
 /** What a scripted summarizer does on its n-th call (1-based). */
 export type Behaviour = "ok" | "too_long" | "fail" | "hang"

@@ -1,0 +1,58 @@
+/** What channels hand the runtime (who wrote, where) and what they get back (a turn's events). */
+import type { ContentBlock } from "../message.ts"
+import type { StopReason, Usage } from "../model/types.ts"
+
+/** A message's origin as a channel knows it. */
+export interface ChatTarget {
+  /** `cli`, `http`, `telegram`, … */
+  readonly platform: string
+  /** The sender's id on that platform. */
+  readonly externalUserId: string
+  readonly userName?: string | undefined
+  /** The chat (a DM, a group, an HTTP session name); default "dm". */
+  readonly chatId?: string | undefined
+  readonly isGroup?: boolean | undefined
+  /** Route to this agent (e.g. the HTTP channel's `model`) instead of the routing rules. */
+  readonly agentId?: string | undefined
+  /**
+   * The anna user, when the channel already knows it (the HTTP channel authenticates a token);
+   * otherwise the user is found or created from `platform` + `externalUserId`.
+   */
+  readonly userId?: string | undefined
+}
+
+/** A message routed to an agent and a session (seed 001, "Multi-User Multi-Agent Routing"). */
+export interface ResolvedChat {
+  readonly userId: string
+  readonly userName: string
+  readonly agentId: string
+  readonly platform: string
+  readonly chatId: string
+  readonly isGroup: boolean
+  /** The context part of the session key; /new moves it on. */
+  readonly context: string
+  /** `{agentId}:{platform}:{userId}:{context}` */
+  readonly sessionKey: string
+  /** A model chosen with /model for this session ('' = the agent's). */
+  readonly model: string
+}
+
+export type UserMessage = string | ReadonlyArray<ContentBlock>
+
+/** What a turn streams back to the channel. */
+export type TurnEvent =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "tool_start"; readonly id: string; readonly name: string; readonly input: unknown }
+  | { readonly type: "tool_end"; readonly id: string; readonly name: string; readonly output: string; readonly isError: boolean }
+  /** Something the user should know that is not the model's answer (compaction ran, sandbox down, …). */
+  | { readonly type: "notice"; readonly text: string }
+  | {
+    readonly type: "done"
+    readonly stopReason: StopReason | "aborted" | "max_turns" | "command" | "unavailable"
+    readonly usage: Usage
+    readonly modelCalls: number
+    readonly toolCalls: number
+  }
+
+export const sessionKeyOf = (agentId: string, platform: string, userId: string, context: string): string =>
+  `${agentId}:${platform}:${userId}:${context}`

@@ -1,0 +1,147 @@
+/**
+ * Handoff compaction, memory/simple's Compactor (seed 003): the messages of Simple's view outside
+ * the fresh tail (default 20, unit-aligned) become ONE structured summary — Goal, Progress, Key
+ * Decisions, Files Changed, Current State, Blockers / Gotchas, Next Steps — written by the
+ * Summarizer with the previous summary's text folded in, and committed as an ordinary leaf summary
+ * of exactly those messages (so the DAG stays lossless and LCM reads it after a switch). One step
+ * per call, `full` or not. Token counts are those of Simple's view (summary + acknowledgement +
+ * the messages after it), the context memory/simple actually assembles.
+ *
+ * Nothing is stopped or restarted: compaction only writes rows, and the next assembly reads them.
+ */
+import { Effect, Option } from "effect"
+import { CompactionFailed } from "../../domain/memory/errors.ts"
+import {
+  HANDOFF_FRAME_TOKENS,
+  handoffContextTokens,
+  handoffTarget,
+  planHandoff,
+  viewTokens
+} from "../../domain/memory/handoff.ts"
+import { summaryContextTokens } from "../../domain/memory/render.ts"
+import { formatSummaryId } from "../../domain/memory/session.ts"
+import {
+  type CompactionReport,
+  type CompactOptions,
+  DEFAULT_CONTEXT_THRESHOLD,
+  DEFAULT_FRESH_TAIL,
+  type StopReason
+} from "../../domain/memory/types.ts"
+import { estimateTextTokens, messageText } from "../../domain/message.ts"
+import { Compactor } from "../../services/Compactor.ts"
+import type { Conversation } from "../../services/MemoryStore.ts"
+import { Summarizer } from "../../services/Summarizer.ts"
+import { summarizeEscalating } from "./escalation.ts"
+import type { Shared } from "./shared.ts"
+
+export const make = (shared: Shared) =>
+  Effect.gen(function*() {
+    const summarizer = yield* Summarizer
+    const { store, locks } = shared
+
+    /** Tokens of Simple's view: the newest live summary (as summary + acknowledgement) and every message after it. */
+    const viewTokensOf = Effect.fn("SimpleMemory.viewTokens")(function*(conversationId: number) {
+      const last = yield* shared.lastSummary(conversationId)
+      if (Option.isNone(last)) return yield* store.contextTokens(conversationId)
+      return handoffContextTokens(last.value.summary) + (yield* store.contextTokens(conversationId, last.value.item.position))
+    })
+
+    const step = Effect.fn("SimpleMemory.compact")(function*(conversation: Conversation, options: CompactOptions) {
+      // At least the last unit stays raw, as in LCM: its tool calls may still wait for their results.
+      const freshTail = Math.max(1, options.freshTail ?? DEFAULT_FRESH_TAIL)
+      const limit = options.budget === undefined ? undefined : DEFAULT_CONTEXT_THRESHOLD * options.budget
+      const items = yield* store.items(conversation.id)
+      const plan = planHandoff(items, freshTail)
+      const previousItem = plan.previous === undefined ? undefined : items[plan.previous]
+      const [previous] = previousItem === undefined ? [] : yield* store.summariesByIds([previousItem.refId])
+      const tokensBefore = viewTokens(items, previous === undefined ? 0 : handoffContextTokens(previous))
+      const unchanged = (stopReason: StopReason, passes: number): CompactionReport => ({
+        compacted: false,
+        passes,
+        leafSummaries: 0,
+        condensedSummaries: 0,
+        tokensBefore,
+        tokensAfter: tokensBefore,
+        stopReason
+      })
+      if (limit !== undefined && tokensBefore <= limit) return unchanged("below_threshold", 0)
+      const run = items.slice(plan.run.start, plan.run.end)
+      const runTokens = run.reduce((n, it) => n + it.tokens, 0)
+      // A run this small would cost more as a summary than as itself: not worth a summarizer call.
+      if (runTokens <= 2 * HANDOFF_FRAME_TOKENS) return unchanged("no_candidates", 0)
+      const messages = yield* store.messagesByIds(run.map((it) => it.refId))
+      const first = messages[0]
+      const last = messages[messages.length - 1]
+      if (first === undefined || last === undefined || messages.length !== run.length) {
+        return yield* Effect.die(new Error(`handoff compaction: live message items of ${conversation.sessionKey} have no rows`))
+      }
+      const input = {
+        kind: "leaf" as const,
+        messages: messages.map((m) => ({ role: m.role, text: messageText(m.message), createdAt: m.createdAt })),
+        ...(previous === undefined ? {} : { previousSummary: previous.content })
+      }
+      const targetTokens = handoffTarget(runTokens + (previous === undefined ? 0 : estimateTextTokens(previous.content)))
+      const result = yield* Effect.result(
+        summarizeEscalating(summarizer, { sessionKey: conversation.sessionKey, targetTokens, input, style: "handoff" })
+      )
+      if (result._tag === "Failure") {
+        const e = result.failure
+        if (e._tag === "SpendGuardExceeded") {
+          yield* Effect.logWarning(e.message)
+          return unchanged("spend_guard", 1)
+        }
+        return yield* new CompactionFailed({ sessionKey: conversation.sessionKey, reason: e.reason, committedSteps: 0 })
+      }
+      const { content, mode } = result.success
+      const earliestAt = Math.min(...messages.map((m) => m.createdAt))
+      const latestAt = Math.max(...messages.map((m) => m.createdAt))
+      const tailTokens = items.slice(plan.run.end).reduce((n, it) => n + it.tokens, 0)
+      // The view must shrink; a summary as large as what it replaces is not committed.
+      if (handoffContextTokens({ content, earliestAt, latestAt }) + tailTokens >= tokensBefore) return unchanged("no_progress", 1)
+      const committed = yield* store.commitSummary(conversation.id, {
+        kind: "leaf",
+        depth: 0,
+        mode,
+        content,
+        sourceTokenCount: messages.reduce((n, m) => n + m.tokens, 0),
+        earliestAt,
+        latestAt,
+        firstSeq: first.seq,
+        lastSeq: last.seq,
+        replaces: run
+        // The item's tokens are LCM's rendering of it, like every summary item; Simple prices its own.
+      }, (id) => summaryContextTokens({ id, kind: "leaf", depth: 0, earliestAt, latestAt, content })).pipe(
+        Effect.map(Option.some),
+        Effect.catchTag("StaleContext", () => Effect.succeed(Option.none()))
+      )
+      if (Option.isNone(committed)) return unchanged("no_progress", 1)
+      if (options.onProgress !== undefined) {
+        yield* options.onProgress({ pass: 1, kind: "leaf", step: 1, steps: 1, leafSummaries: 1, condensedSummaries: 0 })
+      }
+      const tokensAfter = yield* viewTokensOf(conversation.id)
+      const report: CompactionReport = {
+        compacted: true,
+        passes: 1,
+        leafSummaries: 1,
+        condensedSummaries: 0,
+        tokensBefore,
+        tokensAfter,
+        // One summary is all a handoff makes: below threshold, or nothing left that it could do.
+        stopReason: limit !== undefined && tokensAfter <= limit ? "below_threshold" : "no_candidates",
+        summary: { id: formatSummaryId(committed.value.summaryId), content }
+      }
+      return report
+    })
+
+    return Compactor.of({
+      needsCompaction: (sessionKey, budget, threshold = DEFAULT_CONTEXT_THRESHOLD) =>
+        store.getConversation(sessionKey).pipe(
+          Effect.flatMap((c) => viewTokensOf(c.id)),
+          Effect.map((tokens) => tokens > threshold * budget)
+        ),
+      compact: (sessionKey, options = {}) =>
+        store.getConversation(sessionKey).pipe(
+          Effect.flatMap((c) => step(c, options).pipe(locks.withLock(sessionKey)))
+        )
+    })
+  })

@@ -1,0 +1,158 @@
+/**
+ * One turn of an agent (seed 001, "Agent loop"): the user's message is stored first (so it is never
+ * lost), the session is compacted when it needs it (a failure is logged and the turn goes on with
+ * the full history — seed 003), then the model is called with the assembled context and the tools;
+ * its text streams to the channel; tool calls (several at once when the model made several) run and
+ * their results are stored; repeat until the model stops or `maxTurns`. An interrupted turn (/abort)
+ * stores an "aborted" result for every call still pending, so history never holds a tool_use
+ * without its result.
+ */
+import { Effect, Option, Stream } from "effect"
+import { estimateTextTokens, type Message, type ToolResultBlock } from "../../domain/message.ts"
+import { collectEvent, finishCollect, initialCollect } from "../../domain/model/collect.ts"
+import type { ProviderError } from "../../domain/model/errors.ts"
+import { emptyUsage, type StopReason, type Usage } from "../../domain/model/types.ts"
+import type { ResolvedChat, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
+import type { ChatModelClient } from "../../services/ChatModel.ts"
+import type { Compactor } from "../../services/Compactor.ts"
+import type { MemoryProvider } from "../../services/MemoryProvider.ts"
+import type { ToolRegistry } from "../../services/ToolRegistry.ts"
+import type { UsageLog } from "../../services/UsageLog.ts"
+
+/** Output tokens asked of the model per call; also kept free in the context budget. */
+export const MAX_OUTPUT_TOKENS = 8_192
+/** Tool calls of one model response run at most this many at a time. */
+const TOOL_CONCURRENCY = 4
+
+export interface TurnSetup {
+  readonly chat: ResolvedChat
+  readonly client: ChatModelClient
+  readonly model: string
+  readonly system: string
+  readonly tools: ToolRegistry["Service"]
+  readonly contextTokens: number
+  readonly maxTurns: number
+  readonly memory: MemoryProvider["Service"]
+  readonly compactor: Option.Option<Compactor["Service"]>
+  readonly usage: UsageLog["Service"]
+  readonly emit: (event: TurnEvent) => Effect.Effect<void>
+}
+
+const addUsage = (a: Usage, b: Usage): Usage => ({
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+  cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens
+})
+
+/** What the context may hold: the model's window less the answer, the system prompt and the tools. */
+export const assemblyBudget = (setup: Pick<TurnSetup, "contextTokens" | "system" | "tools">): number =>
+  Math.max(
+    1_000,
+    setup.contextTokens - MAX_OUTPUT_TOKENS - estimateTextTokens(setup.system) - estimateTextTokens(JSON.stringify(setup.tools.definitions))
+  )
+
+export const runTurn = (setup: TurnSetup, message: UserMessage) =>
+  Effect.gen(function*() {
+    const { chat, memory, emit } = setup
+    const session = { key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }
+    const budget = assemblyBudget(setup)
+    const context = { sessionKey: chat.sessionKey, userId: chat.userId, agentId: chat.agentId }
+    let usage: Usage = emptyUsage
+    let modelCalls = 0
+    let toolCalls = 0
+    let pending: ReadonlyArray<{ readonly id: string; readonly name: string }> = []
+
+    yield* memory.append(session, [{ role: "user", content: message }])
+
+    if (Option.isSome(setup.compactor)) {
+      const compactor = setup.compactor.value
+      yield* compactor.needsCompaction(chat.sessionKey, budget).pipe(
+        Effect.flatMap((needed) => (needed ? compactor.compact(chat.sessionKey, { budget }) : Effect.succeed(undefined))),
+        Effect.tap((report) =>
+          report === undefined || !report.compacted
+            ? Effect.void
+            : emit({ type: "notice", text: `compacted the conversation: ${report.tokensBefore} → ${report.tokensAfter} tokens` })
+        ),
+        Effect.catch((e) => Effect.logWarning(`compaction before the turn failed, continuing with the full history: ${e.message}`)),
+        Effect.withSpan("turn.compaction")
+      )
+    }
+
+    const callModel = (messages: ReadonlyArray<Message>) =>
+      setup.client.stream({
+        model: setup.model,
+        system: setup.system,
+        messages,
+        tools: setup.tools.definitions,
+        maxTokens: MAX_OUTPUT_TOKENS
+      }).pipe(
+        Stream.tap((event) => (event.type === "text_delta" ? emit({ type: "text", text: event.text }) : Effect.void)),
+        Stream.runFold(() => initialCollect, collectEvent),
+        Effect.map(finishCollect)
+      )
+
+    const loop = Effect.gen(function*() {
+      for (let round = 1; round <= setup.maxTurns; round++) {
+        const assembled = yield* memory.assemble(chat.sessionKey, { budget })
+        const response = yield* callModel(assembled.messages).pipe(Effect.withSpan("turn.model", { attributes: { round } }))
+        modelCalls++
+        usage = addUsage(usage, response.usage)
+        yield* setup.usage.record({
+          providerId: setup.client.provider,
+          model: setup.model,
+          purpose: "chat",
+          sessionKey: chat.sessionKey,
+          agentId: chat.agentId,
+          userId: chat.userId,
+          usage: response.usage
+        }).pipe(Effect.ignore)
+        const blocks = typeof response.message.content === "string" ? [] : response.message.content
+        const calls = blocks.flatMap((b) => (b.type === "tool_use" ? [b] : []))
+        if (blocks.length > 0) {
+          pending = calls.map((c) => ({ id: c.id, name: c.name }))
+          yield* memory.append(session, [response.message])
+        }
+        if (calls.length === 0) return response.stopReason as StopReason | "max_turns"
+        const results = yield* Effect.forEach(calls, (call) =>
+          Effect.gen(function*() {
+            yield* emit({ type: "tool_start", id: call.id, name: call.name, input: call.input })
+            const outcome = yield* setup.tools.execute(call.name, call.input, context).pipe(
+              Effect.map((output) => ({ output, isError: false })),
+              Effect.catch((e) => Effect.succeed({ output: e.reason, isError: true })),
+              Effect.withSpan("turn.tool", { attributes: { tool: call.name } })
+            )
+            yield* emit({ type: "tool_end", id: call.id, name: call.name, output: outcome.output, isError: outcome.isError })
+            const block: ToolResultBlock = outcome.isError
+              ? { type: "tool_result", tool_use_id: call.id, content: outcome.output, is_error: true }
+              : { type: "tool_result", tool_use_id: call.id, content: outcome.output }
+            return block
+          }), { concurrency: TOOL_CONCURRENCY })
+        toolCalls += calls.length
+        yield* memory.append(session, [{ role: "tool_result", content: results }])
+        pending = []
+      }
+      return "max_turns" as const
+    })
+
+    const stopReason = yield* loop.pipe(
+      Effect.onInterrupt(() =>
+        pending.length === 0 ? Effect.void : memory.append(session, [{
+          role: "tool_result",
+          content: pending.map((p): ToolResultBlock => ({
+            type: "tool_result",
+            tool_use_id: p.id,
+            content: "[aborted: the user stopped this turn before the tool finished]",
+            is_error: true
+          }))
+        }]).pipe(Effect.ignore)
+      )
+    )
+    if (stopReason === "max_turns") {
+      yield* emit({ type: "notice", text: `stopped after ${setup.maxTurns} model calls in one turn (the agent's max_turns)` })
+    }
+    return { stopReason, usage, modelCalls, toolCalls }
+  }).pipe(Effect.withSpan("turn", { attributes: { session: setup.chat.sessionKey } }))
+
+export type TurnOutcome = Effect.Success<ReturnType<typeof runTurn>>
+export type TurnFailure = Effect.Error<ReturnType<typeof runTurn>> | ProviderError

@@ -1,0 +1,111 @@
+/**
+ * `anna channel list|enable|disable|set|bind|unbind`: which channels the gateway runs, their
+ * settings (secret-looking values always masked), and which agent answers a group chat.
+ */
+import { Console, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { isValidId } from "../domain/config/agent.ts"
+import { CHANNEL_IDS, isChannelId, mergeChannelConfig, shownConfig, unknownChannel } from "../domain/config/channel.ts"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { AgentStore } from "../services/AgentStore.ts"
+import { type Channel, ConfigStore } from "../services/ConfigStore.ts"
+import { printJson, table } from "./output.ts"
+import { json, runtimeConfigLayer } from "./userCommands.ts"
+
+const channelId = Argument.String("id").pipe(Argument.withDescription(`Channel: ${CHANNEL_IDS.join(", ")}`))
+const platform = Argument.String("platform").pipe(Argument.withDescription("Platform of the chat, e.g. telegram"))
+const chatId = Argument.String("chatId").pipe(Argument.withDescription("The group chat's id on that platform"))
+
+const shown = (c: Channel) => ({ ...c, config: shownConfig(c.config) })
+const configText = (c: Channel) =>
+  Object.entries(shownConfig(c.config)).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ") || "-"
+
+const checkChannel = (id: string) =>
+  isChannelId(id) ? Effect.void : Effect.fail(new InvalidConfig({ reason: unknownChannel(id) }))
+
+const current = (id: string) =>
+  Effect.gen(function*() {
+    const all = yield* (yield* ConfigStore).listChannels
+    return Option.fromNullishOr(all.find((c) => c.id === id))
+  })
+
+const describe = (verb: string, c: Channel) => `${verb} channel ${c.id} (${c.enabled ? "enabled" : "disabled"}): ${configText(c)}`
+
+const list = Command.make("list", { json }, (f) =>
+  Effect.gen(function*() {
+    const stored = yield* (yield* ConfigStore).listChannels
+    // Channels never configured are listed too, disabled, so every id the gateway knows shows up.
+    const all: Array<Channel> = [
+      ...stored,
+      ...CHANNEL_IDS.filter((id) => !stored.some((c) => c.id === id)).map((id): Channel => ({ id, enabled: false, config: {} }))
+    ].sort((a, b) => a.id.localeCompare(b.id))
+    if (f.json) return yield* printJson(all.map(shown))
+    yield* Console.log(table(["CHANNEL", "STATE", "CONFIG"], all.map((c) => [c.id, c.enabled ? "enabled" : "disabled", configText(c)])))
+  })).pipe(Command.withDescription("List channels, whether each is enabled, and their settings"), Command.provide(runtimeConfigLayer))
+
+const toggle = (name: "enable" | "disable") =>
+  Command.make(name, { id: channelId, json }, (f) =>
+    Effect.gen(function*() {
+      yield* checkChannel(f.id)
+      const channel = yield* (yield* ConfigStore).setChannel(f.id, { enabled: name === "enable" })
+      yield* f.json ? printJson(shown(channel)) : Console.log(describe(name === "enable" ? "Enabled" : "Disabled", channel))
+    })).pipe(
+      Command.withDescription(`${name === "enable" ? "Enable" : "Disable"} a channel (the gateway runs enabled channels)`),
+      Command.provide(runtimeConfigLayer)
+    )
+
+const set = Command.make("set", {
+  id: channelId,
+  config: Flag.KeyValuePair("config").pipe(
+    Flag.withDescription("A setting KEY=VALUE (repeatable); http: host, port. An empty value removes a key (not for http)")
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    yield* checkChannel(f.id)
+    const before = yield* current(f.id)
+    const merged = mergeChannelConfig(f.id, Option.match(before, { onNone: () => ({}), onSome: (c) => c.config }), f.config)
+    if ("problem" in merged) return yield* new InvalidConfig({ reason: merged.problem })
+    const channel = yield* (yield* ConfigStore).setChannel(f.id, { config: merged.config })
+    yield* f.json ? printJson(shown(channel)) : Console.log(describe("Updated", channel))
+  })).pipe(Command.withDescription("Change a channel's settings"), Command.provide(runtimeConfigLayer))
+
+const checkChat = (p: string, chat: string) =>
+  !isValidId(p)
+    ? Effect.fail(new InvalidConfig({ reason: `platform "${p}" must be letters, digits, '.', '_' or '-'` }))
+    : chat.trim() === ""
+    ? Effect.fail(new InvalidConfig({ reason: "the chat id must not be empty" }))
+    : Effect.void
+
+const bind = Command.make("bind", {
+  platform,
+  chatId,
+  agentId: Argument.String("agentId").pipe(Argument.withDescription("Agent that answers this chat")),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    yield* checkChat(f.platform, f.chatId)
+    const agent = yield* (yield* AgentStore).get(f.agentId)
+    yield* (yield* ConfigStore).bindChat(f.platform, f.chatId, agent.id)
+    if (f.json) return yield* printJson({ platform: f.platform, chatId: f.chatId, agentId: agent.id })
+    yield* Console.log(`Chat ${f.platform}/${f.chatId} is answered by agent ${agent.id}${agent.enabled ? "" : " (disabled: enable it first)"}.`)
+  })).pipe(Command.withDescription("Bind a group chat to an agent"), Command.provide(runtimeConfigLayer))
+
+const unbind = Command.make("unbind", { platform, chatId, json }, (f) =>
+  Effect.gen(function*() {
+    yield* checkChat(f.platform, f.chatId)
+    const config = yield* ConfigStore
+    const was = Option.getOrNull(yield* config.chatBinding(f.platform, f.chatId))
+    yield* config.bindChat(f.platform, f.chatId, null)
+    if (f.json) return yield* printJson({ platform: f.platform, chatId: f.chatId, agentId: null, was })
+    yield* Console.log(
+      was === null
+        ? `Chat ${f.platform}/${f.chatId} was not bound; nothing changed.`
+        : `Chat ${f.platform}/${f.chatId} is no longer bound to ${was}; it follows the routing rules again.`
+    )
+  })).pipe(Command.withDescription("Remove a group chat's binding"), Command.provide(runtimeConfigLayer))
+
+export const channelCommand = Command.make("channel").pipe(
+  Command.withDescription("Channels: list, enable, disable, set (settings), bind/unbind (group chat → agent)"),
+  Command.withSubcommands([list, toggle("enable"), toggle("disable"), set, bind, unbind])
+)

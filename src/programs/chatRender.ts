@@ -1,0 +1,148 @@
+/**
+ * Output of `anna chat`: a turn's events for a person (the reply streamed to stdout as it
+ * arrives; tool activity and notices as short, dim lines on stderr so a reply piped to a file
+ * stays clean) and the same events collected into one result for `--json`.
+ */
+import { Effect } from "effect"
+import type { Usage } from "../domain/model/types.ts"
+import type { TurnEvent } from "../domain/runtime/types.ts"
+import { emptyUsage } from "../domain/model/types.ts"
+import { oneLine } from "./output.ts"
+
+export type DoneReason = Extract<TurnEvent, { type: "done" }>["stopReason"]
+
+export interface ToolRecord {
+  readonly name: string
+  readonly input: unknown
+  /** null when the tool never finished (the turn was aborted). */
+  readonly output: string | null
+  readonly isError: boolean
+}
+
+/** The `--json` shape of one turn. */
+export interface TurnResult {
+  readonly reply: string
+  readonly notices: ReadonlyArray<string>
+  readonly tools: ReadonlyArray<ToolRecord>
+  readonly usage: Usage
+  readonly stopReason: DoneReason
+  readonly sessionKey: string
+}
+
+/** Collects a turn's events; a stream that ends without `done` counts as aborted. */
+export const makeCollector = (sessionKey: string) => {
+  let reply = ""
+  const notices: Array<string> = []
+  const tools = new Map<string, { name: string; input: unknown; output: string | null; isError: boolean }>()
+  let usage: Usage = emptyUsage
+  let stopReason: DoneReason = "aborted"
+  const add = (e: TurnEvent): void => {
+    switch (e.type) {
+      case "text":
+        reply += e.text
+        return
+      case "notice":
+        notices.push(e.text)
+        return
+      case "tool_start":
+        tools.set(e.id, { name: e.name, input: e.input, output: null, isError: false })
+        return
+      case "tool_end": {
+        const t = tools.get(e.id)
+        if (t === undefined) tools.set(e.id, { name: e.name, input: null, output: e.output, isError: e.isError })
+        else Object.assign(t, { output: e.output, isError: e.isError })
+        return
+      }
+      case "done":
+        usage = e.usage
+        stopReason = e.stopReason
+    }
+  }
+  const result = (): TurnResult => ({ reply, notices: [...notices], tools: [...tools.values()], usage, stopReason, sessionKey })
+  return { add, result }
+}
+
+const SUMMARY_KEYS = ["command", "path", "file_path", "query", "url", "pattern", "action", "id"]
+
+/** "bash ls -la" rather than the whole input object. */
+export const toolSummary = (name: string, input: unknown): string => {
+  let detail = ""
+  if (typeof input === "object" && input !== null) {
+    const record: Record<string, unknown> = { ...input }
+    const key = SUMMARY_KEYS.find((k) => typeof record[k] === "string")
+    detail = key === undefined ? JSON.stringify(input) : String(record[key])
+  } else if (input !== undefined && input !== null) {
+    detail = JSON.stringify(input)
+  }
+  return oneLine(detail === "" || detail === "{}" ? name : `${name} ${detail}`, 100)
+}
+
+export interface Writer {
+  readonly out: (text: string) => Effect.Effect<void>
+  readonly err: (text: string) => Effect.Effect<void>
+  /** Dim the stderr lines (stderr is a terminal). */
+  readonly color: boolean
+  /** stdout and stderr show on one terminal: a stderr line after reply text needs a line break first. */
+  readonly sameTerminal: boolean
+}
+
+/**
+ * Renders events as they arrive. A tool line opens on `tool_start` ("⚙ bash ls -la") and is closed
+ * with ✓ / ✗ by the matching `tool_end` when nothing was printed in between. Line breaks that only
+ * matter on screen go to stderr, so a reply redirected to a file is exactly the model's text plus
+ * a final newline.
+ */
+export const makeRenderer = (w: Writer) => {
+  const dim = (s: string) => (w.color ? `\x1b[2m${s}\x1b[22m` : s)
+  /** The reply on stdout does not end with a newline (yet). */
+  let outOpen = false
+  /** The id of the tool whose line is open on stderr. */
+  let openTool: string | undefined
+  /** What stderr needs before a new line of its own. */
+  const lead = (): string => {
+    const needed = openTool !== undefined || (w.sameTerminal && outOpen)
+    // On one terminal the break also ends the reply's line on screen.
+    if (w.sameTerminal) outOpen = false
+    openTool = undefined
+    return needed ? "\n" : ""
+  }
+  const errLine = (text: string) => Effect.suspend(() => w.err(`${lead()}${dim(text)}\n`))
+  const event = (e: TurnEvent): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      switch (e.type) {
+        case "text": {
+          if (e.text === "") return Effect.void
+          const close = openTool !== undefined ? w.err("\n") : Effect.void
+          openTool = undefined
+          outOpen = !e.text.endsWith("\n")
+          return Effect.andThen(close, w.out(e.text))
+        }
+        case "tool_start": {
+          const text = `${lead()}${dim(`⚙ ${toolSummary(e.name, e.input)}`)}`
+          openTool = e.id
+          return w.err(text)
+        }
+        case "tool_end": {
+          const mark = e.isError ? `✗ ${oneLine(e.output, 80)}` : "✓"
+          if (openTool === e.id) {
+            openTool = undefined
+            return w.err(`${dim(` ${mark}`)}\n`)
+          }
+          return errLine(`⚙ ${e.name} ${mark}`)
+        }
+        case "notice":
+          return errLine(`[${e.text}]`)
+        case "done":
+          return end
+      }
+    })
+  /** Ends the reply with a newline and closes an open tool line. */
+  const end = Effect.suspend(() => {
+    const closeOut = outOpen ? w.out("\n") : Effect.void
+    const closeErr = openTool !== undefined ? w.err("\n") : Effect.void
+    outOpen = false
+    openTool = undefined
+    return Effect.andThen(closeErr, closeOut)
+  })
+  return { event, end }
+}

@@ -1,0 +1,86 @@
+/**
+ * ConfigStore — the runtime's configuration in SQLite: users and their platform identities, HTTP
+ * tokens (stored hashed), channels, group-chat bindings, each chat's current session context and
+ * chosen model, and settings. Agents and providers have their own stores (AgentStore,
+ * ProviderStore); `snapshot` reads one agent's whole runtime view from all of them at once.
+ */
+import { Context, type Effect, type Option } from "effect"
+import type { Agent } from "../domain/config/agent.ts"
+import type { AgentNotFound, InvalidConfig, ProviderNotFound } from "../domain/config/errors.ts"
+import type { StorageError } from "../domain/memory/errors.ts"
+import type { ProviderConfig } from "../domain/model/types.ts"
+import type { NoModel, Unauthorized } from "../domain/runtime/errors.ts"
+import type { SandboxSpec } from "../domain/sandbox/types.ts"
+
+export interface User {
+  readonly id: string
+  readonly name: string
+  readonly defaultAgentId: string | null
+  readonly identities: ReadonlyArray<{ readonly platform: string; readonly externalId: string }>
+  readonly createdAt: number
+}
+
+export interface Channel {
+  readonly id: string
+  readonly enabled: boolean
+  readonly config: Readonly<Record<string, unknown>>
+}
+
+export interface ChatState {
+  readonly context: string
+  readonly model: string
+}
+
+/** One agent as a pool sees it, read once when the pool is created. */
+export interface Snapshot {
+  readonly agent: Agent
+  readonly provider: ProviderConfig
+  /** The main model id (the provider's default when the agent names none). */
+  readonly model: string
+  /** Context budget in tokens (the agent's `context_tokens`, else 128,000). */
+  readonly contextTokens: number
+  readonly maxTurns: number
+  /** Enabled tool names; null = every available tool. */
+  readonly tools: ReadonlyArray<string> | null
+  readonly sandbox: SandboxSpec
+}
+
+export const DEFAULT_CONTEXT_TOKENS = 128_000
+
+export class ConfigStore extends Context.Service<ConfigStore, {
+  /** The user behind a platform identity, created on first contact (name from the platform). */
+  readonly upsertUser: (platform: string, externalId: string, name?: string | undefined) => Effect.Effect<User, StorageError>
+  readonly getUser: (id: string) => Effect.Effect<Option.Option<User>, StorageError>
+  readonly listUsers: Effect.Effect<ReadonlyArray<User>, StorageError>
+  readonly createUser: (id: string, name: string) => Effect.Effect<User, InvalidConfig | StorageError>
+  /** Changes a user's display name (InvalidConfig when there is no such user). */
+  readonly renameUser: (id: string, name: string) => Effect.Effect<User, InvalidConfig | StorageError>
+  readonly setDefaultAgent: (userId: string, agentId: string | null) => Effect.Effect<void, AgentNotFound | InvalidConfig | StorageError>
+  /** A new bearer token for the HTTP channel; only its hash is stored, so it is shown once. */
+  readonly issueToken: (userId: string, label: string) => Effect.Effect<string, InvalidConfig | StorageError>
+  readonly userForToken: (token: string) => Effect.Effect<User, Unauthorized | StorageError>
+
+  readonly listChannels: Effect.Effect<ReadonlyArray<Channel>, StorageError>
+  readonly setChannel: (
+    id: string,
+    patch: { readonly enabled?: boolean | undefined; readonly config?: Readonly<Record<string, unknown>> | undefined }
+  ) => Effect.Effect<Channel, StorageError>
+
+  readonly bindChat: (platform: string, chatId: string, agentId: string | null) => Effect.Effect<void, AgentNotFound | StorageError>
+  readonly chatBinding: (platform: string, chatId: string) => Effect.Effect<Option.Option<string>, StorageError>
+
+  /** The chat's current context and model, created ("main", agent's model) on first use. */
+  readonly chatState: (agentId: string, platform: string, userId: string, chatId: string) => Effect.Effect<ChatState, StorageError>
+  readonly setChatState: (
+    agentId: string,
+    platform: string,
+    userId: string,
+    chatId: string,
+    patch: Partial<ChatState>
+  ) => Effect.Effect<ChatState, StorageError>
+
+  readonly getSetting: (key: string) => Effect.Effect<Option.Option<string>, StorageError>
+  readonly setSetting: (key: string, value: string) => Effect.Effect<void, StorageError>
+
+  readonly snapshot: (agentId: string) => Effect.Effect<Snapshot, AgentNotFound | ProviderNotFound | NoModel | StorageError>
+}>()("anna/ConfigStore") {}
