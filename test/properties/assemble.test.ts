@@ -2,9 +2,10 @@
  * Assembly over random sessions, densely: a session cut at a random point (so it may end in a tool
  * call still waiting for its results), compacted a random number of times with random fresh tails
  * (0 included), then more messages appended, then many assemblies with random budgets and fresh
- * tails through LcmMemory (greedy, over summaries) and SimpleMemory (sliding window) on the same
- * file. Each assembly is checked for order (chronological, whole units), the fresh tail verbatim,
- * budget (≤ budget unless the fresh tail alone exceeds it) and tool pairing.
+ * tails through LcmMemory (greedy, over summaries) and SimpleMemory (sliding window over its view:
+ * LCM's newest live summary and the messages after it) on the same file. Each assembly is checked
+ * for order (chronological, whole units), the fresh tail verbatim, budget (≤ budget unless the
+ * fresh tail alone exceeds it) and tool pairing.
  *
  * The pairing repair (the last step of every assembly) is also checked on its own, over sessions
  * damaged at random (messages dropped, swapped, duplicated, re-roled, emptied, tool ids reused
@@ -19,7 +20,7 @@ import type { Message } from "../../src/domain/message.ts"
 import { Compactor } from "../../src/services/Compactor.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import { tempDbFile } from "../support/db.ts"
-import { assertAssembled, checkState, pairingProblems, plain, snapshot, sumTokens } from "./support/check.ts"
+import { assertAssembled, checkState, pairingProblems, plain, simpleViewTokens, snapshot, sumTokens } from "./support/check.ts"
 import { lcmOn, simpleOn } from "./support/layers.ts"
 import { buildSession, engineConfig, engineSpec, int, rng, sessionSpec } from "./support/sessions.ts"
 
@@ -57,9 +58,7 @@ describe("memory properties: assembly", () => {
             const memory = yield* MemoryProvider
             const appended = messages.slice(0, total)
             const snap = yield* snapshot(sessionKey)
-            const context = mode === "greedy"
-              ? snap.items.reduce((n, it) => n + it.tokens, 0)
-              : snap.history.reduce((n, m) => n + m.tokens, 0)
+            const context = mode === "greedy" ? snap.items.reduce((n, it) => n + it.tokens, 0) : simpleViewTokens(snap)
             for (let i = 0; i < c.assemblies; i++) {
               const budget = r.chance(0.8) ? Math.max(1, Math.round(context * r.next() * 1.3)) : r.int(1, 400)
               const freshTail = r.chance(0.1) ? 0 : r.int(1, 30)

@@ -1,8 +1,9 @@
 /**
  * Random operation sequences over one session on a real SQLite file: appends in batches of random
- * size, incremental and full compactions (random fresh tail and budget), assemblies with random
- * budgets and fresh tails, and plugin switches (LcmMemory ↔ SimpleMemory over the same file, each
- * switch closing one layer and reopening the path with the other).
+ * size, incremental and full compactions (random fresh tail and budget; DAG compaction under LCM,
+ * handoff compaction under Simple), assemblies with random budgets and fresh tails, and plugin
+ * switches (LcmMemory ↔ SimpleMemory over the same file, each switch closing one layer and
+ * reopening the path with the other), so each plugin meets the other's summaries.
  *
  * After every operation: lossless (raw messages exactly as appended through loadHistory and
  * messagesBySeq; verifySession; an independent walk of the DAG over MemoryStore links and over
@@ -20,7 +21,8 @@ import { Compactor } from "../../src/services/Compactor.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../../src/services/MemoryStore.ts"
 import { tempDbFile } from "../support/db.ts"
-import { assertAssembled, assertReport, checkState, snapshot, type Snapshot } from "./support/check.ts"
+import { assertAssembled, assertReport, checkState, simpleViewTokens, snapshot, type Snapshot } from "./support/check.ts"
+import { assertHandoffReport } from "./support/handoffCheck.ts"
 import { lcmOn, simpleOn } from "./support/layers.ts"
 import { buildSession, engineConfig, engineSpec, int, sessionSpec } from "./support/sessions.ts"
 
@@ -73,21 +75,21 @@ const runOp = (run: Run, op: Op, lcm: boolean, step: number) =>
         const compactor = yield* Effect.serviceOption(Compactor)
         if (Option.isNone(compactor)) break
         const before = yield* snapshot(run.sessionKey)
+        const context = lcm ? before.items.reduce((n, it) => n + it.tokens, 0) : simpleViewTokens(before)
         const options: CompactOptions = {
           full: op.full,
           ...(op.freshTail >= 0 ? { freshTail: op.freshTail } : {}),
-          ...(op.pct > 0 ? { budget: budgetOf(op, before.items.reduce((n, it) => n + it.tokens, 0)) } : {})
+          ...(op.pct > 0 ? { budget: budgetOf(op, context) } : {})
         }
         const report = yield* compactor.value.compact(run.sessionKey, options)
         snap = yield* checkState(run.sessionKey, run.appended, run.seed + step)
-        assertReport({ report, before, after: snap, options, config: run.config, appended: run.appended })
+        if (lcm) assertReport({ report, before, after: snap, options, config: run.config, appended: run.appended })
+        else assertHandoffReport({ report, before, after: snap, options, appended: run.appended })
         break
       }
       case "Assemble": {
         const before = yield* snapshot(run.sessionKey)
-        const contextTokens = lcm
-          ? before.items.reduce((n, it) => n + it.tokens, 0)
-          : before.history.reduce((n, m) => n + m.tokens, 0)
+        const contextTokens = lcm ? before.items.reduce((n, it) => n + it.tokens, 0) : simpleViewTokens(before)
         const budget = budgetOf(op, contextTokens)
         const assembled = yield* memory.assemble(run.sessionKey, { budget, freshTail: op.freshTail })
         assertAssembled({

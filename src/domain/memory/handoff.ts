@@ -8,7 +8,7 @@
  * view's summary as a user message plus an assistant acknowledgement, the way seed 003 loads a
  * compaction entry, then the newest messages that fit.
  */
-import { estimateMessageTokens, type Message } from "../message.ts"
+import { estimateMessageTokens, estimateTextTokens, type Message } from "../message.ts"
 import { freshTailStart, type ItemMeta, type Span } from "./context.ts"
 
 export const HANDOFF_SECTIONS = [
@@ -55,6 +55,18 @@ export const handoffContextTokens = (s: HandoffSummary): number =>
 
 /** What the frame costs whatever the text: a run this small is not worth a summary. */
 export const HANDOFF_FRAME_TOKENS = handoffContextTokens({ content: "", earliestAt: 0, latestAt: 0 })
+
+/**
+ * The smallest target worth asking for: twice what the seven headings cost with "None." under each,
+ * so every section has room. Smaller inputs are left as they are (the fresh tail grows them).
+ */
+export const HANDOFF_MIN_TARGET = 2 * estimateTextTokens(
+  HANDOFF_SECTIONS.map((s) => `## ${s}\nNone.`).join("\n\n")
+)
+
+/** Whether a run of `runTokens` (after a previous summary of `previousTokens`) is worth a handoff summary. */
+export const worthHandoff = (runTokens: number, previousTokens: number): boolean =>
+  runTokens > 2 * HANDOFF_FRAME_TOKENS && handoffTarget(runTokens + previousTokens) >= HANDOFF_MIN_TARGET
 
 /** Index where Simple's view starts: the newest live summary, or 0 when there is none. */
 export const viewStart = (items: ReadonlyArray<ItemMeta>): number => {

@@ -11,13 +11,7 @@
  */
 import { Effect, Option } from "effect"
 import { CompactionFailed } from "../../domain/memory/errors.ts"
-import {
-  HANDOFF_FRAME_TOKENS,
-  handoffContextTokens,
-  handoffTarget,
-  planHandoff,
-  viewTokens
-} from "../../domain/memory/handoff.ts"
+import { handoffContextTokens, handoffTarget, planHandoff, viewTokens, worthHandoff } from "../../domain/memory/handoff.ts"
 import { summaryContextTokens } from "../../domain/memory/render.ts"
 import { formatSummaryId } from "../../domain/memory/session.ts"
 import {
@@ -67,8 +61,9 @@ export const make = (shared: Shared) =>
       if (limit !== undefined && tokensBefore <= limit) return unchanged("below_threshold", 0)
       const run = items.slice(plan.run.start, plan.run.end)
       const runTokens = run.reduce((n, it) => n + it.tokens, 0)
-      // A run this small would cost more as a summary than as itself: not worth a summarizer call.
-      if (runTokens <= 2 * HANDOFF_FRAME_TOKENS) return unchanged("no_candidates", 0)
+      const previousTokens = previous === undefined ? 0 : estimateTextTokens(previous.content)
+      // Too small a run costs more as a summary than as itself, or leaves the sections no room.
+      if (!worthHandoff(runTokens, previousTokens)) return unchanged("no_candidates", 0)
       const messages = yield* store.messagesByIds(run.map((it) => it.refId))
       const first = messages[0]
       const last = messages[messages.length - 1]
@@ -80,7 +75,7 @@ export const make = (shared: Shared) =>
         messages: messages.map((m) => ({ role: m.role, text: messageText(m.message), createdAt: m.createdAt })),
         ...(previous === undefined ? {} : { previousSummary: previous.content })
       }
-      const targetTokens = handoffTarget(runTokens + (previous === undefined ? 0 : estimateTextTokens(previous.content)))
+      const targetTokens = handoffTarget(runTokens + previousTokens)
       const result = yield* Effect.result(
         summarizeEscalating(summarizer, { sessionKey: conversation.sessionKey, targetTokens, input, style: "handoff" })
       )

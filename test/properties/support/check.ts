@@ -7,6 +7,7 @@
 import { assert } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { type ItemMeta, planCondensedChunks, planLeafChunks, type Span } from "../../../src/domain/memory/context.ts"
+import { renderHandoff } from "../../../src/domain/memory/handoff.ts"
 import { renderSummary, repairPairing, summaryContextTokens } from "../../../src/domain/memory/render.ts"
 import { formatSummaryId } from "../../../src/domain/memory/session.ts"
 import type { Assembled, CompactionReport, CompactOptions, ExpandedItem } from "../../../src/domain/memory/types.ts"
@@ -442,16 +443,44 @@ export interface AssembleCase {
   readonly appended: ReadonlyArray<NewMessage>
   readonly budget: number
   readonly freshTail: number
-  /** LCM assembles from the live items (greedy); Simple from all raw messages (contiguous). */
+  /**
+   * LCM assembles from the live items (greedy); Simple from its view (contiguous): the newest live
+   * summary, rendered as summary + acknowledgement, and the raw messages after it.
+   */
   readonly mode: "greedy" | "contiguous"
 }
+
+/** Simple's view, re-derived from a snapshot: the newest live summary item (if any) and the messages after it. */
+export const simpleView = (snap: Snapshot): ReadonlyArray<ItemMeta> => {
+  let newest: ItemMeta | undefined
+  for (const it of snap.items) if (it.kind === "summary") newest = it
+  const summary = newest === undefined ? undefined : snap.summaries.find((s) => s.id === newest?.refId)
+  const after = summary?.lastSeq ?? 0
+  const messages = snap.history.filter((m) => m.seq > after).map((m): ItemMeta => ({
+    position: m.seq,
+    kind: "message",
+    refId: m.id,
+    tokens: estimateMessageTokens(m.message),
+    continuesUnit: false,
+    depth: -1
+  }))
+  return newest === undefined ? messages : [newest, ...messages]
+}
+
+/** Context tokens of Simple's view, as Simple renders it. */
+export const simpleViewTokens = (snap: Snapshot): number =>
+  simpleView(snap).reduce((n, it) => {
+    if (it.kind === "message") return n + it.tokens
+    const s = snap.summaries.find((x) => x.id === it.refId)
+    return n + (s === undefined ? 0 : sumTokens(renderHandoff(s)))
+  }, 0)
 
 /**
  * Order, fresh tail, budget and pairing of one assembled context, against the appended messages:
  * - the output ends with the fresh tail verbatim (repaired only where the session so far ends in a
  *   tool call still waiting for its results), and says how long it is;
- * - the older part is whole units of the live context before the tail, in order, so the output is
- *   chronological (each message / summary covers seqs after the previous one);
+ * - the older part is whole units of the live context (Simple: of its view) before the tail, in
+ *   order, so the output is chronological (each message / summary covers seqs after the previous one);
  * - greedy: every older unit left out did not fit in what was left; contiguous: a suffix, and the
  *   unit before it did not fit;
  * - tokens ≤ budget unless the fresh tail alone exceeds it (then nothing older is included);
@@ -461,26 +490,18 @@ export const assertAssembled = (c: AssembleCase) => {
   const { assembled, snap, appended, budget, freshTail, mode } = c
   const seqById = new Map(snap.history.map((m) => [m.id, m.seq]))
   const sumById = new Map(snap.summaries.map((s) => [s.id, s]))
-  const items: ReadonlyArray<ItemMeta> = mode === "greedy"
-    ? snap.items
-    : snap.history.map((m) => ({
-      position: m.seq,
-      kind: "message",
-      refId: m.id,
-      tokens: estimateMessageTokens(m.message),
-      continuesUnit: false,
-      depth: -1
-    }))
+  const items: ReadonlyArray<ItemMeta> = mode === "greedy" ? snap.items : simpleView(snap)
   const continues = (it: ItemMeta) => it.kind === "message" && continuesPrevious(appended, seqById.get(it.refId) ?? -1)
-  const render = (it: ItemMeta): Message => {
+  const render = (it: ItemMeta): ReadonlyArray<Message> => {
     if (it.kind === "message") {
       const a = appended[(seqById.get(it.refId) ?? 0) - 1]
       assert.isDefined(a)
-      return a === undefined ? { role: "user", content: "" } : plain(a)
+      return a === undefined ? [] : [plain(a)]
     }
     const s = sumById.get(it.refId)
     assert.isDefined(s)
-    return s === undefined ? { role: "user", content: "" } : renderSummary(s)
+    if (s === undefined) return []
+    return mode === "greedy" ? [renderSummary(s)] : renderHandoff(s)
   }
   const seqRange = (it: ItemMeta): readonly [number, number] => {
     if (it.kind === "message") {
@@ -499,7 +520,7 @@ export const assertAssembled = (c: AssembleCase) => {
 
   // Fresh tail, verbatim.
   const tailStart = tailStartOf(items, continues, freshTail)
-  const rawTail = rendered.slice(tailStart)
+  const rawTail = rendered.slice(tailStart).flat()
   const sessionComplete = pairingProblems(appended.map(plain)).length === 0
   if (sessionComplete) {
     // Compaction never cuts a unit, so in a session whose tool calls are all answered the tail is valid.
@@ -512,17 +533,24 @@ export const assertAssembled = (c: AssembleCase) => {
 
   // Older part: whole units, in order. A session that ends in a tool call still waiting for its
   // results has one unit (the last) that the repair may change; its messages map to the unit.
+  // Simple's summary renders as two messages (summary, acknowledgement) that map to its one item.
   const units = unitsBefore(items, continues, tailStart)
   const lastUnit = units[units.length - 1]
   const dangling = !sessionComplete && lastUnit !== undefined && lastUnit.end === items.length ? lastUnit : undefined
   const older = out.slice(0, out.length - tail.length)
-  const indexOf = new Map(rendered.slice(0, tailStart).map((m, i) => [canonical(m), i]))
+  const indexOf = new Map(rendered.slice(0, tailStart).flatMap((ms, i) => ms.map((m) => [canonical(m), i] as const)))
   const chosen: Array<number> = []
   older.forEach((m, k) => {
     const i = indexOf.get(canonical(m)) ?? dangling?.start
     assert.isDefined(i, `${what}: older message ${k} is not a context item before the tail`)
     if (i !== undefined && !chosen.includes(i)) chosen.push(i)
   })
+  for (const i of chosen) {
+    const it = items[i]
+    if (it?.kind !== "summary" || mode === "greedy") continue
+    // Simple: the summary and its acknowledgement come together, first.
+    assert.deepStrictEqual(older.slice(0, 2), rendered[i], `${what}: Simple's summary is not summary + acknowledgement first`)
+  }
   let lastSeq = 0
   for (const i of [...chosen, ...items.slice(tailStart).map((_, j) => tailStart + j)]) {
     const it = items[i]
@@ -535,7 +563,7 @@ export const assertAssembled = (c: AssembleCase) => {
   const tailTokens = sumTokens(rawTail)
   let used = tailTokens
   let gap = false
-  const unitCost = (u: Span) => sumTokens(rendered.slice(u.start, u.end))
+  const unitCost = (u: Span) => sumTokens(rendered.slice(u.start, u.end).flat())
   for (let u = units.length - 1; u >= 0; u--) {
     const unit = units[u]
     if (unit === undefined) continue

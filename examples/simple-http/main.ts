@@ -1,0 +1,38 @@
+/**
+ * A custom deployment composed from anna's layers: Simple (sliding-window) memory, the
+ * OpenAI-compatible HTTP channel, and no sandbox — so no shell or file tools, only the memory tool.
+ * It uses the database of an ordinary anna installation (`$ANNA_HOME/anna.db`): providers, agents
+ * and users are managed with the `anna` CLI as usual.
+ *
+ *   ANNA_HOME=~/.anna PORT=8788 node --conditions=development examples/simple-http/main.ts
+ *
+ * (`--conditions=development` runs anna from its TypeScript sources; an installed package resolves
+ * the same imports to `dist/`.)
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Effect, Layer } from "effect"
+import { homedir } from "node:os"
+import { join } from "node:path"
+import * as DeterministicSummarizer from "anna/layers/DeterministicSummarizer"
+import * as HttpChannel from "anna/layers/HttpChannel"
+import * as ProviderClients from "anna/layers/ProviderClients"
+import * as Runtime from "anna/layers/Runtime"
+import * as SimpleMemory from "anna/layers/SimpleMemory"
+import * as Sqlite from "anna/layers/Sqlite"
+import * as SqliteRuntimeConfig from "anna/layers/SqliteRuntimeConfig"
+import { HttpAddress } from "anna/services/HttpAddress"
+
+const home = process.env.ANNA_HOME ?? join(homedir(), ".anna")
+const port = Number(process.env.PORT ?? 8788)
+
+const database = Sqlite.layer(join(home, "anna.db"))
+const stores = SqliteRuntimeConfig.layerWithStores(home)
+const memory = SimpleMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
+const runtime = Runtime.layer().pipe(Layer.provide(ProviderClients.layer()), Layer.provideMerge(memory), Layer.provideMerge(stores))
+const app = HttpChannel.layer({ host: "127.0.0.1", port }).pipe(Layer.provide(runtime), Layer.provide(database))
+
+Effect.gen(function*() {
+  const address = yield* HttpAddress
+  console.log(`simple-http: listening on ${address.url}/v1 (memory/simple, no sandbox)`)
+  return yield* Effect.never
+}).pipe(Effect.provide(app), NodeRuntime.runMain)

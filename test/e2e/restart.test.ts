@@ -1,0 +1,69 @@
+/**
+ * The gateway as a user runs it (`anna gateway`, real process): an OpenAI client talks to an agent,
+ * the gateway is stopped with SIGTERM (exit 0) and started again, and the same session resumes with
+ * its history.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { rmSync } from "node:fs"
+import OpenAI from "openai"
+import { afterAll, beforeAll } from "vitest"
+import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
+import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+
+let fake: FakeLlm
+const homes: Array<string> = []
+beforeAll(async () => {
+  fake = await startFakeLlm()
+})
+afterAll(async () => {
+  await fake.close()
+  for (const h of homes) rmSync(h, { recursive: true, force: true })
+})
+
+const startGateway = async (home: string, env: Record<string, string>) => {
+  const child = start(home, ["gateway", "--port", "0"], "info", env)
+  let out = ""
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()))
+  child.stderr?.on("data", (d: Buffer) => (out += d.toString()))
+  const done = finish(child)
+  await waitForOutput(child, "press Ctrl+C")
+  const url = /HTTP channel \(OpenAI-compatible\) on (\S+);/.exec(out)?.[1]
+  if (url === undefined) throw new Error(`no HTTP channel address in:\n${out}`)
+  return { child, done, url }
+}
+
+describe("e2e: gateway restart", () => {
+  it("a session resumes with its history after the gateway restarts", async () => {
+    const home = newHome()
+    homes.push(home)
+    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-restart" }
+    fake.respondWith((req) => {
+      const messages = (req.body as { messages?: Array<{ role: string }> }).messages ?? []
+      return { kind: "reply", parts: [{ type: "text", text: `reply #${messages.filter((m) => m.role === "user").length}` }] }
+    })
+    // First start onboards from the environment (provider + agent "default").
+    const first = await startGateway(home, env)
+    assert.strictEqual((await annaEnv(home, env, "agent", "set", "default", "--tools", "memory")).code, 0)
+    assert.strictEqual((await annaEnv(home, env, "user", "add", "gina")).code, 0)
+    const token = (await annaEnv(home, env, "user", "token", "gina")).stdout.trim()
+    const ask = async (url: string, content: string) => {
+      const client = new OpenAI({ baseURL: url, apiKey: token, maxRetries: 0 })
+      const r = await client.chat.completions.create({ model: "default", user: "trip-planning", messages: [{ role: "user", content }] })
+      return r.choices[0]?.message.content
+    }
+    assert.strictEqual(await ask(first.url, "We are planning a trip to Lisbon."), "reply #1")
+    first.child.kill("SIGTERM")
+    assert.strictEqual((await first.done).code, 0)
+
+    const second = await startGateway(home, env)
+    try {
+      assert.strictEqual(await ask(second.url, "Which city were we planning for?"), "reply #2")
+      const body = JSON.stringify(fake.requests[fake.requests.length - 1]?.body ?? "")
+      assert.include(body, "We are planning a trip to Lisbon.")
+      assert.include(body, "reply #1")
+    } finally {
+      second.child.kill("SIGTERM")
+      assert.strictEqual((await second.done).code, 0)
+    }
+  }, 120_000)
+})

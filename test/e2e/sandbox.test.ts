@@ -1,0 +1,93 @@
+/**
+ * End to end with the real Docker sandbox (skipped with a warning without Docker, unless
+ * ANNA_REQUIRE_DOCKER=1): a tool call the model makes runs in the container and its files land in
+ * the agent's workspace; /abort during a long tool call stops it, kills it in the container and
+ * leaves history consistent.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Stream } from "effect"
+import { readFileSync } from "node:fs"
+import { hostname } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, beforeEach } from "vitest"
+import type { TurnEvent } from "../../src/domain/runtime/types.ts"
+import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
+import { Runtime } from "../../src/services/Runtime.ts"
+import { dockerReady, sandboxContainers, TEST_IMAGE } from "../support/docker.ts"
+import type { RecordedRequest } from "../support/fakeLlm/script.ts"
+import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { configureAgent, runtimeStack, tempHome } from "../support/runtimeStack.ts"
+
+let fake: FakeLlm
+beforeAll(async () => {
+  fake = await startFakeLlm()
+})
+beforeEach(() => fake.reset())
+afterAll(() => fake.close())
+
+const lastRole = (r: RecordedRequest) => {
+  const messages = (r.body as { messages?: Array<{ role: string; content?: unknown }> }).messages ?? []
+  return messages[messages.length - 1]
+}
+
+describe.skipIf(!dockerReady)("e2e: tools in the Docker sandbox", () => {
+  it.live("runs the model's bash call in the container; the file lands in the agent's workspace", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = yield* tempHome
+      yield* Effect.gen(function*() {
+        yield* configureAgent(fake, "a1", { tools: ["bash", "read"], sandboxImage: TEST_IMAGE })
+        fake.respondWith((req) => {
+          const last = lastRole(req)
+          return last?.role === "tool"
+            ? { kind: "reply", parts: [{ type: "text", text: `The container says: ${JSON.stringify(last.content)}` }] }
+            : { kind: "reply", parts: [{ type: "tool_call", id: "call_1", name: "bash", input: { command: "hostname | tee /workspace/where.txt; id -u" } }] }
+        })
+        const runtime = yield* Runtime
+        const chat = yield* runtime.resolve({ platform: "cli", externalUserId: "erin" })
+        const events = yield* Stream.runCollect(runtime.send(chat, "where are you running?"))
+        const tool = events.find((e): e is Extract<TurnEvent, { type: "tool_end" }> => e.type === "tool_end")
+        assert.isFalse(tool?.isError)
+        const name = /--- stdout ---\n([0-9a-f]{12})\n/.exec(tool?.output ?? "")?.[1]
+        assert.isDefined(name, tool?.output)
+        assert.notStrictEqual(name, hostname())
+        assert.strictEqual(readFileSync(join(home, "workspaces", "a1", "where.txt"), "utf8").trim(), name)
+        assert.notInclude(tool?.output ?? "", "\n0\n", "never root in the container")
+        const done = events[events.length - 1]
+        assert.strictEqual(done?.type === "done" ? done.toolCalls : -1, 1)
+      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
+    })))
+
+  it.live("/abort during a long tool call stops it, kills it in the container, and history stays paired", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = yield* tempHome
+      yield* Effect.gen(function*() {
+        yield* configureAgent(fake, "a1", { tools: ["bash"], sandboxImage: TEST_IMAGE })
+        fake.respondWith(() => ({ kind: "reply", parts: [{ type: "tool_call", id: "call_long", name: "bash", input: { command: "sleep 300; echo finished" } }] }))
+        const runtime = yield* Runtime
+        const chat = yield* runtime.resolve({ platform: "cli", externalUserId: "finn" })
+        const turn = yield* Effect.forkChild(Stream.runCollect(runtime.send(chat, "please wait a long time")))
+        // Wait for the sleep to be running in the container.
+        let containers: Array<string> = []
+        for (let i = 0; i < 300 && containers.length === 0; i++) {
+          yield* Effect.sleep(50)
+          containers = yield* Effect.promise(sandboxContainers)
+        }
+        yield* Effect.sleep(1000)
+        const reply = yield* Stream.runCollect(runtime.send(chat, "/abort"))
+        assert.include(reply.map((e) => (e.type === "text" ? e.text : "")).join(""), "Stopped the running turn")
+        const events = yield* Fiber.join(turn)
+        const done = events[events.length - 1]
+        assert.strictEqual(done?.type === "done" ? done.stopReason : "", "aborted")
+        const history = yield* (yield* MemoryProvider).assemble(chat.sessionKey, { budget: 100_000 })
+        const roles = history.messages.map((m) => m.role)
+        assert.deepStrictEqual(roles, ["user", "assistant", "tool_result"])
+        assert.include(JSON.stringify(history.messages[2]), "aborted")
+        // The sleep is gone from the container (the runner's container may still be idle-cached).
+        const docker = new (yield* Effect.promise(() => import("dockerode"))).default()
+        for (const id of yield* Effect.promise(sandboxContainers)) {
+          const ps = yield* Effect.promise(() => docker.getContainer(id).top().catch(() => ({ Processes: [] as Array<Array<string>> })))
+          assert.isFalse(JSON.stringify(ps.Processes ?? []).includes("sleep 300"), "the tool's process was killed")
+        }
+      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
+    })))
+})

@@ -1,0 +1,66 @@
+/**
+ * A full runtime on a fresh ANNA_HOME: real SQLite, LCM memory with the deterministic summarizer,
+ * provider clients on a fast transport, optionally the real Docker sandbox, and the HTTP channel on
+ * an ephemeral port when asked.
+ */
+import Docker from "dockerode"
+import { Effect, Layer } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { ProviderConfig } from "../../src/domain/model/types.ts"
+import * as DeterministicSummarizer from "../../src/layers/DeterministicSummarizer.ts"
+import * as DockerSandbox from "../../src/layers/DockerSandbox.ts"
+import * as HttpChannel from "../../src/layers/HttpChannel.ts"
+import * as LcmMemory from "../../src/layers/LcmMemory.ts"
+import * as ProviderClients from "../../src/layers/ProviderClients.ts"
+import * as Runtime from "../../src/layers/Runtime.ts"
+import * as Sqlite from "../../src/layers/Sqlite.ts"
+import * as SqliteRuntimeConfig from "../../src/layers/SqliteRuntimeConfig.ts"
+import { AgentStore } from "../../src/services/AgentStore.ts"
+import { ProviderStore } from "../../src/services/ProviderStore.ts"
+import { Sandbox } from "../../src/services/Sandbox.ts"
+import { fastTransport } from "../layers/providers/contract.ts"
+import type { FakeLlm } from "./fakeLlm/server.ts"
+
+/** A scoped temporary ANNA_HOME. */
+export const tempHome = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-e2e-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+export const runtimeStack = (home: string, options: { readonly sandbox?: boolean } = {}) => {
+  const database = Sqlite.layer(join(home, "anna.db"))
+  const stores = SqliteRuntimeConfig.layerWithStores(home)
+  const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
+  const base = Runtime.layer({ runnerIdle: "2 seconds" }).pipe(
+    Layer.provide(options.sandbox === true ? Layer.effect(Sandbox, DockerSandbox.make(new Docker())) : Layer.empty),
+    Layer.provide(ProviderClients.layer(fastTransport)),
+    Layer.provideMerge(memory),
+    Layer.provideMerge(stores)
+  )
+  return base.pipe(Layer.provideMerge(database))
+}
+
+/** The runtime with the HTTP channel on an ephemeral port (see HttpAddress). */
+export const httpStack = (home: string) => HttpChannel.layer({ port: 0 }).pipe(Layer.provideMerge(runtimeStack(home)))
+
+/** The fake server as provider `local` and an agent using it. */
+export const configureAgent = (fake: FakeLlm, agentId: string, agent: Parameters<AgentStore["Service"]["create"]>[1] = {}) =>
+  Effect.gen(function*() {
+    const providers = yield* ProviderStore
+    if ((yield* providers.list).every((p) => p.id !== "local")) {
+      const config: ProviderConfig = {
+        id: "local",
+        type: "openai",
+        baseUrl: fake.openAiUrl,
+        apiKey: "sk-e2e",
+        models: [],
+        defaultModel: "fake-large",
+        headers: {},
+        enabled: true
+      }
+      yield* providers.add(config)
+    }
+    return yield* (yield* AgentStore).create(agentId, { providerId: "local", ...agent })
+  })
