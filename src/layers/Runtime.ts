@@ -32,6 +32,7 @@ import { isCommand, runCommand } from "./runtime/commands.ts"
 import { runTurn } from "./runtime/turn.ts"
 import * as SessionLocks from "./SessionLocks.ts"
 import * as ToolRegistry from "./ToolRegistry.ts"
+import * as AgentTool from "./tools/agent.ts"
 import * as Bash from "./tools/bash.ts"
 import * as Edit from "./tools/edit.ts"
 import * as Read from "./tools/read.ts"
@@ -175,12 +176,17 @@ export const make = (options: RuntimeOptions = {}) =>
           userName: chat.userName,
           now: new Date()
         })
+        const model = chat.model === "" ? snapshot.model : chat.model
+        // The agent tool is built per turn: its children inherit this turn's prompt and model.
+        const turnTools = snapshot.tools === null || snapshot.tools.includes(AgentTool.TOOL_NAME)
+          ? yield* AgentTool.withAgentTool(tools.success, { client, defaultModel: model, baseSystem: system, usage }, join(workspace, "agents"))
+          : tools.success
         const outcome = yield* runTurn({
           chat,
           client,
-          model: chat.model === "" ? snapshot.model : chat.model,
+          model,
           system,
-          tools: tools.success,
+          tools: turnTools,
           contextTokens: snapshot.contextTokens,
           maxTurns: snapshot.maxTurns,
           memory,

@@ -127,21 +127,28 @@ export const handoffSummary = (input: LeafInput, targetTokens: number, aggressiv
 }
 
 /**
- * Cuts a structured summary to at most `maxTokens`, each section's body truncated at a sentence
- * boundary in proportion to its length, so every heading survives. Text without sections, or a
- * budget too small for the headings, is truncated as a whole.
+ * Cuts a structured summary to at most `maxTokens`, sharing the room fairly among the sections
+ * (short ones stay whole, long ones are cut at a sentence boundary), so every heading survives.
+ * Text without sections, or a budget too small for the headings, is truncated as a whole.
  */
 export const truncateSections = (text: string, maxTokens: number): string => {
   const trimmed = text.trim()
   if (estimateTextTokens(trimmed) <= maxTokens) return trimmed
   const sections = parseSections(trimmed)
   const frame = estimateTextTokens(formatSections(sections.map((s) => ({ heading: s.heading, body: "" }))))
-  const room = maxTokens - frame
+  let room = maxTokens - frame
   if (sections.length < 2 || room < 2 * sections.length) return truncateAtSentence(trimmed, maxTokens)
-  const total = Math.max(1, sections.reduce((n, s) => n + estimateTextTokens(s.body), 0))
-  const out = formatSections(sections.map((s) => ({
+  // Water-filling, shortest first: each gets its whole body or an equal share of what is left.
+  const share = new Map<number, number>()
+  const order = sections.map((s, i) => ({ i, tokens: estimateTextTokens(s.body) })).sort((a, b) => a.tokens - b.tokens)
+  order.forEach(({ i, tokens }, k) => {
+    const give = Math.min(tokens, Math.floor(room / (order.length - k)))
+    share.set(i, give)
+    room -= give
+  })
+  const out = formatSections(sections.map((s, i) => ({
     heading: s.heading,
-    body: s.body === "" ? "" : truncateAtSentence(s.body, Math.max(1, Math.floor((room * estimateTextTokens(s.body)) / total)))
+    body: s.body === "" ? "" : truncateAtSentence(s.body, Math.max(1, share.get(i) ?? 1))
   })))
   return estimateTextTokens(out) <= maxTokens ? out : truncateAtSentence(out, maxTokens)
 }

@@ -1,0 +1,134 @@
+/**
+ * One child agent of the `agent` tool (seed 001, "Agent Tool"): the same tool loop as a turn
+ * (`turn.ts`) but in memory — nothing is stored, the history starts with the task alone and is
+ * dropped when the child ends. The model is called, the tool calls of a response run in parallel,
+ * their results are appended, and so on until the model stops calling tools or `maxTurns` model
+ * calls were made. The whole child is bounded by `timeoutSeconds`: on timeout it is interrupted
+ * (its model request aborted, its tools interrupted) and the result says so, with the text it had
+ * produced by then.
+ *
+ * Usage: every model call is recorded in the UsageLog as it completes (purpose "chat", against the
+ * parent's session, agent and user — a child's spend is the parent turn's spend), so a child that
+ * later times out or fails is still accounted for. The totals are also returned for the report.
+ */
+import { Duration, Effect, Option, Stream } from "effect"
+import type { ContentBlock, Message, ToolResultBlock } from "../../domain/message.ts"
+import { emptyUsage, type Usage } from "../../domain/model/types.ts"
+import type { ToolCallContext } from "../../domain/tool.ts"
+import type { ChatModelClient } from "../../services/ChatModel.ts"
+import type { ToolRegistry } from "../../services/ToolRegistry.ts"
+import type { UsageLog } from "../../services/UsageLog.ts"
+import { collectResponse } from "../providers/transport.ts"
+import { MAX_OUTPUT_TOKENS } from "./turn.ts"
+
+/** Tool calls of one child response run at most this many at a time (as in a turn). */
+const TOOL_CONCURRENCY = 4
+
+export interface ChildSetup {
+  readonly client: ChatModelClient
+  readonly model: string
+  readonly system: string
+  /** The child's tools (never the agent tool). */
+  readonly tools: ToolRegistry["Service"]
+  readonly maxTurns: number
+  readonly timeoutSeconds: number
+  /** The parent's session: tools act for it and usage is recorded against it. */
+  readonly context: ToolCallContext
+  readonly usage: UsageLog["Service"]
+}
+
+export interface ChildTask {
+  readonly task: string
+  readonly context?: string | undefined
+}
+
+export interface ChildResult {
+  /** `done`: the model stopped by itself; `max_turns`: it still wanted tools; `timeout`: cut off. */
+  readonly outcome: "done" | "max_turns" | "timeout"
+  /** The final assistant text, else the last text the child produced ('' when none). */
+  readonly text: string
+  readonly usage: Usage
+  readonly modelCalls: number
+  readonly toolCalls: number
+}
+
+const addUsage = (a: Usage, b: Usage): Usage => ({
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+  cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens
+})
+
+/** The child's only message: its task, and the context the parent passed along. */
+export const firstMessage = (task: ChildTask): string =>
+  task.context === undefined || task.context.trim() === "" ? task.task : `${task.task}\n\nContext:\n${task.context}`
+
+const textOf = (message: Message): string =>
+  typeof message.content === "string"
+    ? message.content
+    : message.content.flatMap((b: ContentBlock) => (b.type === "text" ? [b.text] : [])).join("")
+
+export const runChild = Effect.fn("AgentTool.child")(function*(setup: ChildSetup, task: ChildTask) {
+  const messages: Array<Message> = [{ role: "user", content: firstMessage(task) }]
+  let usage: Usage = emptyUsage
+  let modelCalls = 0
+  let toolCalls = 0
+  // Kept outside the timed loop so that a timeout still reports what was said.
+  let lastText = ""
+  let partial = ""
+
+  const loop = Effect.gen(function*() {
+    for (let round = 1; round <= setup.maxTurns; round++) {
+      partial = ""
+      const response = yield* collectResponse(
+        setup.client.stream({
+          model: setup.model,
+          system: setup.system,
+          messages,
+          tools: setup.tools.definitions,
+          maxTokens: MAX_OUTPUT_TOKENS
+        }).pipe(Stream.tap((e) => (e.type === "text_delta" ? Effect.sync(() => void (partial += e.text)) : Effect.void)))
+      ).pipe(Effect.withSpan("AgentTool.child.model", { attributes: { round } }))
+      partial = ""
+      modelCalls++
+      usage = addUsage(usage, response.usage)
+      yield* setup.usage.record({
+        providerId: setup.client.provider,
+        model: setup.model,
+        purpose: "chat",
+        sessionKey: setup.context.sessionKey,
+        agentId: setup.context.agentId,
+        userId: setup.context.userId,
+        usage: response.usage
+      }).pipe(Effect.ignore)
+      const text = textOf(response.message)
+      if (text.trim() !== "") lastText = text
+      const blocks = typeof response.message.content === "string" ? [] : response.message.content
+      const calls = blocks.flatMap((b) => (b.type === "tool_use" ? [b] : []))
+      if (calls.length === 0) return "done" as const
+      messages.push(response.message)
+      const results = yield* Effect.forEach(calls, (call) =>
+        setup.tools.execute(call.name, call.input, setup.context).pipe(
+          Effect.map((output): ToolResultBlock => ({ type: "tool_result", tool_use_id: call.id, content: output })),
+          Effect.catch((e) =>
+            Effect.succeed<ToolResultBlock>({ type: "tool_result", tool_use_id: call.id, content: e.reason, is_error: true })
+          ),
+          Effect.withSpan("AgentTool.child.tool", { attributes: { tool: call.name } })
+        ), { concurrency: TOOL_CONCURRENCY })
+      toolCalls += calls.length
+      messages.push({ role: "tool_result", content: results })
+    }
+    return "max_turns" as const
+  })
+
+  const finished = yield* loop.pipe(Effect.timeoutOption(Duration.seconds(setup.timeoutSeconds)))
+  const result: ChildResult = {
+    outcome: Option.getOrElse(finished, () => "timeout" as const),
+    // A response cut off by the timeout is newer than the last complete one.
+    text: Option.isNone(finished) && partial.trim() !== "" ? partial : lastText,
+    usage,
+    modelCalls,
+    toolCalls
+  }
+  return result
+})
