@@ -8,9 +8,11 @@ import { afterAll, beforeAll } from "vitest"
 import { sessionRefFromKey } from "../../src/domain/memory/session.ts"
 import type { NewMessage } from "../../src/domain/message.ts"
 import type { ProviderConfig } from "../../src/domain/model/types.ts"
+import { HANDOFF_SECTIONS } from "../../src/domain/memory/handoff.ts"
 import * as LcmMemory from "../../src/layers/LcmMemory.ts"
 import * as ModelSummarizer from "../../src/layers/ModelSummarizer.ts"
 import * as ProviderClients from "../../src/layers/ProviderClients.ts"
+import * as SimpleMemory from "../../src/layers/SimpleMemory.ts"
 import * as SqliteConfigStore from "../../src/layers/SqliteConfigStore.ts"
 import * as SqliteMemoryStore from "../../src/layers/SqliteMemoryStore.ts"
 import { AgentStore } from "../../src/services/AgentStore.ts"
@@ -31,11 +33,10 @@ beforeAll(async () => {
 })
 afterAll(() => fake.close())
 
-const stack = () => {
-  const base = Layer.mergeAll(SqliteConfigStore.layer, SqliteMemoryStore.layer).pipe(Layer.provideMerge(sqliteTemp))
-  const summarizer = ModelSummarizer.layer().pipe(Layer.provide(ProviderClients.layer(fastTransport)))
-  return LcmMemory.layerSqlite.pipe(Layer.provide(summarizer), Layer.provideMerge(base))
-}
+const base = () => Layer.mergeAll(SqliteConfigStore.layer, SqliteMemoryStore.layer).pipe(Layer.provideMerge(sqliteTemp))
+const modelSummarizer = () => ModelSummarizer.layer().pipe(Layer.provide(ProviderClients.layer(fastTransport)))
+const stack = () => LcmMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
+const simpleStack = () => SimpleMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
 
 const KEY = "a1:cli:u1:main"
 const local = (): ProviderConfig => ({
@@ -174,4 +175,42 @@ describe("ModelSummarizer", () => {
       assert.deepStrictEqual([again.stopReason, again.compacted], ["spend_guard", false])
       assert.strictEqual(fake.requests.length - before, 2)
     }).pipe(Effect.provide(stack())))
+
+  it.effect("writes Simple's handoff summary with the handoff prompt, the earlier summary folded into the next", () =>
+    Effect.gen(function*() {
+      const handoff = (n: number) =>
+        HANDOFF_SECTIONS.map((h) => `## ${h}\n${h === "Goal" ? "Keep the backups under /srv/backups." : `Point ${n}.`}`).join("\n\n")
+      let call = 0
+      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: handoff(++call) }] }))
+      yield* setup()
+      const compactor = yield* Compactor
+      const before = fake.requests.length
+      const first = yield* compactor.compact(KEY)
+      yield* (yield* MemoryProvider).append(sessionRefFromKey(KEY), conversation(40))
+      const second = yield* compactor.compact(KEY)
+      const [r1, r2] = fake.requests.slice(before).map((r) => JSON.stringify(r.body))
+      assert.strictEqual(fake.requests.length - before, 2)
+      for (const body of [r1 ?? "", r2 ?? ""]) {
+        assert.include(body, "fake-small")
+        assert.include(body, "handoff summary")
+        assert.include(body, "self-contained")
+        for (const h of HANDOFF_SECTIONS) assert.include(body, `## ${h}`)
+        assert.notInclude(body, "Expand for details about")
+      }
+      assert.notInclude(r1, "<earlier-summary>")
+      assert.include(r2, `<earlier-summary>\\n${handoff(1).replaceAll("\n", "\\n")}`)
+      assert.deepStrictEqual([first.summary?.content, second.summary?.content], [handoff(1), handoff(2)])
+      assert.deepStrictEqual([first.leafSummaries, second.leafSummaries], [1, 1])
+    }).pipe(Effect.provide(simpleStack())))
+
+  it.effect("Simple stops with spend_guard too, committing nothing", () =>
+    Effect.gen(function*() {
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }] }))
+      yield* setup({ providerId: "local", summaryMaxCalls: 0, summaryWindowSeconds: 3600 })
+      const before = fake.requests.length
+      const report = yield* (yield* Compactor).compact(KEY)
+      assert.deepInclude(report, { compacted: false, passes: 1, stopReason: "spend_guard" })
+      assert.strictEqual(fake.requests.length, before)
+      assert.strictEqual((yield* snapshot).summaries, 0)
+    }).pipe(Effect.provide(simpleStack())))
 })

@@ -355,9 +355,11 @@ describe("switching between SimpleMemory and LcmMemory on one database", () => {
         const items = yield* store.items(c.id)
         const newest = [...items].reverse().find((it) => it.kind === "summary")
         const [s] = yield* store.summariesByIds([newest?.refId ?? -1])
-        const upTo = s?.lastSeq ?? 0
+        assert.isDefined(s)
+        if (s === undefined) return
         const a = yield* memory.assemble(KEY, { budget: 1_000_000 })
-        assert.deepStrictEqual(a.messages, [...renderHandoff({ content: s?.content ?? "", earliestAt: s?.earliestAt ?? 0, latestAt: s?.latestAt ?? 0 }), ...plain(all.slice(upTo, first.length + second.length))])
+        const after = plain(all.slice(s.lastSeq, first.length + second.length))
+        assert.deepStrictEqual(a.messages, [...renderHandoff(s), ...after])
         assert.strictEqual(a.summaries, 1)
         assert.deepStrictEqual(pairingProblems(a.messages), [])
         const stats = yield* memory.stats(KEY)

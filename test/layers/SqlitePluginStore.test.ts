@@ -146,7 +146,7 @@ describe("MemoryFromPlugins", () => {
       yield* Effect.flatMap(PluginStore, (s) => s.enable("memory/simple")).pipe(Effect.provide(memoryOn(file)))
       assert.deepStrictEqual(yield* probe.pipe(Effect.provide(memoryOn(file))), {
         name: "memory/simple",
-        compactor: false,
+        compactor: true,
         searcher: false
       })
       yield* Effect.flatMap(PluginStore, (s) => s.disable("memory/simple")).pipe(Effect.provide(memoryOn(file)))

@@ -149,16 +149,22 @@ describe("anna CLI", () => {
     assert.include(off.stdout, "enabled memory/simple")
     const list = await annaJson<Array<{ id: string; enabled: boolean }>>(h, "plugin", "list")
     assert.deepStrictEqual(list.filter((p) => p.enabled).map((p) => p.id), ["memory/simple"])
-    const compact = await anna(h, "memory", "compact", "k")
-    assert.strictEqual(compact.code, 1)
-    assert.include(compact.stderr, "no compaction capability")
     const simple = await annaJson<Assembled>(h, "memory", "assemble", "k", "--budget", "100000000")
     assert.strictEqual(simple.messages.length, 400)
+    // Simple compacts into one handoff summary: summary + acknowledgement + the fresh tail
+    const compact = await annaJson<{ compacted: boolean; leafSummaries: number }>(h, "memory", "compact", "k")
+    assert.deepInclude(compact, { compacted: true, leafSummaries: 1 })
+    const handed = await annaJson<Assembled>(h, "memory", "assemble", "k", "--budget", "100000000")
+    assert.strictEqual(handed.summaries, 1)
+    assert.strictEqual(handed.messages.length, 2 + handed.freshTailMessages)
     await annaJson(h, "memory", "import", "k", writeTranscript(h, 50, 6), "--append")
     const on = await anna(h, "plugin", "enable", "memory/lcm")
     assert.include(on.stdout, "disabled memory/simple")
+    // LCM reads the handoff summary as one depth-0 summary, followed by every later message
     const lcm = await annaJson<Assembled>(h, "memory", "assemble", "k", "--budget", "100000000")
-    assert.strictEqual(lcm.messages.length, 450)
+    assert.strictEqual(lcm.summaries, 1)
+    assert.strictEqual(lcm.messages.length, 1 + handed.freshTailMessages + 50)
+    assert.strictEqual((await anna(h, "memory", "verify", "k")).code, 0)
     const unknown = await anna(h, "plugin", "enable", "memory/nope")
     assert.strictEqual(unknown.code, 1)
     assert.include(unknown.stderr, "no plugin \"memory/nope\"")
@@ -188,7 +194,7 @@ describe("anna CLI", () => {
     child.kill("SIGTERM")
     const r = await done
     assert.strictEqual(r.code, 0, r.stdout + r.stderr)
-    assert.include(r.stdout + r.stderr, "anna gateway: stopped")
+    assert.include(r.stdout + r.stderr, "anna gateway: stopping")
   })
 
   it("survives SIGKILL during compact --full: verify passes and no message is lost", async () => {

@@ -51,9 +51,9 @@ const handoffSystem = (mode: "normal" | "aggressive", target: number): string =>
   [
     "You write a handoff summary of a conversation between a user and an AI assistant (with its tool calls). It replaces the older part of the conversation in the assistant's context: the assistant will continue the work from this summary and the most recent messages only.",
     "The summary must be self-contained: it must make sense to a reader with no access to the prior conversation. Spell out names, paths, commands, identifiers, numbers and errors instead of referring to them.",
-    `Use exactly these Markdown sections, in this order, and write "None." under a section with nothing to report:\n${
-      HANDOFF_SECTIONS.map((s) => `## ${s} — ${SECTION_HINTS[s]}`).join("\n")
-    }`,
+    `Use exactly these seven Markdown headings, each on a line of its own as written here, in this order, and write "None." under a heading with nothing to report:\n${
+      HANDOFF_SECTIONS.map((s) => `## ${s}`).join("\n")
+    }\nUnder each: ${HANDOFF_SECTIONS.map((s) => `${s}: ${SECTION_HINTS[s]}`).join("; ")}.`,
     "When an earlier summary is given, fold it in: keep what still holds, update what changed, drop what was superseded or resolved.",
     mode === "normal"
       ? KEEP

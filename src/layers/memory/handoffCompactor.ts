@@ -114,6 +114,8 @@ export const make = (shared: Shared) =>
         yield* options.onProgress({ pass: 1, kind: "leaf", step: 1, steps: 1, leafSummaries: 1, condensedSummaries: 0 })
       }
       const tokensAfter = yield* viewTokensOf(conversation.id)
+      // Read back: the stored text is what memory holds (SQLite replaces lone surrogates).
+      const [stored] = yield* store.summariesByIds([committed.value.summaryId])
       const report: CompactionReport = {
         compacted: true,
         passes: 1,
@@ -123,7 +125,7 @@ export const make = (shared: Shared) =>
         tokensAfter,
         // One summary is all a handoff makes: below threshold, or nothing left that it could do.
         stopReason: limit !== undefined && tokensAfter <= limit ? "below_threshold" : "no_candidates",
-        summary: { id: formatSummaryId(committed.value.summaryId), content }
+        summary: { id: formatSummaryId(committed.value.summaryId), content: stored?.content ?? content }
       }
       return report
     })

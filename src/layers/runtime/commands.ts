@@ -58,11 +58,15 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         ].join("\n")
       }
       case "compact": {
+        const memory = yield* MemoryProvider
         const compactor = yield* Effect.serviceOption(Compactor)
-        if (Option.isNone(compactor)) return "The memory plugin in use (memory/simple) keeps a sliding window and does not compact."
+        if (Option.isNone(compactor)) return `The memory plugin in use (${memory.name}) does not compact.`
         const report = yield* compactor.value.compact(chat.sessionKey, { full: true })
         if (!report.compacted) return `Nothing to compact yet (${report.tokensBefore} tokens in context; stop: ${report.stopReason}).`
-        const memory = yield* MemoryProvider
+        // memory/simple: one handoff summary (seed 003), which the report carries; show it whole.
+        if (report.summary !== undefined) {
+          return `Compacted: ${report.tokensBefore} → ${report.tokensAfter} tokens. The recent messages stay as they are; everything before them is now this summary (${report.summary.id}):\n\n${report.summary.content}`
+        }
         const assembled = yield* memory.assemble(chat.sessionKey, { budget: 1_000_000 })
         const first = assembled.messages[0]
         const id = typeof first?.content === "string" ? /id="(sum_\d+)"/.exec(first.content)?.[1] : undefined

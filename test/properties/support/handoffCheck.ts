@@ -6,7 +6,12 @@
  */
 import { assert } from "@effect/vitest"
 import type { ItemMeta } from "../../../src/domain/memory/context.ts"
-import { HANDOFF_SECTIONS, handoffTarget, HANDOFF_FRAME_TOKENS, HANDOFF_MIN_TARGET } from "../../../src/domain/memory/handoff.ts"
+import {
+  HANDOFF_FRAME_TOKENS,
+  HANDOFF_MIN_TARGET,
+  HANDOFF_SECTIONS,
+  handoffTarget
+} from "../../../src/domain/memory/handoff.ts"
 import { type CompactionReport, type CompactOptions, DEFAULT_FRESH_TAIL } from "../../../src/domain/memory/types.ts"
 import { estimateTextTokens, type NewMessage } from "../../../src/domain/message.ts"
 import { continuesPrevious, simpleView, simpleViewTokens, type Snapshot, tailStartOf } from "./check.ts"
@@ -55,13 +60,18 @@ export const assertHandoffReport = (args: {
   const freshTail = Math.max(1, options.freshTail ?? DEFAULT_FRESH_TAIL)
   const limit = options.budget === undefined ? undefined : 0.75 * options.budget
   const plan = runOf(before, appended, freshTail)
-  assert.strictEqual(report.stopReason === "below_threshold", limit !== undefined && report.tokensAfter <= limit, `${what}: below_threshold`)
+  const below = limit !== undefined && report.tokensAfter <= limit
+  assert.strictEqual(report.stopReason === "below_threshold", below, `${what}: below_threshold`)
   if (limit !== undefined && report.tokensBefore <= limit) {
     assert.deepStrictEqual([report.passes, report.compacted], [0, false], `${what}: work done although below threshold`)
     return
   }
   if (!plan.worth) {
-    assert.deepStrictEqual([report.passes, report.compacted, report.stopReason], [0, false, "no_candidates"], `${what}: no run worth it`)
+    assert.deepStrictEqual(
+      [report.passes, report.compacted, report.stopReason],
+      [0, false, "no_candidates"],
+      `${what}: no run worth it`
+    )
     return
   }
   assert.strictEqual(report.passes, 1, `${what}: a run worth it was not tried`)
