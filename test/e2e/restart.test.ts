@@ -67,3 +67,25 @@ describe("e2e: gateway restart", () => {
     }
   }, 120_000)
 })
+
+describe("e2e: anna chat", () => {
+  it("answers with -p through the real runtime and continues the same conversation next time", async () => {
+    const home = newHome()
+    homes.push(home)
+    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-chat" }
+    fake.respondWith((req) => {
+      const messages = (req.body as { messages?: Array<{ role: string }> }).messages ?? []
+      return { kind: "reply", parts: [{ type: "text", text: `I have seen ${messages.filter((m) => m.role === "user").length} of your messages.` }] }
+    })
+    assert.strictEqual((await annaEnv(home, env, "onboard", "--from-env")).code, 0)
+    assert.strictEqual((await annaEnv(home, env, "agent", "set", "default", "--tools", "memory")).code, 0)
+    const first = await annaEnv(home, env, "chat", "-p", "Hello, I like chess.")
+    assert.deepStrictEqual([first.code, first.stdout.trim()], [0, "I have seen 1 of your messages."])
+    const second = await annaEnv(home, env, "chat", "-p", "What do I like?", "--json")
+    assert.strictEqual(second.code, 0, second.stderr)
+    const parsed = JSON.parse(second.stdout) as { reply: string; stopReason: string; sessionKey: string }
+    assert.deepStrictEqual([parsed.reply, parsed.stopReason], ["I have seen 2 of your messages.", "end_turn"])
+    assert.match(parsed.sessionKey, /^default:cli:u_[a-z0-9]+:dm$/)
+    assert.include(JSON.stringify(fake.requests[fake.requests.length - 1]?.body ?? ""), "Hello, I like chess.")
+  }, 60_000)
+})

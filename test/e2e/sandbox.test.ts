@@ -5,6 +5,7 @@
  * leaves history consistent.
  */
 import { assert, describe, it } from "@effect/vitest"
+import Docker from "dockerode"
 import { Effect, Fiber, Stream } from "effect"
 import { readFileSync } from "node:fs"
 import { hostname } from "node:os"
@@ -89,5 +90,28 @@ describe.skipIf(!dockerReady)("e2e: tools in the Docker sandbox", () => {
           assert.isFalse(JSON.stringify(ps.Processes ?? []).includes("sleep 300"), "the tool's process was killed")
         }
       }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
+    })))
+})
+
+describe("e2e: Docker unavailable", () => {
+  it.live("a message to an agent whose tools need the sandbox gets a clear reply, and nothing runs", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = yield* tempHome
+      yield* Effect.gen(function*() {
+        yield* configureAgent(fake, "a1", { tools: ["bash", "memory"] })
+        const before = fake.requests.length
+        const runtime = yield* Runtime
+        const chat = yield* runtime.resolve({ platform: "cli", externalUserId: "hank" })
+        const events = yield* Stream.runCollect(runtime.send(chat, "list my files"))
+        const notice = events.find((e): e is Extract<TurnEvent, { type: "notice" }> => e.type === "notice")
+        assert.include(notice?.text ?? "", "The sandbox is unavailable")
+        assert.include(notice?.text ?? "", "start the Docker daemon")
+        assert.include(notice?.text ?? "", "nothing runs on the host")
+        const done = events[events.length - 1]
+        assert.strictEqual(done?.type === "done" ? done.stopReason : "", "unavailable")
+        assert.strictEqual(fake.requests.length, before, "the model was not even asked")
+        const history = yield* (yield* MemoryProvider).assemble(chat.sessionKey, { budget: 10_000 })
+        assert.deepStrictEqual(history.messages.map((m) => m.content), ["list my files"], "the message is kept")
+      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true, docker: new Docker({ socketPath: "/nonexistent/docker.sock", timeout: 2_000 }) })))
     })))
 })

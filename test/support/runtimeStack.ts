@@ -29,12 +29,12 @@ export const tempHome = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
 
-export const runtimeStack = (home: string, options: { readonly sandbox?: boolean } = {}) => {
+export const runtimeStack = (home: string, options: { readonly sandbox?: boolean; readonly docker?: Docker } = {}) => {
   const database = Sqlite.layer(join(home, "anna.db"))
   const stores = SqliteRuntimeConfig.layerWithStores(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
   const base = Runtime.layer({ runnerIdle: "2 seconds" }).pipe(
-    Layer.provide(options.sandbox === true ? Layer.effect(Sandbox, DockerSandbox.make(new Docker())) : Layer.empty),
+    Layer.provide(options.sandbox === true ? Layer.effect(Sandbox, DockerSandbox.make(options.docker ?? new Docker())) : Layer.empty),
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(memory),
     Layer.provideMerge(stores)
