@@ -31,6 +31,13 @@ export interface Usage {
 
 export const emptyUsage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 }
 
+export const addUsage = (a: Usage, b: Usage): Usage => ({
+  inputTokens: a.inputTokens + b.inputTokens,
+  outputTokens: a.outputTokens + b.outputTokens,
+  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+  cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens
+})
+
 /**
  * What a model streams. Tool calls are indexed in the order they start; their arguments arrive as
  * JSON text deltas and are parsed once at `tool_call_end`. `usage` may come more than once (e.g. input

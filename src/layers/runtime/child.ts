@@ -12,17 +12,16 @@
  * later times out or fails is still accounted for. The totals are also returned for the report.
  */
 import { Duration, Effect, Option, Stream } from "effect"
-import type { ContentBlock, Message, ToolResultBlock } from "../../domain/message.ts"
-import { emptyUsage, type Usage } from "../../domain/model/types.ts"
+import type { ContentBlock, Message } from "../../domain/message.ts"
+import { addUsage, emptyUsage, type Usage } from "../../domain/model/types.ts"
 import type { ToolCallContext } from "../../domain/tool.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { collectResponse } from "../providers/transport.ts"
+import { runToolCalls } from "./toolCalls.ts"
 import { MAX_OUTPUT_TOKENS } from "./turn.ts"
 
-/** Tool calls of one child response run at most this many at a time (as in a turn). */
-const TOOL_CONCURRENCY = 4
 
 export interface ChildSetup {
   readonly client: ChatModelClient
@@ -51,13 +50,6 @@ export interface ChildResult {
   readonly modelCalls: number
   readonly toolCalls: number
 }
-
-const addUsage = (a: Usage, b: Usage): Usage => ({
-  inputTokens: a.inputTokens + b.inputTokens,
-  outputTokens: a.outputTokens + b.outputTokens,
-  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
-  cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens
-})
 
 /** The child's only message: its task, and the context the parent passed along. */
 export const firstMessage = (task: ChildTask): string =>
@@ -107,14 +99,7 @@ export const runChild = Effect.fn("AgentTool.child")(function*(setup: ChildSetup
       const calls = blocks.flatMap((b) => (b.type === "tool_use" ? [b] : []))
       if (calls.length === 0) return "done" as const
       messages.push(response.message)
-      const results = yield* Effect.forEach(calls, (call) =>
-        setup.tools.execute(call.name, call.input, setup.context).pipe(
-          Effect.map((output): ToolResultBlock => ({ type: "tool_result", tool_use_id: call.id, content: output })),
-          Effect.catch((e) =>
-            Effect.succeed<ToolResultBlock>({ type: "tool_result", tool_use_id: call.id, content: e.reason, is_error: true })
-          ),
-          Effect.withSpan("AgentTool.child.tool", { attributes: { tool: call.name } })
-        ), { concurrency: TOOL_CONCURRENCY })
+      const results = yield* runToolCalls(setup.tools, calls, setup.context, { span: "AgentTool.child.tool" })
       toolCalls += calls.length
       messages.push({ role: "tool_result", content: results })
     }

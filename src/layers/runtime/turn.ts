@@ -11,18 +11,17 @@ import { Effect, Option, Stream } from "effect"
 import { estimateTextTokens, type Message, type ToolResultBlock } from "../../domain/message.ts"
 import { collectEvent, finishCollect, initialCollect } from "../../domain/model/collect.ts"
 import type { ProviderError } from "../../domain/model/errors.ts"
-import { emptyUsage, type StopReason, type Usage } from "../../domain/model/types.ts"
+import { addUsage, emptyUsage, type StopReason, type Usage } from "../../domain/model/types.ts"
 import type { ResolvedChat, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { Compactor } from "../../services/Compactor.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
 import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
+import { runToolCalls } from "./toolCalls.ts"
 
 /** Output tokens asked of the model per call; also kept free in the context budget. */
 export const MAX_OUTPUT_TOKENS = 8_192
-/** Tool calls of one model response run at most this many at a time. */
-const TOOL_CONCURRENCY = 4
 
 export interface TurnSetup {
   readonly chat: ResolvedChat
@@ -37,13 +36,6 @@ export interface TurnSetup {
   readonly usage: UsageLog["Service"]
   readonly emit: (event: TurnEvent) => Effect.Effect<void>
 }
-
-const addUsage = (a: Usage, b: Usage): Usage => ({
-  inputTokens: a.inputTokens + b.inputTokens,
-  outputTokens: a.outputTokens + b.outputTokens,
-  cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
-  cacheWriteTokens: a.cacheWriteTokens + b.cacheWriteTokens
-})
 
 /** What the context may hold: the model's window less the answer, the system prompt and the tools. */
 export const assemblyBudget = (setup: Pick<TurnSetup, "contextTokens" | "system" | "tools">): number =>
@@ -114,20 +106,11 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
           yield* memory.append(session, [response.message])
         }
         if (calls.length === 0) return response.stopReason as StopReason | "max_turns"
-        const results = yield* Effect.forEach(calls, (call) =>
-          Effect.gen(function*() {
-            yield* emit({ type: "tool_start", id: call.id, name: call.name, input: call.input })
-            const outcome = yield* setup.tools.execute(call.name, call.input, context).pipe(
-              Effect.map((output) => ({ output, isError: false })),
-              Effect.catch((e) => Effect.succeed({ output: e.reason, isError: true })),
-              Effect.withSpan("turn.tool", { attributes: { tool: call.name } })
-            )
-            yield* emit({ type: "tool_end", id: call.id, name: call.name, output: outcome.output, isError: outcome.isError })
-            const block: ToolResultBlock = outcome.isError
-              ? { type: "tool_result", tool_use_id: call.id, content: outcome.output, is_error: true }
-              : { type: "tool_result", tool_use_id: call.id, content: outcome.output }
-            return block
-          }), { concurrency: TOOL_CONCURRENCY })
+        const results = yield* runToolCalls(setup.tools, calls, context, {
+          span: "turn.tool",
+          onStart: (call) => emit({ type: "tool_start", id: call.id, name: call.name, input: call.input }),
+          onEnd: (call, output, isError) => emit({ type: "tool_end", id: call.id, name: call.name, output, isError })
+        })
         toolCalls += calls.length
         yield* memory.append(session, [{ role: "tool_result", content: results }])
         pending = []

@@ -1,0 +1,39 @@
+/**
+ * Running one model response's tool calls, shared by the session turn and sub-agents: several at a
+ * time, each answered by a tool_result block in call order; a failing tool becomes an error result
+ * for the model to read, never a failure of the loop.
+ */
+import { Effect } from "effect"
+import type { ToolResultBlock, ToolUseBlock } from "../../domain/message.ts"
+import type { ToolCallContext } from "../../domain/tool.ts"
+import type { ToolRegistry } from "../../services/ToolRegistry.ts"
+
+/** Tool calls of one model response run at most this many at a time. */
+export const TOOL_CONCURRENCY = 4
+
+export interface ToolCallHooks {
+  readonly span: string
+  readonly onStart?: ((call: ToolUseBlock) => Effect.Effect<void>) | undefined
+  readonly onEnd?: ((call: ToolUseBlock, output: string, isError: boolean) => Effect.Effect<void>) | undefined
+}
+
+export const runToolCalls = (
+  tools: ToolRegistry["Service"],
+  calls: ReadonlyArray<ToolUseBlock>,
+  context: ToolCallContext,
+  hooks: ToolCallHooks
+): Effect.Effect<Array<ToolResultBlock>> =>
+  Effect.forEach(calls, (call) =>
+    Effect.gen(function*() {
+      if (hooks.onStart !== undefined) yield* hooks.onStart(call)
+      const outcome = yield* tools.execute(call.name, call.input, context).pipe(
+        Effect.map((output) => ({ output, isError: false })),
+        Effect.catch((e) => Effect.succeed({ output: e.reason, isError: true })),
+        Effect.withSpan(hooks.span, { attributes: { tool: call.name } })
+      )
+      if (hooks.onEnd !== undefined) yield* hooks.onEnd(call, outcome.output, outcome.isError)
+      const block: ToolResultBlock = outcome.isError
+        ? { type: "tool_result", tool_use_id: call.id, content: outcome.output, is_error: true }
+        : { type: "tool_result", tool_use_id: call.id, content: outcome.output }
+      return block
+    }), { concurrency: TOOL_CONCURRENCY })
