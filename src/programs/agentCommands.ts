@@ -4,7 +4,7 @@
  */
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { type Agent, formatModelRef, parseModelRef, parseToolList, TOOL_NAMES } from "../domain/config/agent.ts"
+import { type Agent, ANY_PROVIDER_MODEL, formatModelRef, parseModelRef, parseToolList, TOOL_NAMES, WORKSPACE_MODES } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
 import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
@@ -21,6 +21,18 @@ const guard = (a: Agent) => `${a.summaryMaxCalls} calls / ${Math.round(a.summary
 const context = (a: Agent) => (a.contextTokens > 0 ? String(a.contextTokens) : `${DEFAULT_CONTEXT_TOKENS} (default)`)
 const tools = (a: Agent) => (a.tools === null ? "all" : a.tools.length === 0 ? "none" : a.tools.join(","))
 
+const allowed = (a: Agent) =>
+  a.allowedModels.length === 0
+    ? "only the agent's model"
+    : a.allowedModels.map((m) => (m === ANY_PROVIDER_MODEL ? "any model the provider lists" : m)).join(", ")
+
+/** `--allowed-models` text: model ids separated by commas, `*` for any the provider lists, `none` for none. */
+const parseModelList = (text: string): ReadonlyArray<string> => {
+  const t = text.trim()
+  if (t === "" || t.toLowerCase() === "none") return []
+  return [...new Set(t.split(",").map((s) => s.trim()).filter((s) => s !== ""))]
+}
+
 const describeAgent = (a: Agent) =>
   table(["", ""], [
     ["agent", `${a.id} (${a.name})${a.enabled ? "" : ", disabled"}`],
@@ -28,6 +40,9 @@ const describeAgent = (a: Agent) =>
     ["summary model", summary(a)],
     ["summary limit", `${guard(a)} per session`],
     ["sandbox", `${a.sandboxImage || DEFAULT_IMAGE}, network ${a.sandboxNetwork}, ${a.sandboxMemoryMb} MiB, ${a.sandboxCpus} CPU, ${a.sandboxPids} processes`],
+    ["workspace", `${a.sandboxWorkspace === "user" ? "one per user" : "shared by all users"}, quota ${a.sandboxDiskMb} MiB`],
+    ["/model may pick", allowed(a)],
+    ["turn timeout", `${a.turnTimeoutSeconds} s`],
     ["context", `${context(a)} tokens`],
     ["tools", tools(a)],
     ["max turns", String(a.maxTurns)]
@@ -101,6 +116,20 @@ const set = Command.make("set", {
     Flag.optional
   ),
   maxTurns: Flag.Int("max-turns").pipe(Flag.withDescription("Model calls allowed in one turn (default 25)"), Flag.optional),
+  workspace: Flag.Literals("workspace", WORKSPACE_MODES).pipe(
+    Flag.withDescription("Sandbox workspace: user (default, one per user of the agent) or shared (one for all its users)"),
+    Flag.optional
+  ),
+  diskMb: Flag.Int("disk-mb").pipe(Flag.withDescription("Disk quota of one workspace in MiB (default 1024)"), Flag.optional),
+  allowedModels: Flag.String("allowed-models").pipe(
+    Flag.withDescription("Models chat users may switch to with /model besides the agent's own: ids separated by commas, * for any model the provider lists, none (default)"),
+    Flag.map(parseModelList),
+    Flag.optional
+  ),
+  turnTimeout: Flag.Int("turn-timeout").pipe(
+    Flag.withDescription("Overall deadline of one turn in seconds (default 900)"),
+    Flag.optional
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -124,7 +153,11 @@ const set = Command.make("set", {
       ...(Option.isSome(f.pids) ? { sandboxPids: f.pids.value } : {}),
       ...(Option.isSome(f.contextTokens) ? { contextTokens: f.contextTokens.value } : {}),
       ...(Option.isSome(f.tools) ? { tools: f.tools.value } : {}),
-      ...(Option.isSome(f.maxTurns) ? { maxTurns: f.maxTurns.value } : {})
+      ...(Option.isSome(f.maxTurns) ? { maxTurns: f.maxTurns.value } : {}),
+      ...(Option.isSome(f.workspace) ? { sandboxWorkspace: f.workspace.value } : {}),
+      ...(Option.isSome(f.diskMb) ? { sandboxDiskMb: f.diskMb.value } : {}),
+      ...(Option.isSome(f.allowedModels) ? { allowedModels: f.allowedModels.value } : {}),
+      ...(Option.isSome(f.turnTimeout) ? { turnTimeoutSeconds: f.turnTimeout.value } : {})
     }
     const exists = Option.isSome(yield* store.get(f.id).pipe(Effect.option))
     const agent = exists ? yield* store.update(f.id, patch) : yield* store.create(f.id, patch)

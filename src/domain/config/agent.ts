@@ -22,6 +22,14 @@ export interface Agent {
   readonly sandboxMemoryMb: number
   readonly sandboxCpus: number
   readonly sandboxPids: number
+  /** `user`: a workspace per (agent, user); `shared`: one workspace for every user of the agent. */
+  readonly sandboxWorkspace: WorkspaceMode
+  /** Disk quota of one workspace, MiB. */
+  readonly sandboxDiskMb: number
+  /** Models chat users may switch to with /model besides the agent's own; "*" = any the provider lists. */
+  readonly allowedModels: ReadonlyArray<string>
+  /** Overall deadline of one turn (all model calls and tools), seconds. */
+  readonly turnTimeoutSeconds: number
   /** Context budget in tokens; 0 = unset (the runtime then uses 128,000). */
   readonly contextTokens: number
   /** Enabled tools (names from TOOL_NAMES); null = every available tool. */
@@ -32,6 +40,13 @@ export interface Agent {
   readonly createdAt: number
   readonly updatedAt: number
 }
+
+export type WorkspaceMode = "user" | "shared"
+export const WORKSPACE_MODES: ReadonlyArray<WorkspaceMode> = ["user", "shared"]
+/** `allowedModels` entry meaning "any model the agent's provider lists". */
+export const ANY_PROVIDER_MODEL = "*"
+export const DEFAULT_TURN_TIMEOUT_SECONDS = 900
+export const DEFAULT_DISK_MB = 1024
 
 export const DEFAULT_AGENT_ID = "default"
 export const DEFAULT_MAX_TURNS = 25

@@ -21,6 +21,10 @@ export const AgentRow = Schema.Struct({
   sandbox_memory_mb: Schema.Number,
   sandbox_cpus: Schema.Number,
   sandbox_pids: Schema.Number,
+  sandbox_workspace: Schema.Literals(["user", "shared"]),
+  sandbox_disk_mb: Schema.Number,
+  allowed_models: Schema.fromJsonString(Schema.Array(Schema.String)),
+  turn_timeout_seconds: Schema.Number,
   context_tokens: Schema.Number,
   tools: Schema.NullOr(Schema.fromJsonString(Schema.Array(Schema.String))),
   max_turns: Schema.Number,
@@ -45,6 +49,10 @@ export const toAgent = (r: typeof AgentRow.Type): Agent => ({
   sandboxMemoryMb: r.sandbox_memory_mb,
   sandboxCpus: r.sandbox_cpus,
   sandboxPids: r.sandbox_pids,
+  sandboxWorkspace: r.sandbox_workspace,
+  sandboxDiskMb: r.sandbox_disk_mb,
+  allowedModels: r.allowed_models,
+  turnTimeoutSeconds: r.turn_timeout_seconds,
   contextTokens: r.context_tokens,
   tools: r.tools,
   maxTurns: r.max_turns,
@@ -70,6 +78,10 @@ export const agentColumns = (p: AgentPatch): Record<string, unknown> =>
       sandbox_memory_mb: p.sandboxMemoryMb,
       sandbox_cpus: p.sandboxCpus,
       sandbox_pids: p.sandboxPids,
+      sandbox_workspace: p.sandboxWorkspace,
+      sandbox_disk_mb: p.sandboxDiskMb,
+      allowed_models: p.allowedModels === undefined ? undefined : JSON.stringify(p.allowedModels),
+      turn_timeout_seconds: p.turnTimeoutSeconds,
       context_tokens: p.contextTokens,
       // null (every tool) must reach the column, so only `undefined` means "not in the patch".
       tools: p.tools === undefined ? undefined : p.tools === null ? null : JSON.stringify(p.tools),
@@ -99,6 +111,18 @@ export const agentPatchProblem = (patch: AgentPatch): string | undefined => {
   }
   if (patch.sandboxPids !== undefined && (!isWhole(patch.sandboxPids) || patch.sandboxPids < 8)) {
     return "the sandbox process limit must be a whole number, at least 8"
+  }
+  if (patch.sandboxWorkspace !== undefined && patch.sandboxWorkspace !== "user" && patch.sandboxWorkspace !== "shared") {
+    return `workspace must be user or shared, got ${String(patch.sandboxWorkspace)}`
+  }
+  if (patch.sandboxDiskMb !== undefined && (!isWhole(patch.sandboxDiskMb) || patch.sandboxDiskMb < 1)) {
+    return "the workspace disk quota must be a whole number of MiB, at least 1"
+  }
+  if (patch.turnTimeoutSeconds !== undefined && (!isWhole(patch.turnTimeoutSeconds) || patch.turnTimeoutSeconds < 1 || patch.turnTimeoutSeconds > 86_400)) {
+    return "the turn timeout must be a whole number of seconds from 1 to 86400"
+  }
+  if (patch.allowedModels !== undefined && patch.allowedModels.some((m) => m.trim() === "" || m.length > 200)) {
+    return "allowed models must be non-empty model ids (or * for any model the provider lists)"
   }
   const ctx = patch.contextTokens
   // A lower bound catches `--context-tokens 128` meant as thousands.
