@@ -11,10 +11,10 @@ import { createServer, connect, type Server, type Socket } from "node:net"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { DEFAULT_LIMITS, type SandboxSpec } from "../../src/domain/sandbox/types.ts"
+import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../src/layers/DockerSandbox.ts"
 import { OWNER_LABEL } from "../../src/layers/docker/policy.ts"
-import { Sandbox } from "../../src/services/Sandbox.ts"
+import { Sandbox, type SandboxSession } from "../../src/services/Sandbox.ts"
 import { dockerReady, sandboxContainers, TEST_IMAGE } from "../support/docker.ts"
 
 const dirs: Array<string> = []
@@ -24,8 +24,11 @@ afterAll(() => {
 const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => {
   const workspace = mkdtempSync(join(tmpdir(), "anna-ws-"))
   dirs.push(workspace)
-  return { agentId: "t", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, ...overrides }
+  return { agentId: "t", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, caps: DEFAULT_CAPS, ...overrides }
 }
+/** The session's container id, once a command has started it. */
+const idOf = (s: SandboxSession) =>
+  Effect.flatMap(s.containerId, (id) => (id === undefined ? Effect.die(new Error("no container yet")) : Effect.succeed(id)))
 const docker = new Docker()
 const withSandbox = <A, E>(f: (sandbox: Sandbox["Service"]) => Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, unknown> =>
   Effect.gen(function*() {
@@ -41,11 +44,14 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
       const id = yield* withSandbox((sb) =>
         Effect.gen(function*() {
           const s = yield* sb.start(spec())
-          const info = yield* Effect.promise(() => docker.getContainer(s.containerId).inspect())
-          assert.isTrue(info.State.Running)
+          // No container until a command needs one.
+          assert.isUndefined(yield* s.containerId)
           const host = yield* s.exec("hostname")
-          assert.strictEqual(host.stdout.trim(), s.containerId.slice(0, 12))
-          return s.containerId
+          const id = yield* idOf(s)
+          const info = yield* Effect.promise(() => docker.getContainer(id).inspect())
+          assert.isTrue(info.State.Running)
+          assert.strictEqual(host.stdout.trim(), id.slice(0, 12))
+          return id
         })
       )
       const after = yield* Effect.promise(sandboxContainers)
@@ -58,7 +64,8 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
       const fiber = yield* Effect.forkChild(withSandbox((sb) =>
         Effect.gen(function*() {
           const s = yield* sb.start(spec())
-          container = s.containerId
+          yield* s.exec("true")
+          container = yield* idOf(s)
           yield* started.open
           return yield* s.exec("sleep 600")
         })
@@ -73,10 +80,11 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
   it.live("enforces the policy: no network when disabled, one interface when allow_all, hardened settings", () =>
     withSandbox((sb) =>
       Effect.gen(function*() {
-        const off = yield* sb.start(spec({ limits: { memoryMb: 256, cpus: 0.5, pids: 64, tmpMb: 16 } }))
+        const off = yield* sb.start(spec({ limits: { memoryMb: 256, cpus: 0.5, pids: 64, tmpMb: 16, diskMb: 8 } }))
         const offIfs = yield* off.exec("cat /proc/net/dev")
         assert.deepStrictEqual(interfaces(offIfs.stdout), ["lo"])
-        const info = yield* Effect.promise(() => docker.getContainer(off.containerId).inspect())
+        const offId = yield* idOf(off)
+        const info = yield* Effect.promise(() => docker.getContainer(offId).inspect())
         assert.deepStrictEqual(info.HostConfig.CapDrop, ["ALL"])
         assert.isTrue(info.HostConfig.ReadonlyRootfs)
         assert.include(info.HostConfig.SecurityOpt ?? [], "no-new-privileges")
@@ -110,40 +118,52 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
       const before = (yield* Effect.promise(sandboxContainers)).length
       const invalid = yield* withSandbox((sb) => Effect.flip(sb.start(spec({ network: "bridge-me" }))))
       assert.strictEqual(invalid._tag, "InvalidNetworkPolicy")
-      const missing = yield* withSandbox((sb) => Effect.flip(sb.start(spec({ image: "anna-no-such-image:never" }))))
+      // The container starts with the first command: that is where the image and daemon are needed.
+      const firstCommand = (sb: Sandbox["Service"], sp: SandboxSpec) => Effect.flip(Effect.flatMap(sb.start(sp), (s) => s.exec("true")))
+      const missing = yield* withSandbox((sb) => firstCommand(sb, spec({ image: "anna-no-such-image:never" })))
       assert.strictEqual(missing._tag, "ImageMissing")
       assert.include(missing.message, "anna sandbox build-image")
       const dead = yield* DockerSandbox.make(new Docker({ socketPath: "/nonexistent/docker.sock", timeout: 2000 })).pipe(
-        Effect.flatMap((sb) => Effect.scoped(Effect.flip(sb.start(spec()))))
+        Effect.flatMap((sb) => Effect.scoped(firstCommand(sb, spec())))
       )
       assert.strictEqual(dead._tag, "DockerUnavailable")
       assert.include(dead.message, "nothing runs on the host")
       assert.strictEqual((yield* Effect.promise(sandboxContainers)).length, before)
     }))
 
-  it.live("confines paths to the workspace: .., absolute paths and symlinks that lead out are refused", () =>
+  it.live("confines file access to the workspace: .., absolute paths and symlinks that lead out are refused", () =>
     withSandbox((sb) =>
       Effect.gen(function*() {
         const sp = spec()
         const s = yield* sb.start(sp)
-        const ok = yield* s.resolvePath("notes/today.md")
-        assert.strictEqual(ok, join(sp.workspace, "notes", "today.md"))
-        assert.strictEqual(yield* s.resolvePath("/workspace/a/../b.txt"), join(sp.workspace, "b.txt"))
+        const text = (path: string) =>
+          Effect.map(s.readFile(path, { maxBytes: 1 << 20, maxEntries: 100 }), (e) => (e._tag === "File" ? Buffer.from(e.bytes).toString("utf8") : "<dir>"))
+        const refused = (path: string) => Effect.map(Effect.flip(s.readFile(path, { maxBytes: 1 << 20, maxEntries: 100 })), (e) => e.kind)
+        yield* s.writeFile("notes/today.md", "hello")
+        assert.strictEqual(readFileSync(join(sp.workspace, "notes", "today.md"), "utf8"), "hello")
+        assert.strictEqual(yield* text("/workspace/notes/../notes/today.md"), "hello")
         for (const bad of ["../etc/passwd", "/etc/passwd", "/workspace/../etc", "a/../../x", "/", "/workspacex/file"]) {
-          assert.strictEqual((yield* Effect.flip(s.resolvePath(bad)))._tag, "PathOutsideWorkspace", bad)
+          assert.strictEqual(yield* refused(bad), "outside", bad)
+          assert.strictEqual((yield* Effect.flip(s.writeFile(bad, "x"))).kind, "outside", bad)
         }
         // Links made inside the container, as an agent could.
-        yield* s.exec("ln -s /etc /workspace/etc-link && ln -s /nowhere/file /workspace/dangling && mkdir -p /workspace/d && ln -s d /workspace/d-link")
-        assert.strictEqual((yield* Effect.flip(s.resolvePath("etc-link/passwd")))._tag, "PathOutsideWorkspace")
-        assert.strictEqual((yield* Effect.flip(s.resolvePath("dangling")))._tag, "PathOutsideWorkspace")
-        assert.strictEqual(yield* s.resolvePath("d-link/x.txt"), join(sp.workspace, "d", "x.txt"))
+        yield* s.exec("ln -s /etc /workspace/etc-link && ln -s /nowhere/file /workspace/dangling && mkdir -p /workspace/d && ln -s d /workspace/d-link && echo x > /workspace/d/x.txt")
+        assert.strictEqual(yield* refused("etc-link/passwd"), "outside")
+        assert.strictEqual(yield* refused("dangling"), "outside")
+        assert.strictEqual(yield* text("d-link/x.txt"), "x\n")
         // An absolute link as the container sees it, into the workspace: followed, not refused.
         yield* s.exec("ln -s /workspace/d /workspace/abs-link && ln -s ../../etc /workspace/d/up")
-        assert.strictEqual(yield* s.resolvePath("abs-link/y.txt"), join(sp.workspace, "d", "y.txt"))
-        assert.strictEqual((yield* Effect.flip(s.resolvePath("d/up/passwd")))._tag, "PathOutsideWorkspace")
-        // A host-side link to outside is refused the same way.
+        yield* s.writeFile("abs-link/y.txt", "y")
+        assert.strictEqual(readFileSync(join(sp.workspace, "d", "y.txt"), "utf8"), "y")
+        assert.strictEqual(yield* refused("d/up/passwd"), "outside")
+        // A host-side link to outside is refused the same way (host absolute paths mean nothing here).
         symlinkSync("/etc", join(sp.workspace, "host-link"))
-        assert.strictEqual((yield* Effect.flip(s.resolvePath("host-link/hostname")))._tag, "PathOutsideWorkspace")
+        assert.strictEqual(yield* refused("host-link/hostname"), "outside")
+        assert.strictEqual((yield* Effect.flip(s.writeFile("host-link/evil", "x"))).kind, "outside")
+        assert.isFalse(existsSync("/etc/evil"))
+        // A FIFO is refused at once instead of blocking.
+        yield* s.exec("mkfifo /workspace/pipe")
+        assert.strictEqual(yield* refused("pipe"), "not_regular")
         // The working directory moves only inside the workspace.
         assert.strictEqual(yield* s.setWorkingDir("d"), "/workspace/d")
         assert.strictEqual((yield* s.exec("pwd")).stdout, "/workspace/d\n")
@@ -217,7 +237,8 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
         const sessions = yield* Effect.all([1, 2, 3].map(() => sb.start(spec())), { concurrency: 3 })
         const names = yield* Effect.all(sessions.map((s) => s.exec("sleep 1; hostname")), { concurrency: 3 })
         assert.strictEqual(new Set(names.map((n) => n.stdout.trim())).size, 3)
-        assert.deepStrictEqual(names.map((n) => n.stdout.trim()), sessions.map((s) => s.containerId.slice(0, 12)))
+        const ids = yield* Effect.all(sessions.map(idOf))
+        assert.deepStrictEqual(names.map((n) => n.stdout.trim()), ids.map((id) => id.slice(0, 12)))
       })
     ))
 
@@ -261,7 +282,8 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
           Effect.flatMap((sb) =>
             Effect.scoped(Effect.gen(function*() {
               const s = yield* sb.start(spec())
-              container = s.containerId
+              yield* s.exec("true")
+              container = yield* idOf(s)
               const running = yield* Effect.forkChild(s.exec("sleep 60"))
               yield* Effect.sleep(500)
               server.close()

@@ -211,10 +211,12 @@ describe("SqliteRuntimeConfig: snapshot", () => {
         )
         assert.deepStrictEqual(plain.sandbox, {
           agentId: "plain",
-          workspace: join(HOME, "workspaces", "plain"),
+          userId: "",
+          workspace: join(HOME, "workspaces", "plain", "shared"),
           image: "anna-sandbox:latest",
           network: "disabled",
-          limits: { memoryMb: 1024, cpus: 1, pids: 256, tmpMb: 256 }
+          limits: { memoryMb: 1024, cpus: 1, pids: 256, tmpMb: 256, diskMb: 1024 },
+          caps: { perUser: 3, total: 16 }
         })
         yield* agents.create("tuned", {
           providerId: "local",

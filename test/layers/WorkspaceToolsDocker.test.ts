@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DEFAULT_LIMITS } from "../../src/domain/sandbox/types.ts"
+import { DEFAULT_CAPS, DEFAULT_LIMITS } from "../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../src/layers/DockerSandbox.ts"
 import { dockerReady, TEST_IMAGE } from "../support/docker.ts"
 import { workspaceToolCases } from "../support/workspaceToolCases.ts"
@@ -16,7 +16,7 @@ const session = Effect.gen(function*() {
     (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
   )
   const sandbox = yield* DockerSandbox.make(new Docker())
-  return yield* sandbox.start({ agentId: "tools", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS })
+  return yield* sandbox.start({ agentId: "tools", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, caps: DEFAULT_CAPS })
 })
 
 describe.skipIf(!dockerReady)("workspace tools on the Docker sandbox", () => {

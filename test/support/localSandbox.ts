@@ -1,8 +1,8 @@
 /**
  * A `SandboxSession` without Docker, over a fresh temporary workspace folder, for unit tests of what
  * sits above the Sandbox contract (the workspace tools, the registry). It keeps the contract's
- * semantics: `resolvePath` and `setWorkingDir` use the production confinement code
- * (src/layers/docker/paths.ts, realpath-based, symlinks included); `exec` runs `/bin/sh -c` with
+ * semantics: the working directory, `readFile` and `writeFile` are the production code
+ * (src/layers/sandbox/workspaceFiles.ts, confined walks from the workspace's folder handle); `exec` runs `/bin/sh -c` with
  * the first `maxOutputBytes` of each stream kept and the rest counted, and a timeout or an
  * interruption kills the whole process group (the command and its children).
  *
@@ -14,10 +14,12 @@ import { Deferred, Duration, Effect, Layer, Option, Ref, type Scope, Stream } fr
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
+import { posix } from "node:path"
 import { constants, tmpdir } from "node:os"
 import { join } from "node:path"
-import { PathOutsideWorkspace, SandboxFailure } from "../../src/domain/sandbox/errors.ts"
+import { SandboxFailure } from "../../src/domain/sandbox/errors.ts"
 import {
+  DEFAULT_CAPS,
   DEFAULT_EXEC_TIMEOUT_MS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -25,7 +27,8 @@ import {
   type SandboxSpec,
   WORKSPACE_MOUNT
 } from "../../src/domain/sandbox/types.ts"
-import { containerPath, resolveInWorkspace } from "../../src/layers/docker/paths.ts"
+import { containerPath } from "../../src/layers/sandbox/confinedFs.ts"
+import * as WorkspaceFiles from "../../src/layers/sandbox/workspaceFiles.ts"
 import { CurrentSandbox, type SandboxProcess, type SandboxSession } from "../../src/services/Sandbox.ts"
 
 /** Keeps the first `max` bytes written and counts the rest, like the Docker sandbox's collector. */
@@ -82,6 +85,8 @@ const launch = (argv: ReadonlyArray<string>, cwd: string, env: Readonly<Record<s
 export interface LocalSandboxOptions {
   /** Use this folder as the workspace (kept); default: a fresh temporary folder, removed with the scope. */
   readonly workspace?: string
+  /** Disk quota of the workspace, MiB (default 1024). */
+  readonly quotaMb?: number
 }
 
 export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSession, never, Scope.Scope> =>
@@ -91,19 +96,33 @@ export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSe
       (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
     ))
     const root = realpathSync(folder)
-    const cwd = yield* Ref.make(WORKSPACE_MOUNT)
-    const spec: SandboxSpec = { agentId: "test", workspace: root, image: "local", network: "disabled", limits: DEFAULT_LIMITS }
+    const quotaMb = options.quotaMb ?? DEFAULT_LIMITS.diskMb
+    const spec: SandboxSpec = {
+      agentId: "test",
+      userId: "",
+      workspace: root,
+      image: "local",
+      network: "disabled",
+      limits: { ...DEFAULT_LIMITS, diskMb: quotaMb },
+      caps: DEFAULT_CAPS
+    }
+    const files = yield* WorkspaceFiles.make(root, { quotaMb })
+    const closedWhy = yield* Ref.make<string | undefined>(undefined)
 
-    /** The host folder for a container working directory; refused outside the workspace. */
-    const hostDir = (dir: string, operation: string) =>
-      resolveInWorkspace(root, WORKSPACE_MOUNT, dir).pipe(
-        Effect.mapError(() => new SandboxFailure({ operation, detail: `working directory ${dir} is outside the workspace` }))
-      )
+    /** The host folder for a container working directory (lexically: commands here run on the host anyway). */
+    const hostDir = (dir: string, operation: string) => {
+      const inside = containerPath(WORKSPACE_MOUNT, dir)
+      return inside === undefined
+        ? Effect.fail(new SandboxFailure({ operation, detail: `working directory ${dir} is outside the workspace` }))
+        : Effect.succeed(join(root, posix.relative(WORKSPACE_MOUNT, inside)))
+    }
 
     const exec: SandboxSession["exec"] = (command, execOptions = {}) =>
       Effect.gen(function*() {
         const started = Date.now()
-        const dir = yield* hostDir(execOptions.cwd ?? (yield* Ref.get(cwd)), "exec")
+        const why = yield* Ref.get(closedWhy)
+        if (why !== undefined) return yield* new SandboxFailure({ operation: "exec", detail: `closed: ${why}` })
+        const dir = yield* hostDir(execOptions.cwd ?? (yield* files.workingDir), "exec")
         const { child, closed } = yield* launch(["/bin/sh", "-c", command], dir, execOptions.env ?? {}, execOptions.stdin !== undefined)
         const max = execOptions.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
         const out = collector(max)
@@ -142,7 +161,7 @@ export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSe
 
     const startProcess: SandboxSession["startProcess"] = (command, processOptions = {}) =>
       Effect.gen(function*() {
-        const dir = yield* hostDir(processOptions.cwd ?? (yield* Ref.get(cwd)), "start process")
+        const dir = yield* hostDir(processOptions.cwd ?? (yield* files.workingDir), "start process")
         const { child, closed } = yield* launch(command, dir, processOptions.env ?? {}, true)
         yield* Effect.addFinalizer(() => killGroup(child))
         const bytes = (stream: NodeJS.ReadableStream | null) =>
@@ -168,21 +187,15 @@ export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSe
       })
 
     const session: SandboxSession = {
-      containerId: `local-${randomUUID()}`,
       spec,
-      workingDir: Ref.get(cwd),
-      setWorkingDir: (path) =>
-        Effect.gen(function*() {
-          const dir = yield* Ref.get(cwd)
-          yield* resolveInWorkspace(root, dir, path)
-          const next = containerPath(dir, path)
-          if (next === undefined) return yield* new PathOutsideWorkspace({ path })
-          yield* Ref.set(cwd, next)
-          return next
-        }),
+      containerId: Effect.succeed(`local-${randomUUID()}`),
+      workingDir: files.workingDir,
+      setWorkingDir: files.setWorkingDir,
+      readFile: files.readFile,
+      writeFile: files.writeFile,
       exec,
-      resolvePath: (path) => Effect.flatMap(Ref.get(cwd), (dir) => resolveInWorkspace(root, dir, path)),
-      startProcess
+      startProcess,
+      close: (reason) => Ref.set(closedWhy, reason)
     }
     return session
   })
@@ -191,4 +204,4 @@ export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSe
 export const layer = (options: LocalSandboxOptions = {}): Layer.Layer<CurrentSandbox> => Layer.effect(CurrentSandbox, make(options))
 
 /** The workspace's host folder (where fixtures go). */
-export const hostRoot = (session: SandboxSession): Effect.Effect<string, PathOutsideWorkspace> => session.resolvePath(WORKSPACE_MOUNT)
+export const hostRoot = (session: SandboxSession): Effect.Effect<string> => Effect.succeed(session.spec.workspace)

@@ -67,4 +67,36 @@ export class PathOutsideWorkspace extends Schema.TaggedError<PathOutsideWorkspac
   }
 }
 
-export type SandboxStartError = DockerUnavailable | ImageMissing | InvalidNetworkPolicy | PolicyUnenforceable | PolicyViolation | SandboxFailure
+/** A file operation in the workspace was refused (outside, missing, not a regular file, too big, over quota). */
+export class WorkspaceFileError extends Schema.TaggedError<WorkspaceFileError>()("WorkspaceFileError", {
+  path: Schema.String,
+  kind: Schema.Literals(["outside", "missing", "directory", "not_regular", "too_big", "quota", "other"]),
+  reason: Schema.String
+}) {
+  override get message() {
+    return this.reason
+  }
+}
+
+/** Too many live sandboxes (for this user, or on this gateway): nothing was started. */
+export class SandboxLimitReached extends Schema.TaggedError<SandboxLimitReached>()("SandboxLimitReached", {
+  scope: Schema.Literals(["user", "total"]),
+  limit: Schema.Number
+}) {
+  override get message() {
+    return this.scope === "user"
+      ? `this user already has ${this.limit} live sandbox(es), the most allowed; finish or /new fewer conversations at once, or wait until an idle one is closed (operator: anna settings set sandbox.max_per_user N)`
+      : `the gateway already runs ${this.limit} sandboxes, the most allowed; try again when one is closed (operator: anna settings set sandbox.max_total N)`
+  }
+}
+
+/** The session's container was closed (its agent's sandbox settings changed, or the session ended). */
+export class SandboxClosed extends Schema.TaggedError<SandboxClosed>()("SandboxClosed", {
+  reason: Schema.String
+}) {
+  override get message() {
+    return `the sandbox was closed: ${this.reason}; the next message gets a new one`
+  }
+}
+
+export type SandboxStartError = DockerUnavailable | ImageMissing | InvalidNetworkPolicy | PolicyUnenforceable | PolicyViolation | SandboxFailure | SandboxLimitReached | SandboxClosed

@@ -1,24 +1,45 @@
-/** The sandbox an agent gets: its settings, anna's defaults for what it leaves unset, its workspace. */
+/**
+ * The sandbox an agent gets: its settings, anna's defaults for what it leaves unset, its workspace.
+ *
+ * Folders under `$ANNA_HOME/workspaces/{agent}/`:
+ * - the folder itself is the operator's: SYSTEM.md, SOUL.md and presets (`agents/*.md`) live there
+ *   and are never mounted into a sandbox, so no sandboxed code can change them;
+ * - `users/{user}/` is mounted at /workspace for that user's sessions (the default, `user` mode),
+ *   so users of one agent never see each other's files;
+ * - `shared/` is mounted for every user of the agent when the operator asks for it (`shared` mode).
+ */
 import { join } from "node:path"
-import type { Agent } from "../config/agent.ts"
-import { DEFAULT_IMAGE, DEFAULT_LIMITS, type SandboxSpec } from "./types.ts"
+import type { Agent, WorkspaceMode } from "../config/agent.ts"
+import { DEFAULT_CAPS, DEFAULT_IMAGE, DEFAULT_LIMITS, type SandboxCaps, type SandboxSpec } from "./types.ts"
 
-/** `$ANNA_HOME/workspaces/{agentId}` (agent "default" when there is none). */
-export const workspaceOf = (home: string, agentId: string): string => join(home, "workspaces", agentId)
+/** `$ANNA_HOME/workspaces/{agentId}`: the agent's own (operator) folder. */
+export const agentFolder = (home: string, agentId: string): string => join(home, "workspaces", agentId)
+
+/** The folder mounted at /workspace for `userId` ('' = the shared one). */
+export const workspaceOf = (home: string, agentId: string, mode: WorkspaceMode, userId: string): string =>
+  mode === "user" && userId !== "" ? join(agentFolder(home, agentId), "users", userId) : join(agentFolder(home, agentId), "shared")
 
 export const specFor = (
   home: string,
   agent: Agent | undefined,
-  overrides: { readonly image?: string | undefined; readonly network?: string | undefined } = {}
+  overrides: {
+    readonly image?: string | undefined
+    readonly network?: string | undefined
+    readonly userId?: string | undefined
+    readonly caps?: SandboxCaps | undefined
+  } = {}
 ): SandboxSpec => {
   const agentId = agent?.id ?? "default"
+  const userId = overrides.userId ?? ""
   return {
     agentId,
-    workspace: workspaceOf(home, agentId),
+    userId,
+    workspace: workspaceOf(home, agentId, agent?.sandboxWorkspace ?? "user", userId),
     image: overrides.image ?? (agent !== undefined && agent.sandboxImage !== "" ? agent.sandboxImage : DEFAULT_IMAGE),
     network: overrides.network ?? agent?.sandboxNetwork ?? "disabled",
     limits: agent === undefined
       ? DEFAULT_LIMITS
-      : { ...DEFAULT_LIMITS, memoryMb: agent.sandboxMemoryMb, cpus: agent.sandboxCpus, pids: agent.sandboxPids }
+      : { ...DEFAULT_LIMITS, memoryMb: agent.sandboxMemoryMb, cpus: agent.sandboxCpus, pids: agent.sandboxPids, diskMb: agent.sandboxDiskMb },
+    caps: overrides.caps ?? DEFAULT_CAPS
   }
 }

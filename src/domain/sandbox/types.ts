@@ -16,18 +16,31 @@ export interface SandboxLimits {
   readonly pids: number
   /** Size of the writable /tmp (tmpfs), MiB. */
   readonly tmpMb: number
+  /** Disk quota of the workspace, MiB (checked by the file tools and after every command; see README). */
+  readonly diskMb: number
 }
 
-export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 1024, cpus: 1, pids: 256, tmpMb: 256 }
+export const DEFAULT_LIMITS: SandboxLimits = { memoryMb: 1024, cpus: 1, pids: 256, tmpMb: 256, diskMb: 1024 }
+
+/** Live containers allowed at once, per user and on the whole gateway (settings sandbox.max_per_user / max_total). */
+export interface SandboxCaps {
+  readonly perUser: number
+  readonly total: number
+}
+
+export const DEFAULT_CAPS: SandboxCaps = { perUser: 3, total: 16 }
 
 export interface SandboxSpec {
   readonly agentId: string
+  /** Whose sandbox it is (counted against the per-user cap); '' = nobody in particular (CLI, tests). */
+  readonly userId: string
   /** Host folder mounted at /workspace (created if missing). */
   readonly workspace: string
   readonly image: string
   /** A string, not the union: configuration from outside is checked at session start (fail closed). */
   readonly network: string
   readonly limits: SandboxLimits
+  readonly caps: SandboxCaps
 }
 
 export interface ExecOptions {

@@ -52,6 +52,8 @@ export const createOptions = (plan: ContainerPlan): Docker.ContainerCreateOption
     MemorySwap: plan.limits.memoryMb * 1024 * 1024,
     NanoCpus: Math.round(plan.limits.cpus * 1e9),
     PidsLimit: plan.limits.pids,
+    // No single file may be larger than the workspace's quota (RLIMIT_FSIZE, bytes); see workspaceFiles.ts.
+    Ulimits: [{ Name: "fsize", Soft: plan.limits.diskMb * 1024 * 1024, Hard: plan.limits.diskMb * 1024 * 1024 }],
     IpcMode: "private",
     AutoRemove: false
   }
@@ -75,6 +77,8 @@ export const verifyContainer = (info: Docker.ContainerInspectInfo, plan: Contain
   if (hc.Memory !== plan.limits.memoryMb * 1024 * 1024) problems.push(`memory limit is ${hc.Memory}`)
   if (hc.NanoCpus !== Math.round(plan.limits.cpus * 1e9)) problems.push(`CPU limit is ${hc.NanoCpus}`)
   if (hc.PidsLimit !== plan.limits.pids) problems.push(`pids limit is ${hc.PidsLimit}`)
+  const fsize = hc.Ulimits?.find((u) => u.Name === "fsize")
+  if (fsize?.Hard !== plan.limits.diskMb * 1024 * 1024) problems.push(`file size limit is ${fsize?.Hard ?? "unset"}`)
   if (info.Config.User !== plan.user) problems.push(`runs as "${info.Config.User}", expected ${plan.user}`)
   const mounts = info.Mounts ?? []
   for (const m of mounts) {

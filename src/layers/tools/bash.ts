@@ -5,12 +5,11 @@
  * usually come last), plus what the sandbox itself dropped past its per-stream byte cap.
  */
 import { Effect, Schema } from "effect"
-import { promises as fs } from "node:fs"
 import { posix } from "node:path"
 import { DEFAULT_EXEC_TIMEOUT_MS, type ExecResult } from "../../domain/sandbox/types.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
-import { attempt, decodeInput, resolve } from "./files.ts"
+import { decodeInput } from "./files.ts"
 import { formatCount, shareBudget, truncateMiddle } from "./text.ts"
 
 export const TOOL_NAME = "bash"
@@ -70,9 +69,10 @@ export const make = (session: SandboxSession): Tool => {
 
   /** The container path for `cwd`, after checking that it is a folder inside the workspace. */
   const workingDirectory = Effect.fn("BashTool.workingDirectory")(function*(cwd: string) {
-    const host = yield* resolve(session, TOOL_NAME, cwd)
-    const stat = yield* attempt(TOOL_NAME, `cwd ${cwd}`, () => fs.stat(host))
-    if (!stat.isDirectory()) return yield* new ToolError({ tool: TOOL_NAME, reason: `cwd ${cwd} is not a directory` })
+    const found = yield* session.readFile(cwd, { maxBytes: 0, maxEntries: 0 }).pipe(
+      Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.kind === "outside" ? e.reason : `cwd ${cwd}: ${e.kind === "missing" ? "no such file or directory" : e.reason}` }))
+    )
+    if (found._tag !== "Directory") return yield* new ToolError({ tool: TOOL_NAME, reason: `cwd ${cwd} is not a directory` })
     return posix.resolve(yield* session.workingDir, cwd)
   })
 

@@ -7,7 +7,7 @@
 import { Effect, Schema } from "effect"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
-import { atomicWrite, decodeInput, existing, loadFile, resolve } from "./files.ts"
+import { atomicWrite, decodeInput, loadFile } from "./files.ts"
 import { formatCount, lineNumbersAt } from "./text.ts"
 
 export const TOOL_NAME = "edit"
@@ -61,8 +61,7 @@ export const make = (session: SandboxSession): Tool => {
     if (oldText === "") return yield* fail("old_text is empty; give the exact text to replace (use write to create a file)")
     if (oldText === newText) return yield* fail("old_text and new_text are the same; nothing would change")
     const missing = `no such file: ${path} (use write to create it)`
-    const host = yield* existing(session, TOOL_NAME, path, yield* resolve(session, TOOL_NAME, path), missing)
-    const loaded = yield* loadFile(TOOL_NAME, path, host, missing)
+    const loaded = yield* loadFile(session, TOOL_NAME, path, missing)
     if (loaded._tag === "Binary") return yield* fail(`${path} is a binary file (${formatCount(loaded.bytes)} bytes); edit only changes UTF-8 text`)
     const text = loaded.text
     const found = occurrences(text, oldText)
@@ -80,7 +79,7 @@ export const make = (session: SandboxSession): Tool => {
       from = at + oldText.length
     }
     next += text.slice(from)
-    yield* atomicWrite(session, TOOL_NAME, path, host, next)
+    yield* atomicWrite(session, TOOL_NAME, path, next)
     const lines = lineNumbersAt(text, found)
     return found.length === 1
       ? `edited ${path}: replaced 1 occurrence at line ${lines.join("")}`

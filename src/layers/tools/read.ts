@@ -1,22 +1,19 @@
 /**
  * The `read` tool: a text file as numbered lines (optionally a range of them), cut at a character
  * budget on a line boundary with a note saying where to continue; a binary file as its size only; a
- * directory as a listing. Reading happens on the host through `resolvePath`, so it is confined to
- * the workspace like every file tool.
+ * directory as a listing. Reading goes through the session's confined `readFile`, like every file
+ * tool: nothing outside the workspace is opened, FIFOs and devices are refused without blocking.
  */
 import { Effect, Schema } from "effect"
-import { type Dirent, promises as fs } from "node:fs"
-import { join } from "node:path"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
-import type { SandboxSession } from "../../services/Sandbox.ts"
-import { attempt, decodeInput, existing, loadFile, resolve } from "./files.ts"
+import type { SandboxSession, WorkspaceEntry } from "../../services/Sandbox.ts"
+import { decodeInput, loadPath, MAX_ENTRIES } from "./files.ts"
 import { formatCount, safeEnd } from "./text.ts"
 
 export const TOOL_NAME = "read"
 /** Characters of numbered lines returned per call. */
 export const READ_BUDGET = 30_000
-/** Entries shown when `path` is a directory. */
-export const MAX_ENTRIES = 500
+export { MAX_ENTRIES }
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
@@ -80,34 +77,21 @@ export const renderLines = (
   return Effect.succeed([...out, ...notes].join("\n"))
 }
 
-const entryName = async (dir: string, entry: Dirent): Promise<string> => {
-  if (entry.isDirectory()) return `${entry.name}/`
-  if (entry.isSymbolicLink()) {
-    const target = await fs.readlink(join(dir, entry.name)).catch(() => "?")
-    return `${entry.name} -> ${target}`
-  }
-  return entry.name
+const listDirectory = (path: string, listing: Extract<WorkspaceEntry, { readonly _tag: "Directory" }>): string => {
+  const total = listing.entries.length + listing.more
+  if (total === 0) return `${path} is an empty directory`
+  const shown = listing.entries.map((e) => (e.kind === "dir" ? `${e.name}/` : e.kind === "link" ? `${e.name} -> ${e.target ?? "?"}` : e.name))
+  const more = listing.more > 0 ? [`[… ${formatCount(listing.more)} more entries; use bash (ls, find) to see them]`] : []
+  return [`${path} is a directory with ${formatCount(total)} entries:`, ...shown, ...more].join("\n")
 }
-
-const listDirectory = (path: string, host: string) =>
-  attempt(TOOL_NAME, path, async () => {
-    const entries = (await fs.readdir(host, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    if (entries.length === 0) return `${path} is an empty directory`
-    const shown = await Promise.all(entries.slice(0, MAX_ENTRIES).map((e) => entryName(host, e)))
-    const more = entries.length > MAX_ENTRIES ? [`[… ${formatCount(entries.length - MAX_ENTRIES)} more entries; use bash (ls, find) to see them]`] : []
-    return [`${path} is a directory with ${formatCount(entries.length)} entries:`, ...shown, ...more].join("\n")
-  })
 
 export const make = (session: SandboxSession): Tool => {
   const decode = decodeInput(TOOL_NAME, Input)
 
   const execute = Effect.fn("ReadTool.execute")(function*(raw: unknown, _context: ToolCallContext) {
     const input = yield* decode(raw)
-    const host = yield* existing(session, TOOL_NAME, input.path, yield* resolve(session, TOOL_NAME, input.path))
-    // lstat: a directory swapped for a link after the check is not listed; loadFile refuses to follow it.
-    const stat = yield* attempt(TOOL_NAME, input.path, () => fs.lstat(host))
-    if (stat.isDirectory()) return yield* listDirectory(input.path, host)
-    const loaded = yield* loadFile(TOOL_NAME, input.path, host)
+    const loaded = yield* loadPath(session, TOOL_NAME, input.path)
+    if (loaded._tag === "Directory") return listDirectory(input.path, loaded)
     if (loaded._tag === "Binary") return `binary file, ${formatCount(loaded.bytes)} bytes (${input.path}); not shown`
     return yield* renderLines(loaded.text, { offset: input.offset ?? 1, limit: input.limit, budget: READ_BUDGET, path: input.path })
   })

@@ -1,11 +1,11 @@
 /**
  * The `write` tool: creates or replaces a whole file, atomically (see `atomicWrite`), creating
- * missing parent folders. The path is confined to the workspace by `resolvePath`.
+ * missing parent folders. The session's confined `writeFile` keeps it inside the workspace and its quota.
  */
 import { Effect, Schema } from "effect"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
-import { atomicWrite, decodeInput, resolve } from "./files.ts"
+import { atomicWrite, decodeInput } from "./files.ts"
 import { formatCount } from "./text.ts"
 
 export const TOOL_NAME = "write"
@@ -33,8 +33,7 @@ export const make = (session: SandboxSession): Tool => {
     if (input.path.endsWith("/")) {
       return yield* new ToolError({ tool: TOOL_NAME, reason: `${input.path} names a directory; give the path of a file` })
     }
-    const host = yield* resolve(session, TOOL_NAME, input.path)
-    const written = yield* atomicWrite(session, TOOL_NAME, input.path, host, input.content)
+    const written = yield* atomicWrite(session, TOOL_NAME, input.path, input.content)
     const was = written.replaced === undefined ? "new file" : `replaced the previous ${formatCount(written.replaced)} bytes`
     return `wrote ${formatCount(written.bytes)} bytes to ${input.path} (${was})`
   })

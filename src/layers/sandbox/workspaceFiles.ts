@@ -1,0 +1,133 @@
+/**
+ * The file side of a sandbox session, shared by every Sandbox implementation: the working
+ * directory, confined reads and atomic writes (confinedFs.ts), and the workspace's disk quota.
+ *
+ * The quota is measured on the host (allocated blocks, symlinks not followed) before a write and
+ * after every command. A `write` that would pass it is refused; a command that took the workspace
+ * over it is reported, and from then on commands run with no room to grow files (`ulimit -f 0`:
+ * they can still read and delete) until the workspace is back under the quota. The container also
+ * caps any single file at the quota (RLIMIT_FSIZE), so one command can overshoot only by what it
+ * writes across several files before the next check.
+ */
+import { Effect, Ref } from "effect"
+import { PathOutsideWorkspace, WorkspaceFileError } from "../../domain/sandbox/errors.ts"
+import { WORKSPACE_MOUNT } from "../../domain/sandbox/types.ts"
+import type { SandboxSession, WorkspaceEntry } from "../../services/Sandbox.ts"
+import { ConfinedError, containerPath, diskUsage, isDirectory, readPath, writePath } from "./confinedFs.ts"
+
+/** Entries counted at most when measuring a workspace (beyond: the measure is a lower bound). */
+export const USAGE_MAX_ENTRIES = 200_000
+
+const MIB = 1024 * 1024
+
+const FS_REASONS: Readonly<Record<string, string>> = {
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  ENOSPC: "no space left on the device",
+  EDQUOT: "disk quota exceeded",
+  EROFS: "read-only file system",
+  ENAMETOOLONG: "the name is too long",
+  EMFILE: "too many open files",
+  EBUSY: "the file is busy",
+  ENOTEMPTY: "a non-empty directory is in the way",
+  EISDIR: "is a directory",
+  ENOTDIR: "a part of the path is a file, not a directory",
+  EXDEV: "crosses a mount point"
+}
+
+const KINDS: Readonly<Record<ConfinedError["code"], WorkspaceFileError["kind"]>> = {
+  OUTSIDE: "outside",
+  ENOENT: "missing",
+  ENOTDIR: "other",
+  EISDIR: "directory",
+  NOTREG: "not_regular",
+  TOOBIG: "too_big",
+  ELOOP: "other",
+  NAME: "other"
+}
+
+const fileError = (path: string) => (e: unknown): WorkspaceFileError => {
+  if (e instanceof ConfinedError) return new WorkspaceFileError({ path, kind: KINDS[e.code], reason: e.message })
+  const code = typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined
+  const reason = code !== undefined ? FS_REASONS[code] : undefined
+  return new WorkspaceFileError({ path, kind: code === "EISDIR" ? "directory" : "other", reason: `${path}: ${reason ?? (e instanceof Error ? e.message : String(e))}` })
+}
+
+export interface WorkspaceFiles {
+  readonly workingDir: SandboxSession["workingDir"]
+  readonly setWorkingDir: SandboxSession["setWorkingDir"]
+  readonly readFile: SandboxSession["readFile"]
+  readonly writeFile: SandboxSession["writeFile"]
+  /** Measures the workspace after a command: a note for the model when it is over its quota. */
+  readonly afterCommand: Effect.Effect<string | undefined>
+  /** Whether commands must run without room to grow files. */
+  readonly overQuota: Effect.Effect<boolean>
+}
+
+/**
+ * `root` is the workspace's real host path (trusted); `owner` the uid/gid files created by anna
+ * get when it runs as root; `quotaMb` the disk quota.
+ */
+export const make = (root: string, options: { readonly quotaMb: number; readonly owner?: { readonly uid: number; readonly gid: number } | undefined }) =>
+  Effect.gen(function*() {
+    const cwd = yield* Ref.make(WORKSPACE_MOUNT)
+    const quota = options.quotaMb * MIB
+    // Bytes in use as last measured (undefined until first needed), and whether that was over the quota.
+    const used = yield* Ref.make<number | undefined>(undefined)
+    const over = yield* Ref.make(false)
+
+    const measure = Effect.promise(() => diskUsage(root, USAGE_MAX_ENTRIES).catch(() => ({ bytes: 0, complete: false }))).pipe(
+      Effect.tap((u) => Ref.set(used, u.bytes)),
+      Effect.tap((u) => Ref.set(over, u.bytes > quota)),
+      Effect.map((u) => u.bytes)
+    )
+
+    const readFile: SandboxSession["readFile"] = (path, limits) =>
+      Effect.flatMap(Ref.get(cwd), (dir) =>
+        Effect.tryPromise({
+          try: async (): Promise<WorkspaceEntry> => {
+            const opened = await readPath(root, dir, path, { maxBytes: limits.maxBytes, maxEntries: limits.maxEntries })
+            return opened
+          },
+          catch: fileError(path)
+        }))
+
+    const writeFile: SandboxSession["writeFile"] = (path, data) =>
+      Effect.gen(function*() {
+        const dir = yield* Ref.get(cwd)
+        const now = (yield* Ref.get(used)) ?? (yield* measure)
+        const size = Buffer.byteLength(data, "utf8")
+        if (now + size > quota) {
+          return yield* new WorkspaceFileError({
+            path,
+            kind: "quota",
+            reason: `the workspace is at ${(now / MIB).toFixed(1)} MiB of its ${options.quotaMb} MiB quota; writing ${path} (${size.toLocaleString("en-US")} bytes) would pass it. Delete files you no longer need first.`
+          })
+        }
+        const written = yield* Effect.tryPromise({ try: () => writePath(root, dir, path, data, { owner: options.owner }), catch: fileError(path) })
+        yield* Ref.update(used, (u) => (u === undefined ? undefined : u + written.bytes - (written.replaced ?? 0)))
+        return written
+      })
+
+    const setWorkingDir: SandboxSession["setWorkingDir"] = (path) =>
+      Effect.gen(function*() {
+        const dir = yield* Ref.get(cwd)
+        const next = containerPath(dir, path)
+        if (next === undefined) return yield* new PathOutsideWorkspace({ path })
+        const ok = yield* Effect.promise(() => isDirectory(root, dir, path).catch(() => false))
+        if (!ok) return yield* new PathOutsideWorkspace({ path })
+        yield* Ref.set(cwd, next)
+        return next
+      })
+
+    const afterCommand = measure.pipe(
+      Effect.map((bytes) =>
+        bytes > quota
+          ? `[the workspace is over its disk quota: ${(bytes / MIB).toFixed(1)} MiB of ${options.quotaMb} MiB. Until files are deleted, commands cannot grow any file.]`
+          : undefined
+      )
+    )
+
+    const files: WorkspaceFiles = { workingDir: Ref.get(cwd), setWorkingDir, readFile, writeFile, afterCommand, overQuota: Ref.get(over) }
+    return files
+  })
