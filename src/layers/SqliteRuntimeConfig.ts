@@ -15,7 +15,7 @@ import { createHash, randomBytes } from "node:crypto"
 import { isValidId } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { NoModel, Unauthorized } from "../domain/runtime/errors.ts"
-import { specFor } from "../domain/sandbox/spec.ts"
+import { agentFolder, specFor } from "../domain/sandbox/spec.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { type Channel, type ChatState, ConfigStore, DEFAULT_CONTEXT_TOKENS, type User } from "../services/ConfigStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
@@ -263,6 +263,10 @@ export const make = (annaHome: string) =>
       yield* sql`INSERT INTO settings ${sql.insert({ key, value })} ON CONFLICT (key) DO UPDATE SET value = excluded.value`
     }, storage("set setting"))
 
+    const deleteSetting = Effect.fn("ConfigStore.deleteSetting")(function*(key: string) {
+      yield* sql`DELETE FROM settings WHERE key = ${key}`
+    }, storage("delete setting"))
+
     const snapshot = Effect.fn("ConfigStore.snapshot")(function*(agentId: string) {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const agent = yield* agents.get(agentId)
@@ -282,6 +286,7 @@ export const make = (annaHome: string) =>
           contextTokens: agent.contextTokens > 0 ? agent.contextTokens : DEFAULT_CONTEXT_TOKENS,
           maxTurns: agent.maxTurns,
           tools: agent.tools,
+          folder: agentFolder(annaHome, agent.id),
           sandbox: specFor(annaHome, agent)
         }
       }))
@@ -304,6 +309,7 @@ export const make = (annaHome: string) =>
       setChatState,
       getSetting,
       setSetting,
+      deleteSetting,
       snapshot
     })
   })

@@ -17,6 +17,7 @@ import { doctorCommand } from "./doctor.ts"
 import { sandboxCommand } from "./sandboxCommands.ts"
 import { onboardCommand, providerCommand } from "./providerCommands.ts"
 import { withLogLevel } from "./env.ts"
+import { settingsCommand } from "./settingsCommands.ts"
 import { userCommand } from "./userCommands.ts"
 
 export const VERSION = "0.1.0"
@@ -36,6 +37,7 @@ export const rootCommand = Command.make("anna", {}, () => runGateway()).pipe(
     sandboxCommand,
     memoryCommand,
     pluginCommand,
+    settingsCommand,
     doctorCommand
   ])
 )

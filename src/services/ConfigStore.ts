@@ -40,6 +40,8 @@ export interface Snapshot {
   /** Context budget in tokens (the agent's `context_tokens`, else 128,000). */
   readonly contextTokens: number
   readonly maxTurns: number
+  /** The agent's own folder ($ANNA_HOME/workspaces/{agent}): SYSTEM.md, SOUL.md, agents/*.md; never mounted. */
+  readonly folder: string
   /** Enabled tool names; null = every available tool. */
   readonly tools: ReadonlyArray<string> | null
   readonly sandbox: SandboxSpec
@@ -81,6 +83,8 @@ export class ConfigStore extends Context.Service<ConfigStore, {
 
   readonly getSetting: (key: string) => Effect.Effect<Option.Option<string>, StorageError>
   readonly setSetting: (key: string, value: string) => Effect.Effect<void, StorageError>
+  /** Removes a stored setting (its default applies again). */
+  readonly deleteSetting: (key: string) => Effect.Effect<void, StorageError>
 
   readonly snapshot: (agentId: string) => Effect.Effect<Snapshot, AgentNotFound | ProviderNotFound | NoModel | StorageError>
 }>()("anna/ConfigStore") {}

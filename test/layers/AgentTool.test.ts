@@ -13,7 +13,7 @@ import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { ProviderConfig } from "../../src/domain/model/types.ts"
 import { type Tool, ToolError } from "../../src/domain/tool.ts"
 import * as OpenAiChat from "../../src/layers/OpenAiChat.ts"
-import { loadPresets, parsePreset, type Preset } from "../../src/layers/runtime/presets.ts"
+import { folderSource, loadPresets, parsePreset, type Preset } from "../../src/layers/runtime/presets.ts"
 import * as AgentTool from "../../src/layers/tools/agent.ts"
 import * as DeterministicSummarizer from "../../src/layers/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../src/layers/LcmMemory.ts"
@@ -273,7 +273,7 @@ describe("agent tool", () => {
       const capture = Logger.make((o) => {
         if (o.logLevel === "Warn") warnings.push(Array.isArray(o.message) ? o.message.join(" ") : String(o.message))
       })
-      const presets = yield* loadPresets(dir).pipe(Effect.provide(Logger.layer([capture])))
+      const presets = yield* loadPresets([folderSource(dir)]).pipe(Effect.provide(Logger.layer([capture])))
       // In file-name order: plain.md, renamed.md (named writer), reviewer.md.
       assert.deepStrictEqual(presets.map((p) => p.name), ["plain", "writer", "reviewer"])
       const reviewer = presets.find((p) => p.name === "reviewer")
@@ -291,7 +291,7 @@ describe("agent tool", () => {
       assert.isTrue(warnings.some((w) => w.includes("broken.md skipped: invalid YAML")))
       assert.isTrue(warnings.some((w) => w.includes("badfield.md skipped: invalid frontmatter")))
       assert.isTrue(warnings.some((w) => w.includes("twin.md skipped: another file already defines \"reviewer\"")))
-      assert.deepStrictEqual(yield* loadPresets(join(dir, "missing")), [])
+      assert.deepStrictEqual(yield* loadPresets([folderSource(join(dir, "missing"))]), [])
 
       const { tool } = makeTool({ presets })
       assert.include(tool.definition.description, "- reviewer: Reviews code for bugs")

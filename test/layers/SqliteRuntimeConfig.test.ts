@@ -209,6 +209,7 @@ describe("SqliteRuntimeConfig: snapshot", () => {
           [plain.provider.id, plain.model, plain.contextTokens, plain.tools, plain.maxTurns],
           ["local", "llama3", DEFAULT_CONTEXT_TOKENS, null, 25]
         )
+        assert.strictEqual(plain.folder, join(HOME, "workspaces", "plain"))
         assert.deepStrictEqual(plain.sandbox, {
           agentId: "plain",
           userId: "",

@@ -137,6 +137,7 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   setChatState: () => unused,
   getSetting: () => unused,
   setSetting: () => unused,
+  deleteSetting: () => unused,
   snapshot: () => unused
 }))
 

@@ -28,3 +28,12 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
     return this.reason
   }
 }
+
+/** A turn ran past its agent's overall deadline (`anna agent set ID --turn-timeout SECONDS`) and was stopped. */
+export class TurnDeadline extends Schema.TaggedError<TurnDeadline>()("TurnDeadline", {
+  seconds: Schema.Number
+}) {
+  override get message() {
+    return `it ran longer than its ${this.seconds} s limit and was stopped (operator: anna agent set <id> --turn-timeout SECONDS)`
+  }
+}

@@ -15,9 +15,12 @@ import { DEFAULT_CAPS, DEFAULT_IMAGE, DEFAULT_LIMITS, type SandboxCaps, type San
 /** `$ANNA_HOME/workspaces/{agentId}`: the agent's own (operator) folder. */
 export const agentFolder = (home: string, agentId: string): string => join(home, "workspaces", agentId)
 
-/** The folder mounted at /workspace for `userId` ('' = the shared one). */
+/** The folder mounted at /workspace for `userId` ('' = the shared one), inside the agent's folder. */
+export const workspaceIn = (folder: string, mode: WorkspaceMode, userId: string): string =>
+  mode === "user" && userId !== "" ? join(folder, "users", userId) : join(folder, "shared")
+
 export const workspaceOf = (home: string, agentId: string, mode: WorkspaceMode, userId: string): string =>
-  mode === "user" && userId !== "" ? join(agentFolder(home, agentId), "users", userId) : join(agentFolder(home, agentId), "shared")
+  workspaceIn(agentFolder(home, agentId), mode, userId)
 
 export const specFor = (
   home: string,

@@ -1,7 +1,10 @@
 /**
- * Agent presets for the `agent` tool (seed 001, "Agent Tool"): markdown files with YAML frontmatter
- * in `$ANNA_HOME/workspaces/{agent}/agents/*.md` — inside the sandbox that is `/workspace/agents`,
- * so the agent can write its own presets. One file, one preset:
+ * Agent presets for the `agent` tool (seed 001, "Agent Tool"): markdown files with YAML frontmatter,
+ * from two places: the operator's `$ANNA_HOME/workspaces/{agent}/agents/*.md` (never mounted in a
+ * sandbox) and the session's own `/workspace/agents/*.md`, so the agent can write presets for
+ * itself. Workspace presets are read through the sandbox's confined `readFile` (regular files
+ * only, no way out of the workspace, capped, never blocking) and cannot take an operator preset's
+ * name. One file, one preset:
  *
  * ```markdown
  * ---
@@ -17,12 +20,15 @@
  *
  * A file without frontmatter is a preset with only a system prompt. A file whose frontmatter is
  * not valid YAML or does not fit the schema is skipped with a logged warning, as is a second file
- * giving a name already taken; the others still load. A missing folder means no presets.
+ * giving a name already taken, or one over 64 KiB; the others still load. A missing folder means
+ * no presets.
  */
 import { Effect, Result, Schema } from "effect"
-import { readdir, readFile } from "node:fs/promises"
+import { readdir } from "node:fs/promises"
 import { join } from "node:path"
 import { parse as parseYaml } from "yaml"
+import type { SandboxSession } from "../../services/Sandbox.ts"
+import { readSmallFile } from "../sandbox/confinedFs.ts"
 
 export interface Preset {
   readonly name: string
@@ -88,31 +94,77 @@ export const parsePreset = (fileName: string, text: string): Result.Result<Prese
   })
 }
 
+/** Largest preset file read. */
+export const MAX_PRESET_BYTES = 64 * 1024
+/** Preset files read at most from one place. */
+export const MAX_PRESET_FILES = 100
+
+/** One place presets come from: its `*.md` files as (file name, text, or why it could not be read). */
+export interface PresetSource {
+  readonly label: string
+  readonly files: Effect.Effect<ReadonlyArray<{ readonly file: string; readonly text: Result.Result<string, string> }>>
+}
+
 const isMissing = (e: unknown) => typeof e === "object" && e !== null && "code" in e && (e.code === "ENOENT" || e.code === "ENOTDIR")
 
-/** The presets in `dir` (`*.md`, by file name); never fails: problems are logged and skipped. */
-export const loadPresets = Effect.fn("AgentPresets.load")(function*(dir: string) {
-  const files = yield* Effect.tryPromise(() => readdir(dir)).pipe(
-    Effect.catch((e) =>
-      isMissing(e.cause)
-        ? Effect.succeed([])
-        : Effect.logWarning(`agent presets: cannot list ${dir}: ${String(e.cause)}`).pipe(Effect.as([]))
+/** The operator's folder of presets (a trusted host folder; files read without blocking, capped). */
+export const folderSource = (dir: string): PresetSource => ({
+  label: dir,
+  files: Effect.gen(function*() {
+    const names = yield* Effect.tryPromise(() => readdir(dir)).pipe(
+      Effect.catch((e) =>
+        isMissing(e.cause)
+          ? Effect.succeed([])
+          : Effect.logWarning(`agent presets: cannot list ${dir}: ${String(e.cause)}`).pipe(Effect.as([]))
+      )
     )
-  )
+    const out: Array<{ readonly file: string; readonly text: Result.Result<string, string> }> = []
+    for (const file of names.filter((f) => f.endsWith(".md")).sort().slice(0, MAX_PRESET_FILES)) {
+      const text = yield* Effect.promise(() => readSmallFile(join(dir, file), MAX_PRESET_BYTES))
+      out.push({ file, text: text === undefined ? Result.fail(`not a regular file of at most ${MAX_PRESET_BYTES} bytes`) : Result.succeed(text) })
+    }
+    return out
+  })
+})
+
+/** The presets of all `sources`, in order (an earlier source's name wins); never fails: problems are logged and skipped. */
+export const loadPresets = Effect.fn("AgentPresets.load")(function*(sources: ReadonlyArray<PresetSource>) {
   const presets: Array<Preset> = []
-  for (const file of files.filter((f) => f.endsWith(".md")).sort()) {
-    const path = join(dir, file)
-    const text = yield* Effect.tryPromise(() => readFile(path, "utf8")).pipe(Effect.result)
-    const parsed = text._tag === "Failure"
-      ? Result.fail(`cannot read it: ${String(text.failure.cause)}`)
-      : parsePreset(file.slice(0, -3), text.success)
-    if (parsed._tag === "Failure") {
-      yield* Effect.logWarning(`agent preset ${path} skipped: ${parsed.failure}`)
-    } else if (presets.some((p) => p.name === parsed.success.name)) {
-      yield* Effect.logWarning(`agent preset ${path} skipped: another file already defines "${parsed.success.name}"`)
-    } else {
-      presets.push(parsed.success)
+  for (const source of sources) {
+    for (const { file, text } of yield* source.files) {
+      const where = `${source.label}/${file}`
+      const parsed = text._tag === "Failure" ? Result.fail(`cannot read it: ${text.failure}`) : parsePreset(file.slice(0, -3), text.success)
+      if (parsed._tag === "Failure") {
+        yield* Effect.logWarning(`agent preset ${where} skipped: ${parsed.failure}`)
+      } else if (presets.some((p) => p.name === parsed.success.name)) {
+        yield* Effect.logWarning(`agent preset ${where} skipped: another file already defines "${parsed.success.name}"`)
+      } else {
+        presets.push(parsed.success)
+      }
     }
   }
   return presets as ReadonlyArray<Preset>
+})
+
+/** The session's `/workspace/agents/*.md`, read through the sandbox's confinement (see the header). */
+export const workspaceSource = (session: SandboxSession): PresetSource => ({
+  label: "/workspace/agents",
+  files: Effect.gen(function*() {
+    const listing = yield* session.readFile("/workspace/agents", { maxBytes: 0, maxEntries: MAX_PRESET_FILES * 4 }).pipe(Effect.option)
+    if (listing._tag === "None" || listing.value._tag !== "Directory") return []
+    const names = listing.value.entries.filter((e) => (e.kind === "file" || e.kind === "link") && e.name.endsWith(".md")).map((e) => e.name)
+    const out: Array<{ readonly file: string; readonly text: Result.Result<string, string> }> = []
+    for (const file of names.slice(0, MAX_PRESET_FILES)) {
+      const read = yield* session.readFile(`/workspace/agents/${file}`, { maxBytes: MAX_PRESET_BYTES, maxEntries: 0 }).pipe(Effect.result)
+      out.push({
+        file,
+        text: read._tag === "Failure"
+          ? Result.fail(read.failure.reason)
+          : read.success._tag === "File"
+          ? Result.succeed(Buffer.from(read.success.bytes).toString("utf8"))
+          : Result.fail("a directory")
+      })
+    }
+    return out
+  })
 })

@@ -18,7 +18,7 @@ import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { type ChildResult, runChild } from "../runtime/child.ts"
-import { ChildTimeout, ChildTurns, loadPresets, MAX_CHILD_TIMEOUT_SECONDS, MAX_CHILD_TURNS, type Preset } from "../runtime/presets.ts"
+import { ChildTimeout, ChildTurns, loadPresets, MAX_CHILD_TIMEOUT_SECONDS, MAX_CHILD_TURNS, type Preset, type PresetSource } from "../runtime/presets.ts"
 import * as ToolRegistryLayer from "../ToolRegistry.ts"
 import { formatCount, utf8Length } from "./text.ts"
 
@@ -221,16 +221,16 @@ export const make = (deps: AgentToolDeps): Tool => {
 }
 
 /**
- * `registry` plus the agent tool for one parent turn: presets are read from `presetsDir` now (so
- * an edited preset applies from the next turn), the children get the registry's other tools.
+ * `registry` plus the agent tool for one parent turn: presets are read from `sources` now (so an
+ * edited preset applies from the next turn), the children get the registry's other tools.
  */
 export const withAgentTool = (
   registry: ToolRegistry["Service"],
   deps: Omit<AgentToolDeps, "tools" | "presets">,
-  presetsDir: string
+  sources: ReadonlyArray<PresetSource>
 ): Effect.Effect<ToolRegistry["Service"]> =>
   Effect.gen(function*() {
     const tools = registry.definitions.flatMap((d) => Option.toArray(registry.get(d.name))).filter((t) => t.definition.name !== TOOL_NAME)
-    const presets = yield* loadPresets(presetsDir)
+    const presets = yield* loadPresets(sources)
     return yield* ToolRegistryLayer.fromTools([...tools, make({ ...deps, tools, presets })])
   })

@@ -1,0 +1,44 @@
+/**
+ * Gateway-wide settings (the `settings` table): the keys anna knows, their defaults and how a value
+ * is checked. `anna settings list|get|set|unset` reads and writes them; the runtime reads them on
+ * every turn, so a change applies to the next turn without a restart.
+ */
+
+export interface SettingSpec {
+  readonly key: string
+  readonly description: string
+  readonly defaultValue: string
+  /** Why `value` cannot be stored, or undefined when it can. */
+  readonly problem: (value: string) => string | undefined
+}
+
+const wholeNumber = (min: number, max: number) => (value: string): string | undefined => {
+  const n = Number(value)
+  return value.trim() !== "" && Number.isInteger(n) && n >= min && n <= max ? undefined : `must be a whole number from ${min} to ${max}`
+}
+
+export const SETTINGS: ReadonlyArray<SettingSpec> = [
+  {
+    key: "sandbox.max_per_user",
+    description: "Live sandbox containers one user may have at once (one per conversation that ran a command recently)",
+    defaultValue: "3",
+    problem: wholeNumber(1, 1000)
+  },
+  {
+    key: "sandbox.max_total",
+    description: "Live sandbox containers on this gateway at once",
+    defaultValue: "16",
+    problem: wholeNumber(1, 10_000)
+  }
+]
+
+export const settingSpec = (key: string): SettingSpec | undefined => SETTINGS.find((s) => s.key === key)
+
+export const unknownSetting = (key: string): string => `unknown setting "${key}"; settings are ${SETTINGS.map((s) => s.key).join(", ")}`
+
+/** A stored value, or the default when none is stored or the stored one no longer passes its check. */
+export const settingValue = (key: string, stored: string | undefined): string => {
+  const spec = settingSpec(key)
+  if (spec === undefined) return stored ?? ""
+  return stored !== undefined && spec.problem(stored) === undefined ? stored : spec.defaultValue
+}
