@@ -33,7 +33,7 @@ export const runtimeStack = (home: string, options: { readonly sandbox?: boolean
   const database = Sqlite.layer(join(home, "anna.db"))
   const stores = SqliteRuntimeConfig.layerWithStores(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-  const base = Runtime.layer({ runnerIdle: "2 seconds" }).pipe(
+  const base = Runtime.layer({ runnerIdle: "2 seconds", configPoll: "100 millis" }).pipe(
     Layer.provide(options.sandbox === true ? Layer.effect(Sandbox, DockerSandbox.make(options.docker ?? new Docker())) : Layer.empty),
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(memory),
