@@ -8,6 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
+import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -90,6 +91,8 @@ describe.skipIf(!dockerReady)("e2e: a hostile chat user", () => {
         yield* configureAgent(fake, "a1", { tools: ["bash", "agent"], sandboxImage: TEST_IMAGE })
         mkdirSync(join(home, "workspaces", "a1", "agents"), { recursive: true })
         writeFileSync(join(home, "workspaces", "a1", "SOUL.md"), "OPERATOR-SOUL-1234")
+        // Even an operator's FIFO (a mistake) must not block a turn: prompt files are read without blocking.
+        execFileSync("mkfifo", [join(home, "workspaces", "a1", "SYSTEM.md")])
         writeFileSync(join(home, "workspaces", "a1", "agents", "helper.md"), "---\ndescription: OPERATOR-PRESET\n---\nHelp.")
         fake.respondWith(compliant)
         const planted = yield* say(
