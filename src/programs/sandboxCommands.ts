@@ -7,7 +7,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import type { Agent } from "../domain/config/agent.ts"
+import { type Agent, isValidId } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
@@ -30,6 +30,11 @@ export const agentFor = (id: Option.Option<string>) =>
 
 const exec = Command.make("exec", {
   agent: Flag.String("agent").pipe(Flag.withDescription("Use this agent's sandbox settings and workspace"), Flag.optional),
+  user: Flag.String("user").pipe(
+    Flag.withDescription("Use this user's workspace of the agent (default: the agent's shared workspace)"),
+    Flag.filter((u) => isValidId(u), () => "--user takes a user id (letters, digits, '.', '_', '-')"),
+    Flag.optional
+  ),
   image: Flag.String("image").pipe(Flag.withDescription("Image for this run (default: the agent's, else anna-sandbox:latest)"), Flag.optional),
   network: Flag.Literals("network", NETWORK_POLICIES).pipe(Flag.withDescription("Network policy for this run"), Flag.optional),
   timeout: Flag.Int("timeout").pipe(
@@ -42,7 +47,11 @@ const exec = Command.make("exec", {
   Effect.gen(function*() {
     const home = yield* annaHome
     const agent = yield* agentFor(f.agent)
-    const spec = specFor(home, agent, { image: Option.getOrUndefined(f.image), network: Option.getOrUndefined(f.network) })
+    const spec = specFor(home, agent, {
+      image: Option.getOrUndefined(f.image),
+      network: Option.getOrUndefined(f.network),
+      userId: Option.getOrUndefined(f.user)
+    })
     const result = yield* Effect.scoped(Effect.gen(function*() {
       const session = yield* (yield* Sandbox).start(spec)
       return yield* session.exec(shellJoin(f.command), { timeoutMs: Option.getOrElse(f.timeout, () => 120) * 1000 })
@@ -58,7 +67,8 @@ const exec = Command.make("exec", {
     Command.withDescription("Run a command in a sandbox exactly as the bash tool would; exits with its exit code (124 on timeout)"),
     Command.withExamples([
       { command: "anna sandbox exec -- hostname", description: "The container's hostname, not the host's" },
-      { command: "anna sandbox exec --agent default -- ls /workspace", description: "The agent's workspace" }
+      { command: "anna sandbox exec --agent default -- ls /workspace", description: "The agent's shared workspace" },
+      { command: "anna sandbox exec --agent default --user alice -- ls /workspace", description: "Alice's workspace of that agent" }
     ]),
     Command.provide(configLayer)
   )

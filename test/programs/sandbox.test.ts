@@ -39,8 +39,8 @@ describe.skipIf(!dockerReady)("anna sandbox and doctor (real Docker engine)", ()
 
   it("runs a command in the container, not on the host, with the workspace mounted", async () => {
     const h = home()
-    mkdirSync(join(h, "workspaces", "default"), { recursive: true })
-    writeFileSync(join(h, "workspaces", "default", "hello.txt"), "hi")
+    mkdirSync(join(h, "workspaces", "default", "shared"), { recursive: true })
+    writeFileSync(join(h, "workspaces", "default", "shared", "hello.txt"), "hi")
     const name = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "hostname")
     assert.strictEqual(name.code, 0, name.stderr)
     assert.match(name.stdout.trim(), /^[0-9a-f]{12}$/)
