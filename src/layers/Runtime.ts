@@ -34,6 +34,7 @@ import { UsageLog } from "../services/UsageLog.ts"
 import * as MemoryTool from "./MemoryTool.ts"
 import { isCommand, runCommand } from "./runtime/commands.ts"
 import { runTurn } from "./runtime/turn.ts"
+import { modelAllowed, turnModel } from "./runtime/models.ts"
 import { folderSource, workspaceSource } from "./runtime/presets.ts"
 import { readSmallFile } from "./sandbox/confinedFs.ts"
 import * as SessionLocks from "./SessionLocks.ts"
@@ -289,14 +290,19 @@ export const make = (options: RuntimeOptions = {}) =>
           userName: chat.userName,
           now: new Date()
         })
-        const model = chat.model === "" ? snapshot.model : chat.model
+        // Only a model the operator allows: a choice made before the list was tightened falls back to the agent's.
+        const model = turnModel(snapshot.agent, snapshot.model, chat.model)
         // The agent tool is built per turn: its children inherit this turn's prompt and model.
         const presetSources = [
           folderSource(join(snapshot.folder, "agents")),
           ...(runner.success.sandbox === undefined ? [] : [workspaceSource(runner.success.sandbox)])
         ]
         const turnTools = snapshot.tools === null || snapshot.tools.includes(AgentTool.TOOL_NAME)
-          ? yield* AgentTool.withAgentTool(tools, { client, defaultModel: model, baseSystem: system, usage }, presetSources)
+          ? yield* AgentTool.withAgentTool(
+            tools,
+            { client, defaultModel: model, baseSystem: system, usage, modelAllowed: (m) => modelAllowed(snapshot.agent, m) },
+            presetSources
+          )
           : tools
         const deadline = snapshot.agent.turnTimeoutSeconds
         const outcome = yield* runTurn({

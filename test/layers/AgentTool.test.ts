@@ -172,6 +172,18 @@ describe("agent tool", () => {
       assert.include(tooMany.reason, "invalid input")
     }))
 
+  it.effect("a child may run only on a model the operator allows (a task's or a preset's model is checked)", () =>
+    Effect.gen(function*() {
+      const expensive: Preset = { name: "pricey", description: "", model: "fake-huge", system: "" }
+      const { tool } = makeTool({ modelAllowed: (m) => m === "fake-small", presets: [expensive] })
+      fake.script({ kind: "reply", parts: [{ type: "text", text: "small ok" }] })
+      const out = yield* tool.execute({ tasks: [{ task: "a", model: "fake-huge" }, { task: "b", preset: "pricey" }, { task: "c", model: "fake-small" }] }, ctx)
+      assert.include(out, "## Task 1: failed\nmodel \"fake-huge\" is not allowed for this agent")
+      assert.include(out, "failed\nmodel \"fake-huge\" is not allowed for this agent")
+      assert.include(out, "small ok")
+      assert.deepStrictEqual(posts().map((r) => body(r).model), ["fake-small"], "only the allowed model was called")
+    }))
+
   it.effect("runs tasks in parallel, never more at once than the concurrency (default 3), reported in task order", () =>
     Effect.gen(function*() {
       const real = OpenAiChat.make(provider(), fastTransport)

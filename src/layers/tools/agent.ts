@@ -39,6 +39,11 @@ export interface AgentToolDeps {
   /** The parent's tools; `agent` among them is dropped. */
   readonly tools: ReadonlyArray<Tool>
   readonly presets: ReadonlyArray<Preset>
+  /**
+   * Whether a child may run on `model` (the operator's allow-list of the agent, see
+   * runtime/models.ts); a task or preset naming another model is refused. Default: any.
+   */
+  readonly modelAllowed?: ((model: string) => boolean) | undefined
   /** Where the children's model calls are recorded (against the calling session). */
   readonly usage: UsageLog["Service"]
 }
@@ -143,9 +148,13 @@ const planTask = (deps: AgentToolDeps, available: ReadonlyArray<Tool>, task: Tas
   }
   const tools = names === undefined ? available : available.filter((t) => names.includes(t.definition.name))
   const base = preset !== undefined && preset.system !== "" ? preset.system : deps.baseSystem
+  const model = task.model ?? preset?.model ?? deps.defaultModel
+  if (model !== deps.defaultModel && deps.modelAllowed?.(model) === false) {
+    return Result.fail(`model "${model}" is not allowed for this agent; use the default (leave model out) or one the operator allows`)
+  }
   return Result.succeed({
     preset,
-    model: task.model ?? preset?.model ?? deps.defaultModel,
+    model,
     system: [base, task.system?.trim() ?? ""].filter((s) => s !== "").join("\n\n"),
     tools,
     maxTurns: task.max_turns ?? preset?.maxTurns ?? DEFAULT_MAX_TURNS,
