@@ -1,12 +1,13 @@
 /**
  * The SQLite database (`node:sqlite` through @effect/sql-sqlite-node): one connection in WAL mode
  * with foreign keys and a busy timeout, and the numbered migrations of `migrations/` applied
- * automatically, in one transaction, when the layer starts.
+ * automatically, in one transaction, when the layer starts. The file holds provider keys and every
+ * conversation, so it and its WAL companions are readable by their owner only (0600).
  */
 import { SqliteClient, SqliteMigrator } from "@effect/sql-sqlite-node"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs"
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -67,6 +68,49 @@ const pragmas = Layer.effectDiscard(Effect.gen(function*() {
   yield* sql.unsafe("PRAGMA synchronous = NORMAL")
 }))
 
+/** The database file and the companions SQLite keeps next to it in WAL mode. */
+export const databaseFiles = (filename: string): ReadonlyArray<string> => [filename, `${filename}-wal`, `${filename}-shm`]
+
+/** Permission bits for group and others: none of them should be set on anna's private state. */
+export const GROUP_OTHER = 0o077
+
+/**
+ * Removes the group and other bits of `path` if it exists and has any. Returns why it could not
+ * (e.g. not the owner), so the caller can warn; `anna doctor` reports what is still loose.
+ */
+export const tighten = (path: string): string | undefined => {
+  try {
+    if (!existsSync(path)) return undefined
+    const mode = statSync(path).mode & 0o7777
+    if ((mode & GROUP_OTHER) !== 0) chmodSync(path, mode & ~GROUP_OTHER)
+    return undefined
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e)
+  }
+}
+
+/**
+ * Before SQLite opens `filename`: a missing file is created empty with mode 0600 (SQLite gives the
+ * -wal and -shm files it creates the mode of the main file, so they follow), and existing ones lose
+ * group and other permissions. A missing folder is created 0700; an existing one is left to the
+ * caller (it may be shared, like /tmp).
+ */
+const secureFiles = (filename: string) =>
+  Effect.gen(function*() {
+    if (filename === ":memory:") return
+    mkdirSync(dirname(filename), { recursive: true, mode: 0o700 })
+    try {
+      closeSync(openSync(filename, "wx", 0o600))
+    } catch (e) {
+      // Already there (the usual case); any other problem is SQLite's to report when it opens the file.
+      if (!(e instanceof Error && "code" in e && e.code === "EEXIST")) yield* Effect.logDebug(`sqlite: could not pre-create ${filename}: ${String(e)}`)
+    }
+    for (const f of databaseFiles(filename)) {
+      const problem = tighten(f)
+      if (problem !== undefined) yield* Effect.logWarning(`sqlite: ${f} stays readable by others: ${problem} (see anna doctor)`)
+    }
+  })
+
 /**
  * SqlClient (and SqliteClient) on `filename`, migrated. The parent folder is created if missing.
  * A file that cannot be opened is a defect here; the CLI edge turns it into one line on stderr.
@@ -75,9 +119,6 @@ export const layer = (filename: string) =>
   migrator.pipe(
     Layer.provideMerge(pragmas),
     Layer.provideMerge(
-      Layer.unwrap(Effect.sync(() => {
-        if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-        return SqliteClient.layer({ filename })
-      }))
+      Layer.unwrap(Effect.as(secureFiles(filename), SqliteClient.layer({ filename })))
     )
   )

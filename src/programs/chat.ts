@@ -6,17 +6,20 @@
  *
  * The composition root passes the layer that provides `Runtime` (`chatCommand(layer)`); when that
  * layer also provides `MemoryProvider`, the start line says how many messages the session has.
+ *
+ * Everything printed from model, tool or user text goes through `terminalSafe` (see chatRender.ts):
+ * escape sequences in a reply must not retitle the window, write the clipboard or move the cursor.
  */
 import { Context, Effect, Fiber, Layer, Option, Queue, Stdio, Stream } from "effect"
 import { Command, Flag } from "effect/cli"
 import { userInfo } from "node:os"
-import { join } from "node:path"
-import type { ResolvedChat, TurnEvent } from "../domain/runtime/types.ts"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { chatNameProblem, type ResolvedChat, type TurnEvent } from "../domain/runtime/types.ts"
 import { MemoryProvider } from "../services/MemoryProvider.ts"
 import { Runtime } from "../services/Runtime.ts"
 import { feedLine, flushPending, type Input, isPending, type LineSource, nothingPending, pipedSource, terminalSource } from "./chatInput.ts"
-import { makeCollector, makeRenderer, type TurnResult, type Writer } from "./chatRender.ts"
-import { annaHome } from "./env.ts"
+import { makeCollector, makeRenderer, terminalJson, terminalSafe, type TurnResult, type Writer } from "./chatRender.ts"
+import { annaHome, chatHistoryFile } from "./env.ts"
 
 /** Where the command's exit code goes: `process.exitCode`, read by `runMain`; tests record it. */
 export const ExitCode = Context.Reference<(code: number) => Effect.Effect<void>>("anna/ChatExitCode", {
@@ -128,11 +131,11 @@ const localUser = (): string => {
 const sessionLine = (chat: ResolvedChat) =>
   Effect.gen(function*() {
     const memory = yield* Effect.serviceOption(MemoryProvider)
-    if (Option.isNone(memory)) return `session ${chat.sessionKey}`
+    if (Option.isNone(memory)) return `session ${terminalSafe(chat.sessionKey)}`
     const stats = yield* Effect.option(memory.value.stats(chat.sessionKey))
     return Option.isSome(stats) && stats.value.messages > 0
-      ? `continuing session ${chat.sessionKey} (${stats.value.messages} messages)`
-      : `new session ${chat.sessionKey}`
+      ? `continuing session ${terminalSafe(chat.sessionKey)} (${stats.value.messages} messages)`
+      : `new session ${terminalSafe(chat.sessionKey)}`
   })
 
 const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string, json: boolean, w: Writer) =>
@@ -149,7 +152,7 @@ const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string
     const result = yield* consumeTurn(runtime, chat, text, json ? () => Effect.void : renderer.event).pipe(
       Effect.onInterrupt(() => (json ? Effect.void : renderer.end))
     )
-    yield* json ? w.out(`${JSON.stringify(result, null, 2)}\n`) : renderer.end
+    yield* json ? w.out(`${terminalJson(result, 2)}\n`) : renderer.end
     yield* setExit(exitCodeOf(result.stopReason))
   })
 
@@ -168,13 +171,13 @@ export const chatLoop = (
     const line = yield* sessionLine(chat)
     yield* w.err(
       source.interactive
-        ? `anna chat with ${chat.agentId}: ${line}\n/help lists commands; """ starts a multi-line block; Ctrl-C stops a reply; /exit or Ctrl-D leaves.\n`
+        ? `anna chat with ${terminalSafe(chat.agentId)}: ${line}\n/help lists commands; """ starts a multi-line block; Ctrl-C stops a reply; /exit or Ctrl-D leaves.\n`
         : `${line}\n`
     )
     const turn = (message: string) =>
       options.json
         ? consumeTurn(runtime, chat, message, () => Effect.void).pipe(
-          Effect.flatMap((r) => w.out(`${JSON.stringify(r)}\n`))
+          Effect.flatMap((r) => w.out(`${terminalJson(r)}\n`))
         )
         : Effect.suspend(() => {
           const renderer = makeRenderer(w)
@@ -190,7 +193,7 @@ const interactive = (runtime: Runtime["Service"], chat: ResolvedChat, json: bool
       ? yield* terminalSource({
         input: process.stdin,
         output: process.stdout,
-        historyFile: join(yield* annaHome, "chat_history")
+        historyFile: chatHistoryFile(yield* annaHome)
       })
       : yield* pipedSource
     yield* chatLoop(runtime, chat, source, { json, writer: w })
@@ -210,7 +213,7 @@ const DESCRIPTION = [
 const flags = {
   agent: Flag.String("agent").pipe(Flag.withDescription("Talk to this agent instead of the default one"), Flag.optional),
   session: Flag.String("session").pipe(
-    Flag.withDescription("Conversation name: each name is a separate session (default dm)"),
+    Flag.withDescription("Conversation name: each name is a separate session (default dm; no control characters or \"#\", at most 128 characters)"),
     Flag.withDefault("dm")
   ),
   prompt: Flag.String("prompt").pipe(
@@ -228,6 +231,8 @@ const flags = {
 export const chatCommand = <E, R>(runtimeLayer: Layer.Layer<Runtime, E, R>) =>
   Command.make("chat", flags, (f) =>
     Effect.gen(function*() {
+      const problem = chatNameProblem(f.session)
+      if (problem !== undefined) return yield* new InvalidConfig({ reason: `--session: ${problem}` })
       const runtime = yield* Runtime
       const user = localUser()
       const chat = yield* runtime.resolve({

@@ -79,13 +79,16 @@ export interface TerminalOptions {
   readonly historySize?: number | undefined
 }
 
+/** What the user typed is private like the conversations: the history file is created 0600. */
+const HISTORY_MODE = 0o600
+
 /** The last `size` lines, newest first (readline's order); a file grown past twice that is cut back. */
 const readHistory = (file: string | undefined, size: number): Array<string> => {
   if (file === undefined) return []
   try {
     const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "")
     const kept = lines.slice(-size)
-    if (lines.length > 2 * size) writeFileSync(file, kept.map((l) => `${l}\n`).join(""))
+    if (lines.length > 2 * size) writeFileSync(file, kept.map((l) => `${l}\n`).join(""), { mode: HISTORY_MODE })
     return kept.reverse()
   } catch {
     return []
@@ -125,7 +128,7 @@ export const terminalSource = (options: TerminalOptions) =>
       const file = options.historyFile
       if (file !== undefined && text.trim() !== "") {
         try {
-          appendFileSync(file, `${text.replace(/\n/g, " ")}\n`)
+          appendFileSync(file, `${text.replace(/\n/g, " ")}\n`, { mode: HISTORY_MODE })
         } catch {
           // History is a convenience: a read-only home must not stop the chat.
         }

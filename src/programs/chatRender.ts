@@ -2,6 +2,10 @@
  * Output of `anna chat`: a turn's events for a person (the reply streamed to stdout as it
  * arrives; tool activity and notices as short, dim lines on stderr so a reply piped to a file
  * stays clean) and the same events collected into one result for `--json`.
+ *
+ * Model, tool and user text is untrusted: a reply or a file a tool read can hold escape sequences
+ * that retitle the window, write the clipboard (OSC 52), move the cursor or hide text. Every such
+ * text passes `terminalSafe` before it is printed; only anna's own styling reaches the terminal.
  */
 import { Effect } from "effect"
 import type { Usage } from "../domain/model/types.ts"
@@ -62,6 +66,32 @@ export const makeCollector = (sessionKey: string) => {
   return { add, result }
 }
 
+/**
+ * Code points a terminal may act on: C0 controls but tab and newline, DEL, C1 controls
+ * (U+0080–U+009F: 0x9B is CSI, 0x9D OSC), and the bidi embeddings, overrides and isolates that
+ * reorder what is shown ("Trojan Source"). Bidi marks (LRM, RLM, ALM) stay: RTL text needs them.
+ */
+const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
+
+const visible = (c: string): string => {
+  const code = c.charCodeAt(0)
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`
+}
+
+/**
+ * `text` as it may reach a terminal: carriage returns dropped (CRLF line ends, or a line drawn over
+ * itself), every other unsafe code point shown as an escape (`\x1b`, `\x9b`, `\u202e`); all else,
+ * tabs and newlines included, unchanged.
+ */
+export const terminalSafe = (text: string): string => text.replace(/\r/g, "").replace(UNSAFE, visible)
+
+/**
+ * JSON for `--json`: JSON.stringify escapes C0 controls but writes C1 controls, DEL and bidi
+ * overrides raw; here they are `\uXXXX` escapes too, so the same value parses back unchanged.
+ */
+export const terminalJson = (value: unknown, indent?: number): string =>
+  JSON.stringify(value, null, indent).replace(UNSAFE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+
 const SUMMARY_KEYS = ["command", "path", "file_path", "query", "url", "pattern", "action", "id"]
 
 /** "bash ls -la" rather than the whole input object. */
@@ -74,7 +104,7 @@ export const toolSummary = (name: string, input: unknown): string => {
   } else if (input !== undefined && input !== null) {
     detail = JSON.stringify(input)
   }
-  return oneLine(detail === "" || detail === "{}" ? name : `${name} ${detail}`, 100)
+  return oneLine(terminalSafe(detail === "" || detail === "{}" ? name : `${name} ${detail}`), 100)
 }
 
 export interface Writer {
@@ -111,11 +141,12 @@ export const makeRenderer = (w: Writer) => {
     Effect.suspend(() => {
       switch (e.type) {
         case "text": {
-          if (e.text === "") return Effect.void
+          const text = terminalSafe(e.text)
+          if (text === "") return Effect.void
           const close = openTool !== undefined ? w.err("\n") : Effect.void
           openTool = undefined
-          outOpen = !e.text.endsWith("\n")
-          return Effect.andThen(close, w.out(e.text))
+          outOpen = !text.endsWith("\n")
+          return Effect.andThen(close, w.out(text))
         }
         case "tool_start": {
           const text = `${lead()}${dim(`⚙ ${toolSummary(e.name, e.input)}`)}`
@@ -123,15 +154,15 @@ export const makeRenderer = (w: Writer) => {
           return w.err(text)
         }
         case "tool_end": {
-          const mark = e.isError ? `✗ ${oneLine(e.output, 80)}` : "✓"
+          const mark = e.isError ? `✗ ${oneLine(terminalSafe(e.output), 80)}` : "✓"
           if (openTool === e.id) {
             openTool = undefined
             return w.err(`${dim(` ${mark}`)}\n`)
           }
-          return errLine(`⚙ ${e.name} ${mark}`)
+          return errLine(`⚙ ${terminalSafe(e.name)} ${mark}`)
         }
         case "notice":
-          return errLine(`[${e.text}]`)
+          return errLine(`[${terminalSafe(e.text)}]`)
         case "done":
           return end
       }

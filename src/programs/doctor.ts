@@ -1,19 +1,25 @@
 /**
- * `anna doctor`: checks the database, the Docker sandbox (engine, image, network policy), the
- * providers and the channels, and says what to fix. Exits 1 when something needs fixing.
+ * `anna doctor`: checks the database (and that it and ANNA_HOME are private to their owner), the
+ * Docker sandbox (engine, image, network policy), the providers and the channels, and says what to
+ * fix. Exits 1 when something needs fixing. Nothing it prints carries a provider's credentials.
  */
 import { Console, Duration, Effect, Layer, Option, Schema } from "effect"
+import { connect } from "node:net"
 import { Command, Flag } from "effect/cli"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { diagnose, type DoctorCheck, makeDocker } from "../layers/docker/client.ts"
+import { providerSecrets, redactSecrets } from "../domain/model/types.ts"
+import { DEFAULT_HOST, DEFAULT_PORT } from "../layers/HttpChannel.ts"
+import * as SqliteRuntimeConfig from "../layers/SqliteRuntimeConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
+import { ConfigStore } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import * as SqliteMemoryStore from "../layers/SqliteMemoryStore.ts"
 import * as SqlitePluginStore from "../layers/SqlitePluginStore.ts"
-import { annaHome, dbPath } from "./env.ts"
+import { annaHome, dbPath, type LoosePath, loosePermissions } from "./env.ts"
 import { printJson } from "./output.ts"
 import { configLayer } from "./providerCommands.ts"
 
@@ -23,7 +29,36 @@ export class DoctorFound extends Schema.TaggedError<DoctorFound>()("DoctorFound"
   }
 }
 
-const doctorLayer = Layer.mergeAll(SqliteMemoryStore.layer, SqlitePluginStore.layer).pipe(Layer.provideMerge(configLayer))
+const doctorLayer = Layer.mergeAll(
+  SqliteMemoryStore.layer,
+  SqlitePluginStore.layer,
+  Layer.unwrap(Effect.map(annaHome, SqliteRuntimeConfig.layer))
+).pipe(Layer.provideMerge(configLayer))
+
+/** A path as the shell takes it in a suggested command. */
+const shellPath = (path: string): string => (/^[\w./~@%+,:=-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`)
+
+/** The fix for one loose path of anna's state. */
+const permissionCheck = (home: string, p: LoosePath): DoctorCheck => ({
+  name: p.path === home ? "home" : p.path.slice(home.length + 1),
+  ok: false,
+  detail: `${p.path} has mode ${p.mode.toString(8).padStart(4, "0")}: others may read provider keys or conversations`,
+  fix: `chmod ${p.want.toString(8)} ${shellPath(p.path)}${p.path === home ? " (or set ANNA_HOME to a folder of anna's own)" : ""}`
+})
+
+/** Whether something accepts connections on host:port now (a wildcard address is tried on loopback). */
+const listening = (host: string, port: number) =>
+  Effect.callback<boolean>((resume) => {
+    const target = host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "::1" : host
+    const socket = connect({ host: target, port })
+    const settle = (ok: boolean) => {
+      socket.destroy()
+      resume(Effect.succeed(ok))
+    }
+    socket.once("connect", () => settle(true))
+    socket.once("error", () => settle(false))
+    return Effect.sync(() => socket.destroy())
+  }).pipe(Effect.timeoutOption(Duration.seconds(2)), Effect.map((o) => Option.getOrElse(o, () => false)))
 
 export const doctorCommand = Command.make("doctor", {
   agent: Flag.String("agent").pipe(Flag.withDescription("Check this agent's sandbox settings (default: the default agent)"), Flag.optional),
@@ -36,6 +71,10 @@ export const doctorCommand = Command.make("doctor", {
     const sessions = yield* (yield* MemoryStore).listConversations({})
     const memoryPlugin = yield* (yield* PluginStore).enabledMemory
     add("database", { name: "anna.db", ok: true, detail: `${yield* dbPath}: migrated, ${sessions.length} session(s), memory plugin ${memoryPlugin}` })
+    const home = yield* annaHome
+    const loose = loosePermissions(home)
+    for (const p of loose) add("permissions", permissionCheck(home, p))
+    if (loose.length === 0) add("permissions", { name: "home", ok: true, detail: `${home} and the database files are private to their owner` })
 
     const agents = yield* AgentStore
     const agent = Option.isSome(f.agent) ? yield* agents.get(f.agent.value) : Option.getOrUndefined(yield* agents.defaultAgent)
@@ -62,12 +101,29 @@ export const doctorCommand = Command.make("doctor", {
           : {
             name: p.id,
             ok: false,
-            detail: listed._tag === "Failure" ? listed.failure.message : "no answer within 15 s",
+            detail: listed._tag === "Failure" ? redactSecrets(listed.failure.message, providerSecrets(p)) : "no answer within 15 s",
             fix: `check the key and base URL (anna provider list), or remove it (anna provider remove ${p.id})`
           }
       )
     }
-    add("channels", { name: "channels", ok: true, detail: "none in this release (they arrive with the agent runtime)" })
+    const channels = (yield* (yield* ConfigStore).listChannels).filter((c) => c.enabled)
+    if (channels.length === 0) {
+      add("channels", { name: "channels", ok: true, detail: "none enabled: anna chat works; anna channel enable http serves the OpenAI-compatible API" })
+    }
+    for (const c of channels) {
+      if (c.id !== "http") {
+        add("channels", { name: c.id, ok: true, detail: "enabled" })
+        continue
+      }
+      const host = typeof c.config.host === "string" ? c.config.host : DEFAULT_HOST
+      const port = typeof c.config.port === "number" ? c.config.port : DEFAULT_PORT
+      const state = port === 0
+        ? "on a free port chosen when anna gateway starts"
+        : (yield* listening(host, port))
+        ? `on ${host}:${port}: listening`
+        : `on ${host}:${port}: nothing listens now (anna gateway serves it)`
+      add("channels", { name: "http", ok: true, detail: `enabled, OpenAI-compatible API ${state}` })
+    }
 
     const failed = checks.filter((c) => !c.ok)
     if (f.json) yield* printJson({ ok: failed.length === 0, checks })

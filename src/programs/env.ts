@@ -1,10 +1,15 @@
 /**
  * The environment, read once at the edge: `ANNA_HOME` (state folder, default ~/.anna) and
  * `ANNA_LOG_LEVEL`. Nothing else in anna reads `process.env`.
+ *
+ * `ANNA_HOME` holds provider keys and every conversation, so it is private to its owner: created
+ * 0700, tightened at every start (with `workspaces/`, whose contents are the sandboxes' and are not
+ * touched), and checked by `anna doctor`.
  */
 import { Config, Effect, Layer, type LogLevel, References } from "effect"
+import { existsSync, mkdirSync, statSync } from "node:fs"
 import { homedir } from "node:os"
-import { join } from "node:path"
+import { join, parse, resolve } from "node:path"
 import * as Sqlite from "../layers/Sqlite.ts"
 
 export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
@@ -22,8 +27,61 @@ export const logLevel = Config.String("ANNA_LOG_LEVEL").pipe(
 export const withLogLevel = <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.flatMap(logLevel, (level) => Effect.provideService(self, References.MinimumLogLevel, level))
 
-/** The migrated database at `$ANNA_HOME/anna.db`. */
-export const database = Layer.unwrap(Effect.map(dbPath, Sqlite.layer))
+/** A folder others share (sticky, like /tmp) or the filesystem root: chmod-ing it would break other users. */
+const sharedFolder = (dir: string): boolean => {
+  const full = resolve(dir)
+  return full === parse(full).root || (statSync(full).mode & 0o1000) !== 0
+}
+
+/** `anna chat`'s input history: what the user typed, as private as the conversations. */
+export const chatHistoryFile = (home: string): string => join(home, "chat_history")
+
+/**
+ * Creates `$ANNA_HOME` (0700) if missing and removes group and other permissions from it, from
+ * `workspaces/` and from the chat history. Nothing inside workspaces: that belongs to the sandboxes,
+ * which mount their own sub-folders. A shared folder used as ANNA_HOME is left alone (doctor says so).
+ */
+export const secureHome = (home: string) =>
+  Effect.gen(function*() {
+    mkdirSync(home, { recursive: true, mode: 0o700 })
+    if (sharedFolder(home)) {
+      return yield* Effect.logWarning(`ANNA_HOME ${home} is a shared folder: provider keys and conversations there may be readable by others (see anna doctor)`)
+    }
+    for (const path of [home, join(home, "workspaces"), chatHistoryFile(home)]) {
+      const problem = Sqlite.tighten(path)
+      if (problem !== undefined) yield* Effect.logWarning(`${path} stays open to others: ${problem} (see anna doctor)`)
+    }
+  })
+
+/** The migrated database at `$ANNA_HOME/anna.db`, with the home folder made private first. */
+export const database = Layer.unwrap(Effect.gen(function*() {
+  const home = yield* annaHome
+  yield* secureHome(home)
+  return Sqlite.layer(join(home, "anna.db"))
+}))
+
+/** A path of anna's state that group or others can reach, and the mode it should have. */
+export interface LoosePath {
+  readonly path: string
+  /** The current permission bits. */
+  readonly mode: number
+  readonly want: 0o700 | 0o600
+}
+
+/** `$ANNA_HOME`, `workspaces/`, the database files and the chat history, where they exist and group or others have any access. */
+export const loosePermissions = (home: string): ReadonlyArray<LoosePath> => {
+  const wanted: ReadonlyArray<readonly [string, 0o700 | 0o600]> = [
+    [home, 0o700],
+    [join(home, "workspaces"), 0o700],
+    ...Sqlite.databaseFiles(join(home, "anna.db")).map((f) => [f, 0o600] as const),
+    [chatHistoryFile(home), 0o600]
+  ]
+  return wanted.flatMap(([path, want]) => {
+    if (!existsSync(path)) return []
+    const mode = statSync(path).mode & 0o7777
+    return (mode & Sqlite.GROUP_OTHER) === 0 ? [] : [{ path, mode, want }]
+  })
+}
 
 /** The providers' own variables, read only by onboarding (`anna onboard --from-env`, first start). */
 export interface ProviderEnv {

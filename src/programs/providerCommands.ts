@@ -1,11 +1,21 @@
 /**
- * `anna provider add|list|remove|models|usage` and `anna onboard`. API keys are never printed in
- * full (text or JSON): `sk-…abcd`.
+ * `anna provider add|list|remove|models|usage` and `anna onboard`. Credentials are never printed in
+ * full (text or JSON): API keys and extra header values as `sk-…abcd`, URL user info and query values
+ * as `***`, and error messages scrubbed of the provider's secrets (an SDK error can quote a request).
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
-import { maskKey, type ModelInfo, PROVIDER_TYPES, type ProviderConfig } from "../domain/model/types.ts"
+import {
+  maskKey,
+  maskUrl,
+  type ModelInfo,
+  PROVIDER_TYPES,
+  type ProviderConfig,
+  providerSecrets,
+  redactSecrets,
+  shownProvider
+} from "../domain/model/types.ts"
 import * as ProviderClients from "../layers/ProviderClients.ts"
 import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
@@ -20,7 +30,6 @@ export const configLayer = ProviderClients.layer().pipe(Layer.provideMerge(Sqlit
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 
-const shown = (p: ProviderConfig) => ({ ...p, apiKey: maskKey(p.apiKey) })
 
 const add = Command.make("add", {
   id: Argument.String("id").pipe(Argument.withDescription("Provider id, e.g. openai or local-ollama")),
@@ -63,28 +72,33 @@ const add = Command.make("add", {
     if (config.defaultModel === "") {
       const listed = yield* ProviderClients.clientFor({ ...base, defaultModel: "-" }).listModels.pipe(
         Effect.mapError((e) =>
-          new InvalidConfig({ reason: `no default model given and the server's models could not be listed (${e.message}); pass --default-model` })
+          new InvalidConfig({
+            reason: `no default model given and the server's models could not be listed (${redactSecrets(e.message, providerSecrets(base))}); pass --default-model`
+          })
         )
       )
       const first = listed[0]
       if (first === undefined) return yield* new InvalidConfig({ reason: "the server lists no models; pass --default-model" })
       config = { ...base, defaultModel: first.id }
     }
-    yield* store.add(config)
-    if (f.json) return yield* printJson(shown(config))
+    // The store's refusal may quote the base URL; its credentials stay hidden.
+    yield* store.add(config).pipe(
+      Effect.catchTag("InvalidConfig", (e) => Effect.fail(new InvalidConfig({ reason: redactSecrets(e.reason, providerSecrets(config)) })))
+    )
+    if (f.json) return yield* printJson(shownProvider(config))
     yield* Console.log(`Added provider ${config.id} (${config.type}, default model ${config.defaultModel}, key ${maskKey(config.apiKey)}).`)
   })).pipe(Command.withDescription("Add a model provider"), Command.provide(configLayer))
 
 const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {
     const all = yield* (yield* ProviderStore).list
-    if (f.json) return yield* printJson(all.map(shown))
+    if (f.json) return yield* printJson(all.map(shownProvider))
     if (all.length === 0) return yield* Console.log("No providers. Add one with anna provider add, or run anna onboard --from-env.")
     yield* Console.log(table(
       ["ID", "TYPE", "BASE URL", "KEY", "DEFAULT MODEL", "STATE"],
-      all.map((p) => [p.id, p.type, p.baseUrl || "(public)", maskKey(p.apiKey), p.defaultModel, p.enabled ? "enabled" : "disabled"])
+      all.map((p) => [p.id, p.type, maskUrl(p.baseUrl) || "(public)", maskKey(p.apiKey), p.defaultModel, p.enabled ? "enabled" : "disabled"])
     ))
-  })).pipe(Command.withDescription("List providers (keys masked)"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("List providers (credentials masked)"), Command.provide(configLayer))
 
 const remove = Command.make("remove", { id: Argument.String("id").pipe(Argument.withDescription("Provider id")), json }, (f) =>
   Effect.gen(function*() {
@@ -103,7 +117,11 @@ const models = Command.make("models", {
     const rows: Array<{ provider: string; models: ReadonlyArray<ModelInfo>; error?: string }> = []
     for (const p of targets) {
       const listed = yield* registry.client(p.id).pipe(Effect.flatMap((c) => c.listModels), Effect.result)
-      rows.push(listed._tag === "Success" ? { provider: p.id, models: listed.success } : { provider: p.id, models: [], error: listed.failure.message })
+      rows.push(
+        listed._tag === "Success"
+          ? { provider: p.id, models: listed.success }
+          : { provider: p.id, models: [], error: redactSecrets(listed.failure.message, providerSecrets(p)) }
+      )
     }
     if (f.json) return yield* printJson(rows)
     if (rows.length === 0) return yield* Console.log("No enabled providers.")

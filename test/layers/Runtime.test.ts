@@ -133,7 +133,7 @@ describe("Runtime", () => {
 
   it.effect("answers slash commands: /whoami, /new moves the session on, /model switches, /agent lists and switches, unknown", () =>
     Effect.gen(function*() {
-      yield* setup()
+      yield* setup({ allowedModels: ["fake-small"] })
       yield* (yield* AgentStore).create("a2", { providerId: "local", tools: [] })
       const who = yield* say(alice, "/whoami")
       assert.include(who.text, "agent: a1")
@@ -142,7 +142,7 @@ describe("Runtime", () => {
       yield* say(alice, "/new")
       const after = yield* say(alice, "/whoami")
       assert.notStrictEqual(after.chat.sessionKey, before)
-      assert.match(after.chat.sessionKey, /:dm-2$/)
+      assert.match(after.chat.sessionKey, /:dm#2$/)
       yield* say(alice, "/model fake-small")
       fake.script({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
       yield* say(alice, "hello")

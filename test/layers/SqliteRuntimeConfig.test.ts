@@ -230,7 +230,7 @@ describe("SqliteRuntimeConfig: snapshot", () => {
         const tuned = yield* config.snapshot("tuned")
         assert.deepStrictEqual(
           [tuned.model, tuned.contextTokens, tuned.tools, tuned.maxTurns, tuned.sandbox.network, tuned.sandbox.workspace],
-          ["qwen2", 32_000, ["bash", "memory"], 3, "allow_all", join(HOME, "workspaces", "tuned")]
+          ["qwen2", 32_000, ["bash", "memory"], 3, "allow_all", join(HOME, "workspaces", "tuned", "shared")]
         )
         assert.strictEqual(tuned.agent.id, "tuned")
       })

@@ -147,7 +147,8 @@ describe("providers from the command line", () => {
     assert.include(added.stdout, "default model fake-large")
     assert.notInclude(added.stdout, "sk-from-env-777777")
     const list = await json<Array<{ id: string; type: string; apiKey: string; headers: Record<string, string> }>>("provider", "list")
-    assert.deepStrictEqual(list.map((p) => [p.id, p.type, p.apiKey, p.headers["x-team"]]), [["local", "openai-response", "sk-…7777", "family"]])
+    // Every header value is masked: anna cannot tell which ones authenticate.
+    assert.deepStrictEqual(list.map((p) => [p.id, p.type, p.apiKey, p.headers["x-team"]]), [["local", "openai-response", "sk-…7777", "***"]])
     const dup = await run("provider", "add", "local", "--type", "openai", "--default-model", "m")
     assert.deepStrictEqual([dup.code, dup.stderr.trim()], [1, "anna: a provider \"local\" already exists (remove it first, or pick another id)"])
     const badType = await run("provider", "add", "x", "--type", "gemini", "--default-model", "m")

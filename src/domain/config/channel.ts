@@ -3,7 +3,7 @@
  * (checked per channel: the HTTP channel takes `host` and `port`), and which values are secrets that
  * are never printed in full.
  */
-import { maskKey } from "../model/types.ts"
+import { maskKey, maskUrl } from "../model/types.ts"
 
 /** Channels the gateway can run (the terminal chat is a command, not a channel). */
 export const CHANNEL_IDS = ["http", "telegram", "qq", "feishu", "wechat"] as const
@@ -52,8 +52,17 @@ export const mergeChannelConfig = (
 
 const SECRET = /token|secret|password|key/i
 
-/** The config with secret-looking values masked (`abc…wxyz`), for text and JSON output alike. */
+/** A value that is a URL: its user info and query can hold credentials whatever the key is called. */
+const URL_LIKE = /^[a-z][a-z0-9+.-]*:\/\//i
+
+/**
+ * The config with secret-looking values masked (`abc…wxyz`) and URLs' credentials hidden
+ * (`https://user:***@host/?token=***`), for text and JSON output alike.
+ */
 export const shownConfig = (config: Readonly<Record<string, unknown>>): Record<string, unknown> =>
   Object.fromEntries(
-    Object.entries(config).map(([k, v]) => [k, SECRET.test(k) && typeof v === "string" ? maskKey(v) : v])
+    Object.entries(config).map(([k, v]) => [
+      k,
+      typeof v !== "string" ? v : SECRET.test(k) ? maskKey(v) : URL_LIKE.test(v) ? maskUrl(v) : v
+    ])
   )

@@ -102,3 +102,105 @@ export const defaultTransport: TransportOptions = {
 /** Shows a key as `sk-…abcd`: enough to tell keys apart, never enough to use one. */
 export const maskKey = (key: string): string =>
   key.length === 0 ? "(none)" : key.length <= 8 ? "…" + key.slice(-2) : `${key.slice(0, 3)}…${key.slice(-4)}`
+
+const MASK = "***"
+
+/**
+ * A secret other than an API key (a header value, a password): `maskKey` when it is long enough
+ * that its first 3 and last 4 characters give little away, else fully hidden.
+ */
+export const maskSecret = (secret: string): string => (secret.length >= 16 ? maskKey(secret) : MASK)
+
+/** Query parameters that only select an API version (Azure's `api-version`): shown, since they help and hide nothing. */
+const PLAIN_QUERY = /^(api[-_]?)?version$/i
+
+const decoded = (s: string): string => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+/** A URL cut into the parts that may carry credentials; plain string work, so nothing is normalised. */
+const urlParts = (url: string) => {
+  const hashAt = url.indexOf("#")
+  const beforeHash = hashAt < 0 ? url : url.slice(0, hashAt)
+  const fragment = hashAt < 0 ? undefined : url.slice(hashAt + 1)
+  const queryAt = beforeHash.indexOf("?")
+  const beforeQuery = queryAt < 0 ? beforeHash : beforeHash.slice(0, queryAt)
+  const query = queryAt < 0 ? undefined : beforeHash.slice(queryAt + 1)
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(beforeQuery)?.[0] ?? ""
+  const rest = beforeQuery.slice(scheme.length)
+  // The authority ends at the path; WHATWG parsers also end it at "\" and split user info at the last "@".
+  const slash = rest.search(/[/\\]/)
+  const authority = slash < 0 ? rest : rest.slice(0, slash)
+  const at = authority.lastIndexOf("@")
+  const userinfo = at < 0 ? undefined : authority.slice(0, at)
+  return { scheme, userinfo, hostAndPath: at < 0 ? rest : rest.slice(at + 1), query, fragment }
+}
+
+const queryParams = (query: string) =>
+  query.split("&").map((part) => {
+    const eq = part.indexOf("=")
+    return eq < 0 ? { name: undefined, value: part } : { name: part.slice(0, eq), value: part.slice(eq + 1) }
+  })
+
+/**
+ * A URL as it may be printed: user info (`user:***@`, or `***@` when the user name is the token),
+ * every query value except an API version (`?key=***`), and a fragment are masked. Hosts and paths
+ * stay as written, so the operator still sees which server is meant.
+ */
+export const maskUrl = (url: string): string => {
+  const p = urlParts(url)
+  const colon = p.userinfo?.indexOf(":") ?? -1
+  const userinfo = p.userinfo === undefined ? "" : colon < 0 ? `${MASK}@` : `${p.userinfo.slice(0, colon)}:${MASK}@`
+  const query = p.query === undefined ? "" : "?" + queryParams(p.query).map(({ name, value }) =>
+    name === undefined
+      ? (value === "" ? "" : MASK)
+      : PLAIN_QUERY.test(decoded(name)) || value === "" ? `${name}=${value}` : `${name}=${MASK}`
+  ).join("&")
+  const fragment = p.fragment === undefined ? "" : p.fragment === "" ? "#" : `#${MASK}`
+  return `${p.scheme}${userinfo}${p.hostAndPath}${query}${fragment}`
+}
+
+/** Extra headers are there to authenticate more often than not (Authorization, X-Api-Key, …): every value is masked. */
+export const maskHeaders = (headers: Readonly<Record<string, string>>): Record<string, string> =>
+  Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, maskSecret(value)]))
+
+/** A provider as it may be printed (text or JSON): key, header values and URL credentials masked. */
+export const shownProvider = (p: ProviderConfig): ProviderConfig => ({
+  ...p,
+  baseUrl: maskUrl(p.baseUrl),
+  apiKey: maskKey(p.apiKey),
+  headers: maskHeaders(p.headers)
+})
+
+/** The secret strings in a URL: what `maskUrl` hides, as written and percent-decoded. */
+const urlSecrets = (url: string): Array<string> => {
+  const p = urlParts(url)
+  const raw: Array<string> = []
+  if (p.userinfo !== undefined) {
+    const colon = p.userinfo.indexOf(":")
+    raw.push(colon < 0 ? p.userinfo : p.userinfo.slice(colon + 1))
+  }
+  for (const { name, value } of p.query === undefined ? [] : queryParams(p.query)) {
+    if (name === undefined || !PLAIN_QUERY.test(decoded(name))) raw.push(value)
+  }
+  if (p.fragment !== undefined) raw.push(p.fragment)
+  return raw.flatMap((s) => [s, decoded(s)])
+}
+
+/** Shorter strings are not scrubbed from free text: they would mangle it and hardly identify a credential. */
+const MIN_SECRET = 4
+
+/** Every secret of a provider's configuration, for scrubbing free text (error messages) before it is printed. */
+export const providerSecrets = (p: ProviderConfig): ReadonlyArray<string> =>
+  [...new Set([p.apiKey, ...Object.values(p.headers), ...urlSecrets(p.baseUrl)])].filter((s) => s.length >= MIN_SECRET)
+
+/**
+ * `text` with every secret replaced by its mask (longest first, so a secret that contains another
+ * goes whole). For messages that may quote a request: an SDK error can repeat the URL or a header.
+ */
+export const redactSecrets = (text: string, secrets: ReadonlyArray<string>): string =>
+  [...secrets].sort((a, b) => b.length - a.length).reduce((t, s) => (s === "" ? t : t.split(s).join(maskSecret(s))), text)

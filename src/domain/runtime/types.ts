@@ -56,3 +56,27 @@ export type TurnEvent =
 
 export const sessionKeyOf = (agentId: string, platform: string, userId: string, context: string): string =>
   `${agentId}:${platform}:${userId}:${context}`
+
+/**
+ * Marks the contexts `/new` starts (`dm#2`). A chat's first context is its own name, so no chat
+ * name may contain the mark: otherwise chat "dm#2" would share a session with chat "dm" after /new.
+ */
+export const CONTEXT_MARK = "#"
+
+/** Chat (session) names of the CLI and the HTTP channel are at most this long. */
+export const MAX_CHAT_NAME = 128
+
+/**
+ * Why `name` cannot name a chat, or undefined when it can: it must not be empty, be longer than
+ * MAX_CHAT_NAME, hold control characters (they reach terminals and logs) or CONTEXT_MARK.
+ */
+export const chatNameProblem = (name: string): string | undefined =>
+  name.trim() === ""
+    ? "a chat name must not be empty"
+    : [...name].length > MAX_CHAT_NAME
+    ? `a chat name has at most ${MAX_CHAT_NAME} characters`
+    : /\p{Cc}/u.test(name)
+    ? "a chat name must not contain control characters"
+    : name.includes(CONTEXT_MARK)
+    ? `a chat name must not contain "${CONTEXT_MARK}" (it marks the conversations /new starts)`
+    : undefined

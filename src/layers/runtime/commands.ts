@@ -3,32 +3,51 @@
  * /abort, /whoami, /model, /agent, /help. Each answers with text; an unknown command gets the list.
  */
 import { Effect, Option } from "effect"
-import type { ResolvedChat } from "../../domain/runtime/types.ts"
+import { ANY_PROVIDER_MODEL } from "../../domain/config/agent.ts"
+import { CONTEXT_MARK, type ResolvedChat } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { Compactor } from "../../services/Compactor.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import { Explorer } from "../../services/Explorer.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
+import { allowedModels, modelAllowed } from "./models.ts"
 
 export const HELP = [
   "/new — start a fresh conversation (the old one stays stored and searchable)",
   "/compact — compact this conversation now",
   "/abort — stop the running turn",
   "/whoami — who and where you are",
-  "/model [name] — list the agent's models, or use one for this conversation",
+  "/model [name] — show the model and the ones you may pick, or use one for this conversation",
   "/agent [id] — list agents, or talk to another one",
   "/help — this list"
 ].join("\n")
 
 export const isCommand = (text: string): boolean => /^\/[a-z]+(\s|$)/i.test(text.trim())
 
-/** The next context name after `/new`: dm → dm-2 → dm-3 … */
+/**
+ * The next context after `/new`: dm → dm#2 → dm#3 … A chat's first context is its own id, so a
+ * later one must be a name no chat can have: chat names may not contain CONTEXT_MARK (see
+ * `chatNameProblem`), and the chat's id before the mark keeps contexts of different chats apart.
+ * Contexts of the older scheme (dm-2, which chat "dm-2" shared) are counted on from.
+ */
 export const nextContext = (chatId: string, current: string): string => {
   const base = current === "main" ? chatId : current
-  const m = /^(.*)-(\d+)$/.exec(base)
-  return m !== null && m[1] === chatId ? `${chatId}-${Number(m[2]) + 1}` : `${chatId}-2`
+  const number = (sep: string) => {
+    const tail = base.startsWith(chatId + sep) ? base.slice(chatId.length + sep.length) : ""
+    return /^\d{1,9}$/.test(tail) ? Number(tail) : undefined
+  }
+  return `${chatId}${CONTEXT_MARK}${(number(CONTEXT_MARK) ?? number("-") ?? 1) + 1}`
 }
+
+/** At most this many models are shown in a reply (a provider can list hundreds). */
+const SHOWN_MODELS = 40
+
+const modelList = (names: ReadonlyArray<string>, current: string): string =>
+  [
+    ...names.slice(0, SHOWN_MODELS).map((n) => `${n === current ? "*" : "-"} ${n}`),
+    ...(names.length > SHOWN_MODELS ? [`… and ${names.length - SHOWN_MODELS} more`] : [])
+  ].join("\n")
 
 export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effect<boolean>) =>
   Effect.gen(function*() {
@@ -48,12 +67,15 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         return (yield* abort) ? "Stopped the running turn." : "Nothing is running."
       case "whoami": {
         const memory = yield* MemoryProvider
+        // A choice the operator has since disallowed is not used (the turn falls back to the agent's).
+        const agent = yield* (yield* AgentStore).get(chat.agentId).pipe(Effect.option)
+        const chosen = chat.model !== "" && Option.isSome(agent) && modelAllowed(agent.value, chat.model) ? chat.model : ""
         return [
           `user: ${chat.userId}${chat.userName === "" ? "" : ` (${chat.userName})`}`,
           `agent: ${chat.agentId}`,
           `platform: ${chat.platform}, chat: ${chat.chatId}${chat.isGroup ? " (group)" : ""}`,
           `session: ${chat.sessionKey}`,
-          `model: ${chat.model === "" ? "the agent's default" : chat.model}`,
+          `model: ${chosen === "" ? "the agent's default" : chosen}`,
           `memory: ${memory.name}`
         ].join("\n")
       }
@@ -77,19 +99,41 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         return `Compacted: ${report.tokensBefore} → ${report.tokensAfter} tokens (${report.leafSummaries} leaf + ${report.condensedSummaries} condensed summaries).${summary}`
       }
       case "model": {
-        const agents = yield* AgentStore
-        const agent = yield* agents.get(chat.agentId)
-        if (arg === "") {
-          if (agent.providerId === null) return "This agent has no provider yet."
-          const client = yield* (yield* ProviderRegistry).client(agent.providerId)
-          const models = yield* client.listModels.pipe(Effect.orElseSucceed(() => []))
-          const current = chat.model === "" ? agent.model || client.defaultModel : chat.model
-          const names = models.length === 0 ? [client.defaultModel] : models.map((m) => m.id)
-          return `Models of ${client.provider} (current: ${current}):\n${names.map((n) => `${n === current ? "*" : "-"} ${n}`).join("\n")}\nSwitch with /model NAME; /model default goes back to the agent's.`
+        const snapshot = yield* config.snapshot(chat.agentId).pipe(Effect.result)
+        if (snapshot._tag === "Failure") {
+          return snapshot.failure._tag === "NoModel" ? `This agent has no model yet: ${snapshot.failure.reason}.` : `No model can be chosen now: ${snapshot.failure.message}`
         }
-        const model = arg === "default" ? "" : arg
-        yield* config.setChatState(chat.agentId, chat.platform, chat.userId, chat.chatId, { model })
-        return model === "" ? "Back to the agent's model." : `This conversation now uses ${model}.`
+        const { agent, provider, model: own } = snapshot.success
+        // With "*" the provider's models count: what it declares and what its server lists now. A
+        // listing that fails leaves the declared ones; its error is the operator's, not shown here.
+        let listed: ReadonlyArray<string> = []
+        let unlisted = false
+        if (agent.allowedModels.includes(ANY_PROVIDER_MODEL)) {
+          const served = yield* (yield* ProviderRegistry).client(provider.id).pipe(
+            Effect.flatMap((c) => c.listModels),
+            Effect.map((ms) => ms.map((m) => m.id)),
+            Effect.result
+          )
+          unlisted = served._tag === "Failure"
+          listed = [...provider.models, ...(served._tag === "Success" ? served.success : [])]
+        }
+        const names = allowedModels(agent, own, listed)
+        const chosen = chat.model !== "" && modelAllowed(agent, chat.model, listed) ? chat.model : own
+        const choices = `${modelList(names, chosen)}${unlisted ? "\n(the provider's model list could not be read now)" : ""}`
+        if (arg === "") {
+          const dropped = chat.model !== "" && chosen !== chat.model ? ` (${chat.model}, chosen earlier, is no longer allowed)` : ""
+          const how = names.length > 1 ? "\nSwitch with /model NAME; /model default goes back to the agent's." : "\nThis agent lets no other model be chosen."
+          return `Model: ${chosen}${dropped}. Models you may pick:\n${choices}${how}`
+        }
+        if (arg === "default" || arg === own) {
+          yield* config.setChatState(chat.agentId, chat.platform, chat.userId, chat.chatId, { model: "" })
+          return `Back to the agent's model (${own}).`
+        }
+        if (!modelAllowed(agent, arg, listed)) {
+          return `"${arg}" is not a model this agent may use. Models you may pick:\n${choices}`
+        }
+        yield* config.setChatState(chat.agentId, chat.platform, chat.userId, chat.chatId, { model: arg })
+        return `This conversation now uses ${arg}.`
       }
       case "agent": {
         const agents = (yield* (yield* AgentStore).list).filter((a) => a.enabled)
