@@ -3,7 +3,7 @@
  * simplest raw SQL (the floor). Prints Markdown tables; nothing is asserted. Real SQLite files in
  * a temporary folder, removed at the end.
  *
- * BENCH_QUICK=1 skips the 1M-message search case. BENCH_ONLY=append,assemble,search,runtime limits phases.
+ * BENCH_QUICK=1 skips the 1M-message search case. BENCH_ONLY=append,assemble,search,runtime,sandbox limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -13,12 +13,13 @@ import { DatabaseSync } from "node:sqlite"
 import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
 import { runRuntime } from "./runtime.ts"
+import { runSandboxOutput } from "./sandboxOutput.ts"
 import { runSearch } from "./search.ts"
 import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search,runtime").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search,runtime,sandbox").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -71,6 +72,10 @@ const main = async () => {
     if (only.has("runtime")) {
       await runRuntime(dir)
       markRss("after runtime")
+    }
+    if (only.has("sandbox")) {
+      await runSandboxOutput()
+      markRss("after sandbox output")
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })

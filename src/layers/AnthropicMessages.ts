@@ -16,11 +16,11 @@
 import Anthropic, { APIConnectionTimeoutError, APIError } from "@anthropic-ai/sdk"
 import { Effect, Layer, Option, Schema } from "effect"
 import type { ProviderError } from "../domain/model/errors.ts"
-import { defaultTransport, type ModelInfo, type ProviderConfig, type TransportOptions } from "../domain/model/types.ts"
+import { defaultTransport, type ModelInfo, type ProviderConfig, type TransportOptions, transportFor } from "../domain/model/types.ts"
 import { ChatModel, type ChatModelClient } from "../services/ChatModel.ts"
 import { toChatEvents } from "./providers/anthropicEvents.ts"
 import { toParams } from "./providers/anthropicRequest.ts"
-import { classify, providerStream, withRetries } from "./providers/transport.ts"
+import { classify, providerStream, sdkTimeoutMs, withRetries } from "./providers/transport.ts"
 
 /**
  * The status an error type stands for. An error that arrives as an SSE `error` event, after the
@@ -96,13 +96,14 @@ const toModelInfo = (raw: unknown): ReadonlyArray<ModelInfo> =>
     }
   })
 
-export const make = (config: ProviderConfig, transport: TransportOptions = defaultTransport): ChatModelClient => {
+export const make = (config: ProviderConfig, defaults: TransportOptions = defaultTransport): ChatModelClient => {
+  const transport = transportFor(config, defaults)
   const client = new Anthropic({
     apiKey: config.apiKey,
     baseURL: config.baseUrl === "" ? null : config.baseUrl,
     defaultHeaders: config.headers,
     maxRetries: 0,
-    timeout: transport.timeoutMs
+    timeout: sdkTimeoutMs(transport)
   })
   const toError = toProviderError(config.id)
 

@@ -19,6 +19,10 @@
  * - A client that disconnects mid-answer does not abort the turn: the runtime runs turns in its
  *   own scope, so the turn finishes and is stored; only our reading of its events stops (the
  *   request fiber is interrupted, which is not an error). `/abort` stops a turn on purpose.
+ * - A turn that fails (provider rate limit, timeout, context overflow, provider or sandbox down, the
+ *   turn's deadline) is an error response, not a 200 completion: 429 + Retry-After, 504, 400
+ *   `context_length_exceeded`, 502 or 503 (http/openaiWire.ts `ApiError.turnFailed`); a streamed
+ *   one ends with an OpenAI error frame instead.
  * - Bodies over 10 MiB → 413; malformed JSON or wrong types → 400; unknown routes → 404; all with
  *   OpenAI error bodies.
  */
@@ -27,12 +31,13 @@ import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpS
 import type { ServeError } from "effect/http/HttpServerError"
 import { randomUUID } from "node:crypto"
 import type { Agent } from "../domain/config/agent.ts"
+import { httpLimits } from "../domain/config/channel.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore, type User } from "../services/ConfigStore.ts"
 import type { HttpAddress } from "../services/HttpAddress.ts"
 import { Runtime } from "../services/Runtime.ts"
 import { newestUserMessage, parseChatRequest, sessionName } from "./http/openaiRequest.ts"
-import { ApiError, collectTurn, completionBody, type CompletionMeta, sseFrames } from "./http/openaiWire.ts"
+import { ApiError, collectTurn, completionBody, type CompletionMeta, failedTurn, sseFrames } from "./http/openaiWire.ts"
 import { DEFAULT_HOST, DEFAULT_PORT, errorResponse, serve, type ServeOptions } from "./http/server.ts"
 
 export { DEFAULT_HOST, DEFAULT_PORT, type ServeOptions }
@@ -148,6 +153,8 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       })
     }
     const collected = yield* collectTurn(events)
+    const failed = failedTurn(collected.done, collected.notices)
+    if (failed !== undefined) return yield* failed
     return HttpServerResponse.jsonUnsafe(completionBody(meta, collected))
   }, answerErrors)
 
@@ -156,6 +163,16 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   yield* router.add("GET", "/v1/models/:model", getModel)
   yield* router.add("POST", "/v1/chat/completions", chatCompletions)
 }))
+
+/**
+ * The server options the http channel's stored settings ask for (`anna channel set http --config
+ * KEY=VALUE`: host, port and the limits), defaults filling what they leave out.
+ */
+export const optionsFromSettings = (config: Readonly<Record<string, unknown>>): ServeOptions => ({
+  host: typeof config.host === "string" && config.host !== "" ? config.host : DEFAULT_HOST,
+  port: typeof config.port === "number" ? config.port : DEFAULT_PORT,
+  ...httpLimits(config)
+})
 
 /**
  * The channel on its own server: `HttpChannel.layer({ host, port })` (defaults 127.0.0.1:8787;

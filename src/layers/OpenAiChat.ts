@@ -15,10 +15,10 @@
 import { Effect, Layer } from "effect"
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai"
 import { type ProviderError, ProviderNetworkError } from "../domain/model/errors.ts"
-import { type ChatRequest, defaultTransport, type ModelInfo, type ProviderConfig, type TransportOptions } from "../domain/model/types.ts"
+import { type ChatRequest, defaultTransport, type ModelInfo, type ProviderConfig, type TransportOptions, transportFor } from "../domain/model/types.ts"
 import { OPENAI_BASE_URL, toChatParams } from "./providers/openaiChatRequest.ts"
 import { chunkEvents } from "./providers/openaiChatStream.ts"
-import { classify, providerStream, withRetries } from "./providers/transport.ts"
+import { classify, providerStream, sdkTimeoutMs, withRetries } from "./providers/transport.ts"
 import { ChatModel, type ChatModelClient } from "../services/ChatModel.ts"
 
 /** The SDK refuses to start without a key; local servers need none, so they get a stand-in. */
@@ -53,7 +53,8 @@ export const toProviderError = (provider: string) => (cause: unknown): ProviderE
   return new ProviderNetworkError({ provider, timeout: false, detail: String(cause) })
 }
 
-export const make = (config: ProviderConfig, transport: TransportOptions = defaultTransport): ChatModelClient => {
+export const make = (config: ProviderConfig, defaults: TransportOptions = defaultTransport): ChatModelClient => {
+  const transport = transportFor(config, defaults)
   const client = new OpenAI({
     apiKey: config.apiKey === "" ? NO_KEY : config.apiKey,
     baseURL: config.baseUrl.trim() === "" ? OPENAI_BASE_URL : config.baseUrl,
@@ -64,7 +65,7 @@ export const make = (config: ProviderConfig, transport: TransportOptions = defau
     defaultHeaders: { ...config.headers },
     // Retries are ours (withRetries), so that every provider backs off alike on Effect's clock.
     maxRetries: 0,
-    timeout: transport.timeoutMs,
+    timeout: sdkTimeoutMs(transport),
     // Failures reach the caller as typed errors; the SDK must not print to the console.
     logLevel: "off"
   })

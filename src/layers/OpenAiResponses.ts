@@ -20,12 +20,13 @@ import {
   defaultTransport,
   type ModelInfo,
   type ProviderConfig,
-  type TransportOptions
+  type TransportOptions,
+  transportFor
 } from "../domain/model/types.ts"
 import { ChatModel, type ChatModelClient } from "../services/ChatModel.ts"
 import { protocolError, streamFailure, toChatEvents } from "./providers/openaiResponsesEvents.ts"
 import { toResponsesParams } from "./providers/openaiResponsesRequest.ts"
-import { classify, providerStream, withRetries } from "./providers/transport.ts"
+import { classify, providerStream, sdkTimeoutMs, withRetries } from "./providers/transport.ts"
 
 /** Messages of an error and its causes ("Connection error.: fetch failed: connect ECONNREFUSED …"). */
 const describe = (cause: unknown): string => {
@@ -80,7 +81,8 @@ const toModelInfo = (raw: unknown): ReadonlyArray<ModelInfo> => {
   return [typeof created === "number" && created > 0 ? { id, createdAt: created * 1000 } : { id }]
 }
 
-export const make = (config: ProviderConfig, transport: TransportOptions = defaultTransport): ChatModelClient => {
+export const make = (config: ProviderConfig, defaults: TransportOptions = defaultTransport): ChatModelClient => {
+  const transport = transportFor(config, defaults)
   const keyless = config.apiKey === ""
   const client = new OpenAI({
     // The SDK refuses to start without a key, but local servers (Ollama, vLLM) need none: give it a
@@ -91,7 +93,7 @@ export const make = (config: ProviderConfig, transport: TransportOptions = defau
     project: null,
     defaultHeaders: keyless ? { Authorization: null, ...config.headers } : { ...config.headers },
     maxRetries: 0,
-    timeout: transport.timeoutMs
+    timeout: sdkTimeoutMs(transport)
   })
   const toError = toProviderError(config.id)
 

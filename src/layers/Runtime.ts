@@ -18,7 +18,8 @@ import type { SandboxCaps, SandboxSpec } from "../domain/sandbox/types.ts"
 import { emptyUsage } from "../domain/model/types.ts"
 import { NoAgent, TurnDeadline } from "../domain/runtime/errors.ts"
 import { systemPrompt } from "../domain/runtime/prompt.ts"
-import { type ChatTarget, type ResolvedChat, sessionKeyOf, type TurnEvent, type UserMessage } from "../domain/runtime/types.ts"
+import { errorOf } from "../domain/runtime/failure.ts"
+import { type ChatTarget, type ResolvedChat, sessionKeyOf, type TurnError, type TurnEvent, type UserMessage } from "../domain/runtime/types.ts"
 import type { Tool } from "../domain/tool.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { Compactor } from "../services/Compactor.ts"
@@ -60,12 +61,13 @@ const SANDBOX_TOOLS = ["bash", "read", "write", "edit"] as const
 /** SYSTEM.md and SOUL.md larger than this are ignored (with a warning). */
 const MAX_PROMPT_FILE_BYTES = 256 * 1024
 
-const done = (stopReason: Extract<TurnEvent, { type: "done" }>["stopReason"]): TurnEvent => ({
+const done = (stopReason: Extract<TurnEvent, { type: "done" }>["stopReason"], error?: TurnError): TurnEvent => ({
   type: "done",
   stopReason,
   usage: emptyUsage,
   modelCalls: 0,
-  toolCalls: 0
+  toolCalls: 0,
+  ...(error === undefined ? {} : { error })
 })
 
 /** What a session's runner is built from; a different plan means a different runner. */
@@ -270,7 +272,7 @@ export const make = (options: RuntimeOptions = {}) =>
         )
         if (pool._tag === "Failure") {
           yield* emit({ type: "notice", text: pool.failure.message })
-          return yield* emit(done("unavailable"))
+          return yield* emit(done("unavailable", errorOf(pool.failure)))
         }
         const { snapshot, client } = pool.success
         const plan = planFor(snapshot, chat, yield* capsNow)
@@ -278,7 +280,7 @@ export const make = (options: RuntimeOptions = {}) =>
         if (runner._tag === "Failure") {
           yield* memory.append({ key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }, [{ role: "user", content: message }]).pipe(Effect.ignore)
           yield* emit({ type: "notice", text: `The sandbox is unavailable, so this agent cannot work now (nothing ran): ${runner.failure.message}` })
-          return yield* emit(done("unavailable"))
+          return yield* emit(done("unavailable", errorOf(runner.failure)))
         }
         const tools = runner.success.tools
         const profile = Option.isSome(profiles) ? yield* profiles.value.getProfile(chat.userId, chat.agentId).pipe(Effect.orElseSucceed(() => "")) : ""
@@ -326,7 +328,7 @@ export const make = (options: RuntimeOptions = {}) =>
         )
         if (outcome._tag === "Failure") {
           yield* emit({ type: "notice", text: `The turn failed: ${outcome.failure.message}` })
-          return yield* emit(done("unavailable"))
+          return yield* emit(done("unavailable", errorOf(outcome.failure)))
         }
         yield* emit({ type: "done", ...outcome.success })
       }))

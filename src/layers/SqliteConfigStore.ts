@@ -7,7 +7,7 @@ import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { isValidId } from "../domain/config/agent.ts"
 import { AgentNotFound, InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../domain/config/errors.ts"
-import { PROVIDER_TYPES, type ProviderConfig, type ProviderType } from "../domain/model/types.ts"
+import { firstByteTimeoutProblem, PROVIDER_TYPES, type ProviderConfig, type ProviderType } from "../domain/model/types.ts"
 import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { UsageLog, type UsageTotals } from "../services/UsageLog.ts"
@@ -23,7 +23,8 @@ const ProviderRow = Schema.Struct({
   models: Schema.fromJsonString(Schema.Array(Schema.String)),
   default_model: Schema.String,
   headers: Schema.fromJsonString(Schema.Record(Schema.String, Schema.String)),
-  enabled: Schema.Number
+  enabled: Schema.Number,
+  first_byte_timeout_seconds: Schema.NullOr(Schema.Number)
 })
 const decodeProviders = Schema.decodeUnknownEffect(Schema.Array(ProviderRow))
 const toProvider = (r: typeof ProviderRow.Type): ProviderConfig => ({
@@ -34,7 +35,8 @@ const toProvider = (r: typeof ProviderRow.Type): ProviderConfig => ({
   models: r.models,
   defaultModel: r.default_model,
   headers: r.headers,
-  enabled: r.enabled === 1
+  enabled: r.enabled === 1,
+  ...(r.first_byte_timeout_seconds === null ? {} : { firstByteTimeoutSeconds: r.first_byte_timeout_seconds })
 })
 
 /** Checks a provider row before it is stored; the reason says what to change. */
@@ -52,6 +54,10 @@ export const validateProvider = (c: ProviderConfig): string | undefined => {
     }
   }
   if (c.defaultModel.trim() === "") return "a default model is needed (--default-model, or --model)"
+  if (c.firstByteTimeoutSeconds !== undefined) {
+    const problem = firstByteTimeoutProblem(c.firstByteTimeoutSeconds)
+    if (problem !== undefined) return problem
+  }
   for (const name of Object.keys(c.headers)) {
     if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) return `"${name}" is not a valid HTTP header name`
   }
@@ -95,11 +101,23 @@ export const make = Effect.gen(function*() {
             default_model: c.defaultModel,
             headers: JSON.stringify(c.headers),
             enabled: c.enabled ? 1 : 0,
+            first_byte_timeout_seconds: c.firstByteTimeoutSeconds ?? null,
             created_at: now,
             updated_at: now
           })
         } ON CONFLICT (id) DO NOTHING RETURNING id`.pipe(Effect.mapError(storageError("add provider")))
         if (inserted.length === 0) return yield* new ProviderExists({ id: c.id })
+      }),
+    setFirstByteTimeout: (id, seconds) =>
+      Effect.gen(function*() {
+        const problem = seconds === undefined ? undefined : firstByteTimeoutProblem(seconds)
+        if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
+        const now = yield* Clock.currentTimeMillis
+        const updated = yield* sql<{ id: string }>`UPDATE providers
+          SET first_byte_timeout_seconds = ${seconds ?? null}, updated_at = ${now} WHERE id = ${id} RETURNING id`.pipe(
+          Effect.mapError(storageError("update provider"))
+        )
+        if (updated.length === 0) return yield* new ProviderNotFound({ id })
       }),
     remove: (id) =>
       immediate(Effect.gen(function*() {

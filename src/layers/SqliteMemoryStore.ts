@@ -6,9 +6,9 @@
  * own CHECK-constrained schema, and Schema decoding would dominate reading 100k items.
  * Message content is still decoded with Schema, so a damaged row is an error, not a wrong answer.
  */
-import { Clock, Effect, Layer, Option } from "effect"
+import { Clock, Effect, Layer, Option, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { InvalidInput, SessionNotFound, StaleContext, StorageError } from "../domain/memory/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
 import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Role } from "../domain/message.ts"
@@ -48,12 +48,20 @@ export const make = Effect.gen(function*() {
       : sql<A>`INSERT INTO ${sql(table)} ${sql.insert([head, ...rest])} RETURNING ${sql.literal(returning)}`
   }
   const cache = new Map<string, Conversation>()
+  /** The session key each cached id stood for: SQLite may give a deleted conversation's id to a new one. */
+  const keyById = new Map<number, string>()
+  const forget = (sessionKey: string) => {
+    const c = cache.get(sessionKey)
+    if (c !== undefined && keyById.get(c.id) === sessionKey) keyById.delete(c.id)
+    cache.delete(sessionKey)
+  }
   const remember = (c: Conversation) => {
     if (cache.size >= CACHE_LIMIT) {
       const oldest = cache.keys().next()
-      if (oldest.done !== true) cache.delete(oldest.value)
+      if (oldest.done !== true) forget(oldest.value)
     }
     cache.set(c.sessionKey, c)
+    keyById.set(c.id, c.sessionKey)
     return c
   }
 
@@ -130,21 +138,9 @@ export const make = Effect.gen(function*() {
       Effect.mapError(storageError("mark reviewed"))
     )
 
-  const appendMessages = Effect.fn("MemoryStore.appendMessages")(function*(
-    conversationId: number,
-    messages: ReadonlyArray<NewMessage>
-  ) {
-    if (messages.length === 0) return { firstSeq: 0, lastSeq: 0 }
-    const now = yield* Clock.currentTimeMillis
-    const encoded: Array<EncodedMessage> = []
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i]
-      if (m === undefined) continue
-      const e = encodeMessage(m, now, i)
-      if (e instanceof InvalidInput) return yield* e
-      encoded.push(e)
-    }
-    return yield* immediate(Effect.gen(function*() {
+  /** Inserts encoded messages after the conversation's last one; call inside a write transaction. */
+  const insertEncoded = (conversationId: number, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
+    Effect.gen(function*() {
       const last = yield* sql<{ seq: number; role: Role; has_tool_results: number }>`SELECT seq, role, has_tool_results
         FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1`
       let prev = last[0] === undefined ? undefined : { role: last[0].role, hasToolResults: last[0].has_tool_results === 1 }
@@ -184,7 +180,102 @@ export const make = Effect.gen(function*() {
       }
       yield* sql`UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`
       return { firstSeq, lastSeq: firstSeq + encoded.length - 1 }
-    })).pipe(Effect.mapError(storageError("append messages")))
+    })
+
+  /** Encodes for storage; the first message that cannot be stored fails (`offset` numbers it in a longer input). */
+  const encodeAll = (messages: ReadonlyArray<NewMessage>, now: number, offset = 0) => {
+    const encoded: Array<EncodedMessage> = []
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]
+      if (m === undefined) continue
+      const e = encodeMessage(m, now, offset + i)
+      if (e instanceof InvalidInput) return e
+      encoded.push(e)
+    }
+    return encoded
+  }
+
+  const appendMessages = Effect.fn("MemoryStore.appendMessages")(function*(
+    conversationId: number,
+    messages: ReadonlyArray<NewMessage>
+  ) {
+    if (messages.length === 0) return { firstSeq: 0, lastSeq: 0 }
+    const now = yield* Clock.currentTimeMillis
+    const encoded = encodeAll(messages, now)
+    if (encoded instanceof InvalidInput) return yield* encoded
+    return yield* immediate(Effect.gen(function*() {
+      // Another process may have deleted the session (`anna memory delete`) since its id was cached,
+      // and SQLite may even have given that id to a new session: never append into someone else's.
+      const expected = keyById.get(conversationId)
+      const row = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE id = ${conversationId}`
+      const actual = row[0]?.session_key
+      if (actual === undefined || (expected !== undefined && actual !== expected)) {
+        if (expected !== undefined) forget(expected)
+        return yield* new StorageError({
+          operation: "append messages",
+          reason: "the session was deleted meanwhile; the next message starts it afresh"
+        })
+      }
+      return yield* insertEncoded(conversationId, encoded, now)
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("append messages")(e))))
+  })
+
+  const importMessages = Effect.fn("MemoryStore.importMessages")(function*<E>(
+    session: SessionRef,
+    batches: Stream.Stream<ReadonlyArray<NewMessage>, E>,
+    options: { readonly append: boolean; readonly onBatch: (imported: number) => Effect.Effect<void> }
+  ) {
+    const now = yield* Clock.currentTimeMillis
+    const result = yield* immediate(Effect.gen(function*() {
+      // The conversation is created inside the transaction too: a crash leaves no empty session.
+      yield* sql`INSERT INTO ctx_conversations (session_key, agent_id, user_id, created_at, updated_at)
+        VALUES (${session.key}, ${session.agentId}, ${session.userId}, ${now}, ${now})
+        ON CONFLICT (session_key) DO NOTHING`
+      const found = yield* sql<{ id: number; messages: number }>`SELECT c.id,
+          coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages
+        FROM ctx_conversations c WHERE c.session_key = ${session.key}`
+      const conversation = found[0]
+      if (conversation === undefined) return yield* Effect.die(new Error("importMessages: the conversation row vanished"))
+      if (conversation.messages > 0 && !options.append) {
+        return yield* new InvalidInput({
+          reason: `session ${session.key} already has ${conversation.messages} messages; pass --append to add these after them`
+        })
+      }
+      let imported = 0
+      yield* Stream.runForEach(batches, (batch) =>
+        Effect.gen(function*() {
+          const encoded = encodeAll(batch, now, imported)
+          if (encoded instanceof InvalidInput) return yield* encoded
+          yield* insertEncoded(conversation.id, encoded, now)
+          imported += encoded.length
+          yield* options.onBatch(imported)
+        }))
+      return { firstSeq: conversation.messages + 1, lastSeq: conversation.messages + imported, imported }
+    })).pipe(Effect.catchIf(isSqlError, (e) => Effect.fail(storageError("import messages")(e))))
+    forget(session.key)
+    return result
+  })
+
+  const deleteConversation = Effect.fn("MemoryStore.deleteConversation")(function*(sessionKey: string) {
+    const result = yield* immediate(Effect.gen(function*() {
+      const found = yield* sql<{ id: number; messages: number; summaries: number }>`SELECT c.id,
+          (SELECT count(*) FROM ctx_messages m WHERE m.conversation_id = c.id) AS messages,
+          (SELECT count(*) FROM ctx_summaries s WHERE s.conversation_id = c.id) AS summaries
+        FROM ctx_conversations c WHERE c.session_key = ${sessionKey}`
+      const c = found[0]
+      if (c === undefined) return yield* new SessionNotFound({ sessionKey })
+      // The mark that lets the DELETE trigger pass (migrations/0006); it goes with the row below.
+      yield* sql`UPDATE ctx_conversations SET deleting = 1 WHERE id = ${c.id}`
+      yield* sql`DELETE FROM ctx_items WHERE conversation_id = ${c.id}`
+      yield* sql`DELETE FROM ctx_summary_parents WHERE condensed_id IN (SELECT id FROM ctx_summaries WHERE conversation_id = ${c.id})`
+      yield* sql`DELETE FROM ctx_summary_messages WHERE summary_id IN (SELECT id FROM ctx_summaries WHERE conversation_id = ${c.id})`
+      yield* sql`DELETE FROM ctx_summaries WHERE conversation_id = ${c.id}`
+      yield* sql`DELETE FROM ctx_messages WHERE conversation_id = ${c.id}`
+      yield* sql`DELETE FROM ctx_conversations WHERE id = ${c.id}`
+      return { sessionKey, messages: c.messages, summaries: c.summaries }
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("delete session")(e))))
+    forget(sessionKey)
+    return result
   })
 
   const messageColumns = sql`id, seq, role, blocks, text, token_count, created_at`
@@ -412,6 +503,8 @@ export const make = Effect.gen(function*() {
     const triggers = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'trigger'
       AND name IN ('ctx_messages_immutable_update', 'ctx_messages_immutable_delete')`
     if (triggers.length !== 2) problems.push("the triggers that keep raw messages immutable are missing")
+    const marked = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE deleting = 1`
+    for (const r of marked) problems.push(`${r.session_key}: marked as being deleted outside a deletion (its messages are unprotected)`)
     // External-content FTS: porter indexes are checked against their tables; the trigram indexes
     // hold only CJK rows, so only their internal consistency is checked.
     for (const [table, rank] of [["ctx_messages_fts", 1], ["ctx_summaries_fts", 1], ["ctx_messages_cjk", 0], ["ctx_summaries_cjk", 0]] as const) {
@@ -443,6 +536,8 @@ export const make = Effect.gen(function*() {
     saveInfo,
     setReviewedSeq,
     appendMessages,
+    importMessages,
+    deleteConversation,
     messagesByIds,
     messagesBySeq,
     messageMetas,

@@ -17,7 +17,16 @@ import { InvalidConfig } from "../domain/config/errors.ts"
 import { NoModel, Unauthorized } from "../domain/runtime/errors.ts"
 import { agentFolder, specFor } from "../domain/sandbox/spec.ts"
 import { AgentStore } from "../services/AgentStore.ts"
-import { type Channel, type ChatState, ConfigStore, DEFAULT_CONTEXT_TOKENS, type User } from "../services/ConfigStore.ts"
+import {
+  type Channel,
+  type ChatState,
+  ConfigStore,
+  DEFAULT_CONTEXT_TOKENS,
+  type RemovedUser,
+  TOKEN_ID_LENGTH,
+  type TokenInfo,
+  type User
+} from "../services/ConfigStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import * as Sqlite from "./Sqlite.ts"
 import * as SqliteConfigStore from "./SqliteConfigStore.ts"
@@ -170,6 +179,58 @@ export const make = (annaHome: string) =>
       return yield* existing(id)
     }, storage("check token"))
 
+    const TokenRow = Schema.Struct({ token_hash: Schema.String, user_id: Schema.String, label: Schema.String, created_at: Schema.Number })
+    const decodeTokens = Schema.decodeUnknownEffect(Schema.Array(TokenRow))
+    const toTokenInfo = (r: typeof TokenRow.Type): TokenInfo => ({
+      id: r.token_hash.slice(0, TOKEN_ID_LENGTH),
+      userId: r.user_id,
+      label: r.label,
+      createdAt: r.created_at
+    })
+
+    const listTokens = Effect.fn("ConfigStore.listTokens")(function*(userId?: string) {
+      if (userId !== undefined) yield* requireUser(userId)
+      const rows = yield* (userId === undefined
+        ? sql`SELECT token_hash, user_id, label, created_at FROM user_tokens ORDER BY created_at, token_hash`
+        : sql`SELECT token_hash, user_id, label, created_at FROM user_tokens WHERE user_id = ${userId}
+            ORDER BY created_at, token_hash`).pipe(Effect.flatMap(decodeTokens))
+      return rows.map(toTokenInfo)
+    }, storage("list tokens"))
+
+    const revokeToken = Effect.fn("ConfigStore.revokeToken")(function*(tokenId: string) {
+      const prefix = tokenId.trim().toLowerCase()
+      if (!/^[0-9a-f]{4,64}$/.test(prefix)) {
+        return yield* new InvalidConfig({ reason: `"${tokenId}" is not a token id (see: anna user token list)` })
+      }
+      return yield* immediate(Effect.gen(function*() {
+        const rows = yield* sql`SELECT token_hash, user_id, label, created_at FROM user_tokens
+          WHERE substr(token_hash, 1, ${prefix.length}) = ${prefix}`.pipe(Effect.flatMap(decodeTokens))
+        const [row, ...more] = rows
+        if (row === undefined) return yield* new InvalidConfig({ reason: `no token "${tokenId}" (see: anna user token list)` })
+        if (more.length > 0) {
+          return yield* new InvalidConfig({ reason: `token id "${tokenId}" matches ${rows.length} tokens; give more of it` })
+        }
+        yield* sql`DELETE FROM user_tokens WHERE token_hash = ${row.token_hash}`
+        return toTokenInfo(row)
+      }))
+    }, storage("revoke token"))
+
+    const removeUser = Effect.fn("ConfigStore.removeUser")(function*(userId: string) {
+      return yield* immediate(Effect.gen(function*() {
+        yield* requireUser(userId)
+        const count = (rows: ReadonlyArray<{ readonly n: number }>) => rows[0]?.n ?? 0
+        const identities = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM user_identities WHERE user_id = ${userId}`)
+        const tokens = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM user_tokens WHERE user_id = ${userId}`)
+        const chatStates = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM chat_contexts WHERE user_id = ${userId}`)
+        yield* sql`DELETE FROM user_identities WHERE user_id = ${userId}`
+        yield* sql`DELETE FROM user_tokens WHERE user_id = ${userId}`
+        yield* sql`DELETE FROM chat_contexts WHERE user_id = ${userId}`
+        yield* sql`DELETE FROM users WHERE id = ${userId}`
+        const removed: RemovedUser = { userId, identities, tokens, chatStates }
+        return removed
+      }))
+    }, storage("remove user"))
+
     const readChannels = (id?: string) =>
       (id === undefined
         ? sql`SELECT id, enabled, config FROM channels ORDER BY id`
@@ -301,6 +362,9 @@ export const make = (annaHome: string) =>
       setDefaultAgent,
       issueToken,
       userForToken,
+      listTokens,
+      revokeToken,
+      removeUser,
       listChannels: readChannels().pipe(storage("list channels")),
       setChannel,
       bindChat,

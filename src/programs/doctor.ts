@@ -7,7 +7,7 @@ import { Console, Duration, Effect, Layer, Option, Schema } from "effect"
 import { connect } from "node:net"
 import { Command, Flag } from "effect/cli"
 import { specFor } from "../domain/sandbox/spec.ts"
-import { diagnose, type DoctorCheck, makeDocker } from "../layers/docker/client.ts"
+import { containerChecks, diagnose, type DoctorCheck, makeDocker, sandboxContainers } from "../layers/docker/client.ts"
 import { providerSecrets, redactSecrets } from "../domain/model/types.ts"
 import { DEFAULT_HOST, DEFAULT_PORT } from "../layers/HttpChannel.ts"
 import * as SqliteRuntimeConfig from "../layers/SqliteRuntimeConfig.ts"
@@ -79,8 +79,14 @@ export const doctorCommand = Command.make("doctor", {
     const agents = yield* AgentStore
     const agent = Option.isSome(f.agent) ? yield* agents.get(f.agent.value) : Option.getOrUndefined(yield* agents.defaultAgent)
     const spec = specFor(yield* annaHome, agent)
-    for (const c of yield* diagnose(makeDocker(10_000), spec.image, spec.network)) {
+    const sandboxChecks = yield* diagnose(makeDocker(10_000), spec.image, spec.network)
+    for (const c of sandboxChecks) {
       add("sandbox", { ...c, name: `${c.name}${c.name === "docker" ? "" : ` (agent ${spec.agentId})`}` })
+    }
+    // Containers left behind (e.g. after a SIGKILL of the gateway); not asked when the engine did not answer.
+    if (sandboxChecks.some((c) => c.name === "docker" && c.ok)) {
+      const containers = yield* sandboxContainers(makeDocker(10_000)).pipe(Effect.orElseSucceed(() => []))
+      for (const c of containerChecks(containers)) add("sandbox", c)
     }
 
     const providers = (yield* (yield* ProviderStore).list).filter((p) => p.enabled)

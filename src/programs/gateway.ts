@@ -9,6 +9,7 @@
  */
 import { Effect, Layer, Option } from "effect"
 import { Command, Flag } from "effect/cli"
+import { httpLimits } from "../domain/config/channel.ts"
 import * as HttpChannel from "../layers/HttpChannel.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { HttpAddress } from "../services/HttpAddress.ts"
@@ -31,7 +32,7 @@ const channels = (options: GatewayOptions) =>
     if (http === undefined || !http.enabled) return Layer.empty
     const host = options.host ?? (typeof http.config.host === "string" ? http.config.host : HttpChannel.DEFAULT_HOST)
     const port = options.port ?? (typeof http.config.port === "number" ? http.config.port : HttpChannel.DEFAULT_PORT)
-    return HttpChannel.layer({ host, port })
+    return HttpChannel.layer({ host, port, ...httpLimits(http.config) })
   }))
 
 export const runGateway = (options: GatewayOptions = {}) =>

@@ -1,14 +1,20 @@
 /**
- * `anna memory import`: a JSONL transcript into a session. Two streaming passes: the first checks
- * every line (and reports up to 20 bad ones, storing nothing), the second appends in batches of
- * 2,000 (one transaction each) with progress on stderr. A session that already has messages is
- * refused unless `--append`, so a repeated command never duplicates a transcript.
+ * `anna memory import`: a JSONL transcript into a session, all or nothing. Two streaming passes:
+ * the first checks every line — valid UTF-8, at most MAX_LINE_BYTES (refused as soon as a line
+ * passes it, so a runaway line is never buffered whole), valid JSON, the message schema, an
+ * ISO-8601 `ts`, the stored-size limit — and reports up to 20 bad lines, storing nothing. The
+ * second appends in batches of 2,000 with progress on stderr, all inside ONE transaction
+ * (MemoryStore.importMessages): a failure or a SIGKILL at any point leaves either no trace of the
+ * import or all of it. A session that already has messages is refused unless `--append`, so a
+ * repeated command never duplicates a transcript.
  */
 import { Clock, Effect, FileSystem, Schema, Stream } from "effect"
 import { InvalidInput } from "../domain/memory/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
+import { sizeProblem } from "../domain/memory/storedSize.ts"
+import { MAX_MESSAGE_BYTES } from "../domain/memory/types.ts"
 import { Content, type NewMessage, Role } from "../domain/message.ts"
-import { MemoryProvider } from "../services/MemoryProvider.ts"
+import { MemoryStore } from "../services/MemoryStore.ts"
 import { progress } from "./output.ts"
 
 const ImportLine = Schema.Struct({
@@ -20,9 +26,33 @@ const decodeLine = Schema.decodeUnknownResult(ImportLine)
 
 const BATCH = 2_000
 const MAX_REPORTED = 20
+/**
+ * The longest line read: twice the stored-message limit leaves room for JSON escapes and the
+ * fields around the content; anything longer cannot be a message that fits.
+ */
+export const MAX_LINE_BYTES = 2 * MAX_MESSAGE_BYTES
 
-/** A decoded message, or the reason the line is not one. */
-export const parseImportLine = (line: string): NewMessage | string => {
+const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/i
+
+/** Milliseconds of an ISO-8601 time between 1970 and 9999 with real calendar fields, or the reason it is not one. */
+export const parseTimestamp = (ts: string): number | string => {
+  const m = ISO.exec(ts)
+  const bad = `"ts" is not an ISO-8601 time: ${JSON.stringify(ts.length > 40 ? ts.slice(0, 40) + "…" : ts)}`
+  if (m === null) return bad
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  const dayOk = month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate()
+  const timeOk = Number(m[4] ?? 0) <= 23 && Number(m[5] ?? 0) <= 59 && Number(m[6] ?? 0) <= 59
+  const at = Date.parse(ts)
+  if (!dayOk || !timeOk || Number.isNaN(at)) return bad
+  if (year < 1970) return `"ts" is before 1970: ${JSON.stringify(ts)}`
+  return at
+}
+
+/**
+ * A decoded message, or the reason the line is not one. `checkSize: false` leaves the size limit
+ * to the store (the second pass, after the first checked it).
+ */
+export const parseImportLine = (line: string, checkSize = true): NewMessage | string => {
   let raw: unknown
   try {
     raw = JSON.parse(line)
@@ -32,11 +62,75 @@ export const parseImportLine = (line: string): NewMessage | string => {
   const decoded = decodeLine(raw)
   if (decoded._tag === "Failure") return decoded.failure.message.split("\n").slice(0, 3).join(" ")
   const { role, content, ts } = decoded.success
+  const tooBig = checkSize ? sizeProblem(content) : undefined
+  if (tooBig !== undefined) return `the message is ${tooBig}`
   if (ts === undefined) return { role, content }
-  const createdAt = Date.parse(ts)
-  if (Number.isNaN(createdAt)) return `"ts" is not an ISO-8601 time: ${JSON.stringify(ts)}`
+  const createdAt = parseTimestamp(ts)
+  if (typeof createdAt === "string") return createdAt
   return { role, content, createdAt }
 }
+
+interface Line {
+  readonly no: number
+  /** The text, or why the bytes are not text. */
+  readonly text: string
+  readonly invalidUtf8: boolean
+}
+
+/**
+ * The file's lines, numbered from 1, split on LF (a CR before it is dropped) in the bytes, so a
+ * line over MAX_LINE_BYTES fails as soon as it passes the limit and is never held whole; each line
+ * is decoded as strict UTF-8 (invalid bytes are reported, not replaced).
+ */
+const fileLines = (fs: FileSystem.FileSystem, file: string): Stream.Stream<Line, InvalidInput> =>
+  Stream.suspend(() => {
+    const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+    let parts: Array<Uint8Array> = []
+    let pending = 0
+    let no = 0
+    const tooLong = () =>
+      new InvalidInput({
+        reason: `${file}: line ${no + 1} is longer than ${MAX_LINE_BYTES / 1048576} MiB (a message may be at most ${
+          MAX_MESSAGE_BYTES / 1048576
+        } MiB); nothing was imported`
+      })
+    const finishLine = (): Line => {
+      no++
+      let bytes = parts.length === 1 && parts[0] !== undefined ? parts[0] : Buffer.concat(parts)
+      parts = []
+      pending = 0
+      if (bytes.length > 0 && bytes[bytes.length - 1] === 13) bytes = bytes.subarray(0, bytes.length - 1)
+      try {
+        return { no, text: decoder.decode(bytes), invalidUtf8: false }
+      } catch {
+        return { no, text: "", invalidUtf8: true }
+      }
+    }
+    const split = (chunk: Uint8Array): Effect.Effect<Array<Line>, InvalidInput> =>
+      Effect.suspend(() => {
+        const out: Array<Line> = []
+        let from = 0
+        for (;;) {
+          const nl = chunk.indexOf(10, from)
+          const end = nl === -1 ? chunk.length : nl
+          if (pending + (end - from) > MAX_LINE_BYTES) return Effect.fail(tooLong())
+          if (end > from) {
+            parts.push(chunk.subarray(from, end))
+            pending += end - from
+          }
+          if (nl === -1) return Effect.succeed(out)
+          out.push(finishLine())
+          from = nl + 1
+        }
+      })
+    const last = Stream.suspend(() => (pending > 0 ? Stream.make(finishLine()) : Stream.empty))
+    return fs.stream(file, { chunkSize: 1024 * 1024 }).pipe(
+      Stream.mapError((e) => new InvalidInput({ reason: `cannot read ${file}: ${e.message}` })),
+      Stream.mapEffect(split),
+      Stream.flattenIterable,
+      Stream.concat(last)
+    )
+  })
 
 export interface ImportResult {
   readonly sessionKey: string
@@ -52,74 +146,70 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
   readonly append: boolean
 }) {
   const fs = yield* FileSystem.FileSystem
-  const memory = yield* MemoryProvider
+  const store = yield* MemoryStore
   const started = yield* Clock.currentTimeMillis
   const { session, file } = options
   if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) {
     return yield* new InvalidInput({ reason: `no such file: ${file}` })
   }
-  const existing = yield* memory.stats(session.key).pipe(
-    Effect.map((s) => s.messages),
-    Effect.catchTag("SessionNotFound", () => Effect.succeed(0))
+  // Early, friendly refusal; importMessages checks again inside its transaction.
+  const existing = yield* store.findConversation(session.key).pipe(
+    Effect.flatMap((found) => (found._tag === "Some" ? store.stats(found.value.id) : Effect.succeed({ messages: 0 }))),
+    Effect.map((s) => s.messages)
   )
   if (existing > 0 && !options.append) {
     return yield* new InvalidInput({
       reason: `session ${session.key} already has ${existing} messages; pass --append to add these after them`
     })
   }
-  const lines = fs.stream(file).pipe(
-    Stream.decodeText(),
-    Stream.splitLines,
-    Stream.mapError((e) => new InvalidInput({ reason: `cannot read ${file}: ${e.message}` }))
-  )
 
   // Pass 1: check everything before storing anything.
-  let lineNo = 0
   let total = 0
   const problems: Array<string> = []
-  yield* Stream.runForEach(lines, (line) =>
-    Effect.sync(() => {
-      lineNo++
-      if (line.trim() === "") return
-      const parsed = parseImportLine(line)
-      if (typeof parsed === "string") {
-        if (problems.length < MAX_REPORTED) problems.push(`line ${lineNo}: ${parsed}`)
-        else if (problems.length === MAX_REPORTED) problems.push("…")
-      } else total++
-    }))
+  const report = (no: number, problem: string) => {
+    if (problems.length < MAX_REPORTED) problems.push(`line ${no}: ${problem}`)
+    else if (problems.length === MAX_REPORTED) problems.push("…")
+  }
+  yield* fileLines(fs, file).pipe(
+    Stream.mapError((e) =>
+      problems.length === 0 ? e : new InvalidInput({ reason: `${e.reason}\n  ${problems.join("\n  ")}` })
+    ),
+    Stream.runForEach((line) =>
+      Effect.sync(() => {
+        if (line.invalidUtf8) return report(line.no, "not valid UTF-8")
+        if (line.text.trim() === "") return
+        const parsed = parseImportLine(line.text)
+        if (typeof parsed === "string") report(line.no, parsed)
+        else total++
+      })
+    )
+  )
   if (problems.length > 0) {
     return yield* new InvalidInput({ reason: `${file} has invalid lines; nothing was imported:\n  ${problems.join("\n  ")}` })
   }
   if (total === 0) return yield* new InvalidInput({ reason: `${file} has no messages` })
 
-  // Pass 2: append in batches.
+  // Pass 2: one transaction, appended in batches.
   const bar = progress(`importing ${session.key}`, total)
-  let done = 0
-  yield* lines.pipe(
-    Stream.filter((line) => line.trim() !== ""),
+  const changed = (reason: string) =>
+    new InvalidInput({ reason: `${file} changed while it was being imported (${reason}); nothing was imported` })
+  const messages = fileLines(fs, file).pipe(
+    Stream.mapError((e) => changed(e.reason)),
+    Stream.filter((line) => line.invalidUtf8 || line.text.trim() !== ""),
     Stream.mapEffect((line) => {
-      const parsed = parseImportLine(line)
-      return typeof parsed === "string"
-        ? Effect.fail(new InvalidInput({ reason: `${file} changed while it was being imported: ${parsed}` }))
-        : Effect.succeed(parsed)
+      const parsed = line.invalidUtf8 ? "not valid UTF-8" : parseImportLine(line.text, false)
+      return typeof parsed === "string" ? Effect.fail(changed(`line ${line.no}: ${parsed}`)) : Effect.succeed(parsed)
     }),
-    Stream.grouped(BATCH),
-    Stream.runForEach((batch) =>
-      memory.append(session, batch).pipe(
-        Effect.andThen(() => {
-          done += batch.length
-          return bar.update(done)
-        })
-      )
-    )
+    Stream.grouped(BATCH)
   )
+  const r = yield* store.importMessages(session, messages, { append: options.append, onBatch: bar.update })
   yield* bar.finish
   const ended = yield* Clock.currentTimeMillis
   const result: ImportResult = {
     sessionKey: session.key,
-    imported: done,
-    firstSeq: existing + 1,
-    lastSeq: existing + done,
+    imported: r.imported,
+    firstSeq: r.firstSeq,
+    lastSeq: r.lastSeq,
     millis: ended - started
   }
   return result

@@ -277,7 +277,37 @@ const stats = Command.make("stats", { sessionKey, json }, (f) =>
     ]).split("\n").slice(1).join("\n"))
   }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("Statistics of one session"))
 
+export class ConfirmationRequired extends Schema.TaggedError<ConfirmationRequired>()("ConfirmationRequired", {
+  action: Schema.String
+}) {
+  override get message() {
+    return `${this.action} cannot be undone; pass --yes to do it`
+  }
+}
+
+const deleteCmd = Command.make("delete", {
+  sessionKey,
+  yes: Flag.Boolean("yes").pipe(Flag.withDescription("Confirm: the session's messages and summaries are deleted for good"), Flag.withDefault(false)),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const store = yield* MemoryStore
+    // Checked first, so a mistyped key says so even without --yes.
+    const c = yield* store.loadConversation(f.sessionKey)
+    if (!f.yes) {
+      const s = yield* store.stats(c.id)
+      return yield* new ConfirmationRequired({
+        action: `deleting ${f.sessionKey} (${s.messages} messages, ${s.summaries} summaries)`
+      })
+    }
+    const r = yield* store.deleteConversation(f.sessionKey)
+    if (f.json) return yield* printJson({ deleted: r })
+    yield* Console.log(`Deleted ${r.sessionKey}: ${r.messages} messages, ${r.summaries} summaries.`)
+  }).pipe(Effect.provide(memoryLayer))).pipe(
+    Command.withDescription("Delete a session for good (its messages, summaries and search entries); needs --yes")
+  )
+
 export const memoryCommand = Command.make("memory").pipe(
-  Command.withDescription("Inspect and operate memory (sessions, import, assemble, compact, search, describe, expand, verify, stats)"),
-  Command.withSubcommands([sessions, importCmd, assemble, compact, search, describe, expand, verify, stats])
+  Command.withDescription("Inspect and operate memory (sessions, import, delete, assemble, compact, search, describe, expand, verify, stats)"),
+  Command.withSubcommands([sessions, importCmd, deleteCmd, assemble, compact, search, describe, expand, verify, stats])
 )

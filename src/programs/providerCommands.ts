@@ -1,5 +1,5 @@
 /**
- * `anna provider add|list|remove|models|usage` and `anna onboard`. Credentials are never printed in
+ * `anna provider add|set|list|remove|models|usage` and `anna onboard`. Credentials are never printed in
  * full (text or JSON): API keys and extra header values as `sk-…abcd`, URL user info and query values
  * as `***`, and error messages scrubbed of the provider's secrets (an SDK error can quote a request).
  */
@@ -7,6 +7,9 @@ import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import {
+  DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS,
+  DEFAULT_RETRY_BUDGET_MS,
+  firstByteTimeoutProblem,
   maskKey,
   maskUrl,
   type ModelInfo,
@@ -30,6 +33,12 @@ export const configLayer = ProviderClients.layer().pipe(Layer.provideMerge(Sqlit
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 
+const firstByteTimeoutFlag = Flag.Finite("first-byte-timeout").pipe(
+  Flag.withDescription(
+    `Seconds one attempt may wait for the response to start (default ${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS}); all attempts together stop after ${DEFAULT_RETRY_BUDGET_MS / 1000} s`
+  ),
+  Flag.optional
+)
 
 const add = Command.make("add", {
   id: Argument.String("id").pipe(Argument.withDescription("Provider id, e.g. openai or local-ollama")),
@@ -46,6 +55,7 @@ const add = Command.make("add", {
   ),
   header: Flag.KeyValuePair("header").pipe(Flag.withDescription("Extra HTTP header NAME=VALUE (repeatable)"), Flag.optional),
   disabled: Flag.Boolean("disabled").pipe(Flag.withDescription("Add it disabled"), Flag.withDefault(false)),
+  firstByteTimeout: firstByteTimeoutFlag,
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -66,7 +76,8 @@ const add = Command.make("add", {
       models: f.model,
       defaultModel: Option.getOrElse(f.defaultModel, () => f.model[0] ?? ""),
       headers: Option.getOrElse(f.header, () => ({})),
-      enabled: !f.disabled
+      enabled: !f.disabled,
+      ...(Option.isSome(f.firstByteTimeout) ? { firstByteTimeoutSeconds: f.firstByteTimeout.value } : {})
     }
     let config = base
     if (config.defaultModel === "") {
@@ -88,6 +99,29 @@ const add = Command.make("add", {
     if (f.json) return yield* printJson(shownProvider(config))
     yield* Console.log(`Added provider ${config.id} (${config.type}, default model ${config.defaultModel}, key ${maskKey(config.apiKey)}).`)
   })).pipe(Command.withDescription("Add a model provider"), Command.provide(configLayer))
+
+/** `anna provider set ID --first-byte-timeout SECONDS|default`: settings that can change after `add`. */
+const set = Command.make("set", {
+  id: Argument.String("id").pipe(Argument.withDescription("Provider id")),
+  firstByteTimeout: Flag.String("first-byte-timeout").pipe(
+    Flag.withDescription(`Seconds one attempt may wait for the response to start, or "default" (${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s)`)
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const raw = f.firstByteTimeout.trim()
+    const seconds = raw === "default" ? undefined : Number(raw)
+    if (seconds !== undefined && (raw === "" || firstByteTimeoutProblem(seconds) !== undefined)) {
+      return yield* new InvalidConfig({ reason: `--first-byte-timeout takes seconds above 0 and at most 3600, or "default"; got "${raw}"` })
+    }
+    const store = yield* ProviderStore
+    yield* store.setFirstByteTimeout(f.id, seconds)
+    const updated = yield* store.get(f.id)
+    if (f.json) return yield* printJson(shownProvider(updated))
+    yield* Console.log(
+      `Provider ${f.id}: first-byte timeout ${seconds === undefined ? `${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s (default)` : `${seconds} s`}.`
+    )
+  })).pipe(Command.withDescription("Change a provider's settings (first-byte timeout)"), Command.provide(configLayer))
 
 const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {
@@ -155,8 +189,8 @@ const usage = Command.make("usage", {
   })).pipe(Command.withDescription("Token usage of model calls (chat and summaries)"), Command.provide(configLayer))
 
 export const providerCommand = Command.make("provider").pipe(
-  Command.withDescription("Model providers: add, list, remove, models, usage"),
-  Command.withSubcommands([add, list, remove, models, usage])
+  Command.withDescription("Model providers: add, set, list, remove, models, usage"),
+  Command.withSubcommands([add, set, list, remove, models, usage])
 )
 
 export const onboardCommand = Command.make("onboard", {

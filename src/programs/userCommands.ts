@@ -1,14 +1,18 @@
 /**
- * `anna user add|list|show|set|token`: the people who talk to agents, their default agent and their
- * HTTP tokens (a token is printed once, on stdout alone, so `$(anna user token ID)` captures it;
- * only its hash is stored). Users met on a platform are created by the runtime, not here.
+ * `anna user add|list|show|set|remove|token`: the people who talk to agents, their default agent and
+ * their HTTP tokens (a token is printed once, on stdout alone, so `$(anna user token ID)` captures
+ * it; only its hash is stored, and `token list` shows tokens by an id made from that hash). Users
+ * met on a platform are created by the runtime, not here. `remove` makes the operator choose what
+ * happens to the user's sessions: kept (readable by operators) or deleted for good.
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
+import * as SqliteMemoryStore from "../layers/SqliteMemoryStore.ts"
 import * as SqliteRuntimeConfig from "../layers/SqliteRuntimeConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
-import { ConfigStore, type User } from "../services/ConfigStore.ts"
+import { ConfigStore, type TokenInfo, type User } from "../services/ConfigStore.ts"
+import { MemoryStore } from "../services/MemoryStore.ts"
 import { annaHome, database } from "./env.ts"
 import { iso, printJson, table } from "./output.ts"
 
@@ -97,11 +101,12 @@ const set = Command.make("set", {
     yield* f.json ? printJson(user) : Console.log(`Updated user ${user.id}.\n${describeUser(user)}`)
   })).pipe(Command.withDescription("Change a user's name or default agent"), Command.provide(runtimeConfigLayer))
 
-const token = Command.make("token", {
+const issueOptions = {
   id,
   label: Flag.String("label").pipe(Flag.withDescription("What the token is for, e.g. laptop"), Flag.withDefault("")),
   json
-}, (f) =>
+}
+const issueToken = (f: { readonly id: string; readonly label: string; readonly json: boolean }) =>
   Effect.gen(function*() {
     const config = yield* ConfigStore
     const user = yield* requireUser(f.id)
@@ -109,9 +114,101 @@ const token = Command.make("token", {
     if (f.json) return yield* printJson({ user, token: issued })
     yield* Console.error(`New HTTP token for ${user.id}; it is shown only this once (send it as "Authorization: Bearer …"):`)
     yield* Console.log(issued)
-  })).pipe(Command.withDescription("Issue an HTTP bearer token for a user (printed once)"), Command.provide(runtimeConfigLayer))
+  })
+
+const tokenIssue = Command.make("issue", issueOptions, issueToken).pipe(
+  Command.withDescription("Issue an HTTP bearer token for a user (printed once); the same as anna user token <id>"),
+  Command.provide(runtimeConfigLayer)
+)
+
+const tokenList = Command.make("list", {
+  user: Argument.String("user").pipe(Argument.withDescription("Only this user's tokens"), Argument.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const tokens = yield* (yield* ConfigStore).listTokens(Option.getOrUndefined(f.user))
+    if (f.json) return yield* printJson(tokens)
+    if (tokens.length === 0) return yield* Console.log("No tokens. Issue one with: anna user token <user>")
+    yield* Console.log(table(
+      ["TOKEN ID", "USER", "LABEL", "CREATED"],
+      tokens.map((t) => [t.id, t.userId, t.label || "-", iso(t.createdAt)])
+    ))
+  })).pipe(
+    Command.withDescription("List HTTP tokens by id (the start of their stored hash), never the tokens themselves"),
+    Command.provide(runtimeConfigLayer)
+  )
+
+const describeToken = (t: TokenInfo) => `${t.id}${t.label === "" ? "" : ` (${t.label})`} of ${t.userId}`
+
+const tokenRevoke = Command.make("revoke", {
+  tokenId: Argument.String("token-id").pipe(Argument.withDescription("Token id from anna user token list (or enough of its start)")),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const revoked = yield* (yield* ConfigStore).revokeToken(f.tokenId)
+    yield* f.json ? printJson({ revoked }) : Console.log(`Revoked token ${describeToken(revoked)}; it is refused from now on.`)
+  })).pipe(
+    Command.withDescription("Revoke an HTTP token: the HTTP channel refuses it (401) from the next request"),
+    Command.provide(runtimeConfigLayer)
+  )
+
+const token = Command.make("token", issueOptions, issueToken).pipe(
+  Command.withDescription("Issue an HTTP bearer token for a user (printed once); list and revoke tokens"),
+  Command.provide(runtimeConfigLayer),
+  Command.withSubcommands([tokenList, tokenRevoke, tokenIssue])
+)
+
+/** Configuration and the memory store on the same database (sessions of a removed user). */
+const userAndMemoryLayer = SqliteMemoryStore.layer.pipe(Layer.provideMerge(runtimeConfigLayer))
+
+const remove = Command.make("remove", {
+  id,
+  keepSessions: Flag.Boolean("keep-sessions").pipe(
+    Flag.withDescription("Keep the user's sessions (operators can still read them with anna memory)"),
+    Flag.withDefault(false)
+  ),
+  deleteSessions: Flag.Boolean("delete-sessions").pipe(
+    Flag.withDescription("Delete the user's sessions for good, as anna memory delete does"),
+    Flag.withDefault(false)
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const config = yield* ConfigStore
+    const memory = yield* MemoryStore
+    yield* requireUser(f.id)
+    const sessions = yield* memory.listConversations({ userId: f.id })
+    if (f.keepSessions === f.deleteSessions) {
+      return yield* new InvalidConfig({
+        reason: f.keepSessions
+          ? "--keep-sessions and --delete-sessions contradict each other"
+          : `choose what happens to ${f.id}'s ${sessions.length} session(s): --keep-sessions (operators can still read them) or --delete-sessions (deleted for good)`
+      })
+    }
+    // Sessions first: if this is interrupted, the user is still there and the command can be rerun.
+    const deleted: Array<{ readonly sessionKey: string; readonly messages: number; readonly summaries: number }> = []
+    if (f.deleteSessions) {
+      for (const c of sessions) deleted.push(yield* memory.deleteConversation(c.sessionKey))
+    }
+    const removed = yield* config.removeUser(f.id)
+    const kept = f.keepSessions ? sessions.map((c) => c.sessionKey) : []
+    if (f.json) return yield* printJson({ removed, deletedSessions: deleted, keptSessions: kept })
+    const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`
+    yield* Console.log(
+      `Removed user ${f.id}: ${plural(removed.identities, "identity", "identities")}, ${plural(removed.tokens, "token")}, ${
+        plural(removed.chatStates, "chat state")
+      }; ` + (f.deleteSessions
+        ? `deleted ${plural(deleted.length, "session")} (${deleted.reduce((n, d) => n + d.messages, 0)} messages, ${
+          deleted.reduce((n, d) => n + d.summaries, 0)
+        } summaries).`
+        : `kept ${plural(kept.length, "session")} (see: anna memory sessions --user ${f.id}).`)
+    )
+  })).pipe(
+    Command.withDescription("Remove a user with their identities, tokens and chat states; choose --keep-sessions or --delete-sessions"),
+    Command.provide(userAndMemoryLayer)
+  )
 
 export const userCommand = Command.make("user").pipe(
-  Command.withDescription("Users: add, list, show, set (name, default agent), token (HTTP bearer tokens)"),
-  Command.withSubcommands([add, list, show, set, token])
+  Command.withDescription("Users: add, list, show, set (name, default agent), remove, token (HTTP bearer tokens: issue, list, revoke)"),
+  Command.withSubcommands([add, list, show, set, remove, token])
 )

@@ -47,6 +47,25 @@ export interface Snapshot {
   readonly sandbox: SandboxSpec
 }
 
+/** An HTTP token as operators see it: never the token itself, only an id made from its hash. */
+export interface TokenInfo {
+  /** The first TOKEN_ID_LENGTH hex digits of the token's stored SHA-256. */
+  readonly id: string
+  readonly userId: string
+  readonly label: string
+  readonly createdAt: number
+}
+
+export const TOKEN_ID_LENGTH = 12
+
+/** What removing a user took with it (their sessions are memory's, and stay unless deleted there). */
+export interface RemovedUser {
+  readonly userId: string
+  readonly identities: number
+  readonly tokens: number
+  readonly chatStates: number
+}
+
 export const DEFAULT_CONTEXT_TOKENS = 128_000
 
 export class ConfigStore extends Context.Service<ConfigStore, {
@@ -61,6 +80,15 @@ export class ConfigStore extends Context.Service<ConfigStore, {
   /** A new bearer token for the HTTP channel; only its hash is stored, so it is shown once. */
   readonly issueToken: (userId: string, label: string) => Effect.Effect<string, InvalidConfig | StorageError>
   readonly userForToken: (token: string) => Effect.Effect<User, Unauthorized | StorageError>
+  /** Tokens of one user (or of everyone), oldest first. */
+  readonly listTokens: (userId?: string | undefined) => Effect.Effect<ReadonlyArray<TokenInfo>, InvalidConfig | StorageError>
+  /**
+   * Revokes the one token whose id starts with `tokenId` (InvalidConfig when none or several do);
+   * `userForToken` refuses it from then on.
+   */
+  readonly revokeToken: (tokenId: string) => Effect.Effect<TokenInfo, InvalidConfig | StorageError>
+  /** Removes a user with their identities, tokens and chat states, in one transaction. */
+  readonly removeUser: (userId: string) => Effect.Effect<RemovedUser, InvalidConfig | StorageError>
 
   readonly listChannels: Effect.Effect<ReadonlyArray<Channel>, StorageError>
   readonly setChannel: (

@@ -4,7 +4,7 @@
  * memory subsystem (so a PostgreSQL store is one new layer). Does not own policy: what to compact,
  * what to assemble, and locking are decided above it.
  */
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Stream } from "effect"
 import type { ItemMeta } from "../domain/memory/context.ts"
 import type { InvalidInput, SessionNotFound, StaleContext, StorageError } from "../domain/memory/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
@@ -106,6 +106,27 @@ export class MemoryStore extends Context.Service<MemoryStore, {
     conversationId: number,
     messages: ReadonlyArray<NewMessage>
   ) => Effect.Effect<{ readonly firstSeq: number; readonly lastSeq: number }, StorageError | InvalidInput>
+  /**
+   * A whole import in one transaction: creates the conversation if needed, refuses one that already
+   * has messages unless `append`, and appends every batch of the stream; a failure (or a crash) at
+   * any point leaves nothing of it. `onBatch` gets the number imported so far after each batch.
+   */
+  readonly importMessages: <E>(
+    session: SessionRef,
+    batches: Stream.Stream<ReadonlyArray<NewMessage>, E>,
+    options: { readonly append: boolean; readonly onBatch: (imported: number) => Effect.Effect<void> }
+  ) => Effect.Effect<
+    { readonly firstSeq: number; readonly lastSeq: number; readonly imported: number },
+    E | StorageError | InvalidInput
+  >
+  /**
+   * Deletes a session for good, in one transaction: its raw messages (the one deliberate way past
+   * their immutability), summaries, DAG links, live context, search rows and the conversation.
+   */
+  readonly deleteConversation: (sessionKey: string) => Effect.Effect<
+    { readonly sessionKey: string; readonly messages: number; readonly summaries: number },
+    StorageError | SessionNotFound
+  >
   readonly messagesByIds: (ids: ReadonlyArray<number>) => Effect.Effect<ReadonlyArray<StoredMessage>, StorageError>
   readonly messagesBySeq: (
     conversationId: number,

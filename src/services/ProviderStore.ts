@@ -12,5 +12,10 @@ export class ProviderStore extends Context.Service<ProviderStore, {
   readonly list: Effect.Effect<ReadonlyArray<ProviderConfig>, StorageError>
   readonly get: (id: string) => Effect.Effect<ProviderConfig, ProviderNotFound | StorageError>
   readonly add: (config: ProviderConfig) => Effect.Effect<void, ProviderExists | InvalidConfig | StorageError>
+  /** Sets (or with undefined, resets to the default) the provider's time-to-first-byte limit per attempt. */
+  readonly setFirstByteTimeout: (
+    id: string,
+    seconds: number | undefined
+  ) => Effect.Effect<void, ProviderNotFound | InvalidConfig | StorageError>
   readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse | StorageError>
 }>()("anna/ProviderStore") {}

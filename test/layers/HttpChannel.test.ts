@@ -166,16 +166,29 @@ layer(ChannelLayer, { excludeTestServices: true })("HttpChannel", (it) => {
       assert.deepStrictEqual(seen, ["before", "after"])
     }))
 
-  it.effect("notices are bracketed lines of the answer, in both modes", () =>
+  it.effect("notices are bracketed lines of a streamed answer; a turn that ends unavailable is an error, not a 200", () =>
     Effect.gen(function*() {
       const base = yield* url
-      const res = yield* call(() => client(base).chat.completions.create({ model: "default", messages: [{ role: "user", content: "notice" }] }))
-      assert.strictEqual(res.choices[0]?.message.content, "[compacted 3 messages]\nalice|default|default: notice\n[sandbox unavailable]")
+      // Without streaming: the status and OpenAI error body, the notices as its message.
+      const e = yield* failure(() => client(base).chat.completions.create({ model: "default", messages: [{ role: "user", content: "notice" }] }))
+      assert.instanceOf(e, OpenAI.APIError)
+      if (!(e instanceof OpenAI.APIError)) return
+      assert.strictEqual(e.status, 503)
+      assert.strictEqual(e.code, "service_unavailable")
+      assert.include(e.message, "sandbox unavailable")
+      // Streaming: what came before is shown as it came, then the error frame makes the SDK throw.
       const stream = yield* call(() =>
         client(base).chat.completions.create({ model: "default", messages: [{ role: "user", content: "notice" }], stream: true })
       )
-      const chunks = yield* collectStream(stream)
-      assert.strictEqual(chunks.map((c) => c.choices[0]?.delta.content ?? "").join(""), res.choices[0]?.message.content)
+      const chunks: Array<ChatCompletionChunk> = []
+      const thrown = yield* failure(async () => {
+        for await (const c of stream) chunks.push(c)
+      })
+      assert.instanceOf(thrown, OpenAI.APIError)
+      assert.strictEqual(
+        chunks.map((c) => c.choices[0]?.delta.content ?? "").join(""),
+        "[compacted 3 messages]\nalice|default|default: notice\n[sandbox unavailable]"
+      )
     }))
 
   it.effect("a model stopped at its output cap finishes with length", () =>

@@ -32,6 +32,7 @@ const commands = [
   ["memory"],
   ["memory", "sessions"],
   ["memory", "import"],
+  ["memory", "delete"],
   ["memory", "assemble"],
   ["memory", "compact"],
   ["memory", "search"],

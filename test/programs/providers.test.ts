@@ -177,4 +177,31 @@ describe("providers from the command line", () => {
     const nothing = await annaEnv(h, {}, "onboard", "--from-env")
     assert.include(nothing.stdout, "Nothing to do")
   })
+
+  it("sets a provider's first-byte timeout at add and later, refusing nonsense with a clear error", async () => {
+    const h = newHome()
+    homes.push(h)
+    type Shown = { id: string; firstByteTimeoutSeconds?: number }
+    const json = async (...args: ReadonlyArray<string>): Promise<Shown> => {
+      const r = await annaEnv(h, {}, ...args, "--json")
+      if (r.code !== 0) throw new Error(`anna ${args.join(" ")} exited ${r.code}\n${r.stdout}\n${r.stderr}`)
+      return JSON.parse(r.stdout) as Shown
+    }
+    const common = ["--type", "openai", "--base-url", fake.openAiUrl, "--default-model", "fake-large"]
+    const bad = await annaEnv(h, {}, "provider", "add", "slow", ...common, "--first-byte-timeout", "0")
+    assert.strictEqual(bad.code, 1)
+    assert.include(bad.stderr, "first-byte timeout must be a number of seconds above 0")
+    assert.strictEqual((await json("provider", "add", "slow", ...common, "--first-byte-timeout", "90")).firstByteTimeoutSeconds, 90)
+    assert.strictEqual((await json("provider", "set", "slow", "--first-byte-timeout", "2.5")).firstByteTimeoutSeconds, 2.5)
+    const listed = JSON.parse((await annaEnv(h, {}, "provider", "list", "--json")).stdout) as Array<Shown>
+    assert.strictEqual(listed[0]?.firstByteTimeoutSeconds, 2.5)
+    assert.isUndefined((await json("provider", "set", "slow", "--first-byte-timeout", "default")).firstByteTimeoutSeconds)
+    const nonsense = await annaEnv(h, {}, "provider", "set", "slow", "--first-byte-timeout", "soon")
+    assert.deepStrictEqual([nonsense.code, nonsense.stderr.trim()], [
+      1,
+      'anna: --first-byte-timeout takes seconds above 0 and at most 3600, or "default"; got "soon"'
+    ])
+    const ghost = await annaEnv(h, {}, "provider", "set", "nowhere", "--first-byte-timeout", "5")
+    assert.strictEqual(ghost.code, 1)
+  })
 })

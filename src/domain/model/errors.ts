@@ -79,3 +79,13 @@ export type ProviderError =
 /** Whether a failure is worth retrying as is. */
 export const isRetryable = (e: ProviderError): boolean =>
   e._tag === "ProviderRateLimited" || e._tag === "ProviderServerError" || e._tag === "ProviderNetworkError"
+
+/** The tags of every ProviderError, to catch them all at once (`Effect.catchTag(PROVIDER_ERROR_TAGS, …)`). */
+export const PROVIDER_ERROR_TAGS = [
+  "ProviderAuthError",
+  "ProviderRateLimited",
+  "ContextOverflow",
+  "InvalidRequest",
+  "ProviderServerError",
+  "ProviderNetworkError"
+] as const satisfies ReadonlyArray<ProviderError["_tag"]>

@@ -81,23 +81,64 @@ export interface ProviderConfig {
   readonly defaultModel: string
   readonly headers: Readonly<Record<string, string>>
   readonly enabled: boolean
+  /**
+   * How long one attempt may wait for the response's first byte (headers and first event), in
+   * seconds; unset = `DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS`. A slow local model may need more.
+   */
+  readonly firstByteTimeoutSeconds?: number | undefined
 }
 
-/** How a layer talks HTTP: per-request timeout and bounded retries. */
+/** Time to first byte per attempt when the provider row sets none. */
+export const DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS = 60
+
+/** Why `seconds` cannot be a first-byte timeout, or undefined when it can. */
+export const firstByteTimeoutProblem = (seconds: number): string | undefined =>
+  Number.isFinite(seconds) && seconds > 0 && seconds <= 3_600
+    ? undefined
+    : `the first-byte timeout must be a number of seconds above 0 and at most 3600, got ${seconds}`
+
+/**
+ * How a layer talks HTTP: timeouts and bounded retries.
+ *
+ * - `firstByteTimeoutMs`: one attempt fails as a timeout when the response has not started (status,
+ *   headers and the first stream event) within this time; it is retried like any network error.
+ * - `timeoutMs`: once the stream has started, the longest silence between two events.
+ * - `retryBudgetMs`: the whole wait for a first byte, every attempt and backoff included. No retry
+ *   starts past it, and the last attempt's first-byte limit is cut to what is left, so a provider that
+ *   never answers holds a turn for at most this long (default 150 s, instead of 4 × the timeout).
+ *
+ * The newer fields are optional so that callers written before them keep working: an unset
+ * `firstByteTimeoutMs` is `timeoutMs` (which used to bound the wait for headers), an unset budget
+ * `DEFAULT_RETRY_BUDGET_MS`.
+ */
 export interface TransportOptions {
   readonly timeoutMs: number
   readonly maxRetries: number
   /** First backoff; doubles each retry, with ±50 % jitter, capped at `maxBackoffMs`. */
   readonly baseBackoffMs: number
   readonly maxBackoffMs: number
+  readonly firstByteTimeoutMs?: number | undefined
+  readonly retryBudgetMs?: number | undefined
 }
+
+export const DEFAULT_RETRY_BUDGET_MS = 150_000
 
 export const defaultTransport: TransportOptions = {
   timeoutMs: 120_000,
   maxRetries: 3,
   baseBackoffMs: 500,
-  maxBackoffMs: 30_000
+  maxBackoffMs: 30_000,
+  firstByteTimeoutMs: DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS * 1000,
+  retryBudgetMs: DEFAULT_RETRY_BUDGET_MS
 }
+
+/** The transport for one provider row: its own first-byte timeout wins over the default. */
+export const transportFor = (config: ProviderConfig, transport: TransportOptions): TransportOptions => ({
+  ...transport,
+  firstByteTimeoutMs: config.firstByteTimeoutSeconds !== undefined
+    ? config.firstByteTimeoutSeconds * 1000
+    : transport.firstByteTimeoutMs ?? transport.timeoutMs
+})
 
 /** Shows a key as `sk-…abcd`: enough to tell keys apart, never enough to use one. */
 export const maskKey = (key: string): string =>

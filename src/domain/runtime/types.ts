@@ -39,6 +39,17 @@ export interface ResolvedChat {
 
 export type UserMessage = string | ReadonlyArray<ContentBlock>
 
+/**
+ * Why a turn could not be answered, in terms a client can act on (back off, shorten, retry later):
+ * the HTTP channel turns it into a status code (429, 504, 400/413, 502/503). `errorOf` in
+ * `failure.ts` derives it from our typed errors.
+ */
+export interface TurnError {
+  readonly kind: "rate_limit" | "timeout" | "too_large" | "unavailable" | "auth" | "invalid"
+  /** What the upstream asked for (rate limits), in whole seconds. */
+  readonly retryAfterSeconds?: number | undefined
+}
+
 /** What a turn streams back to the channel. */
 export type TurnEvent =
   | { readonly type: "text"; readonly text: string }
@@ -52,6 +63,8 @@ export type TurnEvent =
     readonly usage: Usage
     readonly modelCalls: number
     readonly toolCalls: number
+    /** With stopReason "unavailable": what failed, when known (see TurnError). */
+    readonly error?: TurnError | undefined
   }
 
 export const sessionKeyOf = (agentId: string, platform: string, userId: string, context: string): string =>

@@ -7,10 +7,12 @@ import Docker from "dockerode"
 import { Duration, Effect } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { chmodSync, copyFileSync, createReadStream, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { hostname } from "node:os"
 import { join } from "node:path"
 import type { Readable } from "node:stream"
 import { DockerUnavailable, ImageMissing, PolicyUnenforceable, SandboxFailure } from "../../domain/sandbox/errors.ts"
-import type { NetworkPolicy } from "../../domain/sandbox/types.ts"
+import { type NetworkPolicy, SANDBOX_LABEL } from "../../domain/sandbox/types.ts"
+import { AGENT_LABEL, OWNER_LABEL } from "./policy.ts"
 
 /** A client with a deadline on every API call (the daemon's own socket, or DOCKER_HOST). */
 export const makeDocker = (timeoutMs = 30_000): Docker => new Docker({ timeout: timeoutMs })
@@ -184,6 +186,65 @@ export const diagnose = (docker: Docker, image: string, network: string) =>
     }
     return checks
   })
+
+/** Whether `pid` runs on this host (EPERM: it does, as another user). */
+const processAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return (e as { code?: string }).code === "EPERM"
+  }
+}
+
+/**
+ * A sandbox container on the engine and who answers for it, read from its owner label ("host:pid"):
+ * `live` — its anna process still runs here and removes it when the session ends; `orphan` — that
+ * process is gone (killed, crashed), so nothing will remove it until an anna starts on this host;
+ * `foreign` — made on another host (or unlabelled), which this host's anna never touches.
+ */
+export interface SandboxContainer {
+  readonly id: string
+  readonly agent: string | undefined
+  /** Docker's state: running, exited, created, … */
+  readonly state: string
+  readonly owner: string | undefined
+  readonly status: "live" | "orphan" | "foreign"
+}
+
+/** Every container carrying the sandbox label, running or not, with who answers for it. */
+export const sandboxContainers = (docker: Docker, alive: (pid: number) => boolean = processAlive) =>
+  call(
+    () => docker.listContainers({ all: true, filters: { label: [SANDBOX_LABEL] } }),
+    (e) => new DockerUnavailable({ detail: errorDetail(e) }),
+    Duration.seconds(10)
+  ).pipe(Effect.map((list) => {
+    const me = hostname()
+    return list.map((c): SandboxContainer => {
+      const owner = c.Labels[OWNER_LABEL]
+      // Same parsing as removeOrphans (DockerSandbox.ts), so "orphan" here means "removed at the next start".
+      const [host, pid] = (owner ?? "").split(":")
+      const status = host !== me || pid === undefined || !/^\d+$/.test(pid) ? "foreign" : alive(Number(pid)) ? "live" : "orphan"
+      return { id: c.Id, agent: c.Labels[AGENT_LABEL], state: c.State, owner, status }
+    })
+  }))
+
+/** What `anna doctor` says about the sandbox containers on the engine: one line each, or that there are none. */
+export const containerChecks = (containers: ReadonlyArray<SandboxContainer>): Array<DoctorCheck> => {
+  if (containers.length === 0) return [{ name: "containers", ok: true, detail: "no sandbox container on the engine" }]
+  return containers.map((c): DoctorCheck => {
+    const id = c.id.slice(0, 12)
+    const what = `${c.state}${c.agent === undefined ? "" : `, agent ${c.agent}`}`
+    const pid = c.owner?.split(":")[1] ?? "?"
+    const detail = c.status === "live"
+      ? `${what}: belongs to the running anna process ${pid}, which removes it when its session ends or it stops`
+      : c.status === "orphan"
+      ? `${what}: orphan, its anna process ${pid} is gone (killed or crashed); removed at the next start of anna on this host, or now with docker rm -f ${id}`
+      : `${what}: made by ${c.owner === undefined ? "an unknown owner" : `anna on ${c.owner.split(":")[0] ?? "?"}`}, which this host never removes; docker rm -f ${id} if it is not in use`
+    // Leftovers are reported, not failed: they go away by themselves (or by hand) and do not stop anna from working.
+    return { name: `container ${id}`, ok: true, detail }
+  })
+}
 
 /**
  * A minimal root filesystem around a statically linked busybox: /bin with busybox and a link per

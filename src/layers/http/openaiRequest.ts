@@ -7,7 +7,9 @@
  * sampling options (temperature, max_tokens, tools, …): the agent's configuration decides those.
  * Fields anna does not read are accepted and ignored, so any OpenAI client works unchanged.
  */
+import { chatNameProblem } from "../../domain/runtime/types.ts"
 import { Effect, Result, Schema } from "effect"
+import { sizeProblem } from "../../domain/memory/storedSize.ts"
 import type { ContentBlock } from "../../domain/message.ts"
 import type { UserMessage } from "../../domain/runtime/types.ts"
 import { ApiError } from "./openaiWire.ts"
@@ -79,6 +81,16 @@ const imageBlock = (url: string): Result.Result<ContentBlock, ApiError> => {
  * commands such as "/new" reach the runtime as typed), content parts become text and image blocks.
  */
 export const newestUserMessage = (request: ChatCompletionRequest): Effect.Effect<UserMessage, ApiError> =>
+  userMessage(request).pipe(
+    // Memory refuses a message over its stored-size limit (below the body limit): say so now, as a
+    // 413 the client can act on, rather than as a turn that fails after it started.
+    Effect.flatMap((m) => {
+      const problem = sizeProblem(m)
+      return problem === undefined ? Effect.succeed(m) : Effect.fail(ApiError.messageTooLarge(problem))
+    })
+  )
+
+const userMessage = (request: ChatCompletionRequest): Effect.Effect<UserMessage, ApiError> =>
   Effect.suspend((): Effect.Effect<UserMessage, ApiError> => {
     const last = request.messages.findLast((m) => m.role === "user")
     if (last === undefined) return Effect.fail(ApiError.badRequest("The request has no user message: anna answers the newest one.", "messages"))
@@ -106,17 +118,13 @@ export const newestUserMessage = (request: ChatCompletionRequest): Effect.Effect
     return blocks.length === 0 ? Effect.fail(ApiError.badRequest("The user message is empty.", "messages")) : Effect.succeed(blocks)
   })
 
-/** Session names: any text without control characters, up to 128 characters (OpenAI's `user` is free text). */
-const SESSION = /^[^\p{Cc}]{1,128}$/u
-
 /** The chat (session) name: the `X-Anna-Session` header, else the body's `user` field, else "default". */
 export const sessionName = (header: string | undefined, request: ChatCompletionRequest): Effect.Effect<string, ApiError> => {
   const raw = (header ?? request.user ?? "").trim()
   const name = raw === "" ? "default" : raw
-  return SESSION.test(name)
+  // The same rule as every chat name: no "#", which marks the conversations /new starts (so no name collides with one).
+  const problem = chatNameProblem(name)
+  return problem === undefined
     ? Effect.succeed(name)
-    : Effect.fail(ApiError.badRequest(
-      "Invalid session name (X-Anna-Session header or `user` field): at most 128 characters, no control characters.",
-      header === undefined ? "user" : null
-    ))
+    : Effect.fail(ApiError.badRequest(`Invalid session name (X-Anna-Session header or \`user\` field): ${problem}.`, header === undefined ? "user" : null))
 }

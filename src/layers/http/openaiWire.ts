@@ -16,13 +16,19 @@
  * - tool activity is not shown: the tools are anna's own and run inside the turn, so they are not
  *   OpenAI `tool_calls` (which would ask the client to run them), and text lines about them would
  *   pollute the answer a program reads;
+ * - a turn the runtime could not answer (`done` with stopReason "unavailable": provider rate limit,
+ *   timeout, context overflow, provider or sandbox down, the turn's deadline) is an error, not a
+ *   completion: without streaming, the status and error body of `ApiError.turnFailed`, with the
+ *   notices as its message; when streaming, the 200 is already out, so the stream ends with one
+ *   `data: {"error":{"message","type","param","code"}}` frame (what OpenAI sends mid-stream; its
+ *   SDKs throw an APIError on it) and then `data: [DONE]`, with no finish chunk;
  * - `finish_reason` is "length" when the model stopped at its output cap, "stop" otherwise;
  *   usage comes from the turn's `done` event (prompt = input tokens as the provider reports them,
  *   cached reads under `prompt_tokens_details.cached_tokens`).
  */
 import { Schema, Stream } from "effect"
 import type { Usage } from "../../domain/model/types.ts"
-import type { TurnEvent } from "../../domain/runtime/types.ts"
+import type { TurnError, TurnEvent } from "../../domain/runtime/types.ts"
 
 /** A request the API refuses, with the status and OpenAI error fields to answer it with. */
 export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
@@ -30,7 +36,9 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
   errorType: Schema.String,
   code: Schema.NullOr(Schema.String),
   param: Schema.NullOr(Schema.String),
-  reason: Schema.String
+  reason: Schema.String,
+  /** Sent as `Retry-After` (seconds). */
+  retryAfterSeconds: Schema.optionalKey(Schema.Number)
 }) {
   override get message() {
     return this.reason
@@ -64,12 +72,53 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
     })
   }
 
+  /** The newest user message is larger than memory stores as one message. */
+  static messageTooLarge(problem: string): ApiError {
+    return new ApiError({
+      status: 413,
+      errorType: "invalid_request_error",
+      code: "message_too_large",
+      param: "messages",
+      reason: `The user message is too large to keep: ${problem}.`
+    })
+  }
+
   static notFound(method: string, path: string): ApiError {
     return new ApiError({ status: 404, errorType: "invalid_request_error", code: null, param: null, reason: `Invalid URL (${method} ${path})` })
   }
 
   static server(reason: string): ApiError {
     return new ApiError({ status: 500, errorType: "server_error", code: null, param: null, reason })
+  }
+
+  /**
+   * A turn that failed, as OpenAI would answer it: 429 (with Retry-After when the provider gave
+   * one), 504 for a provider timeout or the turn's deadline, 400 `context_length_exceeded`, 502
+   * when the provider refused anna's own request or key (nothing the client can fix), 503 otherwise.
+   */
+  static turnFailed(error: TurnError | undefined, reason: string): ApiError {
+    const server = (status: number, code: string) => new ApiError({ status, errorType: "server_error", code, param: null, reason })
+    switch (error?.kind) {
+      case "rate_limit":
+        return new ApiError({
+          status: 429,
+          errorType: "requests",
+          code: "rate_limit_exceeded",
+          param: null,
+          reason,
+          ...(error.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: error.retryAfterSeconds })
+        })
+      case "timeout":
+        return server(504, "timeout")
+      case "too_large":
+        return new ApiError({ status: 400, errorType: "invalid_request_error", code: "context_length_exceeded", param: "messages", reason })
+      case "auth":
+        return server(502, "upstream_auth_failed")
+      case "invalid":
+        return server(502, "upstream_invalid_request")
+      default:
+        return server(503, "service_unavailable")
+    }
   }
 }
 
@@ -88,6 +137,12 @@ export interface CompletionMeta {
   /** The agent id the client asked for. */
   readonly model: string
 }
+
+/** The turn could not be answered: the runtime said so with a `done` of stopReason "unavailable". */
+export const failedTurn = (done: DoneEvent | undefined, notices: ReadonlyArray<string>): ApiError | undefined =>
+  done?.stopReason !== "unavailable"
+    ? undefined
+    : ApiError.turnFailed(done.error, notices.length === 0 ? "The agent could not answer this turn." : notices.join(" "))
 
 export const finishReasonOf = (done: DoneEvent | undefined): FinishReason => done?.stopReason === "max_tokens" ? "length" : "stop"
 
@@ -134,23 +189,26 @@ export const renderEvent = (state: RenderState, event: TurnEvent): readonly [Ren
 export interface Collected {
   readonly content: string
   readonly done: DoneEvent | undefined
+  /** The notices' texts, for the error message of a failed turn. */
+  readonly notices: ReadonlyArray<string>
 }
 
-interface CollectState {
+interface CollectState extends Collected {
   readonly render: RenderState
-  readonly content: string
-  readonly done: DoneEvent | undefined
 }
+
+const noticesAfter = (notices: ReadonlyArray<string>, event: TurnEvent): ReadonlyArray<string> =>
+  event.type === "notice" ? [...notices, event.text] : notices
 
 const collectStep = (s: CollectState, event: TurnEvent): CollectState => {
   if (event.type === "done") return { ...s, done: s.done ?? event }
   const [render, delta] = renderEvent(s.render, event)
-  return { render, content: s.content + delta, done: s.done }
+  return { render, content: s.content + delta, done: s.done, notices: noticesAfter(s.notices, event) }
 }
 
 /** Runs a turn to its end and keeps what a non-streaming answer needs. */
 export const collectTurn = (events: Stream.Stream<TurnEvent>) =>
-  Stream.runFold(events, (): CollectState => ({ render: initialRender, content: "", done: undefined }), collectStep)
+  Stream.runFold(events, (): CollectState => ({ render: initialRender, content: "", done: undefined, notices: [] }), collectStep)
 
 export const completionBody = (meta: CompletionMeta, collected: Collected) => ({
   id: meta.id,
@@ -193,6 +251,7 @@ const choice = (delta: Record<string, unknown>, finish: FinishReason | null = nu
 interface SseState {
   readonly render: RenderState
   readonly done: DoneEvent | undefined
+  readonly notices: ReadonlyArray<string>
 }
 
 /** The SSE frames of a streamed completion, one per turn event that shows, ending with `[DONE]`. */
@@ -201,18 +260,23 @@ export const sseFrames = (meta: CompletionMeta, includeUsage: boolean) => (event
     Stream.succeed(frame(chunk(meta, includeUsage, [choice({ role: "assistant", content: "", refusal: null })]))),
     events.pipe(
       Stream.mapAccum(
-        (): SseState => ({ render: initialRender, done: undefined }),
+        (): SseState => ({ render: initialRender, done: undefined, notices: [] }),
         (s, event): readonly [SseState, ReadonlyArray<string>] => {
           if (event.type === "done") return [{ ...s, done: s.done ?? event }, []]
           const [render, delta] = renderEvent(s.render, event)
-          return [{ ...s, render }, delta === "" ? [] : [frame(chunk(meta, includeUsage, [choice({ content: delta })]))]]
+          const next = { ...s, render, notices: noticesAfter(s.notices, event) }
+          return [next, delta === "" ? [] : [frame(chunk(meta, includeUsage, [choice({ content: delta })]))]]
         },
         {
-          onHalt: (s) => [
+          onHalt: (s) => {
+            const failed = failedTurn(s.done, s.notices)
+            // The 200 is already out: say it as OpenAI does mid-stream (the SDKs throw on this frame).
+            return failed !== undefined ? [frame(errorBody(failed)), DONE_FRAME] : [
             frame(chunk(meta, includeUsage, [choice({}, finishReasonOf(s.done))])),
             ...(includeUsage ? [frame(chunk(meta, includeUsage, [], usageBody(s.done?.usage)))] : []),
             DONE_FRAME
           ]
+          }
         }
       )
     )

@@ -8,6 +8,10 @@
  * flight (a streamed answer, say) finish for up to `gracefulShutdown` (default 10 s), then
  * interrupts what is left. Per-request logs are off (a chatty client would flood the gateway's
  * log); the bound address is logged once and provided as `HttpAddress`.
+ *
+ * Slow or greedy clients are bounded (`ServeOptions`; the http channel's `request_timeout_seconds`,
+ * `headers_timeout_seconds`, `max_connections`): a request must arrive whole within its timeout
+ * (else 408 and close), and connections beyond the cap are closed as they come.
  */
 import { Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
@@ -15,6 +19,7 @@ import * as NetAddress from "effect/net/NetAddress"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { createServer } from "node:http"
 import { HttpAddress } from "../../services/HttpAddress.ts"
+import { HTTP_LIMIT_DEFAULTS } from "../../domain/config/channel.ts"
 import { ApiError, errorBody } from "./openaiWire.ts"
 
 export const DEFAULT_HOST = "127.0.0.1"
@@ -27,11 +32,23 @@ export interface ServeOptions {
   readonly port?: number | undefined
   /** How long requests in flight may run on after close (default 10 s). */
   readonly gracefulShutdown?: Duration.Input | undefined
+  /**
+   * Seconds a client has to send a whole request (default 60); then it gets 408 and is closed. Node
+   * stops this clock once the request is received, so a long streamed answer is never cut by it.
+   */
+  readonly requestTimeoutSeconds?: number | undefined
+  /** Seconds a client has to send a request's headers (default 20; at most the request timeout). */
+  readonly headersTimeoutSeconds?: number | undefined
+  /** Connections open at once (default 512); Node closes any connection beyond it at once. */
+  readonly maxConnections?: number | undefined
 }
 
-/** An OpenAI-style error response. */
+/** An OpenAI-style error response (with `Retry-After` when the error carries one). */
 export const errorResponse = (e: ApiError): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.jsonUnsafe(errorBody(e), { status: e.status })
+  HttpServerResponse.jsonUnsafe(errorBody(e), {
+    status: e.status,
+    ...(e.retryAfterSeconds === undefined ? {} : { headers: { "retry-after": String(e.retryAfterSeconds) } })
+  })
 
 const pathOf = (url: string): string => {
   const q = url.search(/[?#]/)
@@ -59,12 +76,23 @@ const addressLayer = Layer.effect(
 )
 
 /**
+ * A Node server with the limits of `ServeOptions`.
+ *
  * Node's `close()` closes the connections idle at that moment and then waits for the others to end;
  * a keep-alive connection whose answer finishes later stays open until the client drops it (seconds).
  * So once closing, each connection is closed as soon as its answer is done.
  */
-const makeServer = () => {
-  const server = createServer()
+const makeServer = (options: ServeOptions) => () => {
+  const requestTimeout = (options.requestTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.request_timeout_seconds) * 1000
+  const headersTimeout = Math.min(requestTimeout, (options.headersTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.headers_timeout_seconds) * 1000)
+  const server = createServer({
+    requestTimeout,
+    headersTimeout,
+    // Node enforces both timeouts on a sweep (every 30 s by default): sweep often enough that a
+    // stalled client is closed near its limit, not up to 30 s after it.
+    connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(headersTimeout / 4)))
+  })
+  server.maxConnections = options.maxConnections ?? HTTP_LIMIT_DEFAULTS.max_connections
   server.on("request", (_request, response) => {
     response.once("finish", () => {
       if (!server.listening) setImmediate(() => server.closeIdleConnections())
@@ -79,7 +107,7 @@ export const serve = <E, R>(routes: Layer.Layer<never, E, R>, options: ServeOpti
     HttpRouter.serve(Layer.merge(routes, fallback), { disableLogger: true, disableListenLog: true }),
     addressLayer
   ).pipe(
-    Layer.provide(NodeHttpServer.layerServer(makeServer, {
+    Layer.provide(NodeHttpServer.layerServer(makeServer(options), {
       host: options.host ?? DEFAULT_HOST,
       port: options.port ?? DEFAULT_PORT,
       gracefulShutdownTimeout: options.gracefulShutdown ?? Duration.seconds(10)

@@ -2,10 +2,11 @@
  * What the three provider layers share: turning HTTP failures into typed errors, bounded retries
  * with exponential backoff and jitter that honour retry-after, an AbortController tied to the
  * consumer's fiber (interrupting the stream aborts the request), and collecting a stream into one
- * response. The SDKs' own retries are off (`maxRetries: 0`) so that all three behave alike and the
+ * response, with a time-to-first-byte limit per attempt and a budget for all attempts together
+ * (see TransportOptions). The SDKs' own retries are off (`maxRetries: 0`) so that all three behave alike and the
  * waits run on Effect's clock.
  */
-import { Effect, Random, Stream } from "effect"
+import { Clock, Effect, Random, Stream } from "effect"
 import { collectEvent, finishCollect, initialCollect } from "../../domain/model/collect.ts"
 import {
   ContextOverflow,
@@ -17,7 +18,12 @@ import {
   ProviderRateLimited,
   ProviderServerError
 } from "../../domain/model/errors.ts"
-import type { ChatEvent, ChatResponse, TransportOptions } from "../../domain/model/types.ts"
+import {
+  type ChatEvent,
+  type ChatResponse,
+  DEFAULT_RETRY_BUDGET_MS,
+  type TransportOptions
+} from "../../domain/model/types.ts"
 
 /** Anything header-like: a Headers object or a plain record. */
 export type HeaderSource = { get(name: string): string | null } | Readonly<Record<string, string | undefined>> | undefined
@@ -71,38 +77,63 @@ export const classify = (provider: string, f: HttpFailure): ProviderError => {
 }
 
 /**
- * Runs `effect` again on retryable failures, at most `maxRetries` times: after the provider's
+ * Runs an attempt again on retryable failures, at most `maxRetries` times: after the provider's
  * retry-after when it gave one (giving up at once if that is longer than `maxBackoffMs`), else after
- * base × 2^attempt with ±50 % jitter, capped.
+ * base × 2^attempt with ±50 % jitter, capped. No retry starts once the wait would end past
+ * `retryBudgetMs` after the first attempt began; each attempt is told how much of the budget is left.
  */
+export const retrying = <A, R>(
+  transport: TransportOptions,
+  attempt: (remainingMs: number) => Effect.Effect<A, ProviderError, R>
+): Effect.Effect<A, ProviderError, R> =>
+  Effect.gen(function*() {
+    const budget = transport.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS
+    const start = yield* Clock.currentTimeMillis
+    const loop = (n: number): Effect.Effect<A, ProviderError, R> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => attempt(Math.max(1, budget - (now - start)))).pipe(
+        Effect.catch((e: ProviderError) => {
+          if (!isRetryable(e) || n >= transport.maxRetries) return Effect.fail(e)
+          const asked = e._tag === "ProviderRateLimited" ? e.retryAfterMs : undefined
+          if (asked !== undefined && asked > transport.maxBackoffMs) return Effect.fail(e)
+          return Effect.gen(function*() {
+            const jitter = 0.5 + (yield* Random.next)
+            const backoff = Math.min(transport.maxBackoffMs, transport.baseBackoffMs * 2 ** n * jitter)
+            const wait = asked ?? backoff
+            const elapsed = (yield* Clock.currentTimeMillis) - start
+            if (elapsed + wait >= budget) {
+              yield* Effect.logDebug(`provider ${e.provider}: ${e._tag}, retry budget of ${Math.round(budget / 1000)} s spent, giving up`)
+              return yield* Effect.fail(e)
+            }
+            yield* Effect.logDebug(`provider ${e.provider}: ${e._tag}, retry ${n + 1} in ${Math.round(wait)} ms`)
+            yield* Effect.sleep(wait)
+            return yield* loop(n + 1)
+          })
+        })
+      )
+    return yield* loop(0)
+  })
+
+/** `retrying` for an attempt that needs no deadline of its own (listing models). */
 export const withRetries = <A, R>(
   transport: TransportOptions,
   effect: Effect.Effect<A, ProviderError, R>
-): Effect.Effect<A, ProviderError, R> => {
-  const loop = (attempt: number): Effect.Effect<A, ProviderError, R> =>
-    effect.pipe(
-      Effect.catch((e: ProviderError) => {
-        if (!isRetryable(e) || attempt >= transport.maxRetries) return Effect.fail(e)
-        const asked = e._tag === "ProviderRateLimited" ? e.retryAfterMs : undefined
-        if (asked !== undefined && asked > transport.maxBackoffMs) return Effect.fail(e)
-        return Effect.gen(function*() {
-          const jitter = 0.5 + (yield* Random.next)
-          const backoff = Math.min(transport.maxBackoffMs, transport.baseBackoffMs * 2 ** attempt * jitter)
-          const wait = asked ?? backoff
-          yield* Effect.logDebug(`provider ${e.provider}: ${e._tag}, retry ${attempt + 1} in ${Math.round(wait)} ms`)
-          yield* Effect.sleep(wait)
-          return yield* loop(attempt + 1)
-        })
-      })
-    )
-  return loop(0)
-}
+): Effect.Effect<A, ProviderError, R> => retrying(transport, () => effect)
+
+const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`
+
+/** What the SDK's own timeout (the wait for response headers) must be so that ours fire first. */
+export const sdkTimeoutMs = (transport: TransportOptions): number =>
+  Math.max(transport.timeoutMs, transport.firstByteTimeoutMs ?? 0) + 1_000
 
 /**
  * A provider stream: `open` starts the request with the given AbortSignal and resolves once the
- * response has started (that part is retried); `events` turns the SDK's chunks into ChatEvents.
- * The controller is aborted when the stream ends for any reason, which cancels an unfinished request;
- * a stream silent for longer than `timeoutMs` fails with a timeout.
+ * response has started; `events` turns the SDK's chunks into ChatEvents.
+ *
+ * Each attempt must deliver its first chunk (not only the headers: a server can send 200 and then
+ * nothing) within `firstByteTimeoutMs`, bounded by what is left of the retry budget; a late attempt
+ * is aborted and retried as a timeout. After the first chunk, a stream silent for longer than
+ * `timeoutMs` fails with a timeout (that part is not retried: events were already delivered). The
+ * controller is aborted when the stream ends for any reason, which cancels an unfinished request.
  */
 export const providerStream = <Chunk>(options: {
   readonly provider: string
@@ -113,28 +144,48 @@ export const providerStream = <Chunk>(options: {
 }): Stream.Stream<ChatEvent, ProviderError> =>
   Stream.unwrap(
     Effect.gen(function*() {
+      const { provider, transport } = options
       const controller = yield* Effect.acquireRelease(
         Effect.sync(() => new AbortController()),
         (c) => Effect.sync(() => c.abort())
       )
-      const iterable = yield* withRetries(
-        options.transport,
-        Effect.tryPromise({ try: () => options.open(controller.signal), catch: options.toError })
-      )
+      const firstByteMs = transport.firstByteTimeoutMs ?? transport.timeoutMs
+      const started = yield* retrying(transport, (remainingMs) => {
+        const limit = Math.min(firstByteMs, remainingMs)
+        return Effect.tryPromise({
+          // `attempt` is aborted when this attempt is interrupted (its first-byte limit passed).
+          try: async (attempt) => {
+            const iterator = (await options.open(AbortSignal.any([controller.signal, attempt])))[Symbol.asyncIterator]()
+            return { iterator, first: await iterator.next() }
+          },
+          catch: options.toError
+        }).pipe(
+          Effect.timeoutOrElse({
+            duration: limit,
+            orElse: () =>
+              Effect.fail(new ProviderNetworkError({ provider, timeout: true, detail: `no response within ${seconds(limit)} (first-byte timeout)` }))
+          })
+        )
+      })
+      const { iterator, first } = started
+      const rest: AsyncIterable<Chunk> = { [Symbol.asyncIterator]: () => iterator }
       // The SDKs' timeout covers the wait for the response headers only; a body that stalls would
       // hang until Node's own 5-minute limit, so silence longer than the timeout fails the stream.
-      const chunks = Stream.fromAsyncIterable(iterable, options.toError).pipe(
-        Stream.timeoutOrElse({
-          duration: options.transport.timeoutMs,
-          orElse: () =>
-            Stream.fail(
-              new ProviderNetworkError({
-                provider: options.provider,
-                timeout: true,
-                detail: `the response stream was silent for ${Math.round(options.transport.timeoutMs / 1000)} s`
-              })
-            )
-        })
+      const chunks = first.done === true ? Stream.empty : Stream.concat(
+        Stream.succeed(first.value),
+        Stream.fromAsyncIterable(rest, options.toError).pipe(
+          Stream.timeoutOrElse({
+            duration: transport.timeoutMs,
+            orElse: () =>
+              Stream.fail(
+                new ProviderNetworkError({
+                  provider,
+                  timeout: true,
+                  detail: `the response stream was silent for ${Math.round(transport.timeoutMs / 1000)} s`
+                })
+              )
+          })
+        )
       )
       return options.events(chunks)
     })

@@ -8,11 +8,13 @@
  * without its result.
  */
 import { Effect, Option, Stream } from "effect"
+import { splitForStorage } from "../../domain/memory/storedSize.ts"
 import { estimateTextTokens, type Message, type ToolResultBlock } from "../../domain/message.ts"
 import { collectEvent, finishCollect, initialCollect } from "../../domain/model/collect.ts"
-import type { ProviderError } from "../../domain/model/errors.ts"
+import { PROVIDER_ERROR_TAGS, type ProviderError } from "../../domain/model/errors.ts"
 import { addUsage, emptyUsage, type StopReason, type Usage } from "../../domain/model/types.ts"
-import type { ResolvedChat, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
+import { errorOf } from "../../domain/runtime/failure.ts"
+import type { ResolvedChat, TurnError, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { Compactor } from "../../services/Compactor.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
@@ -103,7 +105,8 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
         const calls = blocks.flatMap((b) => (b.type === "tool_use" ? [b] : []))
         if (blocks.length > 0) {
           pending = calls.map((c) => ({ id: c.id, name: c.name }))
-          yield* memory.append(session, [response.message])
+          // A reply over the stored-message limit is stored as several messages, so memory keeps all that was shown.
+          yield* memory.append(session, splitForStorage(response.message))
         }
         if (calls.length === 0) return response.stopReason as StopReason | "max_turns"
         const results = yield* runToolCalls(setup.tools, calls, context, {
@@ -118,7 +121,8 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       return "max_turns" as const
     })
 
-    const stopReason = yield* loop.pipe(
+    const ended = yield* loop.pipe(
+      Effect.map((stopReason): { readonly stopReason: StopReason | "max_turns" | "unavailable"; readonly error?: TurnError } => ({ stopReason })),
       Effect.onInterrupt(() =>
         pending.length === 0 ? Effect.void : memory.append(session, [{
           role: "tool_result",
@@ -129,12 +133,17 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
             is_error: true
           }))
         }]).pipe(Effect.ignore)
+      ),
+      // A provider failure ends the turn here (same notice as the runtime's) rather than in the caller,
+      // so that `done` carries what failed and the HTTP channel can answer 429/504/400/503 (TurnError).
+      Effect.catchTag(PROVIDER_ERROR_TAGS, (e) =>
+        emit({ type: "notice", text: `The turn failed: ${e.message}` }).pipe(Effect.as({ stopReason: "unavailable" as const, error: errorOf(e) }))
       )
     )
-    if (stopReason === "max_turns") {
+    if (ended.stopReason === "max_turns") {
       yield* emit({ type: "notice", text: `stopped after ${setup.maxTurns} model calls in one turn (the agent's max_turns)` })
     }
-    return { stopReason, usage, modelCalls, toolCalls }
+    return { ...ended, usage, modelCalls, toolCalls }
   }).pipe(Effect.withSpan("turn", { attributes: { session: setup.chat.sessionKey } }))
 
 export type TurnOutcome = Effect.Success<ReturnType<typeof runTurn>>

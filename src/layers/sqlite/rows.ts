@@ -6,7 +6,7 @@ import { Effect, Schema } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
 import type { ItemMeta } from "../../domain/memory/context.ts"
 import { InvalidInput, StorageError } from "../../domain/memory/errors.ts"
-import { MAX_MESSAGE_BYTES } from "../../domain/memory/types.ts"
+import { bytesProblem, storedBlocks } from "../../domain/memory/storedSize.ts"
 import {
   Content,
   estimateMessageTokens,
@@ -47,25 +47,14 @@ export interface EncodedMessage {
   readonly message: Message
 }
 
-/**
- * A lone UTF-16 surrogate (e.g. text cut in the middle of an emoji) does not survive SQLite's UTF-8
- * text: it comes back as U+FFFD. JSON escapes it (`\udfff`), so such a string is kept as JSON in
- * `blocks` (a JSON string is valid Content) and comes back exactly as it was given.
- */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
-
 export const encodeMessage = (m: NewMessage, now: number, index: number): EncodedMessage | InvalidInput => {
-  const blocks = typeof m.content === "string" && !LONE_SURROGATE.test(m.content) ? null : JSON.stringify(m.content)
+  const blocks = storedBlocks(m.content)
   const text = messageText(m)
   // UTF-8 bytes of what the message is stored as (its JSON blocks, or its string): `.length` counts
   // UTF-16 units and would let 3 × the limit of CJK text through; the derived search text is not
   // the message and does not count against it.
-  const bytes = Buffer.byteLength(blocks ?? text, "utf8")
-  if (bytes > MAX_MESSAGE_BYTES) {
-    return new InvalidInput({
-      reason: `message ${index + 1} is ${(bytes / 1048576).toFixed(1)} MiB; the limit is ${MAX_MESSAGE_BYTES / 1048576} MiB`
-    })
-  }
+  const tooBig = bytesProblem(Buffer.byteLength(blocks ?? text, "utf8"))
+  if (tooBig !== undefined) return new InvalidInput({ reason: `message ${index + 1} is ${tooBig}` })
   const createdAt = m.createdAt ?? now
   if (!Number.isFinite(createdAt)) return new InvalidInput({ reason: `message ${index + 1} has an invalid timestamp` })
   return {
