@@ -21,17 +21,18 @@
  *   request fiber is interrupted, which is not an error). `/abort` stops a turn on purpose.
  * - A turn that fails (provider rate limit, timeout, context overflow, provider or sandbox down, the
  *   turn's deadline) is an error response, not a 200 completion: 429 + Retry-After, 504, 400
- *   `context_length_exceeded`, 502 or 503 (http/openaiWire.ts `ApiError.turnFailed`); a streamed
- *   one ends with an OpenAI error frame instead.
- * - Bodies over 10 MiB → 413; malformed JSON or wrong types → 400; unknown routes → 404; all with
- *   OpenAI error bodies.
+ *   `context_length_exceeded`, 502 or 503 (http/openaiWire.ts `ApiError.turnFailed`). A streamed
+ *   answer's 200 is sent with its first output, so a turn failing before any gets the same status;
+ *   one failing later ends with an OpenAI error frame instead.
+ * - Bodies over 10 MiB, or a user message larger than memory keeps (8 MiB as stored) → 413;
+ *   malformed JSON or wrong types → 400; unknown routes → 404; all with OpenAI error bodies.
  */
-import { ByteSize, Clock, Effect, type Layer, Option, Stream } from "effect"
+import { ByteSize, Clock, Effect, type Layer, Option, Sink, Stream } from "effect"
 import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
 import { randomUUID } from "node:crypto"
 import type { Agent } from "../domain/config/agent.ts"
-import { httpLimits } from "../domain/config/channel.ts"
+import type { TurnEvent } from "../domain/runtime/types.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore, type User } from "../services/ConfigStore.ts"
 import type { HttpAddress } from "../services/HttpAddress.ts"
@@ -62,6 +63,13 @@ const modelObject = (agent: Agent) => ({
 
 const header = (request: HttpServerRequest.HttpServerRequest, name: string): string | undefined =>
   Option.getOrUndefined(Headers.get(request.headers, name))
+
+/** A turn's events up to the first that starts the answer (text, tool activity) or ends the turn; notices are held. */
+const untilAnswerStarts = Sink.fold(
+  (): ReadonlyArray<TurnEvent> => [],
+  (held) => held.every((e) => e.type === "notice"),
+  (held, event: TurnEvent) => Effect.succeed([...held, event])
+)
 
 /** Answers ApiErrors with their OpenAI error body (logging server-side failures). */
 const answerErrors = <R>(
@@ -146,7 +154,17 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     }
     const events = runtime.send(chat, message)
     if (body.stream === true) {
-      const frames = events.pipe(sseFrames(meta, body.stream_options?.include_usage === true), Stream.encodeText)
+      // The 200 waits for the turn's first output, so that a turn failing before any (a provider's
+      // 429 on its first call, say) gets its real status, which clients back off on; once the answer
+      // has started, a failure can only be an error frame (see http/openaiWire.ts).
+      const [held, rest] = yield* Stream.peel(events, untilAnswerStarts)
+      const last = held.at(-1)
+      const failed = last?.type === "done" ? failedTurn(last, held.flatMap((e) => (e.type === "notice" ? [e.text] : []))) : undefined
+      if (failed !== undefined) return yield* failed
+      const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
+        sseFrames(meta, body.stream_options?.include_usage === true),
+        Stream.encodeText
+      )
       return HttpServerResponse.stream(frames, {
         contentType: "text/event-stream; charset=utf-8",
         headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
@@ -163,16 +181,6 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   yield* router.add("GET", "/v1/models/:model", getModel)
   yield* router.add("POST", "/v1/chat/completions", chatCompletions)
 }))
-
-/**
- * The server options the http channel's stored settings ask for (`anna channel set http --config
- * KEY=VALUE`: host, port and the limits), defaults filling what they leave out.
- */
-export const optionsFromSettings = (config: Readonly<Record<string, unknown>>): ServeOptions => ({
-  host: typeof config.host === "string" && config.host !== "" ? config.host : DEFAULT_HOST,
-  port: typeof config.port === "number" ? config.port : DEFAULT_PORT,
-  ...httpLimits(config)
-})
 
 /**
  * The channel on its own server: `HttpChannel.layer({ host, port })` (defaults 127.0.0.1:8787;

@@ -129,8 +129,16 @@ const list = Command.make("list", { json }, (f) =>
     if (f.json) return yield* printJson(all.map(shownProvider))
     if (all.length === 0) return yield* Console.log("No providers. Add one with anna provider add, or run anna onboard --from-env.")
     yield* Console.log(table(
-      ["ID", "TYPE", "BASE URL", "KEY", "DEFAULT MODEL", "STATE"],
-      all.map((p) => [p.id, p.type, maskUrl(p.baseUrl) || "(public)", maskKey(p.apiKey), p.defaultModel, p.enabled ? "enabled" : "disabled"])
+      ["ID", "TYPE", "BASE URL", "KEY", "DEFAULT MODEL", "FIRST BYTE", "STATE"],
+      all.map((p) => [
+        p.id,
+        p.type,
+        maskUrl(p.baseUrl) || "(public)",
+        maskKey(p.apiKey),
+        p.defaultModel,
+        `${p.firstByteTimeoutSeconds ?? DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s`,
+        p.enabled ? "enabled" : "disabled"
+      ])
     ))
   })).pipe(Command.withDescription("List providers (credentials masked)"), Command.provide(configLayer))
 

@@ -157,6 +157,24 @@ describe.skipIf(!dockerReady)("DockerSandbox kill (real Docker engine)", () => {
       })
     ), 120_000)
 
+  it.live("a timeout spares what a command that ended meanwhile left running in its session", () =>
+    withSandbox((sb) =>
+      Effect.gen(function*() {
+        const s = yield* sb.start(spec())
+        // A runs long; meanwhile B starts a server in the background and ends (as a model's parallel
+        // tool calls do). B's server is younger than A and an orphan, yet it is B's, not A's.
+        const a = yield* Effect.forkChild(s.exec("(env -i setsid sh -c '(sleep 1051 &)' &)\nsleep 1050", { timeoutMs: 6000 }))
+        yield* waitForProcess(s, "sleep 1051")
+        const b = yield* s.exec("sleep 1052 >/dev/null 2>&1 &")
+        assert.strictEqual(b.exitCode, 0)
+        assert.isUndefined(a.pollUnsafe(), "A was still running when B ended")
+        assert.isTrue((yield* Fiber.join(a)).timedOut)
+        assert.isFalse(yield* runs(s, "sleep 1050"))
+        assert.isFalse(yield* runs(s, "sleep 1051"), "A's escaped process is killed")
+        assert.isTrue(yield* runs(s, "sleep 1052"), "B's server survives A's timeout")
+      })
+    ), 60_000)
+
   it.live("closing a long-lived process kills what it started, also when that escaped", () =>
     withSandbox((sb) =>
       Effect.gen(function*() {

@@ -195,6 +195,7 @@ describe("providers from the command line", () => {
     assert.strictEqual((await json("provider", "set", "slow", "--first-byte-timeout", "2.5")).firstByteTimeoutSeconds, 2.5)
     const listed = JSON.parse((await annaEnv(h, {}, "provider", "list", "--json")).stdout) as Array<Shown>
     assert.strictEqual(listed[0]?.firstByteTimeoutSeconds, 2.5)
+    assert.match((await annaEnv(h, {}, "provider", "list")).stdout, /FIRST BYTE[\s\S]*\b2\.5 s\b/)
     assert.isUndefined((await json("provider", "set", "slow", "--first-byte-timeout", "default")).firstByteTimeoutSeconds)
     const nonsense = await annaEnv(h, {}, "provider", "set", "slow", "--first-byte-timeout", "soon")
     assert.deepStrictEqual([nonsense.code, nonsense.stderr.trim()], [

@@ -34,12 +34,13 @@ exec /bin/sh -c "$1"`
 
 /**
  * Reads `cat /proc/[0-9]*\/stat` while every process but PID 1 is stopped, and prints `KILL pids…`
- * (the command's processes) and `CONT pids…` (the others, to resume). The command's processes:
- * those carrying its marker, those in the session of one of them or of its first PID, and — for
- * those that cleared their environment and left its session and tree — every orphan (parent 0 or
- * 1) started at or after the command that belongs neither to PID 1's session nor to another running
- * command (that one's marker, sessions and descendants); then all descendants of these. Never PID 1,
- * never this kill's own session. Fields are read after the last ")", as a process names itself.
+ * (the command's processes), `CONT pids…` (the others, to resume) and `OK`. The command's
+ * processes: those carrying its marker; those in its session or in the session of one of these;
+ * and, for those that cleared their environment and left its session and tree, every orphan
+ * (parent 0 or 1) started at or after the command, unless it is in PID 1's session or belongs to
+ * another command (that one's marker or session — running, or ended meanwhile: the gateway knows
+ * where those started — or a descendant of these); finally all their descendants. Never PID 1,
+ * never this kill's own session. Fields are read after the last ")", since a process names itself.
  */
 const KILL_AWK = `{ p = $1; s = $0; sub(/^.*\\) /, "", s); split(s, f, " "); ppid[p] = f[2]; sid[p] = f[4]; st[p] = f[20] }
 END {
@@ -51,6 +52,8 @@ END {
   # No start from the wrapper yet: the oldest process carrying the marker is the best bound there is.
   if (start == "-") for (p in mk) if ((p in st) && (start == "-" || st[p] + 0 < start + 0)) start = st[p]
   for (p in tk) if (p in sid) psid[sid[p]] = 1
+  # The other commands' sessions, unless the number now leads another session (a reused PID).
+  n = split(sessions, a, /[,:]/); for (i = 1; i < n; i += 2) if (!(a[i] in st) || st[a[i]] == a[i + 1]) psid[a[i]] = 1
   for (p in sid) if ((p in tk) || (sid[p] in psid)) spare[p] = 1
   do { more = 0
     for (p in sid) if (!(p in spare) && (ppid[p] in spare)) { spare[p] = 1; more = 1 }
@@ -75,21 +78,22 @@ END {
 const KILLED = "anna-kill: done"
 
 /**
- * `sh -c KILL id pid start other-ids…` (pid and start "-" when unknown). First it stops every
- * process of the container but PID 1 and itself in one call (kill -1), so nothing can fork, exit
- * and reappear, or interfere while it looks; then it leaves the tombstone, picks the command's
- * processes (KILL_AWK), kills them and resumes the rest. The other ids are the container's commands
- * still running, whose processes are spared. Kills of one container never overlap (see `gate`):
- * two would stop each other. It ends with KILLED only when all of this ran.
+ * `sh -c KILL id pid start sessions other-ids…` (pid and start "-" when unknown). First it stops
+ * every process of the container but PID 1 and itself in one call (kill -1), so nothing can fork,
+ * exit and reappear, or interfere while it looks; then it leaves the tombstone, picks the command's
+ * processes (KILL_AWK), kills them and resumes the rest. Spared: the processes of the container's
+ * other running commands (other-ids: their markers) and the sessions of the other commands, running
+ * or ended meanwhile (sessions: "pid:start,…" of their wrappers). Kills of one container never
+ * overlap (see `gate`): two would stop each other. It ends with KILLED only when all of this ran.
  */
 const KILL = `kill -STOP -1 2>/dev/null
-id=$0 root=$1 start=$2; shift 2
+id=$0 root=$1 start=$2 sessions=$3; shift 3
 : > "${tombstone("$id")}" 2>/dev/null
 others=; for o do others="$others -e ${MARKER}=$o"; done
 mine=$(grep -ls "${MARKER}=$id" /proc/[0-9]*/environ)
 theirs=; [ -n "$others" ] && theirs=$(grep -ls $others /proc/[0-9]*/environ)
 out=$(cat /proc/[0-9]*/stat 2>/dev/null |
-  awk -v self=$$ -v root="$root" -v start="$start" -v mine="$mine" -v theirs="$theirs" '${KILL_AWK.replaceAll("'", "'\\''")}')
+  awk -v self=$$ -v root="$root" -v start="$start" -v mine="$mine" -v theirs="$theirs" -v sessions="$sessions" '${KILL_AWK.replaceAll("'", "'\\''")}')
 # No awk, no cat, no listing: resume everything and say nothing (the gateway then restarts the container).
 case "$out" in *OK) ;; *) kill -CONT -1; exit 1 ;; esac
 printf '%s\\n' "$out" | while read -r sig pids; do case $sig in KILL | CONT) kill -$sig $pids 2>/dev/null ;; esac; done
@@ -138,22 +142,32 @@ const stripHeader = (downstream: Writable, onHeader: (start: ExecStart) => void)
 }
 
 /**
- * The commands, processes and kills running now in one container (their ids): a kill spares what
- * belongs to the others. Only this gateway runs commands in its containers, so this is all of them.
- * `gate`: a command takes one permit to start, a kill takes them all — so kills never overlap, and
- * no command starts during a kill (it would look like an escaped process of the one being killed).
+ * The commands, processes and kills running now in one container (their ids), and where the
+ * commands' wrappers started, of those running and of those that ended meanwhile: a kill spares
+ * what belongs to the others. Only this gateway runs commands in its containers, so this is all of
+ * them. `gate`: a command takes one permit to start, a kill takes them all — so kills never
+ * overlap, and no command starts during a kill (it would look like an escaped process of the one
+ * being killed).
  */
 interface Running {
   readonly ids: Set<string>
   readonly gate: Semaphore.Semaphore
+  readonly started: Map<string, ExecStart>
+  /**
+   * Commands that ended while others ran (newest last, at most ENDED_MAX): what they left in their
+   * sessions was not started by those others. Dropped when nothing runs: then no later kill can take
+   * it for its own (it is older than any command to come).
+   */
+  readonly ended: Array<ExecStart>
 }
 
 const ALL_PERMITS = 1 << 20
+const ENDED_MAX = 256
 const running = new Map<string, Running>()
 
 const enter = (container: string, id: string) =>
   Effect.sync((): Running => {
-    const r = running.get(container) ?? { ids: new Set<string>(), gate: Semaphore.makeUnsafe(ALL_PERMITS) }
+    const r = running.get(container) ?? { ids: new Set<string>(), gate: Semaphore.makeUnsafe(ALL_PERMITS), started: new Map(), ended: [] }
     running.set(container, r)
     r.ids.add(id)
     return r
@@ -161,7 +175,13 @@ const enter = (container: string, id: string) =>
 
 const leave = (container: string, id: string, r: Running) =>
   Effect.sync(() => {
+    const started = r.started.get(id)
     r.ids.delete(id)
+    r.started.delete(id)
+    if (started !== undefined && r.ids.size > 0) {
+      r.ended.push(started)
+      if (r.ended.length > ENDED_MAX) r.ended.shift()
+    }
     // Everyone who uses the gate is in `ids` meanwhile, so nobody holds this one any more.
     if (r.ids.size === 0 && running.get(container) === r) running.delete(container)
   })
@@ -304,7 +324,10 @@ export const killCommand = (container: Docker.Container, user: string, id: strin
   return whileRunning(container.id, self, (r) =>
     r.gate.withPermits(ALL_PERMITS)(Effect.gen(function*() {
       const others = [...r.ids].filter((o) => o !== id && o !== self)
-      const args = [id, start === undefined ? "-" : String(start.pid), start?.ticks === undefined ? "-" : String(start.ticks), ...others]
+      const sessions = [...r.ended, ...[...r.started].filter(([o]) => o !== id).map(([, s]) => s)]
+        .flatMap((s) => (s.ticks === undefined ? [] : [`${s.pid}:${s.ticks}`]))
+        .join(",")
+      const args = [id, start === undefined ? "-" : String(start.pid), start?.ticks === undefined ? "-" : String(start.ticks), sessions, ...others]
       const exec = yield* call(
         () => container.exec({ Cmd: ["/bin/sh", "-c", KILL, ...args], User: user, Env: environment({}, self), AttachStdout: true, AttachStderr: true }),
         failure("kill")
@@ -315,7 +338,7 @@ export const killCommand = (container: Docker.Container, user: string, id: strin
         const seen: Array<Buffer> = []
         stream.on("data", (b: Buffer) => seen.push(b))
         const done = yield* ended.pipe(Effect.timeoutOption(Duration.seconds(10)))
-        if (Option.isNone(done)) return false
+        if (Option.isNone(done)) return yield* Effect.as(destroy(stream), false)
         const info = yield* call(() => exec.inspect(), failure("kill"), Duration.seconds(10))
         return Buffer.concat(seen).includes(KILLED) && (info.ExitCode ?? 0) === 0
       }).pipe(Effect.orElseSucceed(() => false))
@@ -357,7 +380,7 @@ export const runCommand = (
   options: RunOptions
 ): Effect.Effect<ExecResult, SandboxFailure> => {
   const id = randomUUID()
-  return whileRunning(container.id, id, ({ gate }) =>
+  return whileRunning(container.id, id, (r) =>
     Effect.gen(function*() {
       const started = Date.now()
       const exec = yield* call(
@@ -377,11 +400,15 @@ export const runCommand = (
       const out = collector(options.maxOutputBytes)
       const err = collector(options.maxOutputBytes)
       let wrapper: ExecStart | undefined
+      const onStart = (s: ExecStart) => {
+        wrapper = s
+        r.started.set(id, s)
+      }
       let stream: NodeJS.ReadWriteStream | undefined
       const kill = Effect.suspend(() => killCommand(container, options.user, id, wrapper))
       // From here on an interruption kills whatever started, even while the start is on its way.
       return yield* Effect.gen(function*() {
-        const attached = yield* attach(docker, exec, gate, options.stdin !== undefined, out.writable, err.writable, (s) => (wrapper = s), "exec")
+        const attached = yield* attach(docker, exec, r.gate, options.stdin !== undefined, out.writable, err.writable, onStart, "exec")
         stream = attached.stream
         if (options.stdin !== undefined) {
           attached.stream.write(options.stdin)
@@ -406,8 +433,7 @@ export const runCommand = (
         }
         return result
       }).pipe(Effect.onInterrupt(() => kill.pipe(Effect.andThen(stream === undefined ? Effect.void : destroy(stream)))))
-    })
-  )
+    }))
 }
 
 /** A long-lived process; killed (with everything it started) when `scope` closes. */
@@ -420,7 +446,7 @@ export const startProcess = (
   Effect.gen(function*() {
     const id = randomUUID()
     // Left after the kill below has run (finalizers run last-in first-out).
-    const { gate } = yield* Effect.acquireRelease(enter(container.id, id), (r) => leave(container.id, id, r))
+    const r = yield* Effect.acquireRelease(enter(container.id, id), (r) => leave(container.id, id, r))
     const quoted = command.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ")
     const exec = yield* call(
       () =>
@@ -439,12 +465,16 @@ export const startProcess = (
     const stdout = new PassThrough()
     const stderr = new PassThrough()
     let wrapper: ExecStart | undefined
+    const onStart = (s: ExecStart) => {
+      wrapper = s
+      r.started.set(id, s)
+    }
     let stream: NodeJS.ReadWriteStream | undefined
     const kill = Effect.suspend(() => killCommand(container, options.user, id, wrapper)).pipe(
       Effect.andThen(Effect.suspend(() => (stream === undefined ? Effect.void : destroy(stream))))
     )
     yield* Effect.addFinalizer(() => kill)
-    const attached = yield* attach(docker, exec, gate, true, stdout, stderr, (s) => (wrapper = s), "start process")
+    const attached = yield* attach(docker, exec, r.gate, true, stdout, stderr, onStart, "start process")
     stream = attached.stream
     const { ended } = attached
     const exit = yield* Deferred.make<number, SandboxFailure>()

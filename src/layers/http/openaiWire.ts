@@ -18,8 +18,9 @@
  *   pollute the answer a program reads;
  * - a turn the runtime could not answer (`done` with stopReason "unavailable": provider rate limit,
  *   timeout, context overflow, provider or sandbox down, the turn's deadline) is an error, not a
- *   completion: without streaming, the status and error body of `ApiError.turnFailed`, with the
- *   notices as its message; when streaming, the 200 is already out, so the stream ends with one
+ *   completion: the status and error body of `ApiError.turnFailed`, with the notices as its message
+ *   (also when streaming, if it failed before any output: the channel holds the 200 until then);
+ *   in a stream whose answer had started, the 200 is out, so it ends with one
  *   `data: {"error":{"message","type","param","code"}}` frame (what OpenAI sends mid-stream; its
  *   SDKs throw an APIError on it) and then `data: [DONE]`, with no finish chunk;
  * - `finish_reason` is "length" when the model stopped at its output cap, "stop" otherwise;

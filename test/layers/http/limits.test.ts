@@ -55,23 +55,6 @@ describe("http channel limits in the channel settings", () => {
       problem: "headers_timeout_seconds (20) must not exceed request_timeout_seconds (10)"
     })
   })
-
-  it("turns the stored settings into the server's options", () => {
-    assert.deepStrictEqual(HttpChannel.optionsFromSettings({ host: "0.0.0.0", port: 9000, request_timeout_seconds: 30, max_connections: 8 }), {
-      host: "0.0.0.0",
-      port: 9000,
-      requestTimeoutSeconds: 30,
-      headersTimeoutSeconds: 20,
-      maxConnections: 8
-    })
-    assert.deepStrictEqual(HttpChannel.optionsFromSettings({}), {
-      host: HttpChannel.DEFAULT_HOST,
-      port: HttpChannel.DEFAULT_PORT,
-      requestTimeoutSeconds: 60,
-      headersTimeoutSeconds: 20,
-      maxConnections: 512
-    })
-  })
 })
 
 const Timeouts = HttpChannel.layer({ port: 0, requestTimeoutSeconds: 1, headersTimeoutSeconds: 1 }).pipe(Layer.provide(fakeServices))

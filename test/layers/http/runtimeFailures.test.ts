@@ -1,7 +1,8 @@
 /**
  * Failed turns end to end: the real Runtime (SQLite, memory, provider clients) behind the real HTTP
  * channel, the provider being the fake LLM server. What the provider does wrong reaches the client as
- * the matching status and OpenAI error body (or, streaming, an error frame), never as a 200 answer.
+ * the matching status and OpenAI error body (or, in a stream that had started, an error frame), never
+ * as a 200 answer.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -51,7 +52,7 @@ const withStack = <A, E>(body: (post: (content: string, stream?: boolean) => Eff
   }))
 
 describe("failed turns through the real runtime and HTTP channel", () => {
-  it.live("provider 429 → 429 + Retry-After; context overflow → 400; provider down → 503; streaming → an error frame", () =>
+  it.live("provider 429 → 429 + Retry-After; context overflow → 400; provider down → 503; streaming too, or an error frame once started", () =>
     withStack((post) =>
       Effect.gen(function*() {
         // Longer than the transport's largest backoff, so it is not retried but handed to the client.
@@ -69,12 +70,17 @@ describe("failed turns through the real runtime and HTTP channel", () => {
         assert.deepStrictEqual([down.status, errorOf(down.text).code], [503, "service_unavailable"])
 
         fake.reset()
+        // Streaming: a failure before any output still gets its status; after some, an error frame.
         fake.script({ kind: "error", status: 429, retryAfter: 7 })
-        const streamed = yield* post("hi", true)
-        assert.strictEqual(streamed.status, 200)
-        const frames = streamed.text.split("\n\n").filter((f) => f !== "")
+        const early = yield* post("hi", true)
+        assert.deepStrictEqual([early.status, early.retryAfter, errorOf(early.text).code], [429, "7", "rate_limit_exceeded"])
+        fake.script({ kind: "disconnect", parts: [{ type: "text", text: "Hello there, how are you today?" }], afterEvents: 3 })
+        const late = yield* post("hi", true)
+        assert.strictEqual(late.status, 200)
+        const frames = late.text.split("\n\n").filter((f) => f !== "")
         assert.strictEqual(frames.at(-1), "data: [DONE]")
-        assert.strictEqual(errorOf((frames.at(-2) ?? "").slice("data: ".length)).code, "rate_limit_exceeded")
+        assert.strictEqual(errorOf((frames.at(-2) ?? "").slice("data: ".length)).code, "service_unavailable")
+        assert.include(frames.slice(0, -2).join(""), '"content":"Hello')
 
         // And a healthy provider still answers 200.
         const ok = yield* post("hi")

@@ -2,7 +2,8 @@
  * Failed turns over the real HTTP channel: the provider (the real OpenAiChat client against the fake
  * LLM server) rate limits, overflows, fails or never answers; a stand-in Runtime reports that as
  * the real one does (a notice, then `done` "unavailable") with `errorOf` of the failure, and the
- * client sees the matching status and OpenAI error body — or, streaming, an error frame.
+ * client sees the matching status and OpenAI error body — also when streaming, unless the answer had
+ * started: then the stream ends with an error frame.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Stream } from "effect"
@@ -11,6 +12,7 @@ import { afterAll, beforeAll, beforeEach } from "vitest"
 import { TurnDeadline } from "../../../src/domain/runtime/errors.ts"
 import { errorOf } from "../../../src/domain/runtime/failure.ts"
 import { sessionKeyOf, type TurnEvent } from "../../../src/domain/runtime/types.ts"
+import type { ProviderError } from "../../../src/domain/model/errors.ts"
 import { emptyUsage } from "../../../src/domain/model/types.ts"
 import * as HttpChannel from "../../../src/layers/HttpChannel.ts"
 import * as OpenAiChat from "../../../src/layers/OpenAiChat.ts"
@@ -26,44 +28,44 @@ beforeAll(async () => {
 afterAll(() => fake.close())
 beforeEach(() => fake.reset())
 
-/** "deadline" as the message stands for a turn stopped by its deadline; anything else asks the model. */
-const turn = (message: string): Stream.Stream<TurnEvent> =>
-  Stream.unwrap(Effect.gen(function*() {
-    const client = OpenAiChat.make(
-      {
-        id: "fake",
-        type: "openai",
-        baseUrl: fake.openAiUrl,
-        apiKey: "sk-test",
-        models: [],
-        defaultModel: "fake-large",
-        headers: {},
-        enabled: true,
-        firstByteTimeoutSeconds: 0.2
-      },
-      { timeoutMs: 5_000, maxRetries: 0, baseBackoffMs: 1, maxBackoffMs: 10 }
+/**
+ * "deadline" as the message stands for a turn stopped by its deadline; anything else asks the model,
+ * whose text is shown as it streams (as the real runtime does), and a failure ends the turn with a
+ * notice and `done` "unavailable" carrying `errorOf` the failure.
+ */
+const turn = (message: string): Stream.Stream<TurnEvent> => {
+  const client = OpenAiChat.make(
+    {
+      id: "fake",
+      type: "openai",
+      baseUrl: fake.openAiUrl,
+      apiKey: "sk-test",
+      models: [],
+      defaultModel: "fake-large",
+      headers: {},
+      enabled: true,
+      firstByteTimeoutSeconds: 0.2
+    },
+    { timeoutMs: 5_000, maxRetries: 0, baseBackoffMs: 1, maxBackoffMs: 10 }
+  )
+  const done = (stopReason: "end_turn" | "unavailable", error?: ReturnType<typeof errorOf>): TurnEvent => ({
+    type: "done",
+    stopReason,
+    usage: emptyUsage,
+    modelCalls: 1,
+    toolCalls: 0,
+    ...(error === undefined ? {} : { error })
+  })
+  const answer: Stream.Stream<TurnEvent, TurnDeadline | ProviderError> = message === "deadline"
+    ? Stream.fail(new TurnDeadline({ seconds: 600 }))
+    : client.stream({ model: "fake-large", messages: [{ role: "user", content: message }] }).pipe(
+      Stream.flatMap((e) => (e.type === "text_delta" ? Stream.make<Array<TurnEvent>>({ type: "text", text: e.text }) : Stream.empty))
     )
-    const outcome = message === "deadline"
-      ? yield* Effect.result(Effect.fail(new TurnDeadline({ seconds: 600 })))
-      : yield* Effect.result(Stream.runCollect(client.stream({ model: "fake-large", messages: [{ role: "user", content: message }] })))
-    const done = (stopReason: "end_turn" | "unavailable", error?: ReturnType<typeof errorOf>): TurnEvent => ({
-      type: "done",
-      stopReason,
-      usage: emptyUsage,
-      modelCalls: 1,
-      toolCalls: 0,
-      ...(error === undefined ? {} : { error })
-    })
-    if (outcome._tag === "Success") {
-      const text = outcome.success.flatMap((e) => (e.type === "text_delta" ? [e.text] : [])).join("")
-      return Stream.fromIterable<TurnEvent>([{ type: "text", text }, done("end_turn")])
-    }
-    // What Runtime.ts emits for a failed turn, plus the structured error.
-    return Stream.fromIterable<TurnEvent>([
-      { type: "notice", text: `The turn failed: ${outcome.failure.message}` },
-      done("unavailable", errorOf(outcome.failure))
-    ])
-  }))
+  return answer.pipe(
+    Stream.concat(Stream.make(done("end_turn"))),
+    Stream.catch((e) => Stream.make<Array<TurnEvent>>({ type: "notice", text: `The turn failed: ${e.message}` }, done("unavailable", errorOf(e))))
+  )
+}
 
 const runtime = Layer.succeed(Runtime, Runtime.of({
   resolve: (target) =>
@@ -156,16 +158,12 @@ layer(ChannelLayer, { excludeTestServices: true })("failed turns over the HTTP c
       assert.include(res.text, '"content":"ok"')
     }))
 
-  it.effect("streaming: the stream ends with an OpenAI error frame and the SDK throws it", () =>
+  it.effect("streaming, failing before any output: the real status, and the SDK throws a RateLimitError", () =>
     Effect.gen(function*() {
       fake.script({ kind: "error", status: 429, retryAfter: 3 })
       const raw = yield* post("hi", true)
-      assert.strictEqual(raw.status, 200)
-      const frames = raw.text.split("\n\n").filter((f) => f !== "")
-      assert.strictEqual(frames.at(-1), "data: [DONE]")
-      const last = frames.at(-2) ?? ""
-      assert.strictEqual(errorBody(last.slice("data: ".length)).code, "rate_limit_exceeded")
-      assert.notInclude(raw.text, '"finish_reason":"stop"')
+      assert.deepStrictEqual([raw.status, raw.headers.get("retry-after")], [429, "3"])
+      assert.strictEqual(errorBody(raw.text).code, "rate_limit_exceeded")
 
       fake.script({ kind: "error", status: 429, retryAfter: 3 })
       const { url } = yield* HttpAddress
@@ -179,6 +177,19 @@ layer(ChannelLayer, { excludeTestServices: true })("failed turns over the HTTP c
           return Option.some<unknown>(e)
         }
       })
-      assert.isTrue(Option.isSome(thrown) && thrown.value instanceof OpenAI.APIError)
+      assert.isTrue(Option.isSome(thrown) && thrown.value instanceof OpenAI.RateLimitError)
+    }))
+
+  it.effect("streaming, failing after some output: the text so far, then an OpenAI error frame and [DONE]", () =>
+    Effect.gen(function*() {
+      // The provider streams a few events of its answer, then the connection drops.
+      fake.script({ kind: "disconnect", parts: [{ type: "text", text: "Hello there, how are you today?" }], afterEvents: 3 })
+      const raw = yield* post("hi", true)
+      assert.strictEqual(raw.status, 200)
+      const frames = raw.text.split("\n\n").filter((f) => f !== "")
+      assert.strictEqual(frames.at(-1), "data: [DONE]")
+      assert.strictEqual(errorBody((frames.at(-2) ?? "").slice("data: ".length)).code, "service_unavailable")
+      assert.include(frames.slice(0, -2).join(""), '"content":"Hello')
+      assert.notInclude(raw.text, '"finish_reason":"stop"')
     }))
 })
