@@ -527,6 +527,12 @@ export const make = Effect.gen(function*() {
         ON CONFLICT (user_id, agent_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`
     ).pipe(Effect.asVoid, Effect.mapError(storageError("save profile")))
 
+  const deleteProfiles = (userId: string) =>
+    sql<{ agent_id: string }>`DELETE FROM ctx_agent_memory WHERE user_id = ${userId} RETURNING agent_id`.pipe(
+      Effect.map((rows) => rows.length),
+      Effect.mapError(storageError("delete profiles"))
+    )
+
   return MemoryStore.of({
     ensureConversation,
     findConversation,
@@ -553,7 +559,8 @@ export const make = Effect.gen(function*() {
     verifyInput,
     integrityCheck,
     getProfile,
-    setProfile
+    setProfile,
+    deleteProfiles
   })
 })
 

@@ -5,8 +5,10 @@
  * ISO-8601 `ts`, the stored-size limit — and reports up to 20 bad lines, storing nothing. The
  * second appends in batches of 2,000 with progress on stderr, all inside ONE transaction
  * (MemoryStore.importMessages): a failure or a SIGKILL at any point leaves either no trace of the
- * import or all of it. A session that already has messages is refused unless `--append`, so a
- * repeated command never duplicates a transcript.
+ * import or all of it. The second pass checks every line again and stores exactly the messages the
+ * first one counted (a file changed in between is refused); only a regular file can be read twice,
+ * so a pipe is refused up front. A session that already has messages is refused unless `--append`,
+ * so a repeated command never duplicates a transcript.
  */
 import { Clock, Effect, FileSystem, Schema, Stream } from "effect"
 import { InvalidInput } from "../domain/memory/errors.ts"
@@ -149,8 +151,13 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
   const store = yield* MemoryStore
   const started = yield* Clock.currentTimeMillis
   const { session, file } = options
-  if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) {
-    return yield* new InvalidInput({ reason: `no such file: ${file}` })
+  const info = yield* fs.stat(file).pipe(Effect.option)
+  if (info._tag === "None") return yield* new InvalidInput({ reason: `no such file: ${file}` })
+  // The file is read twice (checked, then stored), which a pipe or a device cannot do.
+  if (info.value.type !== "File") {
+    return yield* new InvalidInput({
+      reason: `${file} is not a regular file (${info.value.type}); the import reads it twice (to check it, then to store it), so save it to a file first`
+    })
   }
   // Early, friendly refusal; importMessages checks again inside its transaction.
   const existing = yield* store.findConversation(session.key).pipe(
@@ -193,13 +200,20 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
   const bar = progress(`importing ${session.key}`, total)
   const changed = (reason: string) =>
     new InvalidInput({ reason: `${file} changed while it was being imported (${reason}); nothing was imported` })
+  let stored = 0
   const messages = fileLines(fs, file).pipe(
     Stream.mapError((e) => changed(e.reason)),
     Stream.filter((line) => line.invalidUtf8 || line.text.trim() !== ""),
     Stream.mapEffect((line) => {
       const parsed = line.invalidUtf8 ? "not valid UTF-8" : parseImportLine(line.text, false)
-      return typeof parsed === "string" ? Effect.fail(changed(`line ${line.no}: ${parsed}`)) : Effect.succeed(parsed)
+      if (typeof parsed === "string") return Effect.fail(changed(`line ${line.no}: ${parsed}`))
+      // Exactly the messages that were checked: a file that grew or shrank since is refused.
+      if (++stored > total) return Effect.fail(changed(`it now has more than the ${total} messages checked`))
+      return Effect.succeed(parsed)
     }),
+    Stream.concat(Stream.suspend(() =>
+      stored === total ? Stream.empty : Stream.fail(changed(`it now has ${stored} messages, not the ${total} checked`))
+    )),
     Stream.grouped(BATCH)
   )
   const r = yield* store.importMessages(session, messages, { append: options.append, onBatch: bar.update })

@@ -3,7 +3,8 @@
  * their HTTP tokens (a token is printed once, on stdout alone, so `$(anna user token ID)` captures
  * it; only its hash is stored, and `token list` shows tokens by an id made from that hash). Users
  * met on a platform are created by the runtime, not here. `remove` makes the operator choose what
- * happens to the user's sessions: kept (readable by operators) or deleted for good.
+ * happens to the user's sessions: kept (readable by operators) or deleted for good (with the
+ * agents' profiles of the user, which are drawn from them).
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
@@ -168,7 +169,7 @@ const remove = Command.make("remove", {
     Flag.withDefault(false)
   ),
   deleteSessions: Flag.Boolean("delete-sessions").pipe(
-    Flag.withDescription("Delete the user's sessions for good, as anna memory delete does"),
+    Flag.withDescription("Delete the user's sessions for good, as anna memory delete does, and the agents' profiles of the user"),
     Flag.withDefault(false)
   ),
   json
@@ -187,12 +188,15 @@ const remove = Command.make("remove", {
     }
     // Sessions first: if this is interrupted, the user is still there and the command can be rerun.
     const deleted: Array<{ readonly sessionKey: string; readonly messages: number; readonly summaries: number }> = []
+    let deletedProfiles = 0
     if (f.deleteSessions) {
       for (const c of sessions) deleted.push(yield* memory.deleteConversation(c.sessionKey))
+      // The agents' notes about the user are drawn from those sessions: they go with them.
+      deletedProfiles = yield* memory.deleteProfiles(f.id)
     }
     const removed = yield* config.removeUser(f.id)
     const kept = f.keepSessions ? sessions.map((c) => c.sessionKey) : []
-    if (f.json) return yield* printJson({ removed, deletedSessions: deleted, keptSessions: kept })
+    if (f.json) return yield* printJson({ removed, deletedSessions: deleted, deletedProfiles, keptSessions: kept })
     const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`
     yield* Console.log(
       `Removed user ${f.id}: ${plural(removed.identities, "identity", "identities")}, ${plural(removed.tokens, "token")}, ${
@@ -200,7 +204,7 @@ const remove = Command.make("remove", {
       }; ` + (f.deleteSessions
         ? `deleted ${plural(deleted.length, "session")} (${deleted.reduce((n, d) => n + d.messages, 0)} messages, ${
           deleted.reduce((n, d) => n + d.summaries, 0)
-        } summaries).`
+        } summaries) and ${plural(deletedProfiles, "profile")}.`
         : `kept ${plural(kept.length, "session")} (see: anna memory sessions --user ${f.id}).`)
     )
   })).pipe(

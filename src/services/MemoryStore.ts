@@ -181,4 +181,6 @@ export class MemoryStore extends Context.Service<MemoryStore, {
 
   readonly getProfile: (userId: string, agentId: string) => Effect.Effect<string, StorageError>
   readonly setProfile: (userId: string, agentId: string, content: string) => Effect.Effect<void, StorageError>
+  /** Deletes a user's profiles with every agent (`anna user remove --delete-sessions`); how many there were. */
+  readonly deleteProfiles: (userId: string) => Effect.Effect<number, StorageError>
 }>()("anna/MemoryStore") {}

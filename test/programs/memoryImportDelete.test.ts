@@ -4,12 +4,13 @@
  * Real processes on a fresh ANNA_HOME, real SQLite files.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { closeSync, openSync, rmSync, writeFileSync, writeSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { appendFileSync, closeSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { SearchHit, SessionStats } from "../../src/domain/memory/types.ts"
-import { anna, annaJson, finish, newHome, type Run, start, waitForOutput } from "../support/cli.ts"
+import { anna, annaEnv, annaJson, finish, newHome, type Run, start, waitForOutput } from "../support/cli.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
 const homes: Array<string> = []
@@ -57,18 +58,74 @@ describe("anna memory import: all or nothing", () => {
     assert.deepStrictEqual(stored(h, "k"), { conversations: 0, messages: 0 })
   })
 
-  it("refuses a 100 MiB line as soon as it passes the line limit, storing nothing", async () => {
+  it("refuses a 100 MiB line as soon as it passes the line limit, never holding it whole, storing nothing", async () => {
     const h = home()
-    const file = join(h, "huge.jsonl")
-    const fd = openSync(file, "w")
-    writeSync(fd, lines(10, 2) + "{\"role\":\"user\",\"content\":\"")
-    const mib = "y".repeat(1024 * 1024)
-    for (let i = 0; i < 100; i++) writeSync(fd, mib)
-    writeSync(fd, "\"}\n")
-    closeSync(fd)
-    const r = await anna(h, "memory", "import", "k", file)
-    refused(r, "line 11 is longer than 16 MiB")
-    assert.include(r.stderr, "nothing was imported")
+    // 10 good lines, then a line of `mib` MiB of content (closed when `close`).
+    const write = (name: string, mib: number, close: boolean) => {
+      const file = join(h, name)
+      const fd = openSync(file, "w")
+      writeSync(fd, lines(10, 2) + "{\"role\":\"user\",\"content\":\"")
+      const oneMib = "y".repeat(1024 * 1024)
+      for (let i = 0; i < mib; i++) writeSync(fd, oneMib)
+      if (close) writeSync(fd, "\"}\n")
+      closeSync(fd)
+      return file
+    }
+    // The child's peak RSS, written by a preloaded module when it exits.
+    const preload = join(h, "peak.mjs")
+    writeFileSync(
+      preload,
+      "import { writeFileSync } from \"node:fs\"\n" +
+        "process.on(\"exit\", () => writeFileSync(process.env.ANNA_TEST_PEAK, String(process.resourceUsage().maxRSS)))\n"
+    )
+    const importMeasured = async (file: string) => {
+      const out = join(h, "peak.txt")
+      const r = await annaEnv(h, {
+        NODE_OPTIONS: `${process.env["NODE_OPTIONS"] ?? ""} --import=${preload}`,
+        ANNA_TEST_PEAK: out
+      }, "memory", "import", "k", file)
+      return { r, peakMib: Number(readFileSync(out, "utf8")) / 1024 }
+    }
+    // Baseline: the same command refusing a 1 MiB line that is not JSON.
+    const small = await importMeasured(write("small.jsonl", 1, false))
+    refused(small.r, "line 11: not valid JSON")
+    const huge = await importMeasured(write("huge.jsonl", 100, true))
+    refused(huge.r, "line 11 is longer than 16 MiB")
+    assert.include(huge.r.stderr, "nothing was imported")
+    assert.deepStrictEqual(stored(h, "k"), { conversations: 0, messages: 0 })
+    // Held whole, the line alone would take 100 MiB (twice that once decoded); refused at the
+    // 16 MiB limit, it takes at most that.
+    assert.isBelow(huge.peakMib - small.peakMib, 48, `peak RSS ${huge.peakMib.toFixed(0)} MiB vs ${small.peakMib.toFixed(0)} MiB`)
+  })
+
+  it("refuses a pipe up front, since the file is read twice", async () => {
+    const h = home()
+    const fifo = join(h, "pipe.jsonl")
+    execFileSync("mkfifo", [fifo])
+    // Open read-write (never blocks on Linux), so the import could open and read it if it tried.
+    const fd = openSync(fifo, "r+")
+    try {
+      writeSync(fd, lines(3, 5))
+      const r = await anna(h, "memory", "import", "k", fifo)
+      refused(r, `${fifo} is not a regular file (FIFO); the import reads it twice`)
+      assert.include(r.stderr, "save it to a file first")
+      assert.strictEqual(r.stderr.trim().split("\n").length, 1, r.stderr)
+    } finally {
+      closeSync(fd)
+    }
+    assert.deepStrictEqual(stored(h, "k"), { conversations: 0, messages: 0 })
+  })
+
+  it("refuses a file that changed after it was checked, storing nothing", async () => {
+    const h = home()
+    const file = join(h, "t.jsonl")
+    writeFileSync(file, lines(40_000, 8))
+    const child = start(h, ["memory", "import", "k", file])
+    const done = finish(child)
+    // The first progress line comes after the whole file was checked and the first batch stored.
+    await waitForOutput(child, "importing k: ")
+    appendFileSync(file, lines(3, 9))
+    refused(await done, "changed while it was being imported (it now has more than the 40000 messages checked); nothing was imported")
     assert.deepStrictEqual(stored(h, "k"), { conversations: 0, messages: 0 })
   })
 

@@ -100,7 +100,9 @@ describe("anna user remove", () => {
     await annaJson(h, "memory", "import", "a1:cli:bob:main", file)
     const db = new DatabaseSync(join(h, "anna.db"))
     db.exec(`INSERT INTO user_identities (platform, external_id, user_id) VALUES ('telegram', '42', 'alice');
-      INSERT INTO chat_contexts (agent_id, platform, user_id, chat_id, context) VALUES ('a1', 'cli', 'alice', 'dm', 'main')`)
+      INSERT INTO chat_contexts (agent_id, platform, user_id, chat_id, context) VALUES ('a1', 'cli', 'alice', 'dm', 'main');
+      INSERT INTO ctx_agent_memory (user_id, agent_id, content, updated_at) VALUES
+        ('alice', 'a1', 'likes tea', 0), ('alice', 'a2', 'works nights', 0), ('bob', 'a1', 'likes coffee', 0)`)
     db.close()
     return h
   }
@@ -131,16 +133,25 @@ describe("anna user remove", () => {
     )
     assert.deepStrictEqual((await annaJson<Array<{ id: string }>>(h, "user", "list")).map((u) => u.id), ["bob"])
     assert.deepStrictEqual([rows(h, "user_identities"), rows(h, "user_tokens"), rows(h, "chat_contexts")], [0, 0, 0])
+    assert.strictEqual(rows(h, "ctx_agent_memory"), 2, "the agents' profiles of alice stay with her sessions")
     assert.deepStrictEqual(await sessions(h, "--user", "alice"), ["a1:cli:alice:main", "a1:cli:alice:work"])
     assert.strictEqual((await annaJson<{ messages: number }>(h, "memory", "stats", "a1:cli:alice:main")).messages, 300)
   })
 
   it("--delete-sessions also deletes their sessions; the rest verifies", async () => {
     const h = await setUp()
-    const r = await annaJson<{ removed: { tokens: number }; deletedSessions: Array<{ sessionKey: string; messages: number }> }>(
-      h, "user", "remove", "alice", "--delete-sessions"
-    )
+    const r = await annaJson<{
+      removed: { tokens: number }
+      deletedSessions: Array<{ sessionKey: string; messages: number }>
+      deletedProfiles: number
+    }>(h, "user", "remove", "alice", "--delete-sessions")
     assert.strictEqual(r.removed.tokens, 1)
+    // The agents' notes about alice (drawn from her sessions) go with them; bob's stay.
+    assert.strictEqual(r.deletedProfiles, 2)
+    assert.strictEqual(rows(h, "ctx_agent_memory"), 0)
+    const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
+    assert.deepStrictEqual({ ...db.prepare("SELECT user_id, content FROM ctx_agent_memory").get() }, { user_id: "bob", content: "likes coffee" })
+    db.close()
     assert.deepStrictEqual(r.deletedSessions.map((d) => [d.sessionKey, d.messages]).sort(), [["a1:cli:alice:main", 300], ["a1:cli:alice:work", 300]])
     assert.deepStrictEqual(await sessions(h), ["a1:cli:bob:main"])
     assert.deepStrictEqual([rows(h, "user_identities"), rows(h, "user_tokens"), rows(h, "chat_contexts")], [0, 0, 0])
