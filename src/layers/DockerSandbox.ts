@@ -24,41 +24,27 @@ import {
   DEFAULT_MAX_OUTPUT_BYTES,
   NETWORK_POLICIES,
   type NetworkPolicy,
-  SANDBOX_LABEL,
   type SandboxSpec
 } from "../domain/sandbox/types.ts"
 import { Sandbox, type SandboxSession } from "../services/Sandbox.ts"
-import { call, checkEnforceable, ensureImage, errorDetail, makeDocker, ping } from "./docker/client.ts"
+import { call, checkEnforceable, ensureImage, errorDetail, makeDocker, ping, sandboxContainers } from "./docker/client.ts"
 import { runCommand, startProcess } from "./docker/exec.ts"
 import * as WorkspaceFiles from "./sandbox/workspaceFiles.ts"
-import { type ContainerPlan, createOptions, FALLBACK_UID, OWNER_LABEL, sandboxUser, verifyContainer } from "./docker/policy.ts"
+import { type ContainerPlan, createOptions, FALLBACK_UID, sandboxUser, verifyContainer } from "./docker/policy.ts"
 
 /** Host and PID of this process: the owner label of its containers. */
 export const owner = (): string => `${hostname()}:${process.pid}`
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return (e as { code?: string }).code === "EPERM"
-  }
-}
-
 /** Removes containers this host's anna processes left behind (their owner PID is gone). */
 export const removeOrphans = (docker: Docker) =>
   Effect.gen(function*() {
-    const containers = yield* call(
-      () => docker.listContainers({ all: true, filters: { label: [SANDBOX_LABEL] } }),
-      (e) => new SandboxFailure({ operation: "list containers", detail: errorDetail(e) }),
-      Duration.seconds(10)
+    const containers = yield* sandboxContainers(docker).pipe(
+      Effect.mapError((e) => new SandboxFailure({ operation: "list containers", detail: e.detail }))
     )
-    const me = hostname()
     let removed = 0
     for (const c of containers) {
-      const [host, pid] = (c.Labels[OWNER_LABEL] ?? "").split(":")
-      if (host !== me || pid === undefined || alive(Number(pid))) continue
-      yield* call(() => docker.getContainer(c.Id).remove({ force: true }), (e) => e, Duration.seconds(30)).pipe(Effect.ignore)
+      if (c.status !== "orphan") continue
+      yield* call(() => docker.getContainer(c.id).remove({ force: true }), (e) => e, Duration.seconds(30)).pipe(Effect.ignore)
       removed++
     }
     if (removed > 0) yield* Effect.logInfo(`sandbox: removed ${removed} container(s) left by a previous run`)

@@ -105,15 +105,14 @@ export const make = (options: RuntimeOptions = {}) =>
     const running = new Map<string, Fiber.Fiber<unknown, unknown>>()
 
     // Model clients by provider configuration: a changed key, URL or type builds a new client.
-    const clients = new Map<string, ChatModelClient>()
+    const clients = new Map<string, { readonly config: string; readonly client: ChatModelClient }>()
     const clientFor = (snapshot: Snapshot) =>
       Effect.gen(function*() {
-        const key = JSON.stringify(snapshot.provider)
-        const known = clients.get(key)
-        if (known !== undefined) return known
+        const config = JSON.stringify(snapshot.provider)
+        const known = clients.get(snapshot.provider.id)
+        if (known !== undefined && known.config === config) return known.client
         const client = yield* registry.client(snapshot.provider.id)
-        for (const k of clients.keys()) if (k.startsWith(`{"id":${JSON.stringify(snapshot.provider.id)},`)) clients.delete(k)
-        clients.set(key, client)
+        clients.set(snapshot.provider.id, { config, client })
         return client
       })
 

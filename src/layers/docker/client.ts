@@ -222,7 +222,7 @@ export const sandboxContainers = (docker: Docker, alive: (pid: number) => boolea
     const me = hostname()
     return list.map((c): SandboxContainer => {
       const owner = c.Labels[OWNER_LABEL]
-      // Same parsing as removeOrphans (DockerSandbox.ts), so "orphan" here means "removed at the next start".
+      // removeOrphans (DockerSandbox.ts) removes exactly the "orphan" ones at start.
       const [host, pid] = (owner ?? "").split(":")
       const status = host !== me || pid === undefined || !/^\d+$/.test(pid) ? "foreign" : alive(Number(pid)) ? "live" : "orphan"
       return { id: c.Id, agent: c.Labels[AGENT_LABEL], state: c.State, owner, status }
