@@ -6,7 +6,7 @@
  */
 import { Writable } from "node:stream"
 import { DEFAULT_MAX_OUTPUT_BYTES } from "../src/domain/sandbox/types.ts"
-import { collector } from "../src/layers/docker/exec.ts"
+import { collector } from "../src/layers/sandbox/docker/exec.ts"
 import { ratios } from "./support/common.ts"
 import { ms, ratio, section, table } from "./support/measure.ts"
 

@@ -4,9 +4,9 @@
  * inside the summarizer and time outside it (planning, reads, commits, locks, Effect).
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
-import * as DeterministicSummarizer from "../../src/layers/DeterministicSummarizer.ts"
-import * as LcmMemory from "../../src/layers/LcmMemory.ts"
-import * as Sqlite from "../../src/layers/Sqlite.ts"
+import * as DeterministicSummarizer from "../../src/layers/memory/DeterministicSummarizer.ts"
+import * as LcmMemory from "../../src/layers/memory/LcmMemory.ts"
+import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { Summarizer } from "../../src/services/Summarizer.ts"
 import type { SummarizerClock } from "./floor.ts"
 

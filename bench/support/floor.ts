@@ -5,7 +5,7 @@
  * the ratio ours / floor is the price of everything our engine adds on top of SQLite.
  */
 import { DatabaseSync, type StatementSync } from "node:sqlite"
-import { summarizeText } from "../../src/layers/DeterministicSummarizer.ts"
+import { summarizeText } from "../../src/layers/memory/DeterministicSummarizer.ts"
 import { hasCjk, type Message, messageText, type NewMessage, type Role } from "../../src/domain/message.ts"
 
 const SCHEMA = [

@@ -13,22 +13,16 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer } from "effect"
 import { homedir } from "node:os"
 import { join } from "node:path"
-import * as DeterministicSummarizer from "anna/layers/DeterministicSummarizer"
-import * as HttpChannel from "anna/layers/HttpChannel"
-import * as ProviderClients from "anna/layers/ProviderClients"
-import * as Runtime from "anna/layers/Runtime"
-import * as SimpleMemory from "anna/layers/SimpleMemory"
-import * as Sqlite from "anna/layers/Sqlite"
-import * as SqliteRuntimeConfig from "anna/layers/SqliteRuntimeConfig"
-import { HttpAddress } from "anna/services/HttpAddress"
+import { HttpAddress } from "anna"
+import { DeterministicSummarizer, HttpChannel, Runtime, SdkProviderRegistry, SimpleMemory, Sqlite, SqliteConfigStore } from "anna/layers"
 
 const home = process.env.ANNA_HOME ?? join(homedir(), ".anna")
 const port = Number(process.env.PORT ?? 8788)
 
 const database = Sqlite.layer(join(home, "anna.db"))
-const stores = SqliteRuntimeConfig.layerWithStores(home)
+const stores = SqliteConfigStore.layerWithStores(home)
 const memory = SimpleMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-const runtime = Runtime.layer().pipe(Layer.provide(ProviderClients.layer()), Layer.provideMerge(memory), Layer.provideMerge(stores))
+const runtime = Runtime.layer().pipe(Layer.provide(SdkProviderRegistry.layer()), Layer.provideMerge(memory), Layer.provideMerge(stores))
 const app = HttpChannel.layer({ host: "127.0.0.1", port }).pipe(Layer.provide(runtime), Layer.provide(database))
 
 Effect.gen(function*() {

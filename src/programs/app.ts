@@ -5,10 +5,10 @@
  * their own from the same layers (see examples/).
  */
 import { Effect, Layer } from "effect"
-import * as DockerSandbox from "../layers/DockerSandbox.ts"
-import * as ProviderClients from "../layers/ProviderClients.ts"
-import * as Runtime from "../layers/Runtime.ts"
-import * as SqliteRuntimeConfig from "../layers/SqliteRuntimeConfig.ts"
+import * as DockerSandbox from "../layers/sandbox/DockerSandbox.ts"
+import * as ProviderClients from "../layers/providers/SdkProviderRegistry.ts"
+import * as Runtime from "../layers/runtime/Runtime.ts"
+import * as SqliteRuntimeConfig from "../layers/config/SqliteConfigStore.ts"
 import { annaHome } from "./env.ts"
 import { memoryStack } from "./memoryStack.ts"
 

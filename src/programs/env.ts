@@ -10,7 +10,7 @@ import { Config, Effect, Layer, type LogLevel, References } from "effect"
 import { existsSync, mkdirSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, parse, resolve } from "node:path"
-import * as Sqlite from "../layers/Sqlite.ts"
+import * as Sqlite from "../layers/sql/Sqlite.ts"
 
 export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
 

@@ -5,12 +5,12 @@
  */
 import { Effect, Layer, Option } from "effect"
 import { formatModelRef } from "../domain/config/agent.ts"
-import * as DeterministicSummarizer from "../layers/DeterministicSummarizer.ts"
-import * as MemoryFromPlugins from "../layers/MemoryFromPlugins.ts"
-import * as ModelSummarizer from "../layers/ModelSummarizer.ts"
-import * as ProviderClients from "../layers/ProviderClients.ts"
-import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
-import * as SqliteMemoryStore from "../layers/SqliteMemoryStore.ts"
+import * as DeterministicSummarizer from "../layers/memory/DeterministicSummarizer.ts"
+import * as MemoryFromPlugins from "../layers/memory/MemoryFromPlugins.ts"
+import * as ModelSummarizer from "../layers/memory/ModelSummarizer.ts"
+import * as ProviderClients from "../layers/providers/SdkProviderRegistry.ts"
+import * as SqliteConfigStore from "../layers/config/SqliteStores.ts"
+import * as SqliteMemoryStore from "../layers/memory/SqliteMemoryStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { database } from "./env.ts"
 

@@ -7,7 +7,7 @@
 import { Effect, Option } from "effect"
 import { DEFAULT_AGENT_ID } from "../domain/config/agent.ts"
 import type { ModelInfo, ProviderConfig, ProviderType } from "../domain/model/types.ts"
-import { clientFor } from "../layers/ProviderClients.ts"
+import { clientFor } from "../layers/providers/SdkProviderRegistry.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { type ProviderEnv, providerEnv } from "./env.ts"

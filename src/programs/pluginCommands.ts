@@ -1,7 +1,7 @@
 /** `anna plugin list|enable|disable`: switch memory/lcm ⇄ memory/simple (exactly one enabled). */
 import { Console, Effect, Layer } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import * as SqlitePluginStore from "../layers/SqlitePluginStore.ts"
+import * as SqlitePluginStore from "../layers/config/SqlitePluginStore.ts"
 import { type PluginChange, PluginStore } from "../services/PluginStore.ts"
 import { database } from "./env.ts"
 import { printJson, table } from "./output.ts"

@@ -19,8 +19,8 @@ import {
   redactSecrets,
   shownProvider
 } from "../domain/model/types.ts"
-import * as ProviderClients from "../layers/ProviderClients.ts"
-import * as SqliteConfigStore from "../layers/SqliteConfigStore.ts"
+import * as ProviderClients from "../layers/providers/SdkProviderRegistry.ts"
+import * as SqliteConfigStore from "../layers/config/SqliteStores.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { UsageLog } from "../services/UsageLog.ts"

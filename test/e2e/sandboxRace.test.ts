@@ -16,7 +16,7 @@ import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, readFileS
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../src/domain/sandbox/types.ts"
-import * as DockerSandbox from "../../src/layers/DockerSandbox.ts"
+import * as DockerSandbox from "../../src/layers/sandbox/DockerSandbox.ts"
 import * as Read from "../../src/layers/tools/read.ts"
 import * as Write from "../../src/layers/tools/write.ts"
 import { dockerReady, TEST_IMAGE } from "../support/docker.ts"

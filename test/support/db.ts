@@ -3,10 +3,10 @@ import { Effect, Layer } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as DeterministicSummarizer from "../../src/layers/DeterministicSummarizer.ts"
-import * as LcmMemory from "../../src/layers/LcmMemory.ts"
-import * as SimpleMemory from "../../src/layers/SimpleMemory.ts"
-import * as Sqlite from "../../src/layers/Sqlite.ts"
+import * as DeterministicSummarizer from "../../src/layers/memory/DeterministicSummarizer.ts"
+import * as LcmMemory from "../../src/layers/memory/LcmMemory.ts"
+import * as SimpleMemory from "../../src/layers/memory/SimpleMemory.ts"
+import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 
 export const tempDir = (prefix = "anna-test-"): string => mkdtempSync(join(tmpdir(), prefix))
 

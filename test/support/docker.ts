@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { busyboxRootfs, imagePresent, importRootfs, smokeTest } from "../../src/layers/docker/client.ts"
+import { busyboxRootfs, imagePresent, importRootfs, smokeTest } from "../../src/layers/sandbox/docker/client.ts"
 
 export const TEST_IMAGE = process.env.ANNA_TEST_IMAGE ?? "anna-sandbox:test"
 const BUSYBOX = process.env.ANNA_TEST_BUSYBOX ?? "/bin/busybox"

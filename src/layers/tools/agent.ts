@@ -19,7 +19,7 @@ import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { type ChildResult, runChild } from "../runtime/child.ts"
 import { ChildTimeout, ChildTurns, loadPresets, MAX_CHILD_TIMEOUT_SECONDS, MAX_CHILD_TURNS, type Preset, type PresetSource } from "../runtime/presets.ts"
-import * as ToolRegistryLayer from "../ToolRegistry.ts"
+import * as ToolRegistryLayer from "./ToolRegistry.ts"
 import { formatCount, utf8Length } from "./text.ts"
 
 export const TOOL_NAME = "agent"

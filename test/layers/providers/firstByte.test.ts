@@ -9,7 +9,7 @@ import { TestClock } from "effect/testing"
 import { afterAll, beforeAll, beforeEach } from "vitest"
 import { ProviderRateLimited } from "../../../src/domain/model/errors.ts"
 import { PROVIDER_TYPES, type ProviderConfig, type ProviderType, type TransportOptions } from "../../../src/domain/model/types.ts"
-import { clientFor } from "../../../src/layers/ProviderClients.ts"
+import { clientFor } from "../../../src/layers/providers/SdkProviderRegistry.ts"
 import { retrying } from "../../../src/layers/providers/transport.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
 

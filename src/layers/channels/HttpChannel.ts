@@ -1,0 +1,191 @@
+/**
+ * The HTTP channel: an OpenAI-compatible API, so any OpenAI client talks to an anna agent that
+ * remembers (`baseURL: http://127.0.0.1:8787/v1`, `apiKey: <anna token>`).
+ *
+ * - `POST /v1/chat/completions` (streaming and not), `GET /v1/models` and `GET /v1/models/{id}`
+ *   (enabled agents as models, `owned_by: "anna"`), `GET /health` (no auth).
+ * - Auth: `Authorization: Bearer <token>` from `anna user token <user>` → `ConfigStore.userForToken`;
+ *   missing or unknown → 401 `invalid_api_key`.
+ * - Routing: `model` names the agent (unknown or disabled → 404 `model_not_found`). The chat target
+ *   is `{platform: "http", userId: user.id, externalUserId: user.id, agentId: model, chatId}`: the
+ *   token already identifies the anna user, so the HTTP platform's "external id" IS the anna user
+ *   id (convention), and `agentId` routes to the requested agent instead of the routing rules.
+ *   The chat (session) name comes from the `X-Anna-Session` header, else the body's `user` field,
+ *   else "default"; /new moves that chat to a fresh context as on any channel.
+ * - Only the newest user message of `messages` is sent (anna keeps the history; see
+ *   http/openaiRequest.ts); slash commands typed there ("/new", "/abort") go to the runtime as on
+ *   every channel. How the turn's events become OpenAI text is in http/openaiWire.ts (notices as
+ *   bracketed lines, tool activity not shown).
+ * - A client that disconnects mid-answer does not abort the turn: the runtime runs turns in its
+ *   own scope, so the turn finishes and is stored; only our reading of its events stops (the
+ *   request fiber is interrupted, which is not an error). `/abort` stops a turn on purpose.
+ * - A turn that fails (provider rate limit, timeout, context overflow, provider or sandbox down, the
+ *   turn's deadline) is an error response, not a 200 completion: 429 + Retry-After, 504, 400
+ *   `context_length_exceeded`, 502 or 503 (http/openaiWire.ts `ApiError.turnFailed`). A streamed
+ *   answer's 200 is sent with its first output, so a turn failing before any gets the same status;
+ *   one failing later ends with an OpenAI error frame instead.
+ * - Bodies over 10 MiB, or a user message larger than memory keeps (8 MiB as stored) → 413;
+ *   malformed JSON or wrong types → 400; unknown routes → 404; all with OpenAI error bodies.
+ */
+import { ByteSize, Clock, Effect, type Layer, Option, Sink, Stream } from "effect"
+import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { ServeError } from "effect/http/HttpServerError"
+import { randomUUID } from "node:crypto"
+import type { Agent } from "../../domain/config/agent.ts"
+import type { TurnEvent } from "../../domain/runtime/types.ts"
+import { AgentStore } from "../../services/AgentStore.ts"
+import { ConfigStore, type User } from "../../services/ConfigStore.ts"
+import type { HttpAddress } from "../../services/HttpAddress.ts"
+import { Runtime } from "../../services/Runtime.ts"
+import { newestUserMessage, parseChatRequest, sessionName } from "./http/openaiRequest.ts"
+import { ApiError, collectTurn, completionBody, type CompletionMeta, failedTurn, sseFrames } from "./http/openaiWire.ts"
+import { DEFAULT_HOST, DEFAULT_PORT, errorResponse, serve, type ServeOptions } from "./http/server.ts"
+
+export { DEFAULT_HOST, DEFAULT_PORT, type ServeOptions }
+
+/** The largest request body accepted (images come inline as data URIs). */
+export const MAX_BODY_BYTES = 10 * 1024 * 1024
+
+/** The platform name of this channel in chat targets and session keys. */
+export const PLATFORM = "http"
+
+/** The header that selects the session (chat) context; the body's `user` field is the fallback. */
+export const SESSION_HEADER = "x-anna-session"
+
+const storage = (e: { readonly message: string }) => ApiError.server(`anna could not read its configuration: ${e.message}`)
+
+const modelObject = (agent: Agent) => ({
+  id: agent.id,
+  object: "model",
+  created: Math.floor(agent.createdAt / 1000),
+  owned_by: "anna"
+})
+
+const header = (request: HttpServerRequest.HttpServerRequest, name: string): string | undefined =>
+  Option.getOrUndefined(Headers.get(request.headers, name))
+
+/** A turn's events up to the first that starts the answer (text, tool activity) or ends the turn; notices are held. */
+const untilAnswerStarts = Sink.fold(
+  (): ReadonlyArray<TurnEvent> => [],
+  (held) => held.every((e) => e.type === "notice"),
+  (held, event: TurnEvent) => Effect.succeed([...held, event])
+)
+
+/** Answers ApiErrors with their OpenAI error body (logging server-side failures). */
+const answerErrors = <R>(
+  effect: Effect.Effect<HttpServerResponse.HttpServerResponse, ApiError, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, never, R> =>
+  Effect.catch(effect, (e) => (e.status >= 500 ? Effect.logWarning(`HTTP channel: ${e.reason}`) : Effect.void).pipe(Effect.as(errorResponse(e))))
+
+/** The routes of the channel; serve them with `layer` or together with other routes via `http/server.ts`. */
+export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
+  const runtime = yield* Runtime
+  const config = yield* ConfigStore
+  const agents = yield* AgentStore
+
+  const authenticate = Effect.fn("HttpChannel.authenticate")(function*(request: HttpServerRequest.HttpServerRequest) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header(request, "authorization") ?? "")
+    const token = match?.[1]
+    if (token === undefined) {
+      return yield* ApiError.unauthorized(
+        "You didn't provide an API key. Send your anna token in an Authorization header using Bearer auth (Authorization: Bearer YOUR_TOKEN); `anna user token <user>` issues one."
+      )
+    }
+    return yield* config.userForToken(token).pipe(
+      Effect.catchTags({
+        Unauthorized: () => Effect.fail(ApiError.unauthorized("Incorrect API key provided. `anna user token <user>` issues a token.")),
+        StorageError: (e) => Effect.fail(storage(e))
+      })
+    )
+  })
+
+  const enabledAgent = (id: string) =>
+    agents.get(id).pipe(
+      Effect.catchTags({
+        AgentNotFound: () => Effect.fail(ApiError.modelNotFound(id)),
+        StorageError: (e) => Effect.fail(storage(e))
+      }),
+      Effect.filterOrFail((agent) => agent.enabled, () => ApiError.modelNotFound(id, "the agent is disabled"))
+    )
+
+  const readBody = (request: HttpServerRequest.HttpServerRequest) =>
+    request.text.pipe(
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES)),
+      Effect.mapError((e) =>
+        e.reason._tag === "RequestParseError" && e.reason.reason === "BodyTooLarge"
+          ? ApiError.tooLarge(MAX_BODY_BYTES)
+          : ApiError.badRequest("The request body could not be read.")
+      )
+    )
+
+  const listModels = Effect.fn("HttpChannel.listModels")(function*(request: HttpServerRequest.HttpServerRequest) {
+    yield* authenticate(request)
+    const all = yield* agents.list.pipe(Effect.mapError(storage))
+    return HttpServerResponse.jsonUnsafe({ object: "list", data: all.filter((a) => a.enabled).map(modelObject) })
+  }, answerErrors)
+
+  const getModel = Effect.fn("HttpChannel.getModel")(function*(request: HttpServerRequest.HttpServerRequest) {
+    yield* authenticate(request)
+    const params = yield* HttpRouter.params
+    const agent = yield* enabledAgent(params["model"] ?? "")
+    return HttpServerResponse.jsonUnsafe(modelObject(agent))
+  }, answerErrors)
+
+  const resolveChat = (user: User, agentId: string, chatId: string) =>
+    runtime.resolve({ platform: PLATFORM, externalUserId: user.id, userId: user.id, userName: user.name, chatId, agentId }).pipe(
+      Effect.catchTags({
+        NoAgent: (e) => Effect.fail(ApiError.modelNotFound(agentId, e.reason)),
+        StorageError: (e) => Effect.fail(storage(e))
+      })
+    )
+
+  const chatCompletions = Effect.fn("HttpChannel.chatCompletions")(function*(request: HttpServerRequest.HttpServerRequest) {
+    const user = yield* authenticate(request)
+    const body = yield* parseChatRequest(yield* readBody(request))
+    const message = yield* newestUserMessage(body)
+    const agent = yield* enabledAgent(body.model)
+    const sessionHeader = header(request, SESSION_HEADER)?.trim()
+    const chatId = yield* sessionName(sessionHeader === "" ? undefined : sessionHeader, body)
+    const chat = yield* resolveChat(user, agent.id, chatId)
+    const meta: CompletionMeta = {
+      id: `chatcmpl-${randomUUID().replace(/-/g, "")}`,
+      created: Math.floor((yield* Clock.currentTimeMillis) / 1000),
+      model: body.model
+    }
+    const events = runtime.send(chat, message)
+    if (body.stream === true) {
+      // The 200 waits for the turn's first output, so that a turn failing before any (a provider's
+      // 429 on its first call, say) gets its real status, which clients back off on; once the answer
+      // has started, a failure can only be an error frame (see http/openaiWire.ts).
+      const [held, rest] = yield* Stream.peel(events, untilAnswerStarts)
+      const last = held.at(-1)
+      const failed = last?.type === "done" ? failedTurn(last, held.flatMap((e) => (e.type === "notice" ? [e.text] : []))) : undefined
+      if (failed !== undefined) return yield* failed
+      const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
+        sseFrames(meta, body.stream_options?.include_usage === true),
+        Stream.encodeText
+      )
+      return HttpServerResponse.stream(frames, {
+        contentType: "text/event-stream; charset=utf-8",
+        headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+      })
+    }
+    const collected = yield* collectTurn(events)
+    const failed = failedTurn(collected.done, collected.notices)
+    if (failed !== undefined) return yield* failed
+    return HttpServerResponse.jsonUnsafe(completionBody(meta, collected))
+  }, answerErrors)
+
+  yield* router.add("GET", "/health", HttpServerResponse.jsonUnsafe({ ok: true }))
+  yield* router.add("GET", "/v1/models", listModels)
+  yield* router.add("GET", "/v1/models/:model", getModel)
+  yield* router.add("POST", "/v1/chat/completions", chatCompletions)
+}))
+
+/**
+ * The channel on its own server: `HttpChannel.layer({ host, port })` (defaults 127.0.0.1:8787;
+ * port 0 picks a free port). Needs Runtime, ConfigStore and AgentStore; provides the bound
+ * `HttpAddress`. Listening starts when the layer is built and stops when its scope closes.
+ */
+export const layer = (options: ServeOptions = {}): Layer.Layer<HttpAddress, ServeError, Runtime | ConfigStore | AgentStore> =>
+  serve(routes, options)

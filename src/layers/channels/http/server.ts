@@ -1,0 +1,115 @@
+/**
+ * The gateway's one HTTP server: `effect/http`'s router served by `@effect/platform-node`'s Node
+ * server on {host, port} (default 127.0.0.1:8787). Channels and the admin UI contribute route
+ * layers (`HttpRouter.add`/`use`), merged and served together; a request no route matches gets a
+ * 404 with an OpenAI-style error body (the OpenAI-compatible API is the main client).
+ *
+ * Lifetime is the layer's scope: on close the server stops accepting connections, lets requests in
+ * flight (a streamed answer, say) finish for up to `gracefulShutdown` (default 10 s), then
+ * interrupts what is left. Per-request logs are off (a chatty client would flood the gateway's
+ * log); the bound address is logged once and provided as `HttpAddress`.
+ *
+ * Slow or greedy clients are bounded (`ServeOptions`; the http channel's `request_timeout_seconds`,
+ * `headers_timeout_seconds`, `max_connections`): a request must arrive whole within its timeout
+ * (else 408 and close), and connections beyond the cap are closed as they come.
+ */
+import { Duration, Effect, Layer } from "effect"
+import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import * as NetAddress from "effect/net/NetAddress"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { createServer } from "node:http"
+import { HttpAddress } from "../../../services/HttpAddress.ts"
+import { HTTP_LIMIT_DEFAULTS } from "../../../domain/config/channel.ts"
+import { ApiError, errorBody } from "./openaiWire.ts"
+
+export const DEFAULT_HOST = "127.0.0.1"
+export const DEFAULT_PORT = 8787
+
+export interface ServeOptions {
+  /** Interface to bind (default 127.0.0.1: local clients only). */
+  readonly host?: string | undefined
+  /** Port (default 8787; 0 = any free port, see `HttpAddress`). */
+  readonly port?: number | undefined
+  /** How long requests in flight may run on after close (default 10 s). */
+  readonly gracefulShutdown?: Duration.Input | undefined
+  /**
+   * Seconds a client has to send a whole request (default 60); then it gets 408 and is closed. Node
+   * stops this clock once the request is received, so a long streamed answer is never cut by it.
+   */
+  readonly requestTimeoutSeconds?: number | undefined
+  /** Seconds a client has to send a request's headers (default 20; at most the request timeout). */
+  readonly headersTimeoutSeconds?: number | undefined
+  /** Connections open at once (default 512); Node closes any connection beyond it at once. */
+  readonly maxConnections?: number | undefined
+}
+
+/** An OpenAI-style error response (with `Retry-After` when the error carries one). */
+export const errorResponse = (e: ApiError): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe(errorBody(e), {
+    status: e.status,
+    ...(e.retryAfterSeconds === undefined ? {} : { headers: { "retry-after": String(e.retryAfterSeconds) } })
+  })
+
+const pathOf = (url: string): string => {
+  const q = url.search(/[?#]/)
+  return q < 0 ? url : url.slice(0, q)
+}
+
+/** Anything no other route takes (static routes and parameters win over the wildcard). */
+const fallback = HttpRouter.add("*", "/*", (request) => Effect.succeed(errorResponse(ApiError.notFound(request.method, pathOf(request.url)))))
+
+const addressOf = (address: NetAddress.SocketAddress) => {
+  const url = HttpServer.formatAddress(address).replace(/\/$/, "")
+  return address._tag === "UnixPathAddress"
+    ? HttpAddress.of({ host: address.path, port: 0, url })
+    : HttpAddress.of({ host: NetAddress.formatIp(address.address), port: address.port, url })
+}
+
+const addressLayer = Layer.effect(
+  HttpAddress,
+  Effect.gen(function*() {
+    const server = yield* HttpServer.HttpServer
+    const address = addressOf(server.address)
+    yield* Effect.logInfo(`HTTP server listening on ${address.url}`)
+    return address
+  })
+)
+
+/**
+ * A Node server with the limits of `ServeOptions`.
+ *
+ * Node's `close()` closes the connections idle at that moment and then waits for the others to end;
+ * a keep-alive connection whose answer finishes later stays open until the client drops it (seconds).
+ * So once closing, each connection is closed as soon as its answer is done.
+ */
+const makeServer = (options: ServeOptions) => () => {
+  const requestTimeout = (options.requestTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.request_timeout_seconds) * 1000
+  const headersTimeout = Math.min(requestTimeout, (options.headersTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.headers_timeout_seconds) * 1000)
+  const server = createServer({
+    requestTimeout,
+    headersTimeout,
+    // Node enforces both timeouts on a sweep (every 30 s by default): sweep often enough that a
+    // stalled client is closed near its limit, not up to 30 s after it.
+    connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(headersTimeout / 4)))
+  })
+  server.maxConnections = options.maxConnections ?? HTTP_LIMIT_DEFAULTS.max_connections
+  server.on("request", (_request, response) => {
+    response.once("finish", () => {
+      if (!server.listening) setImmediate(() => server.closeIdleConnections())
+    })
+  })
+  return server
+}
+
+/** Serves the given route layers on one Node HTTP server; provides the bound address. */
+export const serve = <E, R>(routes: Layer.Layer<never, E, R>, options: ServeOptions = {}) =>
+  Layer.merge(
+    HttpRouter.serve(Layer.merge(routes, fallback), { disableLogger: true, disableListenLog: true }),
+    addressLayer
+  ).pipe(
+    Layer.provide(NodeHttpServer.layerServer(makeServer(options), {
+      host: options.host ?? DEFAULT_HOST,
+      port: options.port ?? DEFAULT_PORT,
+      gracefulShutdownTimeout: options.gracefulShutdown ?? Duration.seconds(10)
+    }))
+  )

@@ -1,0 +1,87 @@
+/** PluginStore on the `plugins` table; every change is one IMMEDIATE transaction. */
+import { Clock, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { PluginNotFound, PluginRuleViolation } from "../../domain/plugins/errors.ts"
+import { type Plugin, type PluginChange, PluginStore } from "../../services/PluginStore.ts"
+import * as Sqlite from "../sql/Sqlite.ts"
+import { storageError } from "../memory/rows.ts"
+
+interface Row {
+  readonly id: string
+  readonly kind: string
+  readonly enabled: number
+  readonly config: string
+}
+
+const toPlugin = (r: Row): Plugin => ({
+  id: r.id,
+  kind: r.kind,
+  enabled: r.enabled === 1,
+  config: JSON.parse(r.config) as Record<string, unknown>
+})
+
+export const DEFAULT_MEMORY = "memory/lcm"
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const immediate = Sqlite.immediate(sql)
+  const all = sql<Row>`SELECT id, kind, enabled, config FROM plugins ORDER BY kind, id`.pipe(Effect.map((rows) => rows.map(toPlugin)))
+  const find = (plugins: ReadonlyArray<Plugin>, id: string) => {
+    const p = plugins.find((x) => x.id === id)
+    return p === undefined ? Effect.fail(new PluginNotFound({ id, known: plugins.map((x) => x.id) })) : Effect.succeed(p)
+  }
+  const set = (id: string, enabled: boolean) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql`UPDATE plugins SET enabled = ${enabled ? 1 : 0}, updated_at = ${now} WHERE id = ${id}`)
+
+  const enable = (id: string) =>
+    immediate(Effect.gen(function*() {
+      const plugins = yield* all
+      const p = yield* find(plugins, id)
+      const change = { enabled: p.enabled ? [] : [id], disabled: [] as Array<string> }
+      yield* set(id, true)
+      if (p.kind === "memory") {
+        for (const other of plugins) {
+          if (other.kind === "memory" && other.id !== id && other.enabled) {
+            yield* set(other.id, false)
+            change.disabled.push(other.id)
+          }
+        }
+      }
+      return change as PluginChange
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("enable plugin")(e))))
+
+  const disable = (id: string) =>
+    immediate(Effect.gen(function*() {
+      const plugins = yield* all
+      const p = yield* find(plugins, id)
+      if (!p.enabled) return { enabled: [], disabled: [] } as PluginChange
+      yield* set(id, false)
+      if (p.kind !== "memory") return { enabled: [], disabled: [id] } as PluginChange
+      const others = plugins.filter((x) => x.kind === "memory" && x.id !== id)
+      const [only] = others
+      if (only === undefined || others.length > 1) {
+        return yield* new PluginRuleViolation({
+          reason: `exactly one memory plugin must be enabled: enable another (${
+            others.map((o) => o.id).join(", ") || "none installed"
+          }) instead of disabling ${id}`
+        })
+      }
+      yield* set(only.id, true)
+      return { enabled: [only.id], disabled: [id] } as PluginChange
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("disable plugin")(e))))
+
+  const enabledMemory = all.pipe(
+    Effect.map((ps) => ps.find((p) => p.kind === "memory" && p.enabled)?.id ?? DEFAULT_MEMORY),
+    Effect.mapError(storageError("read plugins"))
+  )
+
+  return PluginStore.of({
+    list: all.pipe(Effect.mapError(storageError("list plugins"))),
+    enable,
+    disable,
+    enabledMemory
+  })
+})
+
+export const layer = Layer.effect(PluginStore, make)

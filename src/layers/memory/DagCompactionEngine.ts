@@ -1,0 +1,230 @@
+/**
+ * The compaction engine of LCM: plans chunks with the pure planners of domain/memory/context.ts,
+ * summarizes each chunk through the escalation pipeline (memory/escalation.ts), and commits one
+ * summary per transaction under the session lock. Stops on: below threshold, nothing left to compact, an iteration that did
+ * not shrink the context, or the iteration bound; the report says which.
+ */
+import { Effect, Layer } from "effect"
+import {
+  type ChunkLimits,
+  contextTokens,
+  type ItemMeta,
+  planCondensedChunks,
+  planLeafChunks
+} from "../../domain/memory/context.ts"
+import { CompactionFailed } from "../../domain/memory/errors.ts"
+import { renderSummary, summaryContextTokens } from "../../domain/memory/render.ts"
+import { formatSummaryId } from "../../domain/memory/session.ts"
+import {
+  type CompactionReport,
+  type CompactOptions,
+  DEFAULT_CHUNK_TOKENS,
+  DEFAULT_CONDENSED_FAN_IN,
+  DEFAULT_CONDENSED_MIN,
+  DEFAULT_CONTEXT_THRESHOLD,
+  DEFAULT_FRESH_TAIL,
+  DEFAULT_LEAF_CHUNK_SIZE,
+  MAX_FULL_ITERATIONS,
+  type StopReason
+} from "../../domain/memory/types.ts"
+import { estimateMessageTokens, messageText } from "../../domain/message.ts"
+import { type CompactionConfig, CompactionEngine } from "../../services/CompactionEngine.ts"
+import { type Conversation, MemoryStore } from "../../services/MemoryStore.ts"
+import { SessionLocks } from "../../services/SessionLocks.ts"
+import { Summarizer, type SummaryInput } from "../../services/Summarizer.ts"
+import { summarizeEscalating } from "./escalation.ts"
+
+export const defaultConfig: CompactionConfig = {
+  threshold: DEFAULT_CONTEXT_THRESHOLD,
+  freshTail: DEFAULT_FRESH_TAIL,
+  leafMinMessages: DEFAULT_LEAF_CHUNK_SIZE,
+  condensedMin: DEFAULT_CONDENSED_MIN,
+  condensedFanIn: DEFAULT_CONDENSED_FAN_IN,
+  chunkTokens: DEFAULT_CHUNK_TOKENS,
+  maxIterations: MAX_FULL_ITERATIONS
+}
+
+/** The framing a summary costs in context, whatever its text (id, depth, dates, the expand hint). */
+const FRAME_TOKENS = estimateMessageTokens(
+  renderSummary({ id: 1e9, kind: "condensed", depth: 9, earliestAt: 0, latestAt: 0, content: "" })
+)
+
+export const make = (config: CompactionConfig = defaultConfig) =>
+  Effect.gen(function*() {
+    const store = yield* MemoryStore
+    const summarizer = yield* Summarizer
+    const locks = yield* SessionLocks
+
+    /** One step: summarize `chunk` and commit it. Returns whether a summary was committed. */
+    const step = (conversation: Conversation, kind: "leaf" | "condensed", chunk: ReadonlyArray<ItemMeta>) =>
+      Effect.gen(function*() {
+        const chunkTokens = chunk.reduce((n, it) => n + it.tokens, 0)
+        const ids = chunk.map((it) => it.refId)
+        let input: SummaryInput
+        let source: { tokens: number; earliest: number; latest: number; firstSeq: number; lastSeq: number }
+        let depth: number
+        if (kind === "leaf") {
+          const messages = yield* store.messagesByIds(ids)
+          if (messages.length !== ids.length) return false
+          input = {
+            kind,
+            messages: messages.map((m) => ({ role: m.role, text: messageText(m.message), createdAt: m.createdAt }))
+          }
+          source = {
+            tokens: messages.reduce((n, m) => n + m.tokens, 0),
+            earliest: Math.min(...messages.map((m) => m.createdAt)),
+            latest: Math.max(...messages.map((m) => m.createdAt)),
+            firstSeq: messages[0]?.seq ?? 0,
+            lastSeq: messages[messages.length - 1]?.seq ?? 0
+          }
+          depth = 0
+        } else {
+          const summaries = yield* store.summariesByIds(ids)
+          if (summaries.length !== ids.length) return false
+          const childDepth = summaries[0]?.depth ?? 0
+          input = {
+            kind,
+            depth: childDepth,
+            summaries: summaries.map((s) => ({
+              id: formatSummaryId(s.id),
+              content: s.content,
+              earliestAt: s.earliestAt,
+              latestAt: s.latestAt
+            }))
+          }
+          source = {
+            tokens: summaries.reduce((n, s) => n + s.tokenCount, 0),
+            earliest: Math.min(...summaries.map((s) => s.earliestAt)),
+            latest: Math.max(...summaries.map((s) => s.latestAt)),
+            firstSeq: summaries[0]?.firstSeq ?? 0,
+            lastSeq: summaries[summaries.length - 1]?.lastSeq ?? 0
+          }
+          depth = childDepth + 1
+        }
+        const target = Math.max(1, Math.floor(source.tokens / 3))
+        const { content, mode } = yield* summarizeEscalating(summarizer, {
+          sessionKey: conversation.sessionKey,
+          targetTokens: target,
+          input
+        })
+        const render = (id: number) =>
+          summaryContextTokens({ id, kind, depth, earliestAt: source.earliest, latestAt: source.latest, content })
+        // A summary that would cost as much context as what it replaces is not worth committing.
+        if (render(Number.MAX_SAFE_INTEGER) >= chunkTokens) return false
+        return yield* store.commitSummary(conversation.id, {
+          kind,
+          depth,
+          mode,
+          content,
+          sourceTokenCount: source.tokens,
+          earliestAt: source.earliest,
+          latestAt: source.latest,
+          firstSeq: source.firstSeq,
+          lastSeq: source.lastSeq,
+          replaces: chunk
+        }, render).pipe(
+          Effect.as(true),
+          Effect.catchTag("StaleContext", () => Effect.succeed(false))
+        )
+      }).pipe(locks.withLock(conversation.sessionKey))
+
+    const limits = (kind: "leaf" | "condensed", freshTail: number): ChunkLimits =>
+      kind === "leaf"
+        ? { freshTail, minItems: config.leafMinMessages, maxTokens: config.chunkTokens, maxItems: Number.MAX_SAFE_INTEGER }
+        : { freshTail, minItems: config.condensedMin, maxTokens: config.chunkTokens, maxItems: config.condensedFanIn }
+
+    const plan = (items: ReadonlyArray<ItemMeta>, kind: "leaf" | "condensed", freshTail: number) =>
+      (kind === "leaf" ? planLeafChunks : planCondensedChunks)(items, limits(kind, freshTail))
+        .map((span) => items.slice(span.start, span.end))
+        .filter((chunk) => chunk.reduce((n, it) => n + it.tokens, 0) > 2 * FRAME_TOKENS)
+
+    const compact = Effect.fn("CompactionEngine.compact")(function*(conversation: Conversation, options: CompactOptions) {
+      // At least the last unit stays raw, even with a fresh tail of 0: its tool calls may still be
+      // waiting for their results, which must find their tool_use live, not inside a summary.
+      const freshTail = Math.max(1, options.freshTail ?? config.freshTail)
+      const limit = options.budget === undefined ? undefined : config.threshold * options.budget
+      const tokensBefore = contextTokens(yield* store.items(conversation.id))
+      let tokens = tokensBefore
+      let passes = 0
+      let leafSummaries = 0
+      let condensedSummaries = 0
+      let stopReason: StopReason | undefined
+      // Set when the summarizer refuses on the session's spend guard: stop, keep what is committed.
+      let guarded = false
+      const below = () => limit !== undefined && tokens <= limit
+      const maxIterations = options.full === true ? config.maxIterations : 1
+
+      const runPass = (kind: "leaf" | "condensed") =>
+        Effect.gen(function*() {
+          const chunks = plan(yield* store.items(conversation.id), kind, freshTail)
+          let made = 0
+          let index = 0
+          for (const chunk of chunks) {
+            if (guarded) break
+            index++
+            const ok = yield* step(conversation, kind, chunk).pipe(
+              Effect.catchTag("SpendGuardExceeded", (e) =>
+                Effect.logWarning(e.message).pipe(Effect.andThen(Effect.sync(() => {
+                  guarded = true
+                  return false
+                })))
+              ),
+              Effect.catchTag("SummarizerError", (e) =>
+                Effect.fail(
+                  new CompactionFailed({
+                    sessionKey: conversation.sessionKey,
+                    reason: e.reason,
+                    committedSteps: leafSummaries + condensedSummaries + made
+                  })
+                ))
+            )
+            if (ok) made++
+            if (ok && options.onProgress !== undefined) {
+              yield* options.onProgress({
+                pass: passes + 1,
+                kind,
+                step: index,
+                steps: chunks.length,
+                leafSummaries: leafSummaries + (kind === "leaf" ? made : 0),
+                condensedSummaries: condensedSummaries + (kind === "condensed" ? made : 0)
+              })
+            }
+          }
+          passes++
+          if (kind === "leaf") leafSummaries += made
+          else condensedSummaries += made
+          tokens = contextTokens(yield* store.items(conversation.id))
+          return made
+        })
+
+      if (below()) stopReason = "below_threshold"
+      for (let iteration = 1; stopReason === undefined && iteration <= maxIterations; iteration++) {
+        const start = tokens
+        const made = (yield* runPass("leaf")) + (below() || guarded ? 0 : yield* runPass("condensed"))
+        if (guarded) stopReason = "spend_guard"
+        else if (below()) stopReason = "below_threshold"
+        else if (made === 0) stopReason = "no_candidates"
+        else if (tokens >= start) stopReason = "no_progress"
+      }
+      if (stopReason === undefined) {
+        // Out of iterations: say truthfully whether anything was left to do.
+        const items = yield* store.items(conversation.id)
+        const left = plan(items, "leaf", freshTail).length + plan(items, "condensed", freshTail).length
+        stopReason = left === 0 ? "no_candidates" : "max_iterations"
+      }
+      const report: CompactionReport = {
+        compacted: leafSummaries + condensedSummaries > 0,
+        passes,
+        leafSummaries,
+        condensedSummaries,
+        tokensBefore,
+        tokensAfter: tokens,
+        stopReason
+      }
+      return report
+    })
+
+    return CompactionEngine.of({ config, compact })
+  })
+
+export const layer = (config: CompactionConfig = defaultConfig) => Layer.effect(CompactionEngine, make(config))

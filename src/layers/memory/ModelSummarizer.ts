@@ -1,0 +1,123 @@
+/**
+ * The model-backed Summarizer: the session's agent's summary model (its cheaper tier when set, else
+ * its main model; the default agent's for sessions of unknown agents; the first enabled provider's
+ * default model when there are no agents), the prompts of domain/memory/summaryPrompts.ts, a
+ * per-session spend guard checked before every call, and every call's usage recorded (failures too).
+ */
+import { Clock, Effect, Layer, Option } from "effect"
+import { type Agent, formatModelRef, type ModelRef, summaryModelOf } from "../../domain/config/agent.ts"
+import { SpendGuardExceeded, SummarizerError } from "../../domain/memory/errors.ts"
+import { sessionRefFromKey } from "../../domain/memory/session.ts"
+import { summaryPrompt } from "../../domain/memory/summaryPrompts.ts"
+import { emptyUsage } from "../../domain/model/types.ts"
+import { AgentStore } from "../../services/AgentStore.ts"
+import { MemoryStore } from "../../services/MemoryStore.ts"
+import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
+import { ProviderStore } from "../../services/ProviderStore.ts"
+import { Summarizer } from "../../services/Summarizer.ts"
+import { UsageLog } from "../../services/UsageLog.ts"
+import { collectResponse } from "../providers/transport.ts"
+
+/** Spend guard when no agent says otherwise: 60 summarizer calls per session per hour. */
+export const DEFAULT_MAX_CALLS = 60
+export const DEFAULT_WINDOW_SECONDS = 3600
+
+export interface SummaryTarget {
+  readonly ref: ModelRef
+  readonly agent: Agent | undefined
+  /** Why this model, for people: "agent default's summary model", … */
+  readonly why: string
+}
+
+/** Which model summarizes a session; None when no provider is configured. */
+export const resolveSummaryTarget = Effect.fn("ModelSummarizer.resolve")(function*(sessionKey: string) {
+  const agents = yield* AgentStore
+  const providers = yield* ProviderStore
+  const memory = yield* MemoryStore
+  const conversation = yield* memory.findConversation(sessionKey)
+  const agentId = Option.match(conversation, {
+    onNone: () => sessionRefFromKey(sessionKey).agentId,
+    onSome: (c) => c.agentId
+  })
+  const own = agentId === "" ? undefined : yield* agents.get(agentId).pipe(Effect.option, Effect.map(Option.getOrUndefined))
+  const agent = own ?? Option.getOrUndefined(yield* agents.defaultAgent)
+  const named = agent === undefined ? undefined : summaryModelOf(agent)
+  const all = yield* providers.list
+  // '' means the provider's default model: name it, so people see which model will run.
+  const concrete = (ref: ModelRef): ModelRef =>
+    ref.model !== "" ? ref : { ...ref, model: all.find((p) => p.id === ref.providerId)?.defaultModel ?? "" }
+  if (agent !== undefined && named !== undefined) {
+    const tier = agent.summaryProviderId !== null ? "summary model" : "main model, no summary model set"
+    return Option.some<SummaryTarget>({
+      ref: concrete(named),
+      agent,
+      why: `${own === undefined ? "default agent" : "agent"} ${agent.id}'s ${tier}`
+    })
+  }
+  const first = all.find((p) => p.enabled)
+  return first === undefined
+    ? Option.none<SummaryTarget>()
+    : Option.some<SummaryTarget>({
+      ref: { providerId: first.id, model: first.defaultModel },
+      agent,
+      why: `first provider ${first.id}, no agent names a model`
+    })
+})
+
+export const make = (options: { readonly maxCallsOverride?: number | undefined } = {}) =>
+  Effect.gen(function*() {
+    const registry = yield* ProviderRegistry
+    const usage = yield* UsageLog
+    const context = yield* Effect.context<AgentStore | ProviderStore | MemoryStore>()
+    const fail = (reason: string) => new SummarizerError({ reason })
+
+    return Summarizer.of({
+      summarize: (request) =>
+        Effect.gen(function*() {
+          const target = yield* resolveSummaryTarget(request.sessionKey).pipe(
+            Effect.provide(context),
+            Effect.mapError((e) => fail(e.message))
+          )
+          if (Option.isNone(target)) return yield* fail("no model provider is configured (anna provider add, or anna onboard --from-env)")
+          const { ref, agent } = target.value
+          const maxCalls = options.maxCallsOverride ?? agent?.summaryMaxCalls ?? DEFAULT_MAX_CALLS
+          const windowSeconds = agent?.summaryWindowSeconds ?? DEFAULT_WINDOW_SECONDS
+          const now = yield* Clock.currentTimeMillis
+          const calls = yield* usage.summaryCallsSince(request.sessionKey, now - windowSeconds * 1000).pipe(
+            Effect.mapError((e) => fail(e.message))
+          )
+          if (calls >= maxCalls) return yield* new SpendGuardExceeded({ sessionKey: request.sessionKey, calls, windowSeconds })
+          const client = yield* registry.client(ref.providerId).pipe(Effect.mapError((e) => fail(e.message)))
+          const model = ref.model === "" ? client.defaultModel : ref.model
+          const prompt = summaryPrompt(request)
+          const result = yield* Effect.result(collectResponse(client.stream({
+            model,
+            system: prompt.system,
+            messages: [{ role: "user", content: prompt.user }],
+            maxTokens: prompt.maxTokens,
+            temperature: 0.2
+          })))
+          const entry = {
+            providerId: ref.providerId,
+            model,
+            purpose: "summary" as const,
+            sessionKey: request.sessionKey,
+            agentId: agent?.id ?? ""
+          }
+          if (result._tag === "Failure") {
+            yield* usage.record({ ...entry, usage: emptyUsage, error: result.failure.message }).pipe(Effect.ignore)
+            return yield* fail(`${formatModelRef({ providerId: ref.providerId, model })}: ${result.failure.message}`)
+          }
+          yield* usage.record({ ...entry, usage: result.success.usage }).pipe(Effect.ignore)
+          const content = result.success.message.content
+          const text = typeof content === "string"
+            ? content
+            : content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("")
+          return text
+        })
+    })
+  })
+
+/** Needs ProviderRegistry, UsageLog, AgentStore, ProviderStore and MemoryStore. */
+export const layer = (options: { readonly maxCallsOverride?: number | undefined } = {}) =>
+  Layer.effect(Summarizer, make(options))

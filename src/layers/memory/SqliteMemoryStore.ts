@@ -1,0 +1,567 @@
+/**
+ * MemoryStore on SQLite (see migrations/0001_memory.sql). Writes that read-then-write run in
+ * `BEGIN IMMEDIATE` transactions so two processes (gateway and CLI) never interleave on a session.
+ *
+ * Hot paths (items, append) map rows by hand instead of through Schema: the columns come from our
+ * own CHECK-constrained schema, and Schema decoding would dominate reading 100k items.
+ * Message content is still decoded with Schema, so a damaged row is an error, not a wrong answer.
+ */
+import { Clock, Effect, Layer, Option, Stream } from "effect"
+import { SqlClient } from "effect/sql"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import { InvalidInput, SessionNotFound, StaleContext, StorageError } from "../../domain/memory/errors.ts"
+import type { SessionRef } from "../../domain/memory/session.ts"
+import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Role } from "../../domain/message.ts"
+import { type Conversation, MemoryStore, type NewSummary } from "../../services/MemoryStore.ts"
+import * as Sqlite from "../sql/Sqlite.ts"
+import { makeSearch } from "./memorySearch.ts"
+import {
+  decodeConversation,
+  decodeConversationRows,
+  type EncodedMessage,
+  encodeMessage,
+  INSERT_BATCH,
+  type MessageRow,
+  storageError,
+  type SummaryRow,
+  toItem,
+  toStoredMessages,
+  toSummary
+} from "./rows.ts"
+
+/** Conversation ids never change once created; the cache is bounded so a long-lived gateway stays small. */
+const CACHE_LIMIT = 10_000
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const immediate = Sqlite.immediate(sql)
+  /** Multi-row INSERT (nothing for no rows); `returning` adds a RETURNING clause. */
+  const insertRows = <A extends object = never>(
+    table: string,
+    rows: ReadonlyArray<Record<string, unknown>>,
+    returning?: string
+  ): Effect.Effect<ReadonlyArray<A>, SqlError> => {
+    const [head, ...rest] = rows
+    if (head === undefined) return Effect.succeed([])
+    return returning === undefined
+      ? sql<A>`INSERT INTO ${sql(table)} ${sql.insert([head, ...rest])}`
+      : sql<A>`INSERT INTO ${sql(table)} ${sql.insert([head, ...rest])} RETURNING ${sql.literal(returning)}`
+  }
+  const cache = new Map<string, Conversation>()
+  /** The session key each cached id stood for: SQLite may give a deleted conversation's id to a new one. */
+  const keyById = new Map<number, string>()
+  const forget = (sessionKey: string) => {
+    const c = cache.get(sessionKey)
+    if (c !== undefined && keyById.get(c.id) === sessionKey) keyById.delete(c.id)
+    cache.delete(sessionKey)
+  }
+  const remember = (c: Conversation) => {
+    if (cache.size >= CACHE_LIMIT) {
+      const oldest = cache.keys().next()
+      if (oldest.done !== true) forget(oldest.value)
+    }
+    cache.set(c.sessionKey, c)
+    keyById.set(c.id, c.sessionKey)
+    return c
+  }
+
+  const selectConversation = (sessionKey: string) =>
+    sql`SELECT * FROM ctx_conversations WHERE session_key = ${sessionKey}`.pipe(
+      Effect.flatMap(decodeConversationRows),
+      Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), decodeConversation)),
+      Effect.mapError(storageError("read conversation"))
+    )
+
+  const findConversation = (sessionKey: string) => {
+    const hit = cache.get(sessionKey)
+    if (hit !== undefined) return Effect.succeed(Option.some(hit))
+    return selectConversation(sessionKey).pipe(
+      Effect.map((found) => (Option.isSome(found) ? Option.some(remember(found.value)) : found))
+    )
+  }
+
+  const ensureConversation = Effect.fn("MemoryStore.ensureConversation")(function*(session: SessionRef) {
+    const found = yield* findConversation(session.key)
+    if (Option.isSome(found)) return found.value
+    const now = yield* Clock.currentTimeMillis
+    yield* sql`INSERT INTO ctx_conversations (session_key, agent_id, user_id, created_at, updated_at)
+      VALUES (${session.key}, ${session.agentId}, ${session.userId}, ${now}, ${now})
+      ON CONFLICT (session_key) DO NOTHING`.pipe(Effect.mapError(storageError("create conversation")))
+    const created = yield* selectConversation(session.key)
+    if (Option.isNone(created)) {
+      return yield* new StorageError({ operation: "create conversation", reason: "the row vanished after insert" })
+    }
+    return remember(created.value)
+  })
+
+  const loadConversation = (sessionKey: string) =>
+    selectConversation(sessionKey).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new SessionNotFound({ sessionKey })),
+        onSome: (c) => Effect.succeed(remember(c))
+      }))
+    )
+
+  const getConversation = (sessionKey: string) =>
+    findConversation(sessionKey).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new SessionNotFound({ sessionKey })),
+        onSome: Effect.succeed
+      }))
+    )
+
+  const listConversations = Effect.fn("MemoryStore.listConversations")(function*(filter: {
+    readonly agentId?: string | undefined
+    readonly userId?: string | undefined
+    readonly limit?: number | undefined
+  }) {
+    const rows = yield* sql<{ readonly messages: number }>`SELECT c.*,
+        coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages
+      FROM ctx_conversations c
+      WHERE (${filter.agentId ?? null} IS NULL OR c.agent_id = ${filter.agentId ?? null})
+        AND (${filter.userId ?? null} IS NULL OR c.user_id = ${filter.userId ?? null})
+      ORDER BY c.updated_at DESC, c.id DESC LIMIT ${filter.limit ?? -1}`.pipe(
+      Effect.mapError(storageError("list conversations"))
+    )
+    const convs = yield* decodeConversationRows(rows).pipe(Effect.mapError(storageError("list conversations")))
+    return convs.map((c, i) => ({ ...decodeConversation(c), messages: rows[i]?.messages ?? 0 }))
+  })
+
+  const saveInfo = (conversationId: number, info: Readonly<Record<string, unknown>>) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql`UPDATE ctx_conversations SET info = ${JSON.stringify(info)}, updated_at = ${now} WHERE id = ${conversationId}`
+    ).pipe(Effect.asVoid, Effect.mapError(storageError("save session info")))
+
+  const setReviewedSeq = (conversationId: number, seq: number) =>
+    sql`UPDATE ctx_conversations SET reviewed_seq = max(reviewed_seq, ${seq}) WHERE id = ${conversationId}`.pipe(
+      Effect.asVoid,
+      Effect.mapError(storageError("mark reviewed"))
+    )
+
+  /** Inserts encoded messages after the conversation's last one; call inside a write transaction. */
+  const insertEncoded = (conversationId: number, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
+    Effect.gen(function*() {
+      const last = yield* sql<{ seq: number; role: Role; has_tool_results: number }>`SELECT seq, role, has_tool_results
+        FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1`
+      let prev = last[0] === undefined ? undefined : { role: last[0].role, hasToolResults: last[0].has_tool_results === 1 }
+      const firstSeq = (last[0]?.seq ?? 0) + 1
+      for (let start = 0; start < encoded.length; start += INSERT_BATCH) {
+        const batch = encoded.slice(start, start + INSERT_BATCH)
+        const rows = batch.map((e, i) => {
+          const cont = continuesUnit(e.message, prev)
+          prev = { role: e.role, hasToolResults: e.hasToolResults }
+          return {
+            conversation_id: conversationId,
+            seq: firstSeq + start + i,
+            role: e.role,
+            blocks: e.blocks,
+            text: e.text,
+            token_count: e.tokens,
+            has_tool_results: e.hasToolResults ? 1 : 0,
+            continues_unit: cont ? 1 : 0,
+            has_cjk: e.hasCjk ? 1 : 0,
+            created_at: e.createdAt
+          }
+        })
+        const ids = yield* insertRows<{ id: number; seq: number }>("ctx_messages", rows, "id, seq")
+        const idBySeq = new Map(ids.map((r) => [r.seq, r.id]))
+        yield* insertRows(
+          "ctx_items",
+          rows.map((r) => ({
+            conversation_id: conversationId,
+            position: r.seq,
+            message_id: idBySeq.get(r.seq) ?? null,
+            summary_id: null,
+            tokens: r.token_count,
+            continues_unit: r.continues_unit,
+            depth: -1
+          }))
+        )
+      }
+      yield* sql`UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`
+      return { firstSeq, lastSeq: firstSeq + encoded.length - 1 }
+    })
+
+  /** Encodes for storage; the first message that cannot be stored fails (`offset` numbers it in a longer input). */
+  const encodeAll = (messages: ReadonlyArray<NewMessage>, now: number, offset = 0) => {
+    const encoded: Array<EncodedMessage> = []
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i]
+      if (m === undefined) continue
+      const e = encodeMessage(m, now, offset + i)
+      if (e instanceof InvalidInput) return e
+      encoded.push(e)
+    }
+    return encoded
+  }
+
+  const appendMessages = Effect.fn("MemoryStore.appendMessages")(function*(
+    conversationId: number,
+    messages: ReadonlyArray<NewMessage>
+  ) {
+    if (messages.length === 0) return { firstSeq: 0, lastSeq: 0 }
+    const now = yield* Clock.currentTimeMillis
+    const encoded = encodeAll(messages, now)
+    if (encoded instanceof InvalidInput) return yield* encoded
+    return yield* immediate(Effect.gen(function*() {
+      // Another process may have deleted the session (`anna memory delete`) since its id was cached,
+      // and SQLite may even have given that id to a new session: never append into someone else's.
+      const expected = keyById.get(conversationId)
+      const row = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE id = ${conversationId}`
+      const actual = row[0]?.session_key
+      if (actual === undefined || (expected !== undefined && actual !== expected)) {
+        if (expected !== undefined) forget(expected)
+        return yield* new StorageError({
+          operation: "append messages",
+          reason: "the session was deleted meanwhile; the next message starts it afresh"
+        })
+      }
+      return yield* insertEncoded(conversationId, encoded, now)
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("append messages")(e))))
+  })
+
+  const importMessages = Effect.fn("MemoryStore.importMessages")(function*<E>(
+    session: SessionRef,
+    batches: Stream.Stream<ReadonlyArray<NewMessage>, E>,
+    options: { readonly append: boolean; readonly onBatch: (imported: number) => Effect.Effect<void> }
+  ) {
+    const now = yield* Clock.currentTimeMillis
+    const result = yield* immediate(Effect.gen(function*() {
+      // The conversation is created inside the transaction too: a crash leaves no empty session.
+      yield* sql`INSERT INTO ctx_conversations (session_key, agent_id, user_id, created_at, updated_at)
+        VALUES (${session.key}, ${session.agentId}, ${session.userId}, ${now}, ${now})
+        ON CONFLICT (session_key) DO NOTHING`
+      const found = yield* sql<{ id: number; messages: number }>`SELECT c.id,
+          coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages
+        FROM ctx_conversations c WHERE c.session_key = ${session.key}`
+      const conversation = found[0]
+      if (conversation === undefined) return yield* Effect.die(new Error("importMessages: the conversation row vanished"))
+      if (conversation.messages > 0 && !options.append) {
+        return yield* new InvalidInput({
+          reason: `session ${session.key} already has ${conversation.messages} messages; pass --append to add these after them`
+        })
+      }
+      let imported = 0
+      yield* Stream.runForEach(batches, (batch) =>
+        Effect.gen(function*() {
+          const encoded = encodeAll(batch, now, imported)
+          if (encoded instanceof InvalidInput) return yield* encoded
+          yield* insertEncoded(conversation.id, encoded, now)
+          imported += encoded.length
+          yield* options.onBatch(imported)
+        }))
+      return { firstSeq: conversation.messages + 1, lastSeq: conversation.messages + imported, imported }
+    })).pipe(Effect.catchIf(isSqlError, (e) => Effect.fail(storageError("import messages")(e))))
+    forget(session.key)
+    return result
+  })
+
+  const deleteConversation = Effect.fn("MemoryStore.deleteConversation")(function*(sessionKey: string) {
+    const result = yield* immediate(Effect.gen(function*() {
+      const found = yield* sql<{ id: number; messages: number; summaries: number }>`SELECT c.id,
+          (SELECT count(*) FROM ctx_messages m WHERE m.conversation_id = c.id) AS messages,
+          (SELECT count(*) FROM ctx_summaries s WHERE s.conversation_id = c.id) AS summaries
+        FROM ctx_conversations c WHERE c.session_key = ${sessionKey}`
+      const c = found[0]
+      if (c === undefined) return yield* new SessionNotFound({ sessionKey })
+      // The mark that lets the DELETE trigger pass (migrations/0006); it goes with the row below.
+      yield* sql`UPDATE ctx_conversations SET deleting = 1 WHERE id = ${c.id}`
+      yield* sql`DELETE FROM ctx_items WHERE conversation_id = ${c.id}`
+      yield* sql`DELETE FROM ctx_summary_parents WHERE condensed_id IN (SELECT id FROM ctx_summaries WHERE conversation_id = ${c.id})`
+      yield* sql`DELETE FROM ctx_summary_messages WHERE summary_id IN (SELECT id FROM ctx_summaries WHERE conversation_id = ${c.id})`
+      yield* sql`DELETE FROM ctx_summaries WHERE conversation_id = ${c.id}`
+      yield* sql`DELETE FROM ctx_messages WHERE conversation_id = ${c.id}`
+      yield* sql`DELETE FROM ctx_conversations WHERE id = ${c.id}`
+      return { sessionKey, messages: c.messages, summaries: c.summaries }
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("delete session")(e))))
+    forget(sessionKey)
+    return result
+  })
+
+  const messageColumns = sql`id, seq, role, blocks, text, token_count, created_at`
+  const messagesByIds = (ids: ReadonlyArray<number>) =>
+    ids.length === 0 ? Effect.succeed([]) : sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
+      WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY conversation_id, seq`.pipe(
+      Effect.mapError(storageError("read messages")),
+      Effect.flatMap(toStoredMessages)
+    )
+
+  const messagesBySeq = (conversationId: number, fromSeq: number, limit: number) =>
+    sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
+      WHERE conversation_id = ${conversationId} AND seq >= ${fromSeq} ORDER BY seq LIMIT ${limit}`.pipe(
+      Effect.mapError(storageError("read messages")),
+      Effect.flatMap(toStoredMessages)
+    )
+
+  const messageMetas = (conversationId: number) =>
+    sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
+      WHERE conversation_id = ${conversationId} ORDER BY seq`.values.pipe(
+      Effect.map((rows) => rows.map(toItem)),
+      Effect.mapError(storageError("read messages"))
+    )
+
+  const messageMetasNewest = (conversationId: number, beforeSeq: number | null, limit: number) =>
+    sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
+      WHERE conversation_id = ${conversationId} AND seq < ${beforeSeq ?? Number.MAX_SAFE_INTEGER}
+      ORDER BY seq DESC LIMIT ${limit}`.values.pipe(
+      Effect.map((rows) => rows.map(toItem)),
+      Effect.mapError(storageError("read messages"))
+    )
+
+  const items = (conversationId: number) =>
+    sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
+      WHERE conversation_id = ${conversationId} ORDER BY position`.values.pipe(
+      Effect.map((rows) => rows.map(toItem)),
+      Effect.mapError(storageError("read context"))
+    )
+
+  const stats = (conversationId: number) =>
+    sql<{
+      messages: number
+      message_tokens: number
+      first_at: number | null
+      last_at: number | null
+      summaries: number
+      max_depth: number
+      items: number
+      item_tokens: number
+    }>`SELECT
+        (SELECT count(*) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS messages,
+        (SELECT coalesce(sum(token_count), 0) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS message_tokens,
+        (SELECT min(created_at) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS first_at,
+        (SELECT max(created_at) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS last_at,
+        (SELECT count(*) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS summaries,
+        (SELECT coalesce(max(depth), -1) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS max_depth,
+        (SELECT count(*) FROM ctx_items WHERE conversation_id = ${conversationId}) AS items,
+        (SELECT coalesce(sum(tokens), 0) FROM ctx_items WHERE conversation_id = ${conversationId}) AS item_tokens`.pipe(
+      Effect.map((rows) => {
+        const r = rows[0]
+        return {
+          messages: r?.messages ?? 0,
+          messageTokens: r?.message_tokens ?? 0,
+          firstMessageAt: r?.first_at ?? null,
+          lastMessageAt: r?.last_at ?? null,
+          summaries: r?.summaries ?? 0,
+          maxDepth: r?.max_depth ?? -1,
+          contextItems: r?.items ?? 0,
+          contextTokens: r?.item_tokens ?? 0
+        }
+      }),
+      Effect.mapError(storageError("read statistics"))
+    )
+
+  const contextTokens = (conversationId: number, afterPosition = 0) =>
+    sql<{ n: number }>`SELECT coalesce(sum(tokens), 0) AS n FROM ctx_items
+      WHERE conversation_id = ${conversationId} AND position > ${afterPosition}`.pipe(
+      Effect.map((rows) => rows[0]?.n ?? 0),
+      Effect.mapError(storageError("read context"))
+    )
+
+  // Indexed check first: a session without summaries (most Simple sessions) costs no scan of its
+  // items. With summaries, the backward scan stops at the newest one, past only the messages after it.
+  const lastSummaryItem = (conversationId: number) =>
+    sql`SELECT 1 FROM ctx_summaries WHERE conversation_id = ${conversationId} LIMIT 1`.values.pipe(
+      Effect.flatMap((any) =>
+        any.length === 0 ? Effect.succeed([]) : sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth
+          FROM ctx_items WHERE conversation_id = ${conversationId} AND summary_id IS NOT NULL
+          ORDER BY position DESC LIMIT 1`.values
+      ),
+      Effect.map((rows) => Option.fromNullishOr(rows[0]).pipe(Option.map(toItem))),
+      Effect.mapError(storageError("read context"))
+    )
+
+  const summariesByIds = (ids: ReadonlyArray<number>) =>
+    ids.length === 0 ? Effect.succeed([]) : sql<SummaryRow>`SELECT s.*, c.session_key, c.user_id
+      FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id
+      WHERE s.id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`.pipe(
+      Effect.map((rows) => {
+        const byId = new Map(rows.map((r) => [r.id, toSummary(r)]))
+        return ids.flatMap((id) => {
+          const s = byId.get(id)
+          return s === undefined ? [] : [s]
+        })
+      }),
+      Effect.mapError(storageError("read summaries"))
+    )
+
+  const summaryLinks = (summaryId: number) =>
+    Effect.all({
+      parents: sql<{ id: number }>`SELECT condensed_id AS id FROM ctx_summary_parents WHERE constituent_id = ${summaryId}`,
+      constituents: sql<{ id: number }>`SELECT constituent_id AS id FROM ctx_summary_parents
+        WHERE condensed_id = ${summaryId} ORDER BY ord`,
+      sources: sql<{ id: number }>`SELECT message_id AS id FROM ctx_summary_messages WHERE summary_id = ${summaryId} ORDER BY ord`,
+      live: sql<{ n: number }>`SELECT count(*) AS n FROM ctx_items WHERE summary_id = ${summaryId}`
+    }).pipe(
+      Effect.map((r) => ({
+        parents: r.parents.map((x) => x.id),
+        constituents: r.constituents.map((x) => x.id),
+        sourceMessages: r.sources.map((x) => x.id),
+        live: (r.live[0]?.n ?? 0) > 0
+      })),
+      Effect.mapError(storageError("read summary links"))
+    )
+
+  const commitSummary = Effect.fn("MemoryStore.commitSummary")(function*(
+    conversationId: number,
+    summary: NewSummary,
+    contextTokensOf: (summaryId: number) => number
+  ) {
+    const first = summary.replaces[0]
+    const last = summary.replaces[summary.replaces.length - 1]
+    if (first === undefined || last === undefined) {
+      return yield* Effect.die(new Error("commitSummary: a summary must replace at least one item"))
+    }
+    const now = yield* Clock.currentTimeMillis
+    return yield* immediate(Effect.gen(function*() {
+      const current = yield* sql`SELECT position, message_id, summary_id FROM ctx_items
+        WHERE conversation_id = ${conversationId} AND position BETWEEN ${first.position} AND ${last.position}
+        ORDER BY position`.values
+      const intact = current.length === summary.replaces.length && current.every((row, i) => {
+        const want = summary.replaces[i]
+        return want !== undefined && row[0] === want.position &&
+          (want.kind === "message" ? row[1] === want.refId : row[2] === want.refId)
+      })
+      if (!intact) return yield* new StaleContext({ conversationId })
+      const inserted = yield* sql<{ id: number }>`INSERT INTO ctx_summaries ${
+        sql.insert({
+          conversation_id: conversationId,
+          kind: summary.kind,
+          depth: summary.depth,
+          mode: summary.mode,
+          content: summary.content,
+          token_count: estimateMessageTokens({ role: "user", content: summary.content }),
+          source_token_count: summary.sourceTokenCount,
+          earliest_at: summary.earliestAt,
+          latest_at: summary.latestAt,
+          first_seq: summary.firstSeq,
+          last_seq: summary.lastSeq,
+          has_cjk: hasCjk(summary.content) ? 1 : 0,
+          created_at: now
+        })
+      } RETURNING id`
+      const summaryId = inserted[0]?.id
+      if (summaryId === undefined) return yield* Effect.die(new Error("INSERT … RETURNING gave no id"))
+      if (summary.kind === "leaf") {
+        yield* insertRows(
+          "ctx_summary_messages",
+          summary.replaces.map((it, ord) => ({ summary_id: summaryId, message_id: it.refId, ord }))
+        )
+      } else {
+        yield* insertRows(
+          "ctx_summary_parents",
+          summary.replaces.map((it, ord) => ({ condensed_id: summaryId, constituent_id: it.refId, ord }))
+        )
+      }
+      yield* sql`DELETE FROM ctx_items WHERE conversation_id = ${conversationId}
+        AND position BETWEEN ${first.position} AND ${last.position}`
+      const itemTokens = contextTokensOf(summaryId)
+      yield* sql`INSERT INTO ctx_items ${
+        sql.insert({
+          conversation_id: conversationId,
+          position: first.position,
+          message_id: null,
+          summary_id: summaryId,
+          tokens: itemTokens,
+          continues_unit: 0,
+          depth: summary.depth
+        })
+      }`
+      return { summaryId, itemTokens }
+    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("commit summary")(e))))
+  })
+
+  const verifyInput = Effect.fn("MemoryStore.verifyInput")(function*(conversationId: number, sessionKey: string) {
+    const [messages, summaries, summaryMessages, summaryParents, liveItems] = yield* Effect.all([
+      sql`SELECT id, seq, created_at FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq`.values,
+      sql<SummaryRow>`SELECT s.*, '' AS session_key, '' AS user_id FROM ctx_summaries s
+        WHERE s.conversation_id = ${conversationId}`,
+      sql`SELECT l.summary_id, l.message_id FROM ctx_summary_messages l JOIN ctx_summaries s ON s.id = l.summary_id
+        WHERE s.conversation_id = ${conversationId} ORDER BY l.summary_id, l.ord`.values,
+      sql`SELECT l.condensed_id, l.constituent_id FROM ctx_summary_parents l JOIN ctx_summaries s ON s.id = l.condensed_id
+        WHERE s.conversation_id = ${conversationId} ORDER BY l.condensed_id, l.ord`.values,
+      sql`SELECT position, message_id, summary_id FROM ctx_items WHERE conversation_id = ${conversationId}
+        ORDER BY position`.values
+    ]).pipe(Effect.mapError(storageError("read for verification")))
+    return {
+      sessionKey,
+      messages: messages.map((r) => ({ id: r[0] as number, seq: r[1] as number, createdAt: r[2] as number })),
+      summaries: summaries.map(toSummary),
+      summaryMessages: summaryMessages.map((r) => ({ summaryId: r[0] as number, messageId: r[1] as number })),
+      summaryParents: summaryParents.map((r) => ({ condensedId: r[0] as number, constituentId: r[1] as number })),
+      items: liveItems.map((r) => ({
+        position: r[0] as number,
+        messageId: r[1] as number | null,
+        summaryId: r[2] as number | null
+      }))
+    }
+  })
+
+  const integrityCheck = Effect.gen(function*() {
+    const problems: Array<string> = []
+    const quick = yield* sql<{ quick_check: string }>`PRAGMA quick_check`
+    for (const r of quick) if (r.quick_check !== "ok") problems.push(`sqlite: ${r.quick_check}`)
+    const triggers = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'trigger'
+      AND name IN ('ctx_messages_immutable_update', 'ctx_messages_immutable_delete')`
+    if (triggers.length !== 2) problems.push("the triggers that keep raw messages immutable are missing")
+    const marked = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE deleting = 1`
+    for (const r of marked) problems.push(`${r.session_key}: marked as being deleted outside a deletion (its messages are unprotected)`)
+    // External-content FTS: porter indexes are checked against their tables; the trigram indexes
+    // hold only CJK rows, so only their internal consistency is checked.
+    for (const [table, rank] of [["ctx_messages_fts", 1], ["ctx_summaries_fts", 1], ["ctx_messages_cjk", 0], ["ctx_summaries_cjk", 0]] as const) {
+      yield* sql.unsafe(`INSERT INTO ${table} (${table}, rank) VALUES ('integrity-check', ${rank})`).pipe(
+        Effect.catchTag("SqlError", (e) => Effect.sync(() => problems.push(`${table}: ${e.message}`)))
+      )
+    }
+    return problems
+  }).pipe(Effect.mapError(storageError("integrity check")))
+
+  const getProfile = (userId: string, agentId: string) =>
+    sql<{ content: string }>`SELECT content FROM ctx_agent_memory WHERE user_id = ${userId} AND agent_id = ${agentId}`.pipe(
+      Effect.map((rows) => rows[0]?.content ?? ""),
+      Effect.mapError(storageError("read profile"))
+    )
+
+  const setProfile = (userId: string, agentId: string, content: string) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql`INSERT INTO ctx_agent_memory (user_id, agent_id, content, updated_at) VALUES (${userId}, ${agentId}, ${content}, ${now})
+        ON CONFLICT (user_id, agent_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`
+    ).pipe(Effect.asVoid, Effect.mapError(storageError("save profile")))
+
+  const deleteProfiles = (userId: string) =>
+    sql<{ agent_id: string }>`DELETE FROM ctx_agent_memory WHERE user_id = ${userId} RETURNING agent_id`.pipe(
+      Effect.map((rows) => rows.length),
+      Effect.mapError(storageError("delete profiles"))
+    )
+
+  return MemoryStore.of({
+    ensureConversation,
+    findConversation,
+    getConversation,
+    loadConversation,
+    listConversations,
+    saveInfo,
+    setReviewedSeq,
+    appendMessages,
+    importMessages,
+    deleteConversation,
+    messagesByIds,
+    messagesBySeq,
+    messageMetas,
+    messageMetasNewest,
+    items,
+    stats,
+    contextTokens,
+    lastSummaryItem,
+    summariesByIds,
+    summaryLinks,
+    commitSummary,
+    search: makeSearch(sql),
+    verifyInput,
+    integrityCheck,
+    getProfile,
+    setProfile,
+    deleteProfiles
+  })
+})
+
+export const layer = Layer.effect(MemoryStore, make)

@@ -1,0 +1,198 @@
+/**
+ * Sandbox on Docker (dockerode). A session is one hardened container (docker/policy.ts), created
+ * when the runner session's first command needs it — within the caps on live containers per user
+ * and in all — and removed when the session's scope closes (normally, on failure or on
+ * interruption) or when `close` is called (its agent's sandbox settings changed). Before anything runs, the container is inspected and compared with its policy; a
+ * mismatch removes it. Containers are labelled with their owner (host and PID), so the ones left by
+ * a crashed anna are found and removed when the next one starts. Every failure to start is a typed
+ * error and nothing runs: there is no fallback to the host.
+ */
+import type Docker from "dockerode"
+import { Duration, Effect, Exit, Layer, Ref, Scope, Semaphore } from "effect"
+import { promises as fs } from "node:fs"
+import { hostname } from "node:os"
+import {
+  InvalidNetworkPolicy,
+  PolicyViolation,
+  SandboxClosed,
+  SandboxFailure,
+  SandboxLimitReached,
+  type SandboxStartError
+} from "../../domain/sandbox/errors.ts"
+import {
+  DEFAULT_EXEC_TIMEOUT_MS,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  NETWORK_POLICIES,
+  type NetworkPolicy,
+  type SandboxSpec
+} from "../../domain/sandbox/types.ts"
+import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
+import { call, checkEnforceable, ensureImage, errorDetail, makeDocker, ping, sandboxContainers } from "./docker/client.ts"
+import { runCommand, startProcess } from "./docker/exec.ts"
+import * as WorkspaceFiles from "./workspaceFiles.ts"
+import { type ContainerPlan, createOptions, FALLBACK_UID, sandboxUser, verifyContainer } from "./docker/policy.ts"
+
+/** Host and PID of this process: the owner label of its containers. */
+export const owner = (): string => `${hostname()}:${process.pid}`
+
+/** Removes containers this host's anna processes left behind (their owner PID is gone). */
+export const removeOrphans = (docker: Docker) =>
+  Effect.gen(function*() {
+    const containers = yield* sandboxContainers(docker).pipe(
+      Effect.mapError((e) => new SandboxFailure({ operation: "list containers", detail: e.detail }))
+    )
+    let removed = 0
+    for (const c of containers) {
+      if (c.status !== "orphan") continue
+      yield* call(() => docker.getContainer(c.id).remove({ force: true }), (e) => e, Duration.seconds(30)).pipe(Effect.ignore)
+      removed++
+    }
+    if (removed > 0) yield* Effect.logInfo(`sandbox: removed ${removed} container(s) left by a previous run`)
+    return removed
+  })
+
+/** The workspace folder, created 0700 if missing; when anna is root, its top is handed to the sandbox's user. */
+const prepareWorkspace = (dir: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      await fs.mkdir(dir, { recursive: true, mode: 0o700 })
+      const real = await fs.realpath(dir)
+      const st = await fs.lstat(real)
+      if (!st.isDirectory()) throw new Error(`${real} is not a folder`)
+      // Only the top: what is inside was made by the sandbox (its user already) or by the file tools,
+      // which give new files the owner of this folder. Nothing is walked.
+      if (process.getuid?.() === 0 && st.uid === 0) await fs.chown(real, FALLBACK_UID, FALLBACK_UID)
+      const owner = await fs.stat(real)
+      return { real, owner: { uid: owner.uid, gid: owner.gid } }
+    },
+    catch: (e) => new SandboxFailure({ operation: "prepare workspace", detail: errorDetail(e) })
+  })
+
+export const make = (docker: Docker = makeDocker()) =>
+  Effect.gen(function*() {
+    // Best effort at start: a daemon that is down now fails the first session, not anna's start.
+    yield* removeOrphans(docker).pipe(Effect.catch((e) => Effect.logDebug(`sandbox: no orphan cleanup (${e.detail})`)))
+    const me = owner()
+    // Live containers, per user and in all: the caps are checked and counted under one lock.
+    const perUser = new Map<string, number>()
+    let total = 0
+    const counting = yield* Semaphore.make(1)
+    const admit = (spec: SandboxSpec) =>
+      counting.withPermits(1)(Effect.suspend(() => {
+        if (total >= spec.caps.total) return Effect.fail(new SandboxLimitReached({ scope: "total", limit: spec.caps.total }))
+        const mine = perUser.get(spec.userId) ?? 0
+        if (spec.userId !== "" && mine >= spec.caps.perUser) return Effect.fail(new SandboxLimitReached({ scope: "user", limit: spec.caps.perUser }))
+        total++
+        perUser.set(spec.userId, mine + 1)
+        return Effect.void
+      }))
+    const release = (spec: SandboxSpec) =>
+      Effect.sync(() => {
+        total--
+        const mine = (perUser.get(spec.userId) ?? 1) - 1
+        if (mine <= 0) perUser.delete(spec.userId)
+        else perUser.set(spec.userId, mine)
+      })
+
+    /** Creates, starts and verifies the container in `scope`; counted against the caps until it is removed. */
+    const createContainer = (spec: SandboxSpec, network: NetworkPolicy, workspace: string, scope: Scope.Scope) =>
+      Effect.gen(function*() {
+        yield* ping(docker)
+        yield* ensureImage(docker, spec.image)
+        yield* checkEnforceable(docker, network)
+        const plan: ContainerPlan = {
+          image: spec.image,
+          network,
+          limits: spec.limits,
+          workspace,
+          user: sandboxUser(),
+          owner: me,
+          agentId: spec.agentId
+        }
+        yield* Effect.acquireRelease(admit(spec), () => release(spec))
+        const container = yield* Effect.acquireRelease(
+          call(() => docker.createContainer(createOptions(plan)), (e) => new SandboxFailure({ operation: "create container", detail: errorDetail(e) })),
+          (c) =>
+            call(() => c.remove({ force: true }), (e) => e, Duration.seconds(30)).pipe(
+              Effect.catch((e) => Effect.logWarning(`sandbox: could not remove container ${c.id.slice(0, 12)}: ${errorDetail(e)}`))
+            )
+        )
+        yield* call(() => container.start(), (e) => new SandboxFailure({ operation: "start container", detail: errorDetail(e) }))
+        const info = yield* call(() => container.inspect(), (e) => new SandboxFailure({ operation: "inspect container", detail: errorDetail(e) }))
+        const problems = verifyContainer(info, plan)
+        if (problems.length > 0) return yield* new PolicyViolation({ problems })
+        if (info.State.Running !== true) {
+          return yield* new SandboxFailure({ operation: "start container", detail: `the container is ${info.State.Status} (does the image have /bin/sh?)` })
+        }
+        return { container, user: plan.user }
+      }).pipe(Scope.provide(scope))
+
+    const start = Effect.fn("Sandbox.start")(function*(spec: SandboxSpec) {
+      if (!NETWORK_POLICIES.includes(spec.network as NetworkPolicy)) {
+        return yield* new InvalidNetworkPolicy({ policy: spec.network })
+      }
+      const network = spec.network as NetworkPolicy
+      const { real: workspace, owner: workspaceOwner } = yield* prepareWorkspace(spec.workspace)
+      const files = yield* WorkspaceFiles.make(workspace, { quotaMb: spec.limits.diskMb, owner: workspaceOwner })
+      const sessionScope = yield* Effect.scope
+
+      // The container: none until a command needs it; one at a time is created; `close` removes it.
+      type Running = { readonly container: Docker.Container; readonly user: string; readonly scope: Scope.Closeable }
+      const state = yield* Ref.make<{ readonly _tag: "Idle" } | { readonly _tag: "Running"; readonly running: Running } | { readonly _tag: "Closed"; readonly reason: string }>({ _tag: "Idle" })
+      const starting = yield* Semaphore.make(1)
+      const container: Effect.Effect<Running, SandboxStartError> = starting.withPermits(1)(Effect.gen(function*() {
+        const now = yield* Ref.get(state)
+        if (now._tag === "Running") return now.running
+        if (now._tag === "Closed") return yield* new SandboxClosed({ reason: now.reason })
+        const scope = yield* Scope.fork(sessionScope)
+        const made = yield* createContainer(spec, network, workspace, scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+        const running: Running = { ...made, scope }
+        yield* Ref.set(state, { _tag: "Running", running })
+        return running
+      }))
+      const close = (reason: string) =>
+        Effect.gen(function*() {
+          const was = yield* Ref.getAndSet(state, { _tag: "Closed", reason })
+          if (was._tag === "Running") yield* Scope.close(was.running.scope, Exit.void)
+        })
+
+      const session: SandboxSession = {
+        spec,
+        containerId: Effect.map(Ref.get(state), (s) => (s._tag === "Running" ? s.running.container.id : undefined)),
+        workingDir: files.workingDir,
+        setWorkingDir: files.setWorkingDir,
+        readFile: files.readFile,
+        writeFile: files.writeFile,
+        exec: (command, options = {}) =>
+          Effect.gen(function*() {
+            const { container: c, user } = yield* container
+            const dir = options.cwd ?? (yield* files.workingDir)
+            // Over quota: the command may read and delete, but not grow any file.
+            const guarded = (yield* files.overQuota) ? `ulimit -f 0 2>/dev/null\n${command}` : command
+            const result = yield* runCommand(docker, c, guarded, {
+              user,
+              cwd: dir,
+              env: options.env ?? {},
+              stdin: options.stdin,
+              timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+              maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+            })
+            const note = yield* files.afterCommand
+            return note === undefined ? result : { ...result, stderr: result.stderr === "" ? note : `${result.stderr}\n${note}` }
+          }),
+        startProcess: (command, options = {}) =>
+          Effect.gen(function*() {
+            const { container: c, user } = yield* container
+            const dir = options.cwd ?? (yield* files.workingDir)
+            return yield* startProcess(docker, c, command, { user, cwd: dir, env: options.env ?? {} })
+          }),
+        close
+      }
+      return session
+    })
+
+    return Sandbox.of({ start, live: Effect.sync(() => total) })
+  })
+
+/** The Sandbox on the local Docker engine (or DOCKER_HOST). */
+export const layer = Layer.effect(Sandbox, Effect.suspend(() => make()))

@@ -1,0 +1,173 @@
+/**
+ * The `memory` tool, generated from the memory capabilities present (seed: Tool Auto-Generation):
+ * `status` always; `search` with a Searcher; `describe`/`expand` with an Explorer;
+ * `profile_get`/`profile_update` with a ProfileStore. Its JSON schema, description and dispatch all
+ * follow the same action list, so a smaller memory layer yields a smaller tool.
+ *
+ * Every action acts for the calling session's user: search and explore are scoped to that user's
+ * sessions (or to the session when the user is unknown), profiles to (user, agent).
+ */
+import { Effect, Option, Schema } from "effect"
+import { formatSummaryId } from "../../domain/memory/session.ts"
+import type { SearchScope } from "../../domain/memory/types.ts"
+import { messageText } from "../../domain/message.ts"
+import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { Explorer } from "../../services/Explorer.ts"
+import { MemoryProvider } from "../../services/MemoryProvider.ts"
+import { ProfileStore } from "../../services/ProfileStore.ts"
+import { Searcher } from "../../services/Searcher.ts"
+
+export const TOOL_NAME = "memory"
+
+export type MemoryAction = "status" | "search" | "describe" | "expand" | "profile_get" | "profile_update"
+
+const Input = Schema.Struct({
+  action: Schema.String,
+  query: Schema.optionalKey(Schema.String),
+  id: Schema.optionalKey(Schema.String),
+  cursor: Schema.optionalKey(Schema.Number),
+  limit: Schema.optionalKey(Schema.Number),
+  content: Schema.optionalKey(Schema.String)
+})
+type Input = typeof Input.Type
+
+const ACTION_TEXT: Record<MemoryAction, string> = {
+  status: "status: size of this conversation (messages, tokens, summaries).",
+  search: "search: full-text search of past messages and summaries (\"query\"; \"exact phrase\", prefix*, a OR b).",
+  describe: "describe: metadata and lineage of a summary (\"id\", e.g. sum_12).",
+  expand: "expand: the messages or summaries a summary was made from (\"id\"; pass \"cursor\" to continue).",
+  profile_get: "profile_get: read your persistent notes about this user.",
+  profile_update: "profile_update: replace your persistent notes about this user (\"content\")."
+}
+
+const iso = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ")
+const fail = (reason: string) => Effect.fail(new ToolError({ tool: TOOL_NAME, reason }))
+
+export const make = Effect.gen(function*() {
+  const provider = yield* MemoryProvider
+  const searcher = yield* Effect.serviceOption(Searcher)
+  const explorer = yield* Effect.serviceOption(Explorer)
+  const profiles = yield* Effect.serviceOption(ProfileStore)
+
+  const actions: Array<MemoryAction> = ["status"]
+  if (Option.isSome(searcher)) actions.push("search")
+  if (Option.isSome(explorer)) actions.push("describe", "expand")
+  if (Option.isSome(profiles)) actions.push("profile_get", "profile_update")
+
+  const properties: Record<string, unknown> = {
+    action: { type: "string", enum: actions, description: "What to do." }
+  }
+  if (Option.isSome(searcher)) {
+    properties.query = { type: "string", description: "search: the words to look for." }
+    properties.limit = { type: "integer", minimum: 1, maximum: 50, description: "search: at most this many hits (10)." }
+  }
+  if (Option.isSome(explorer)) {
+    properties.id = { type: "string", description: "describe/expand: a summary id such as sum_12." }
+    properties.cursor = { type: "integer", minimum: 0, description: "expand: nextCursor of the previous page." }
+  }
+  if (Option.isSome(profiles)) {
+    properties.content = { type: "string", description: "profile_update: the complete new notes." }
+  }
+
+  const scopeOf = (ctx: ToolCallContext): SearchScope =>
+    ctx.userId === "" ? { _tag: "Session", sessionKey: ctx.sessionKey } : { _tag: "User", userId: ctx.userId }
+
+  const run = (input: Input, ctx: ToolCallContext): Effect.Effect<string, ToolError> => {
+    const action = input.action as MemoryAction
+    if (!actions.includes(action)) return fail(`unknown action "${input.action}"; available: ${actions.join(", ")}`)
+    switch (action) {
+      case "status":
+        return provider.stats(ctx.sessionKey).pipe(
+          Effect.map((s) =>
+            `${s.messages} messages (${s.messageTokens} tokens) stored; live context ${s.contextTokens} tokens in ${s.contextItems} items; ${s.summaries} summaries, max depth ${s.maxDepth}.`
+          ),
+          Effect.catchTag("SessionNotFound", () => Effect.succeed("This conversation has no stored messages yet."))
+        ).pipe(Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message })))
+      case "search": {
+        if (Option.isNone(searcher)) return fail("search is not available")
+        const query = input.query?.trim() ?? ""
+        if (query === "") return fail("search needs a non-empty \"query\"")
+        return searcher.value.search(query, { scope: scopeOf(ctx), limit: Math.min(50, input.limit ?? 10) }).pipe(
+          Effect.map((hits) =>
+            hits.length === 0
+              ? `No matches for ${JSON.stringify(query)}.`
+              : hits.map((h) => `${h.id} [${h.kind}, ${iso(h.createdAt)}] ${h.snippet}`).join("\n")
+          ),
+          Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message }))
+        )
+      }
+      case "describe": {
+        if (Option.isNone(explorer)) return fail("describe is not available")
+        if (input.id === undefined) return fail("describe needs an \"id\" such as sum_12")
+        return explorer.value.describe(input.id, scopeOf(ctx)).pipe(
+          Effect.map((d) =>
+            [
+              `${d.id}: ${d.kind} summary, depth ${d.depth}, ${d.tokens} tokens from ${d.sourceTokens} source tokens`,
+              `covers messages ${d.sourceRange.firstSeq}–${d.sourceRange.lastSeq} (${d.sourceRange.messages}), ${
+                iso(d.earliestAt)
+              } to ${iso(d.latestAt)}`,
+              `parents: ${d.parents.join(", ") || "none (in the live context)"}`,
+              d.kind === "condensed"
+                ? `constituents: ${d.childSummaries.join(", ")}`
+                : `constituents: ${d.childMessages} messages`,
+              "",
+              d.content
+            ].join("\n")
+          ),
+          Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message }))
+        )
+      }
+      case "expand": {
+        if (Option.isNone(explorer)) return fail("expand is not available")
+        if (input.id === undefined) return fail("expand needs an \"id\" such as sum_12")
+        return explorer.value.expand(input.id, { scope: scopeOf(ctx), cursor: input.cursor }).pipe(
+          Effect.map((r) => {
+            const body = r.items.map((it) =>
+              it.kind === "message"
+                ? `[${it.id} ${it.message.role} ${iso(it.createdAt)}]\n${messageText(it.message)}`
+                : `[${it.id} depth ${it.depth}, ${iso(it.earliestAt)} to ${iso(it.latestAt)}]\n${it.content}`
+            )
+            const more = r.nextCursor === null
+              ? `(end of ${r.summaryId}: ${r.totalItems} items)`
+              : `(showing up to item ${r.nextCursor} of ${r.totalItems}; call expand with id ${r.summaryId} and cursor ${r.nextCursor} for more)`
+            return [...body, more].join("\n\n")
+          }),
+          Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message }))
+        )
+      }
+      case "profile_get":
+        if (Option.isNone(profiles)) return fail("profile_get is not available")
+        return profiles.value.getProfile(ctx.userId, ctx.agentId).pipe(
+          Effect.map((c) => (c === "" ? "(no notes about this user yet)" : c)),
+          Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message }))
+        )
+      case "profile_update":
+        if (Option.isNone(profiles)) return fail("profile_update is not available")
+        if (input.content === undefined) return fail("profile_update needs \"content\" (the complete new notes)")
+        if (ctx.userId === "") return fail("profile notes need a known user")
+        return profiles.value.setProfile(ctx.userId, ctx.agentId, input.content).pipe(
+          Effect.as(`Saved notes (${input.content.length} characters).`),
+          Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message }))
+        )
+    }
+  }
+
+  const tool: Tool & { readonly actions: ReadonlyArray<MemoryAction> } = {
+    actions,
+    definition: {
+      name: TOOL_NAME,
+      description: [
+        "Long-term memory of this conversation and of your notes about the user. Older parts of the conversation",
+        `are compacted into summaries such as ${formatSummaryId(12)}; use them to recall details. Actions:`,
+        ...actions.map((a) => `- ${ACTION_TEXT[a]}`)
+      ].join("\n"),
+      inputSchema: { type: "object", properties, required: ["action"], additionalProperties: false }
+    },
+    execute: (raw, ctx) =>
+      Schema.decodeUnknownEffect(Input)(raw).pipe(
+        Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: `invalid input: ${e.message}` })),
+        Effect.flatMap((input) => run(input, ctx))
+      )
+  }
+  return tool
+})

@@ -1,0 +1,116 @@
+/** The HTTP channel's pure parts: request → user message / session, turn events → answer text. */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schema, Stream } from "effect"
+import type { TurnEvent } from "../../../../src/domain/runtime/types.ts"
+import { type ChatCompletionRequest, newestUserMessage, parseChatRequest, sessionName } from "../../../../src/layers/channels/http/openaiRequest.ts"
+import { collectTurn, completionBody, sseFrames } from "../../../../src/layers/channels/http/openaiWire.ts"
+
+const request = (messages: ChatCompletionRequest["messages"], user?: string): ChatCompletionRequest => ({
+  model: "default",
+  messages,
+  ...(user === undefined ? {} : { user })
+})
+
+const decodeChunk = Schema.decodeUnknownSync(Schema.fromJsonString(Schema.Struct({
+  choices: Schema.Array(Schema.Struct({ delta: Schema.Struct({ content: Schema.optional(Schema.String) }) }))
+})))
+
+const done: TurnEvent = {
+  type: "done",
+  stopReason: "end_turn",
+  usage: { inputTokens: 1, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 0 },
+  modelCalls: 1,
+  toolCalls: 0
+}
+
+describe("openaiRequest", () => {
+  it.effect("parses a request, ignoring fields anna does not read; rejects bad JSON and types", () =>
+    Effect.gen(function*() {
+      const ok = yield* parseChatRequest(JSON.stringify({ model: "m", messages: [], temperature: 0.2, tools: [], stream: null }))
+      assert.strictEqual(ok.model, "m")
+      const bad = yield* Effect.flip(parseChatRequest("[1,"))
+      assert.strictEqual(bad.status, 400)
+      const wrong = yield* Effect.flip(parseChatRequest(JSON.stringify({ model: "m", messages: {} })))
+      assert.match(wrong.reason, /^Invalid request body: .*messages/)
+      assert.notInclude(wrong.reason, "\n")
+    }))
+
+  it.effect("takes the newest user message; strings stay strings, parts become blocks", () =>
+    Effect.gen(function*() {
+      const text = yield* newestUserMessage(request([{ role: "user", content: "a" }, { role: "tool", content: "t" }, { role: "user", content: "b" }]))
+      assert.strictEqual(text, "b")
+      const blocks = yield* newestUserMessage(request([{
+        role: "user",
+        content: [{ type: "text", text: "" }, { type: "text", text: "look" }, { type: "image_url", image_url: { url: "data:image/jpeg;base64,QUJD\nREVG" } }]
+      }]))
+      assert.deepStrictEqual(blocks, [
+        { type: "text", text: "look" },
+        { type: "image", source: { type: "base64", media_type: "image/jpeg", data: "QUJDREVG" } }
+      ])
+    }))
+
+  it.effect("refuses empty messages, unsupported parts and non-image data URIs", () =>
+    Effect.gen(function*() {
+      for (
+        const content of [
+          "  ",
+          [],
+          [{ type: "input_audio", input_audio: { data: "", format: "wav" } }],
+          [{ type: "image_url", image_url: { url: "data:text/plain;base64,QUJD" } }],
+          null
+        ]
+      ) {
+        const e = yield* Effect.flip(newestUserMessage(request([{ role: "user", content }])))
+        assert.strictEqual(e.status, 400)
+        assert.strictEqual(e.param, "messages")
+      }
+    }))
+
+  it.effect("session: header, else user, else default; names are checked", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(yield* sessionName("h", request([], "u")), "h")
+      assert.strictEqual(yield* sessionName(undefined, request([], "u")), "u")
+      assert.strictEqual(yield* sessionName(undefined, request([], "  ")), "default")
+      assert.strictEqual(yield* sessionName(undefined, request([])), "default")
+      assert.strictEqual(yield* sessionName(undefined, request([], "user@example.com")), "user@example.com")
+      const e = yield* Effect.flip(sessionName(undefined, request([], "x".repeat(129))))
+      assert.strictEqual(e.param, "user")
+      const control = yield* Effect.flip(sessionName("a\u0000b", request([])))
+      assert.strictEqual(control.status, 400)
+    }))
+})
+
+describe("openaiWire", () => {
+  const meta = { id: "chatcmpl-1", created: 1, model: "default" }
+
+  it.effect("notices are lines of their own in brackets; tool events are not shown", () =>
+    Effect.gen(function*() {
+      const events: Array<TurnEvent> = [
+        { type: "text", text: "Let me check." },
+        { type: "tool_start", id: "t1", name: "bash", input: {} },
+        { type: "tool_end", id: "t1", name: "bash", output: "ok", isError: false },
+        { type: "notice", text: "compacted" },
+        { type: "notice", text: "again" },
+        { type: "text", text: "Done.\n" },
+        { type: "notice", text: "last" },
+        done
+      ]
+      const collected = yield* collectTurn(Stream.fromIterable(events))
+      assert.strictEqual(collected.content, "Let me check.\n[compacted]\n[again]\nDone.\n[last]")
+      const body = completionBody(meta, collected)
+      assert.strictEqual(body.choices[0]?.finish_reason, "stop")
+      assert.deepStrictEqual(body.usage, { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, prompt_tokens_details: { cached_tokens: 0 } })
+      const frames = yield* Stream.runCollect(sseFrames(meta, false)(Stream.fromIterable(events)))
+      const deltas = frames.slice(1, -2).map((f) => decodeChunk(f.slice("data: ".length).trim()).choices[0]?.delta.content)
+      assert.strictEqual(deltas.join(""), collected.content)
+      assert.strictEqual(frames.at(-1), "data: [DONE]\n\n")
+    }))
+
+  it.effect("a turn that ends without done still finishes the answer", () =>
+    Effect.gen(function*() {
+      const frames = yield* Stream.runCollect(sseFrames(meta, true)(Stream.make({ type: "text", text: "hi" })))
+      assert.strictEqual(frames.length, 5)
+      assert.include(frames[2] ?? "", "\"finish_reason\":\"stop\"")
+      assert.include(frames[3] ?? "", "\"total_tokens\":0")
+    }))
+})

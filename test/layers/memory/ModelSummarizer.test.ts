@@ -1,0 +1,216 @@
+/**
+ * The model-backed summarizer driving real compaction: OpenAI Chat Completions SDK → fake server on
+ * 127.0.0.1, real SQLite. Summary tier, usage accounting, escalation, failures and the spend guard.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { afterAll, beforeAll } from "vitest"
+import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
+import type { NewMessage } from "../../../src/domain/message.ts"
+import type { ProviderConfig } from "../../../src/domain/model/types.ts"
+import { HANDOFF_SECTIONS } from "../../../src/domain/memory/handoff.ts"
+import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
+import * as ModelSummarizer from "../../../src/layers/memory/ModelSummarizer.ts"
+import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
+import * as SimpleMemory from "../../../src/layers/memory/SimpleMemory.ts"
+import * as SqliteConfigStore from "../../../src/layers/config/SqliteStores.ts"
+import * as SqliteMemoryStore from "../../../src/layers/memory/SqliteMemoryStore.ts"
+import { AgentStore } from "../../../src/services/AgentStore.ts"
+import { Compactor } from "../../../src/services/Compactor.ts"
+import { Explorer } from "../../../src/services/Explorer.ts"
+import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
+import { MemoryStore } from "../../../src/services/MemoryStore.ts"
+import { ProviderStore } from "../../../src/services/ProviderStore.ts"
+import { UsageLog } from "../../../src/services/UsageLog.ts"
+import { sqliteTemp } from "../../support/db.ts"
+import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
+import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
+import { fastTransport } from "../providers/contract.ts"
+
+let fake: FakeLlm
+beforeAll(async () => {
+  fake = await startFakeLlm()
+})
+afterAll(() => fake.close())
+
+const base = () => Layer.mergeAll(SqliteConfigStore.layer, SqliteMemoryStore.layer).pipe(Layer.provideMerge(sqliteTemp))
+const modelSummarizer = () => ModelSummarizer.layer().pipe(Layer.provide(ProviderClients.layer(fastTransport)))
+const stack = () => LcmMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
+const simpleStack = () => SimpleMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
+
+const KEY = "a1:cli:u1:main"
+const local = (): ProviderConfig => ({
+  id: "local",
+  type: "openai",
+  baseUrl: fake.openAiUrl,
+  apiKey: "sk-local-abcdef",
+  models: [],
+  defaultModel: "fake-large",
+  headers: {},
+  enabled: true
+})
+
+const conversation = (n: number): Array<NewMessage> =>
+  Array.from({ length: n }, (_, i) => ({
+    role: i % 2 === 0 ? "user" : "assistant",
+    content: `Turn ${i}: we decided to keep the backups in /srv/backups/${i} and to rotate them weekly, because space is short.`,
+    createdAt: 1_700_000_000_000 + i * 60_000
+  }))
+
+const summaryText = (req: RecordedRequest) =>
+  `Summary of ${JSON.stringify(req.body).length} bytes: backups live under /srv/backups and rotate weekly. Expand for details about: backup paths, rotation`
+
+const setup = (agent: Parameters<AgentStore["Service"]["create"]>[1] = { providerId: "local", summaryProviderId: "local", summaryModel: "fake-small" }) =>
+  Effect.gen(function*() {
+    yield* (yield* ProviderStore).add(local())
+    yield* (yield* AgentStore).create("a1", agent)
+    yield* (yield* MemoryProvider).append(sessionRefFromKey(KEY), conversation(80))
+  })
+
+const snapshot = Effect.gen(function*() {
+  const store = yield* MemoryStore
+  const c = yield* store.getConversation(KEY)
+  const input = yield* store.verifyInput(c.id, KEY)
+  return { items: input.items, summaries: input.summaries.length }
+})
+
+describe("ModelSummarizer", () => {
+  it.effect("compacts with the agent's summary-tier model, stores its text and records usage", () =>
+    Effect.gen(function*() {
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }], usage: { input: 900, output: 40 } }))
+      yield* setup()
+      const before = fake.requests.length
+      const report = yield* (yield* Compactor).compact(KEY, { full: true, freshTail: 10 })
+      const calls = fake.requests.slice(before)
+      assert.isTrue(report.compacted)
+      assert.strictEqual(calls.length, report.leafSummaries + report.condensedSummaries)
+      for (const c of calls) {
+        assert.strictEqual((c.body as { model?: string }).model, "fake-small")
+        assert.include(JSON.stringify(c.body), "/srv/backups/")
+        assert.include(JSON.stringify(c.body), "Expand for details about")
+      }
+      const a = yield* (yield* MemoryProvider).assemble(KEY, { budget: 100_000, freshTail: 10 })
+      const first = a.messages[0]
+      const id = typeof first?.content === "string" ? /id="(sum_\d+)"/.exec(first.content)?.[1] : undefined
+      const d = yield* (yield* Explorer).describe(id ?? "none")
+      assert.match(d.content, /^Summary of \d+ bytes: backups live under \/srv\/backups/)
+      assert.strictEqual(d.mode, "normal")
+      const totals = yield* (yield* UsageLog).totals({ sessionKey: KEY })
+      assert.deepStrictEqual(totals.map((t) => [t.providerId, t.model, t.purpose, t.calls, t.failed, t.inputTokens, t.outputTokens]), [
+        ["local", "fake-small", "summary", calls.length, 0, 900 * calls.length, 40 * calls.length]
+      ])
+    }).pipe(Effect.provide(stack())))
+
+  it.effect("uses the main model when no summary tier is set, and the first provider when no agent exists", () =>
+    Effect.gen(function*() {
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }] }))
+      yield* (yield* ProviderStore).add(local())
+      yield* (yield* MemoryProvider).append(sessionRefFromKey("x:cli:u9:main"), conversation(40))
+      const before = fake.requests.length
+      yield* (yield* Compactor).compact("x:cli:u9:main", { freshTail: 10 })
+      assert.strictEqual((fake.requests[before]?.body as { model?: string }).model, "fake-large")
+      yield* (yield* AgentStore).create("x", { providerId: "local", model: "fake-small" })
+      yield* (yield* MemoryProvider).append(sessionRefFromKey("x:cli:u9:main"), conversation(40))
+      const next = fake.requests.length
+      yield* (yield* Compactor).compact("x:cli:u9:main", { freshTail: 10 })
+      assert.strictEqual((fake.requests[next]?.body as { model?: string }).model, "fake-small")
+    }).pipe(Effect.provide(stack())))
+
+  it.effect("escalates to aggressive when the model's normal summary is far too long", () =>
+    Effect.gen(function*() {
+      fake.respondWith((req) => {
+        const aggressive = JSON.stringify(req.body).includes("Be aggressive")
+        return { kind: "reply", parts: [{ type: "text", text: aggressive ? "Backups: /srv/backups, weekly." : "word ".repeat(20_000) }] }
+      })
+      yield* setup()
+      const report = yield* (yield* Compactor).compact(KEY, { freshTail: 10 })
+      assert.isTrue(report.leafSummaries > 0)
+      const store = yield* MemoryStore
+      const c = yield* store.getConversation(KEY)
+      const input = yield* store.verifyInput(c.id, KEY)
+      const stored = yield* store.summariesByIds(input.summaries.map((s) => s.id))
+      assert.deepStrictEqual([...new Set(stored.map((s) => s.mode))], ["aggressive"])
+    }).pipe(Effect.provide(stack())))
+
+  // Live clock: the retries' backoff waits are real (milliseconds with fastTransport).
+  it.live("a provider failing every request leaves the session untouched and says why", () =>
+    Effect.gen(function*() {
+      fake.respondWith(() => ({ kind: "error", status: 500, message: "the summarizer is down" }))
+      yield* setup()
+      const before = yield* snapshot
+      const e = yield* Effect.flip((yield* Compactor).compact(KEY, { full: true, freshTail: 10 }))
+      assert.strictEqual(e._tag, "CompactionFailed")
+      assert.include(e.message, "the summarizer is down")
+      assert.include(e.message, "0 committed step")
+      assert.deepStrictEqual(yield* snapshot, before)
+      const totals = yield* (yield* UsageLog).totals({ sessionKey: KEY })
+      assert.strictEqual(totals[0]?.failed, 1)
+    }).pipe(Effect.provide(stack())))
+
+  it.effect("retries a rate-limited provider to success", () =>
+    Effect.gen(function*() {
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }] }))
+      yield* setup()
+      fake.script(
+        { kind: "error", status: 429, retryAfter: 0, message: "slow down" },
+        { kind: "error", status: 429, retryAfter: 0, message: "slow down" }
+      )
+      const before = fake.requests.length
+      const report = yield* (yield* Compactor).compact(KEY, { freshTail: 10 })
+      assert.isTrue(report.compacted)
+      assert.strictEqual(fake.requests.length - before, report.leafSummaries + report.condensedSummaries + 2)
+    }).pipe(Effect.provide(stack())))
+
+  it.effect("stops with spend_guard once the session's summarizer calls reach the agent's limit", () =>
+    Effect.gen(function*() {
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }] }))
+      yield* setup({ providerId: "local", summaryMaxCalls: 2, summaryWindowSeconds: 3600 })
+      yield* (yield* MemoryProvider).append(sessionRefFromKey(KEY), conversation(2000))
+      const before = fake.requests.length
+      const report = yield* (yield* Compactor).compact(KEY, { full: true, freshTail: 10 })
+      assert.strictEqual(report.stopReason, "spend_guard")
+      assert.strictEqual(fake.requests.length - before, 2)
+      assert.strictEqual(report.leafSummaries + report.condensedSummaries, 2)
+      const again = yield* (yield* Compactor).compact(KEY, { full: true, freshTail: 10 })
+      assert.deepStrictEqual([again.stopReason, again.compacted], ["spend_guard", false])
+      assert.strictEqual(fake.requests.length - before, 2)
+    }).pipe(Effect.provide(stack())))
+
+  it.effect("writes Simple's handoff summary with the handoff prompt, the earlier summary folded into the next", () =>
+    Effect.gen(function*() {
+      const handoff = (n: number) =>
+        HANDOFF_SECTIONS.map((h) => `## ${h}\n${h === "Goal" ? "Keep the backups under /srv/backups." : `Point ${n}.`}`).join("\n\n")
+      let call = 0
+      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: handoff(++call) }] }))
+      yield* setup()
+      const compactor = yield* Compactor
+      const before = fake.requests.length
+      const first = yield* compactor.compact(KEY)
+      yield* (yield* MemoryProvider).append(sessionRefFromKey(KEY), conversation(40))
+      const second = yield* compactor.compact(KEY)
+      const [r1, r2] = fake.requests.slice(before).map((r) => JSON.stringify(r.body))
+      assert.strictEqual(fake.requests.length - before, 2)
+      for (const body of [r1 ?? "", r2 ?? ""]) {
+        assert.include(body, "fake-small")
+        assert.include(body, "handoff summary")
+        assert.include(body, "self-contained")
+        for (const h of HANDOFF_SECTIONS) assert.include(body, `## ${h}`)
+        assert.notInclude(body, "Expand for details about")
+      }
+      assert.notInclude(r1, "<earlier-summary>")
+      assert.include(r2, `<earlier-summary>\\n${handoff(1).replaceAll("\n", "\\n")}`)
+      assert.deepStrictEqual([first.summary?.content, second.summary?.content], [handoff(1), handoff(2)])
+      assert.deepStrictEqual([first.leafSummaries, second.leafSummaries], [1, 1])
+    }).pipe(Effect.provide(simpleStack())))
+
+  it.effect("Simple stops with spend_guard too, committing nothing", () =>
+    Effect.gen(function*() {
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }] }))
+      yield* setup({ providerId: "local", summaryMaxCalls: 0, summaryWindowSeconds: 3600 })
+      const before = fake.requests.length
+      const report = yield* (yield* Compactor).compact(KEY)
+      assert.deepInclude(report, { compacted: false, passes: 1, stopReason: "spend_guard" })
+      assert.strictEqual(fake.requests.length, before)
+      assert.strictEqual((yield* snapshot).summaries, 0)
+    }).pipe(Effect.provide(simpleStack())))
+})
