@@ -1,5 +1,5 @@
 #!/usr/bin/env node
 /** Entry point of the `anna` binary. */
-import { runMain } from "./programs/cli.ts"
+import { start } from "./programs/start.ts"
 
-runMain()
+void start(process.argv.slice(2))

@@ -10,7 +10,7 @@ import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
 import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
 import { DEFAULT_CONTEXT_TOKENS } from "../services/ConfigStore.ts"
 import { printJson, table } from "./output.ts"
-import { configLayer } from "./providerCommands.ts"
+import { Providers } from "./layers.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 
@@ -57,7 +57,7 @@ const list = Command.make("list", { json }, (f) =>
       ["AGENT", "MODEL", "SUMMARY MODEL", "SUMMARY LIMIT", "CONTEXT", "TOOLS", "TURNS", "STATE"],
       agents.map((a) => [a.id, main(a), summary(a), guard(a), context(a), tools(a), String(a.maxTurns), a.enabled ? "enabled" : "disabled"])
     ))
-  })).pipe(Command.withDescription("List agents and their models"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("List agents and their models"))
 
 const id = Argument.String("id").pipe(Argument.withDescription("Agent id"))
 
@@ -65,7 +65,7 @@ const show = Command.make("show", { id, json }, (f) =>
   Effect.gen(function*() {
     const a = yield* (yield* AgentStore).get(f.id)
     yield* f.json ? printJson(a) : Console.log(describeAgent(a))
-  })).pipe(Command.withDescription("Show one agent"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("Show one agent"))
 
 const modelFlag = (name: string, description: string) =>
   Flag.String(name).pipe(
@@ -163,9 +163,10 @@ const set = Command.make("set", {
     const agent = exists ? yield* store.update(f.id, patch) : yield* store.create(f.id, patch)
     if (f.json) return yield* printJson(agent)
     yield* Console.log(`${exists ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent)}`)
-  })).pipe(Command.withDescription("Create or change an agent's models, summary limit, sandbox, context budget, tools and turn limit"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("Create or change an agent's models, summary limit, sandbox, context budget, tools and turn limit"))
 
 export const agentCommand = Command.make("agent").pipe(
   Command.withDescription("Agents: list, show, set (models, summarization limits, sandbox, context, tools, turns)"),
-  Command.withSubcommands([list, show, set])
+  Command.withSubcommands([list, show, set]),
+  Command.provide(Providers)
 )

@@ -6,41 +6,54 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit } from "effect"
 import { Command } from "effect/cli"
-import { gatewayCommand, runGateway } from "./gateway.ts"
-import { memoryCommand } from "./memoryCommands.ts"
-import { pluginCommand } from "./pluginCommands.ts"
-import { agentCommand } from "./agentCommands.ts"
-import { channelCommand } from "./channelCommands.ts"
-import { runtimeLayer } from "./app.ts"
-import { chatCommand } from "./chat.ts"
-import { doctorCommand } from "./doctor.ts"
-import { sandboxCommand } from "./sandboxCommands.ts"
-import { onboardCommand, providerCommand } from "./providerCommands.ts"
 import { withLogLevel } from "./env.ts"
-import { settingsCommand } from "./settingsCommands.ts"
-import { userCommand } from "./userCommands.ts"
 
 export const VERSION = "0.1.0"
 
-export const rootCommand = Command.make("anna", {}, () => runGateway()).pipe(
-  Command.withDescription(
-    "anna: a self-hosted AI assistant gateway with lossless memory. Without a command, runs the gateway. State lives in $ANNA_HOME (default ~/.anna)."
-  ),
-  Command.withSubcommands([
-    gatewayCommand,
-    chatCommand(runtimeLayer),
-    onboardCommand,
-    providerCommand,
-    agentCommand,
-    userCommand,
-    channelCommand,
-    sandboxCommand,
-    memoryCommand,
-    pluginCommand,
-    settingsCommand,
-    doctorCommand
-  ])
-)
+/**
+ * The command groups, in the order `anna --help` lists them, each loaded on demand: a command
+ * loads its own group's module (and what that imports), not the others' — `anna memory stats`
+ * never loads the runtime, the Docker client or a model SDK. Only a command line that does not
+ * start with a group's name (`anna --help`, `anna`, a typo) loads them all.
+ */
+const GROUPS = {
+  gateway: () => import("./gateway.ts").then((m) => m.gatewayCommand),
+  chat: () => Promise.all([import("./chat.ts"), import("./layers.ts")]).then(([m, l]) => m.chatCommand(l.AgentRuntime)),
+  onboard: () => import("./providerCommands.ts").then((m) => m.onboardCommand),
+  provider: () => import("./providerCommands.ts").then((m) => m.providerCommand),
+  agent: () => import("./agentCommands.ts").then((m) => m.agentCommand),
+  user: () => import("./userCommands.ts").then((m) => m.userCommand),
+  channel: () => import("./channelCommands.ts").then((m) => m.channelCommand),
+  sandbox: () => import("./sandboxCommands.ts").then((m) => m.sandboxCommand),
+  memory: () => import("./memoryCommands.ts").then((m) => m.memoryCommand),
+  plugin: () => import("./pluginCommands.ts").then((m) => m.pluginCommand),
+  settings: () => import("./settingsCommands.ts").then((m) => m.settingsCommand),
+  doctor: () => import("./doctor.ts").then((m) => m.doctorCommand)
+} as const
+
+export type GroupName = keyof typeof GROUPS
+export const GROUP_NAMES = Object.keys(GROUPS) as ReadonlyArray<GroupName>
+
+const isGroup = (s: string | undefined): s is GroupName => s !== undefined && Object.hasOwn(GROUPS, s)
+
+/** The groups a command line needs: its first word's, or all of them. */
+export const groupsFor = (argv: ReadonlyArray<string>): ReadonlyArray<GroupName> => {
+  const first = argv[0]
+  return isGroup(first) ? [first] : GROUP_NAMES
+}
+
+/** The `anna` command tree with the given groups (all of them for help and for `anna` alone). */
+export const rootCommand = (names: ReadonlyArray<GroupName> = GROUP_NAMES) =>
+  Effect.promise(() => Promise.all(names.map((n) => GROUPS[n]()))).pipe(
+    Effect.map((groups) =>
+      Command.make("anna", {}, () => Effect.flatMap(Effect.promise(() => import("./gateway.ts")), (m) => m.runGateway())).pipe(
+        Command.withDescription(
+          "anna: a self-hosted AI assistant gateway with lossless memory. Without a command, runs the gateway. State lives in $ANNA_HOME (default ~/.anna)."
+        ),
+        Command.withSubcommands(groups)
+      )
+    )
+  )
 
 const exitWith = (code: number, line?: string) =>
   Effect.sync(() => {
@@ -71,7 +84,7 @@ export const reportFailure = <E>(cause: Cause.Cause<E>) => {
 }
 
 export const main = (argv: ReadonlyArray<string>) =>
-  Command.runWith(rootCommand, { version: VERSION })(argv).pipe(
+  Effect.flatMap(rootCommand(groupsFor(argv)), (root) => Command.runWith(root, { version: VERSION })(argv)).pipe(
     Effect.catchCause(reportFailure),
     withLogLevel,
     Effect.provide(NodeServices.layer)

@@ -3,37 +3,28 @@
  * Docker sandbox (engine, image, network policy), the providers and the channels, and says what to
  * fix. Exits 1 when something needs fixing. Nothing it prints carries a provider's credentials.
  */
-import { Console, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Console, Duration, Effect, Option, Schema } from "effect"
 import { connect } from "node:net"
 import { Command, Flag } from "effect/cli"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { containerChecks, diagnose, type DoctorCheck, makeDocker, sandboxContainers } from "../layers/sandbox/docker/client.ts"
 import { providerSecrets, redactSecrets } from "../domain/model/types.ts"
 import { DEFAULT_HOST, DEFAULT_PORT } from "../layers/channels/HttpChannel.ts"
-import * as SqliteRuntimeConfig from "../layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
-import * as SqliteMemoryStore from "../layers/memory/SqliteMemoryStore.ts"
-import * as SqlitePluginStore from "../layers/config/SqlitePluginStore.ts"
 import { annaHome, dbPath, type LoosePath, loosePermissions } from "./env.ts"
 import { printJson } from "./output.ts"
-import { configLayer } from "./providerCommands.ts"
+import { StoresWithMemory } from "./layers.ts"
 
 export class DoctorFound extends Schema.TaggedError<DoctorFound>()("DoctorFound", { problems: Schema.Number }) {
   override get message() {
     return `doctor found ${this.problems} thing(s) to fix`
   }
 }
-
-const doctorLayer = Layer.mergeAll(
-  SqliteMemoryStore.layer,
-  SqlitePluginStore.layer,
-  Layer.unwrap(Effect.map(annaHome, SqliteRuntimeConfig.layer))
-).pipe(Layer.provideMerge(configLayer))
 
 /** A path as the shell takes it in a suggested command. */
 const shellPath = (path: string): string => (/^[\w./~@%+,:=-]+$/.test(path) ? path : `'${path.replaceAll("'", "'\\''")}'`)
@@ -79,13 +70,13 @@ export const doctorCommand = Command.make("doctor", {
     const agents = yield* AgentStore
     const agent = Option.isSome(f.agent) ? yield* agents.get(f.agent.value) : Option.getOrUndefined(yield* agents.defaultAgent)
     const spec = specFor(yield* annaHome, agent)
-    const sandboxChecks = yield* diagnose(makeDocker(10_000), spec.image, spec.network)
+    const sandboxChecks = yield* diagnose(yield* makeDocker(10_000), spec.image, spec.network)
     for (const c of sandboxChecks) {
       add("sandbox", { ...c, name: `${c.name}${c.name === "docker" ? "" : ` (agent ${spec.agentId})`}` })
     }
     // Containers left behind (e.g. after a SIGKILL of the gateway); not asked when the engine did not answer.
     if (sandboxChecks.some((c) => c.name === "docker" && c.ok)) {
-      const containers = yield* sandboxContainers(makeDocker(10_000)).pipe(Effect.orElseSucceed(() => []))
+      const containers = yield* sandboxContainers(yield* makeDocker(10_000)).pipe(Effect.orElseSucceed(() => []))
       for (const c of containerChecks(containers)) add("sandbox", c)
     }
 
@@ -142,5 +133,5 @@ export const doctorCommand = Command.make("doctor", {
     if (failed.length > 0) return yield* new DoctorFound({ problems: failed.length })
   })).pipe(
     Command.withDescription("Check the database, the Docker sandbox, providers and channels, and say what to fix"),
-    Command.provide(doctorLayer)
+    Command.provide(StoresWithMemory)
   )

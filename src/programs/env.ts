@@ -1,12 +1,14 @@
 /**
  * The environment, read once at the edge: `ANNA_HOME` (state folder, default ~/.anna) and
- * `ANNA_LOG_LEVEL`. Nothing else in anna reads `process.env`.
+ * `ANNA_LOG_LEVEL`, as the AppConfig service (`layerFromEnv`). Nothing else in anna reads
+ * `process.env`.
  *
  * `ANNA_HOME` holds provider keys and every conversation, so it is private to its owner: created
  * 0700, tightened at every start (with `workspaces/`, whose contents are the sandboxes' and are not
  * touched), and checked by `anna doctor`.
  */
 import { Config, Effect, Layer, type LogLevel, References } from "effect"
+import { AppConfig, pathsAt } from "../services/AppConfig.ts"
 import { existsSync, mkdirSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, parse, resolve } from "node:path"
@@ -53,11 +55,14 @@ export const secureHome = (home: string) =>
     }
   })
 
-/** The migrated database at `$ANNA_HOME/anna.db`, with the home folder made private first. */
+/** AppConfig from `ANNA_HOME` and `ANNA_LOG_LEVEL`. */
+export const layerFromEnv = Layer.effect(AppConfig, Effect.map(Config.all({ home: annaHome, level: logLevel }), ({ home, level }) => pathsAt(home, level)))
+
+/** The migrated database at AppConfig's path, with the home folder made private first. */
 export const database = Layer.unwrap(Effect.gen(function*() {
-  const home = yield* annaHome
-  yield* secureHome(home)
-  return Sqlite.layer(join(home, "anna.db"))
+  const app = yield* AppConfig
+  yield* secureHome(app.home)
+  return Sqlite.layer(app.databasePath)
 }))
 
 /** A path of anna's state that group or others can reach, and the mode it should have. */

@@ -15,12 +15,9 @@ import { MemoryProvider } from "../services/MemoryProvider.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { Searcher } from "../services/Searcher.ts"
 import { SessionManager } from "../services/SessionManager.ts"
-import { memoryStack, summarizerLabel } from "./memoryStack.ts"
+import { Memory, memoryWith, summarizerLabel } from "./layers.ts"
 import { importJsonl } from "./importJsonl.ts"
 import { iso, oneLine, printJson, table } from "./output.ts"
-
-const memoryLayerWith = (maxCalls: number | undefined) => memoryStack(maxCalls)
-const memoryLayer = memoryStack(undefined)
 
 const capability = <I, S>(service: import("effect").Context.Key<I, S>, name: string) =>
   Effect.flatMap(
@@ -63,7 +60,7 @@ const sessions = Command.make("sessions", {
       ["SESSION", "AGENT", "USER", "MESSAGES", "UPDATED"],
       list.map((s) => [s.sessionKey, s.agentId || "-", s.userId || "-", String(s.messages), iso(s.updatedAt)])
     ))
-  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("List stored sessions, most recently active first"))
+  })).pipe(Command.withDescription("List stored sessions, most recently active first"))
 
 const importCmd = Command.make("import", {
   sessionKey,
@@ -91,7 +88,6 @@ const importCmd = Command.make("import", {
         } s.`
       )
     ),
-    Effect.provide(memoryLayer)
   )).pipe(
     Command.withDescription(
       "Import a transcript: one JSON object per line, {\"role\":\"user\"|\"assistant\"|\"tool_result\", \"content\": string or Anthropic-style blocks, \"ts\"?: ISO-8601}. The whole file is checked before anything is stored."
@@ -116,7 +112,7 @@ const assemble = Command.make("assemble", {
       `${a.messages.length} messages, ${a.tokens} of ${f.budget} tokens (${memory.name}; ${a.summaries} summaries, fresh tail ${a.freshTailMessages}, ${a.omittedItems} older items left out)`
     )
     for (const m of a.messages) yield* Console.log(`[${m.role}] ${oneLine(messageText(m), 160)}`)
-  }).pipe(Effect.provide(memoryLayer))).pipe(
+  })).pipe(
     Command.withDescription("Show the context the model would get for a session within a token budget")
   )
 
@@ -157,7 +153,7 @@ const compact = Command.make("compact", {
     yield* Console.log(
       `${r.compacted ? "Compacted" : "Nothing compacted"}: ${r.leafSummaries} leaf + ${r.condensedSummaries} condensed summaries in ${r.passes} passes; context ${r.tokensBefore} → ${r.tokensAfter} tokens; stopped: ${r.stopReason}.`
     )
-  }).pipe(Effect.provide(memoryLayerWith(Option.getOrUndefined(f.maxSummaryCalls))))).pipe(
+  }).pipe(Effect.provide(memoryWith(Option.getOrUndefined(f.maxSummaryCalls))))).pipe(
     Command.withDescription(
       "Compact a session's context into summaries (incremental: one leaf + one condensed pass), with the configured summarization model, or the deterministic summarizer when no provider is configured"
     )
@@ -184,7 +180,7 @@ const search = Command.make("search", {
       ["SCORE", "KIND", "ID", "SESSION", "WHEN", "SNIPPET"],
       hits.map((h) => [h.score.toPrecision(3), h.kind, h.id, h.sessionKey, iso(h.createdAt), oneLine(h.snippet, 120)])
     ))
-  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("Full-text search of messages and summaries, best first"))
+  })).pipe(Command.withDescription("Full-text search of messages and summaries, best first"))
 
 const summaryId = Argument.String("summaryId").pipe(Argument.withDescription("Summary id, e.g. sum_12"))
 
@@ -203,7 +199,7 @@ const describe = Command.make("describe", { summaryId, json }, (f) =>
       "",
       d.content
     ].join("\n"))
-  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("Show a summary: metadata, lineage, source range, text"))
+  })).pipe(Command.withDescription("Show a summary: metadata, lineage, source range, text"))
 
 const expand = Command.make("expand", {
   summaryId,
@@ -230,7 +226,7 @@ const expand = Command.make("expand", {
         ? `(${r.totalItems} items, end)`
         : `(${r.totalItems} items; more with: anna memory expand ${r.summaryId} --cursor ${r.nextCursor})`
     )
-  }).pipe(Effect.provide(memoryLayer))).pipe(
+  })).pipe(
     Command.withDescription("Show what a summary was made from: messages of a leaf, summaries of a condensed one")
   )
 
@@ -258,7 +254,7 @@ const verify = Command.make("verify", {
       yield* Console.log(`OK: ${targets.length} session(s), ${messages} messages, lossless and DAG intact.`)
     } else for (const p of problems) yield* Console.error(p)
     if (problems.length > 0) return yield* new VerifyFailed({ problems: problems.length, sessions: targets.length })
-  }).pipe(Effect.provide(memoryLayer))).pipe(
+  })).pipe(
     Command.withDescription("Check the lossless invariant and DAG integrity; exits 1 listing problems")
   )
 
@@ -275,7 +271,7 @@ const stats = Command.make("stats", { sessionKey, json }, (f) =>
       ["live context", `${s.contextItems} items, ${s.contextTokens} tokens`],
       ["first / last", `${iso(s.firstMessageAt)} / ${iso(s.lastMessageAt)}`]
     ]).split("\n").slice(1).join("\n"))
-  }).pipe(Effect.provide(memoryLayer))).pipe(Command.withDescription("Statistics of one session"))
+  })).pipe(Command.withDescription("Statistics of one session"))
 
 export class ConfirmationRequired extends Schema.TaggedError<ConfirmationRequired>()("ConfirmationRequired", {
   action: Schema.String
@@ -303,11 +299,12 @@ const deleteCmd = Command.make("delete", {
     const r = yield* store.deleteConversation(f.sessionKey)
     if (f.json) return yield* printJson({ deleted: r })
     yield* Console.log(`Deleted ${r.sessionKey}: ${r.messages} messages, ${r.summaries} summaries.`)
-  }).pipe(Effect.provide(memoryLayer))).pipe(
+  })).pipe(
     Command.withDescription("Delete a session for good (its messages, summaries and search entries); needs --yes")
   )
 
 export const memoryCommand = Command.make("memory").pipe(
   Command.withDescription("Inspect and operate memory (sessions, import, delete, assemble, compact, search, describe, expand, verify, stats)"),
-  Command.withSubcommands([sessions, importCmd, deleteCmd, assemble, compact, search, describe, expand, verify, stats])
+  Command.withSubcommands([sessions, importCmd, deleteCmd, assemble, compact, search, describe, expand, verify, stats]),
+  Command.provide(Memory)
 )

@@ -73,7 +73,8 @@ export const onboardFromEnv = Effect.gen(function*() {
       continue
     }
     const type = candidate.type === "anthropic" ? "anthropic" : "openai"
-    const listed = yield* clientFor(candidate, { timeoutMs: 10_000, maxRetries: 0, baseBackoffMs: 0, maxBackoffMs: 0 }).listModels.pipe(
+    const listed = yield* clientFor(candidate, { timeoutMs: 10_000, maxRetries: 0, baseBackoffMs: 0, maxBackoffMs: 0 }).pipe(
+      Effect.flatMap((client) => client.listModels),
       Effect.tapError((e) => Effect.logWarning(`onboard: could not list ${candidate.id} models (${e.message}); using ${candidate.defaultModel}`)),
       Effect.orElseSucceed((): ReadonlyArray<ModelInfo> => [])
     )

@@ -1,12 +1,10 @@
 /** `anna plugin list|enable|disable`: switch memory/lcm ⇄ memory/simple (exactly one enabled). */
-import { Console, Effect, Layer } from "effect"
+import { Console, Effect } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import * as SqlitePluginStore from "../layers/config/SqlitePluginStore.ts"
 import { type PluginChange, PluginStore } from "../services/PluginStore.ts"
-import { database } from "./env.ts"
+import { Stores } from "./layers.ts"
 import { printJson, table } from "./output.ts"
 
-const pluginStore = SqlitePluginStore.layer.pipe(Layer.provide(database))
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const id = Argument.String("id").pipe(Argument.withDescription("Plugin id, e.g. memory/simple"))
 
@@ -24,15 +22,14 @@ const list = Command.make("list", { json }, (f) =>
       ["PLUGIN", "KIND", "STATE"],
       plugins.map((p) => [p.id, p.kind, p.enabled ? "enabled" : "disabled"])
     ))
-  })).pipe(Command.withDescription("List plugins and whether each is enabled"), Command.provide(pluginStore))
+  })).pipe(Command.withDescription("List plugins and whether each is enabled"))
 
 const enable = Command.make("enable", { id, json }, (f) =>
   Effect.gen(function*() {
     const change = yield* (yield* PluginStore).enable(f.id)
     yield* f.json ? printJson(change) : Console.log(describeChange(change))
   })).pipe(
-    Command.withDescription("Enable a plugin (enabling a memory plugin disables the other)"),
-    Command.provide(pluginStore)
+    Command.withDescription("Enable a plugin (enabling a memory plugin disables the other)")
   )
 
 const disable = Command.make("disable", { id, json }, (f) =>
@@ -40,11 +37,11 @@ const disable = Command.make("disable", { id, json }, (f) =>
     const change = yield* (yield* PluginStore).disable(f.id)
     yield* f.json ? printJson(change) : Console.log(describeChange(change))
   })).pipe(
-    Command.withDescription("Disable a plugin (disabling the memory plugin in use switches to the other one)"),
-    Command.provide(pluginStore)
+    Command.withDescription("Disable a plugin (disabling the memory plugin in use switches to the other one)")
   )
 
 export const pluginCommand = Command.make("plugin").pipe(
   Command.withDescription("Plugins: list, enable, disable"),
-  Command.withSubcommands([list, enable, disable])
+  Command.withSubcommands([list, enable, disable]),
+  Command.provide(Stores)
 )

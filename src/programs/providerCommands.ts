@@ -3,7 +3,7 @@
  * full (text or JSON): API keys and extra header values as `sk-…abcd`, URL user info and query values
  * as `***`, and error messages scrubbed of the provider's secrets (an SDK error can quote a request).
  */
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import {
@@ -20,16 +20,12 @@ import {
   shownProvider
 } from "../domain/model/types.ts"
 import * as ProviderClients from "../layers/providers/SdkProviderRegistry.ts"
-import * as SqliteConfigStore from "../layers/config/SqliteStores.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { UsageLog } from "../services/UsageLog.ts"
-import { database } from "./env.ts"
+import { Providers } from "./layers.ts"
 import { onboardFromEnv } from "./onboard.ts"
 import { printJson, table } from "./output.ts"
-
-/** Stores, usage log and provider clients on `$ANNA_HOME/anna.db`. */
-export const configLayer = ProviderClients.layer().pipe(Layer.provideMerge(SqliteConfigStore.layer), Layer.provideMerge(database))
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 
@@ -81,7 +77,8 @@ const add = Command.make("add", {
     }
     let config = base
     if (config.defaultModel === "") {
-      const listed = yield* ProviderClients.clientFor({ ...base, defaultModel: "-" }).listModels.pipe(
+      const listed = yield* ProviderClients.clientFor({ ...base, defaultModel: "-" }).pipe(
+        Effect.flatMap((client) => client.listModels),
         Effect.mapError((e) =>
           new InvalidConfig({
             reason: `no default model given and the server's models could not be listed (${redactSecrets(e.message, providerSecrets(base))}); pass --default-model`
@@ -98,7 +95,7 @@ const add = Command.make("add", {
     )
     if (f.json) return yield* printJson(shownProvider(config))
     yield* Console.log(`Added provider ${config.id} (${config.type}, default model ${config.defaultModel}, key ${maskKey(config.apiKey)}).`)
-  })).pipe(Command.withDescription("Add a model provider"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("Add a model provider"))
 
 /** `anna provider set ID --first-byte-timeout SECONDS|default`: settings that can change after `add`. */
 const set = Command.make("set", {
@@ -121,7 +118,7 @@ const set = Command.make("set", {
     yield* Console.log(
       `Provider ${f.id}: first-byte timeout ${seconds === undefined ? `${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s (default)` : `${seconds} s`}.`
     )
-  })).pipe(Command.withDescription("Change a provider's settings (first-byte timeout)"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("Change a provider's settings (first-byte timeout)"))
 
 const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {
@@ -140,13 +137,13 @@ const list = Command.make("list", { json }, (f) =>
         p.enabled ? "enabled" : "disabled"
       ])
     ))
-  })).pipe(Command.withDescription("List providers (credentials masked)"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("List providers (credentials masked)"))
 
 const remove = Command.make("remove", { id: Argument.String("id").pipe(Argument.withDescription("Provider id")), json }, (f) =>
   Effect.gen(function*() {
     yield* (yield* ProviderStore).remove(f.id)
     yield* f.json ? printJson({ removed: f.id }) : Console.log(`Removed provider ${f.id}.`)
-  })).pipe(Command.withDescription("Remove a provider (refused while an agent uses it)"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("Remove a provider (refused while an agent uses it)"))
 
 const models = Command.make("models", {
   id: Argument.String("id").pipe(Argument.withDescription("Provider id (default: every enabled provider)"), Argument.optional),
@@ -174,7 +171,7 @@ const models = Command.make("models", {
     if (rows.length > 0 && rows.every((r) => r.error !== undefined)) {
       return yield* new InvalidConfig({ reason: "no provider could list its models" })
     }
-  })).pipe(Command.withDescription("List the models each provider's server offers"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("List the models each provider's server offers"))
 
 const usage = Command.make("usage", {
   session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
@@ -194,11 +191,12 @@ const usage = Command.make("usage", {
       ["PROVIDER", "MODEL", "PURPOSE", "CALLS", "FAILED", "INPUT TOKENS", "OUTPUT TOKENS"],
       totals.map((t) => [t.providerId, t.model, t.purpose, String(t.calls), String(t.failed), String(t.inputTokens), String(t.outputTokens)])
     ))
-  })).pipe(Command.withDescription("Token usage of model calls (chat and summaries)"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("Token usage of model calls (chat and summaries)"))
 
 export const providerCommand = Command.make("provider").pipe(
   Command.withDescription("Model providers: add, set, list, remove, models, usage"),
-  Command.withSubcommands([add, set, list, remove, models, usage])
+  Command.withSubcommands([add, set, list, remove, models, usage]),
+  Command.provide(Providers)
 )
 
 export const onboardCommand = Command.make("onboard", {
@@ -225,4 +223,4 @@ export const onboardCommand = Command.make("onboard", {
     if (r.createdProviders.length === 0 && r.existingProviders.length === 0) {
       yield* Console.log(`Nothing to do: none of ${r.missing.join(", ")} (or their *_BASE_URL) is set.`)
     }
-  })).pipe(Command.withDescription("First-run setup: providers and a default agent (idempotent)"), Command.provide(configLayer))
+  })).pipe(Command.withDescription("First-run setup: providers and a default agent (idempotent)"), Command.provide(Providers))

@@ -12,11 +12,10 @@ import { InvalidConfig } from "../domain/config/errors.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
 import { busyboxRootfs, importRootfs, makeDocker, ping, smokeTest } from "../layers/sandbox/docker/client.ts"
-import * as DockerSandbox from "../layers/sandbox/DockerSandbox.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { Sandbox } from "../services/Sandbox.ts"
-import { annaHome } from "./env.ts"
-import { configLayer } from "./providerCommands.ts"
+import { AppConfig } from "../services/AppConfig.ts"
+import * as Layers from "./layers.ts"
 
 /** An argument list as one shell command line (each argument quoted unless it is plainly safe). */
 export const shellJoin = (args: ReadonlyArray<string>): string =>
@@ -45,9 +44,8 @@ const exec = Command.make("exec", {
   command: Argument.String("command").pipe(Argument.withDescription("The command and its arguments, after --"), Argument.variadic({ min: 1 }))
 }, (f) =>
   Effect.gen(function*() {
-    const home = yield* annaHome
     const agent = yield* agentFor(f.agent)
-    const spec = specFor(home, agent, {
+    const spec = specFor((yield* AppConfig).home, agent, {
       image: Option.getOrUndefined(f.image),
       network: Option.getOrUndefined(f.network),
       userId: Option.getOrUndefined(f.user)
@@ -63,14 +61,14 @@ const exec = Command.make("exec", {
     }
     if (result.timedOut) process.stderr.write(`[anna: timed out; the command and its children were killed]\n`)
     process.exitCode = result.timedOut ? 124 : result.exitCode
-  }).pipe(Effect.provide(DockerSandbox.layer))).pipe(
+  }).pipe(Effect.provide(Layers.Sandbox))).pipe(
     Command.withDescription("Run a command in a sandbox exactly as the bash tool would; exits with its exit code (124 on timeout)"),
+    Command.provide(Layers.Stores),
     Command.withExamples([
       { command: "anna sandbox exec -- hostname", description: "The container's hostname, not the host's" },
       { command: "anna sandbox exec --agent default -- ls /workspace", description: "The agent's shared workspace" },
       { command: "anna sandbox exec --agent default --user alice -- ls /workspace", description: "Alice's workspace of that agent" }
-    ]),
-    Command.provide(configLayer)
+    ])
   )
 
 const buildImage = Command.make("build-image", {
@@ -85,7 +83,7 @@ const buildImage = Command.make("build-image", {
     if (Option.isSome(f.rootfs) === Option.isSome(f.busybox)) {
       return yield* new InvalidConfig({ reason: "give exactly one of --rootfs <folder-or-tar> and --busybox <path>" })
     }
-    const docker = makeDocker(600_000)
+    const docker = yield* makeDocker(600_000)
     yield* ping(docker)
     if (Option.isSome(f.busybox)) {
       const dir = mkdtempSync(join(tmpdir(), "anna-rootfs-"))

@@ -8,7 +8,8 @@ import { InvalidConfig } from "../domain/config/errors.ts"
 import { SETTINGS, settingSpec, settingValue, unknownSetting } from "../domain/config/settings.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { printJson, table } from "./output.ts"
-import { json, runtimeConfigLayer } from "./userCommands.ts"
+import { Stores } from "./layers.ts"
+import { json } from "./userCommands.ts"
 
 const key = Argument.String("key").pipe(Argument.withDescription("Setting name, e.g. sandbox.max_per_user"))
 const value = Argument.String("value").pipe(Argument.withDescription("New value"))
@@ -33,7 +34,7 @@ const list = Command.make("list", { json }, (f) =>
     const rows = yield* current
     if (f.json) return yield* printJson(rows)
     yield* Console.log(table(["SETTING", "VALUE", "DEFAULT", "WHAT"], rows.map((r) => [r.key, r.set ? r.value : `${r.value} (default)`, r.default, r.description])))
-  })).pipe(Command.withDescription("List the settings, their values and defaults"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("List the settings, their values and defaults"))
 
 const get = Command.make("get", { key, json }, (f) =>
   Effect.gen(function*() {
@@ -41,7 +42,7 @@ const get = Command.make("get", { key, json }, (f) =>
     const row = (yield* current).find((r) => r.key === f.key)
     if (f.json) return yield* printJson(row)
     yield* Console.log(row?.value ?? "")
-  })).pipe(Command.withDescription("Print one setting's value"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Print one setting's value"))
 
 const set = Command.make("set", { key, value, json }, (f) =>
   Effect.gen(function*() {
@@ -51,7 +52,7 @@ const set = Command.make("set", { key, value, json }, (f) =>
     yield* (yield* ConfigStore).setSetting(f.key, f.value.trim())
     if (f.json) return yield* printJson({ key: f.key, value: f.value.trim() })
     yield* Console.log(`${f.key} = ${f.value.trim()} (applies from the next turn)`)
-  })).pipe(Command.withDescription("Change a setting"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Change a setting"))
 
 const unset = Command.make("unset", { key, json }, (f) =>
   Effect.gen(function*() {
@@ -59,9 +60,10 @@ const unset = Command.make("unset", { key, json }, (f) =>
     yield* (yield* ConfigStore).deleteSetting(f.key)
     if (f.json) return yield* printJson({ key: f.key, value: spec.defaultValue })
     yield* Console.log(`${f.key} is back to its default, ${spec.defaultValue}`)
-  })).pipe(Command.withDescription("Return a setting to its default"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Return a setting to its default"))
 
 export const settingsCommand = Command.make("settings").pipe(
   Command.withDescription("Gateway-wide settings: list, get, set, unset (e.g. sandbox.max_per_user)"),
-  Command.withSubcommands([list, get, set, unset])
+  Command.withSubcommands([list, get, set, unset]),
+  Command.provide(Stores)
 )

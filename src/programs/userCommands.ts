@@ -6,21 +6,17 @@
  * happens to the user's sessions: kept (readable by operators) or deleted for good (with the
  * agents' profiles of the user, which are drawn from them).
  */
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
-import * as SqliteMemoryStore from "../layers/memory/SqliteMemoryStore.ts"
-import * as SqliteRuntimeConfig from "../layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore, type TokenInfo, type User } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
-import { annaHome, database } from "./env.ts"
-import { iso, printJson, table } from "./output.ts"
+import { Stores, StoresWithMemory } from "./layers.ts"
 
-/** ConfigStore with the provider and agent stores on `$ANNA_HOME/anna.db`. */
-export const runtimeConfigLayer = Layer.unwrap(Effect.map(annaHome, SqliteRuntimeConfig.layerWithStores)).pipe(
-  Layer.provideMerge(database)
-)
+/** The configuration stores (for `anna channel`, until it names ./layers.ts itself). */
+export const runtimeConfigLayer = Stores
+import { iso, printJson, table } from "./output.ts"
 
 export const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const id = Argument.String("id").pipe(Argument.withDescription("User id"))
@@ -57,7 +53,7 @@ const add = Command.make("add", { id, name, defaultAgent, json }, (f) =>
     if (Option.isSome(f.defaultAgent)) yield* config.setDefaultAgent(f.id, f.defaultAgent.value)
     const user = yield* requireUser(f.id)
     yield* f.json ? printJson(user) : Console.log(`Created user ${user.id}.\n${describeUser(user)}`)
-  })).pipe(Command.withDescription("Create a user (for HTTP tokens, or to set a default agent ahead of time)"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Create a user (for HTTP tokens, or to set a default agent ahead of time)"))
 
 const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {
@@ -68,13 +64,13 @@ const list = Command.make("list", { json }, (f) =>
       ["USER", "NAME", "DEFAULT AGENT", "IDENTITIES", "CREATED"],
       users.map((u) => [u.id, u.name || "-", u.defaultAgentId ?? "-", identities(u), iso(u.createdAt)])
     ))
-  })).pipe(Command.withDescription("List users and their platform identities"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("List users and their platform identities"))
 
 const show = Command.make("show", { id, json }, (f) =>
   Effect.gen(function*() {
     const user = yield* requireUser(f.id)
     yield* f.json ? printJson(user) : Console.log(describeUser(user))
-  })).pipe(Command.withDescription("Show one user"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Show one user"))
 
 const set = Command.make("set", {
   id,
@@ -100,7 +96,7 @@ const set = Command.make("set", {
     if (Option.isSome(f.name)) yield* config.renameUser(f.id, f.name.value)
     const user = yield* requireUser(f.id)
     yield* f.json ? printJson(user) : Console.log(`Updated user ${user.id}.\n${describeUser(user)}`)
-  })).pipe(Command.withDescription("Change a user's name or default agent"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Change a user's name or default agent"))
 
 const issueOptions = {
   id,
@@ -118,8 +114,7 @@ const issueToken = (f: { readonly id: string; readonly label: string; readonly j
   })
 
 const tokenIssue = Command.make("issue", issueOptions, issueToken).pipe(
-  Command.withDescription("Issue an HTTP bearer token for a user (printed once); the same as anna user token <id>"),
-  Command.provide(runtimeConfigLayer)
+  Command.withDescription("Issue an HTTP bearer token for a user (printed once); the same as anna user token <id>")
 )
 
 const tokenList = Command.make("list", {
@@ -135,8 +130,7 @@ const tokenList = Command.make("list", {
       tokens.map((t) => [t.id, t.userId, t.label || "-", iso(t.createdAt)])
     ))
   })).pipe(
-    Command.withDescription("List HTTP tokens by id (the start of their stored hash), never the tokens themselves"),
-    Command.provide(runtimeConfigLayer)
+    Command.withDescription("List HTTP tokens by id (the start of their stored hash), never the tokens themselves")
   )
 
 const describeToken = (t: TokenInfo) => `${t.id}${t.label === "" ? "" : ` (${t.label})`} of ${t.userId}`
@@ -149,18 +143,13 @@ const tokenRevoke = Command.make("revoke", {
     const revoked = yield* (yield* ConfigStore).revokeToken(f.tokenId)
     yield* f.json ? printJson({ revoked }) : Console.log(`Revoked token ${describeToken(revoked)}; it is refused from now on.`)
   })).pipe(
-    Command.withDescription("Revoke an HTTP token: the HTTP channel refuses it (401) from the next request"),
-    Command.provide(runtimeConfigLayer)
+    Command.withDescription("Revoke an HTTP token: the HTTP channel refuses it (401) from the next request")
   )
 
 const token = Command.make("token", issueOptions, issueToken).pipe(
   Command.withDescription("Issue an HTTP bearer token for a user (printed once); list and revoke tokens"),
-  Command.provide(runtimeConfigLayer),
   Command.withSubcommands([tokenList, tokenRevoke, tokenIssue])
 )
-
-/** Configuration and the memory store on the same database (sessions of a removed user). */
-const userAndMemoryLayer = SqliteMemoryStore.layer.pipe(Layer.provideMerge(runtimeConfigLayer))
 
 const remove = Command.make("remove", {
   id,
@@ -208,11 +197,11 @@ const remove = Command.make("remove", {
         : `kept ${plural(kept.length, "session")} (see: anna memory sessions --user ${f.id}).`)
     )
   })).pipe(
-    Command.withDescription("Remove a user with their identities, tokens and chat states; choose --keep-sessions or --delete-sessions"),
-    Command.provide(userAndMemoryLayer)
+    Command.withDescription("Remove a user with their identities, tokens and chat states; choose --keep-sessions or --delete-sessions")
   )
 
 export const userCommand = Command.make("user").pipe(
   Command.withDescription("Users: add, list, show, set (name, default agent), remove, token (HTTP bearer tokens: issue, list, revoke)"),
-  Command.withSubcommands([add, list, show, set, remove, token])
+  Command.withSubcommands([add, list, show, set, remove, token]),
+  Command.provide(StoresWithMemory)
 )

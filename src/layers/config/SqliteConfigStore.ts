@@ -17,6 +17,7 @@ import { InvalidConfig } from "../../domain/config/errors.ts"
 import { NoModel, Unauthorized } from "../../domain/runtime/errors.ts"
 import { agentFolder, specFor } from "../../domain/sandbox/spec.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
+import { AppConfig } from "../../services/AppConfig.ts"
 import {
   type Channel,
   type ChatState,
@@ -29,8 +30,8 @@ import {
 } from "../../services/ConfigStore.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
-import * as SqliteConfigStore from "./SqliteStores.ts"
-import { storageError } from "../memory/rows.ts"
+import * as SqliteStores from "./SqliteStores.ts"
+import { storageError } from "../sql/errors.ts"
 
 const UserRow = Schema.Struct({
   id: Schema.String,
@@ -67,8 +68,8 @@ const storage = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =
     (e) => Effect.fail(storageError(operation)(e))
   )
 
-export const make = (annaHome: string) =>
-  Effect.gen(function*() {
+export const make = Effect.gen(function*() {
+    const annaHome = (yield* AppConfig).home
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentStore
     const providers = yield* ProviderStore
@@ -378,8 +379,11 @@ export const make = (annaHome: string) =>
     })
   })
 
-/** ConfigStore; needs SqlClient, AgentStore and ProviderStore. Workspaces are under `annaHome`. */
-export const layer = (annaHome: string) => Layer.effect(ConfigStore, make(annaHome))
+/** ConfigStore; needs SqlClient, AgentStore, ProviderStore and AppConfig (workspaces are under its home). */
+export const layer = Layer.effect(ConfigStore, make)
 
-/** ConfigStore with ProviderStore, AgentStore and UsageLog (SqliteConfigStore); needs SqlClient. */
-export const layerWithStores = (annaHome: string) => layer(annaHome).pipe(Layer.provideMerge(SqliteConfigStore.layer))
+/** ConfigStore with ProviderStore, AgentStore and UsageLog; needs SqlClient and AppConfig. */
+export const layerStores = layer.pipe(Layer.provideMerge(SqliteStores.layer))
+
+/** `layerStores` on a home folder chosen by the caller (tests, custom deployments); needs SqlClient. */
+export const layerWithStores = (annaHome: string) => layerStores.pipe(Layer.provide(AppConfig.at(annaHome)))

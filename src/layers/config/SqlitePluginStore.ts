@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { PluginNotFound, PluginRuleViolation } from "../../domain/plugins/errors.ts"
 import { type Plugin, type PluginChange, PluginStore } from "../../services/PluginStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
-import { storageError } from "../memory/rows.ts"
+import { storageError } from "../sql/errors.ts"
 
 interface Row {
   readonly id: string

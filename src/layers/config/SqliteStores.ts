@@ -13,7 +13,7 @@ import { ProviderStore } from "../../services/ProviderStore.ts"
 import { UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import { agentColumns, agentPatchProblem, decodeAgents, toAgent } from "./agentRows.ts"
-import { storageError } from "../memory/rows.ts"
+import { storageError } from "../sql/errors.ts"
 
 const ProviderRow = Schema.Struct({
   id: Schema.String,

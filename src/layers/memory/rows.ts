@@ -1,9 +1,8 @@
 /**
  * Row mapping for SqliteMemoryStore: messages to columns (with the size limit and the exact-round-trip
- * rules), rows back to domain values, and SQL errors to StorageError with SQLite's own words.
+ * rules) and rows back to domain values.
  */
 import { Effect, Schema } from "effect"
-import type { SqlError } from "effect/sql/SqlError"
 import type { ItemMeta } from "../../domain/memory/context.ts"
 import { InvalidInput, StorageError } from "../../domain/memory/errors.ts"
 import { bytesProblem, storedBlocks } from "../../domain/memory/storedSize.ts"
@@ -19,19 +18,7 @@ import {
 } from "../../domain/message.ts"
 import type { Conversation, StoredMessage, StoredSummary } from "../../services/MemoryStore.ts"
 
-/**
- * The SqlError's own message is generic ("Failed to execute statement"); what SQLite said (locked,
- * disk full, no such table…) is in the native cause, and is what the user needs to act on.
- */
-const errorDetail = (e: SqlError | Schema.SchemaError): string => {
-  if (e._tag !== "SqlError") return e.message
-  const cause: unknown = e.reason.cause
-  const detail = cause instanceof Error ? cause.message : cause === undefined || cause === null ? "" : String(cause)
-  return detail === "" || e.message.includes(detail) ? e.message : `${e.message}: ${detail}`
-}
-
-export const storageError = (operation: string) => (e: SqlError | Schema.SchemaError): StorageError =>
-  new StorageError({ operation, reason: errorDetail(e) })
+export { storageError } from "../sql/errors.ts"
 
 export const decodeContent = Schema.decodeUnknownSync(Content)
 export const INSERT_BATCH = 500

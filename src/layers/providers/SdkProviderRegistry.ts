@@ -1,6 +1,10 @@
 /**
  * ProviderRegistry from the ProviderStore: each call builds the client of the provider's type from
  * its current row, so a changed key or base URL applies to the next call without a restart.
+ *
+ * The SDK behind each type is imported on first use (a dynamic import, a chunk of its own in the
+ * bundled CLI): commands that never call a model — memory, config — never load an SDK, and a
+ * gateway with only OpenAI providers never loads Anthropic's.
  */
 import { Effect, Layer } from "effect"
 import { ProviderDisabled } from "../../domain/config/errors.ts"
@@ -8,18 +12,16 @@ import { defaultTransport, type ProviderConfig, type TransportOptions } from "..
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
-import * as AnthropicMessages from "./AnthropicMessages.ts"
-import * as OpenAiChat from "./OpenAiChat.ts"
-import * as OpenAiResponses from "./OpenAiResponses.ts"
 
-export const clientFor = (config: ProviderConfig, transport: TransportOptions = defaultTransport): ChatModelClient => {
+/** The client of the provider's type (its SDK loaded on first use). */
+export const clientFor = (config: ProviderConfig, transport: TransportOptions = defaultTransport): Effect.Effect<ChatModelClient> => {
   switch (config.type) {
     case "anthropic":
-      return AnthropicMessages.make(config, transport)
+      return Effect.promise(() => import("./AnthropicMessages.ts")).pipe(Effect.map((m) => m.make(config, transport)))
     case "openai":
-      return OpenAiChat.make(config, transport)
+      return Effect.promise(() => import("./OpenAiChat.ts")).pipe(Effect.map((m) => m.make(config, transport)))
     case "openai-response":
-      return OpenAiResponses.make(config, transport)
+      return Effect.promise(() => import("./OpenAiResponses.ts")).pipe(Effect.map((m) => m.make(config, transport)))
   }
 }
 
@@ -30,7 +32,7 @@ export const make = (transport: TransportOptions = defaultTransport) =>
       client: (id) =>
         store.get(id).pipe(
           Effect.flatMap((config) =>
-            config.enabled ? Effect.succeed(clientFor(config, transport)) : Effect.fail(new ProviderDisabled({ id }))
+            config.enabled ? clientFor(config, transport) : Effect.fail(new ProviderDisabled({ id }))
           )
         )
     })

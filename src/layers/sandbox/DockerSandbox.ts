@@ -68,8 +68,9 @@ const prepareWorkspace = (dir: string) =>
     catch: (e) => new SandboxFailure({ operation: "prepare workspace", detail: errorDetail(e) })
   })
 
-export const make = (docker: Docker = makeDocker()) =>
+export const make = (client?: Docker) =>
   Effect.gen(function*() {
+    const docker = client ?? (yield* makeDocker())
     // Best effort at start: a daemon that is down now fails the first session, not anna's start.
     yield* removeOrphans(docker).pipe(Effect.catch((e) => Effect.logDebug(`sandbox: no orphan cleanup (${e.detail})`)))
     const me = owner()

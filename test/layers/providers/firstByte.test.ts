@@ -40,7 +40,7 @@ describe("first-byte timeout against a provider that never answers", () => {
       Effect.gen(function*() {
         fake.respondWith(() => ({ kind: "hang" }))
         const before = fake.requests.length
-        const client = clientFor(config(type), transport)
+        const client = yield* clientFor(config(type), transport)
         const e = yield* Stream.runCollect(client.stream({ model: "fake-large", messages: [{ role: "user", content: "hi" }] })).pipe(
           Effect.flip
         )

@@ -3,7 +3,7 @@
  * or imported from a root filesystem), whether a network policy can be enforced, and the checks
  * `anna doctor` reports. Every call has a deadline, so a dead daemon is an error, never a hang.
  */
-import Docker from "dockerode"
+import type Docker from "dockerode"
 import { Duration, Effect } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { chmodSync, copyFileSync, createReadStream, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
@@ -14,8 +14,12 @@ import { DockerUnavailable, ImageMissing, PolicyUnenforceable, SandboxFailure } 
 import { type NetworkPolicy, SANDBOX_LABEL } from "../../../domain/sandbox/types.ts"
 import { AGENT_LABEL, OWNER_LABEL } from "./policy.ts"
 
-/** A client with a deadline on every API call (the daemon's own socket, or DOCKER_HOST). */
-export const makeDocker = (timeoutMs = 30_000): Docker => new Docker({ timeout: timeoutMs })
+/**
+ * A client with a deadline on every API call (the daemon's own socket, or DOCKER_HOST). dockerode
+ * is imported on first use, so commands that never reach Docker never load it.
+ */
+export const makeDocker = (timeoutMs = 30_000): Effect.Effect<Docker> =>
+  Effect.promise(() => import("dockerode")).pipe(Effect.map((m) => new m.default({ timeout: timeoutMs })))
 
 export const errorDetail = (e: unknown): string => {
   if (e instanceof Error) {

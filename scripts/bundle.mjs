@@ -1,0 +1,49 @@
+// Bundles the `anna` binary (dist/main.js) with esbuild after `tsc` has type-checked and emitted
+// the library build. Why: Node spends most of a CLI start resolving and evaluating hundreds of
+// ES modules (Effect alone is ~600 ms unbundled here, ~80 ms bundled). Code splitting keeps what a
+// command group loads lazily (`import()`: model SDKs, Docker client, runtime, gateway) in chunks
+// that a memory or config command never reads. The model SDKs and dockerode stay external (loaded
+// from node_modules, and only by the chunks that need them).
+import { build } from "esbuild"
+import { execFileSync } from "node:child_process"
+import { rmSync, writeFileSync } from "node:fs"
+
+const external = ["openai", "@anthropic-ai/sdk", "dockerode"]
+rmSync("dist/chunks", { recursive: true, force: true })
+const result = await build({
+  entryPoints: { main: "src/main.ts" },
+  outdir: "dist",
+  entryNames: "[name]",
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node22",
+  sourcemap: "linked",
+  external,
+  metafile: true,
+  logLevel: "warning",
+  // Some CommonJS dependencies bundled into ESM call require() for Node built-ins.
+  banner: { js: "import { createRequire as __annaRequire } from 'node:module'; const require = __annaRequire(import.meta.url);" }
+})
+if (process.env.ANNA_BUNDLE_META) writeFileSync(process.env.ANNA_BUNDLE_META, JSON.stringify(result.metafile))
+// What `anna --help` and the memory commands load must not pull in a model SDK or Docker client.
+const main = result.metafile.outputs["dist/main.js"]
+const eager = main.imports.filter((i) => !i.kind.includes("dynamic")).map((i) => i.path)
+const heavy = eager.filter((p) => external.includes(p))
+if (heavy.length > 0) {
+  console.error(`bundle: dist/main.js loads ${heavy.join(", ")} at start; import them lazily`)
+  process.exit(1)
+}
+
+// `anna --help` is printed from these files (src/programs/start.ts): rendered here by the CLI
+// itself (`-h` takes the live path), plain and as on a color terminal.
+rmSync("dist/help.txt", { force: true })
+rmSync("dist/help.ansi", { force: true })
+const env = { ...process.env }
+delete env.NO_COLOR
+const render = (tty) =>
+  execFileSync(process.execPath, [...(tty ? ["--import", "data:text/javascript,process.stdout.isTTY=true"] : []), "dist/main.js", "-h"], { env, encoding: "utf8" })
+writeFileSync("dist/help.txt", render(false))
+writeFileSync("dist/help.ansi", render(true))

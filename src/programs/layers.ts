@@ -1,0 +1,85 @@
+/**
+ * The composition root: every layer the CLI and the gateway run on, named once and built once per
+ * command (a layer provided twice in one program is built once: Effect memoises layers by
+ * reference). Command groups take what they need with `Command.provide(Layers.X)`; nothing else in
+ * anna provides layers. A custom deployment writes its own root from `anna/layers` (see
+ * examples/simple-http).
+ *
+ * What a memory or configuration command never needs — the runtime, the Docker client, the model
+ * SDKs, the channels — is imported lazily here (`import()`), so those commands start without
+ * loading them (the bundled CLI keeps them in chunks of their own).
+ *
+ *   AppConfigLive  the environment (ANNA_HOME, ANNA_LOG_LEVEL) as AppConfig
+ *   Database       the migrated SQLite database in $ANNA_HOME (made private first)
+ *   Stores         ConfigStore, ProviderStore, AgentStore, UsageLog, PluginStore
+ *   Providers      Stores + ProviderRegistry (each provider's SDK loaded on its first use)
+ *   StoresWithMemory  Providers + MemoryStore (no memory plugin)
+ *   Memory         Providers + MemoryStore + the enabled memory plugin and its summarizer
+ *   Sandbox        the Docker sandbox (lazy)
+ *   AgentRuntime   Memory + Runtime and SessionPool over the sandbox (lazy)
+ */
+import { Effect, Layer, Option } from "effect"
+import { formatModelRef } from "../domain/config/agent.ts"
+import * as SqliteConfigStore from "../layers/config/SqliteConfigStore.ts"
+import * as SqlitePluginStore from "../layers/config/SqlitePluginStore.ts"
+import * as DeterministicSummarizer from "../layers/memory/DeterministicSummarizer.ts"
+import * as MemoryFromPlugins from "../layers/memory/MemoryFromPlugins.ts"
+import * as ModelSummarizer from "../layers/memory/ModelSummarizer.ts"
+import * as SqliteMemoryStore from "../layers/memory/SqliteMemoryStore.ts"
+import * as SdkProviderRegistry from "../layers/providers/SdkProviderRegistry.ts"
+import { ProviderStore } from "../services/ProviderStore.ts"
+import { database, layerFromEnv } from "./env.ts"
+
+/** A layer from a module loaded on first use (a chunk of its own in the bundled CLI). */
+const lazy = <M, A, E, R>(load: () => Promise<M>, pick: (m: M) => Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.unwrap(Effect.map(Effect.promise(load), pick))
+
+export const AppConfigLive = layerFromEnv
+
+export const Database = database.pipe(Layer.provideMerge(AppConfigLive))
+
+export const Stores = Layer.mergeAll(SqliteConfigStore.layerStores, SqlitePluginStore.layer).pipe(Layer.provideMerge(Database))
+
+export const Providers = SdkProviderRegistry.layer().pipe(Layer.provideMerge(Stores))
+
+/** Providers + the message store, without a memory plugin (users, doctor). */
+export const StoresWithMemory = SqliteMemoryStore.layer.pipe(Layer.provideMerge(Providers))
+
+/**
+ * The summarizer: the configured summarization model when a provider exists (with the spend guard,
+ * or `maxCalls` instead of the agents' limits), the deterministic summarizer otherwise.
+ */
+const summarizer = (maxCalls: number | undefined) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const any = (yield* (yield* ProviderStore).list).some((p) => p.enabled)
+    return any ? ModelSummarizer.layer({ maxCallsOverride: maxCalls }) : DeterministicSummarizer.layer
+  }))
+
+/** Which summarizer compaction of a session will use, for people. */
+export const summarizerLabel = (sessionKey: string) =>
+  Effect.gen(function*() {
+    const any = (yield* (yield* ProviderStore).list).some((p) => p.enabled)
+    if (!any) return "deterministic (no model provider configured)"
+    const target = yield* ModelSummarizer.resolveSummaryTarget(sessionKey)
+    return Option.match(target, {
+      onNone: () => "deterministic (no model provider configured)",
+      onSome: (t) => `${formatModelRef(t.ref)} (${t.why})`
+    })
+  })
+
+/** Memory with a summarizer limited to `maxCalls` model calls (`anna memory compact --max-summary-calls`). */
+export const memoryWith = (maxCalls: number | undefined) =>
+  MemoryFromPlugins.layer.pipe(
+    Layer.provide(summarizer(maxCalls)),
+    Layer.provideMerge(SqliteMemoryStore.layer),
+    Layer.provideMerge(Providers)
+  )
+
+export const Memory = memoryWith(undefined)
+
+export const Sandbox = lazy(() => import("../layers/sandbox/DockerSandbox.ts"), (m) => m.layer)
+
+export const AgentRuntime = lazy(() => import("../layers/runtime/Runtime.ts"), (m) => m.layer()).pipe(
+  Layer.provide(Sandbox),
+  Layer.provideMerge(Memory)
+)
