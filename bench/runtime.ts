@@ -11,8 +11,8 @@ import * as DeterministicSummarizer from "../src/layers/memory/DeterministicSumm
 import * as LcmMemory from "../src/layers/memory/LcmMemory.ts"
 import * as OpenAiChat from "../src/layers/providers/OpenAiChat.ts"
 import * as ProviderClients from "../src/layers/providers/SdkProviderRegistry.ts"
-import { collectResponse } from "../src/layers/providers/transport.ts"
-import * as Runtime from "../src/layers/runtime/Runtime.ts"
+import { collectResponse } from "../src/domain/model/collect.ts"
+import * as Compose from "../src/programs/compose.ts"
 import * as Sqlite from "../src/layers/sql/Sqlite.ts"
 import * as SqliteRuntimeConfig from "../src/layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../src/services/AgentStore.ts"
@@ -37,7 +37,7 @@ export const runRuntime = async (dir: string) => {
     enabled: true
   }
   const home = mkdtempSync(join(dir, "runtime-"))
-  const layer = Runtime.layer().pipe(
+  const layer = Compose.agentRuntime().pipe(
     Layer.provide(ProviderClients.layer(transport)),
     Layer.provideMerge(LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))),
     Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),

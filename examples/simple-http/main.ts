@@ -14,7 +14,7 @@ import { Effect, Layer } from "effect"
 import { homedir } from "node:os"
 import { join } from "node:path"
 import { HttpAddress } from "anna"
-import { DeterministicSummarizer, HttpChannel, Runtime, SdkProviderRegistry, SimpleMemory, Sqlite, SqliteConfigStore } from "anna/layers"
+import { Compose, DeterministicSummarizer, HttpChannel, SdkProviderRegistry, SimpleMemory, Sqlite, SqliteConfigStore } from "anna/layers"
 
 const home = process.env.ANNA_HOME ?? join(homedir(), ".anna")
 const port = Number(process.env.PORT ?? 8788)
@@ -22,7 +22,7 @@ const port = Number(process.env.PORT ?? 8788)
 const database = Sqlite.layer(join(home, "anna.db"))
 const stores = SqliteConfigStore.layerWithStores(home)
 const memory = SimpleMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-const runtime = Runtime.layer().pipe(Layer.provide(SdkProviderRegistry.layer()), Layer.provideMerge(memory), Layer.provideMerge(stores))
+const runtime = Compose.agentRuntime().pipe(Layer.provide(SdkProviderRegistry.layer()), Layer.provideMerge(memory), Layer.provideMerge(stores))
 const app = HttpChannel.layer({ host: "127.0.0.1", port }).pipe(Layer.provide(runtime), Layer.provide(database))
 
 Effect.gen(function*() {

@@ -16,7 +16,7 @@
  *   StoresWithMemory  Providers + MemoryStore (no memory plugin)
  *   Memory         Providers + MemoryStore + the enabled memory plugin and its summarizer
  *   Sandbox        the Docker sandbox (lazy)
- *   AgentRuntime   Memory + Runtime and SessionPool over the sandbox (lazy)
+ *   AgentRuntime   Memory + Runtime, SessionPool and LiveConfig over the sandbox (lazy; see ./compose.ts)
  */
 import { Effect, Layer, Option } from "effect"
 import { formatModelRef } from "../domain/config/agent.ts"
@@ -79,7 +79,7 @@ export const Memory = memoryWith(undefined)
 
 export const Sandbox = lazy(() => import("../layers/sandbox/DockerSandbox.ts"), (m) => m.layer)
 
-export const AgentRuntime = lazy(() => import("../layers/runtime/Runtime.ts"), (m) => m.layer()).pipe(
+export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.agentRuntime()).pipe(
   Layer.provide(Sandbox),
   Layer.provideMerge(Memory)
 )

@@ -6,7 +6,7 @@
 import { Context, type Effect, type Option } from "effect"
 import type { Agent } from "../domain/config/agent.ts"
 import type { AgentNotFound, InvalidConfig, ProviderNotFound } from "../domain/config/errors.ts"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 
 export type AgentPatch = Partial<Omit<Agent, "id" | "createdAt" | "updatedAt">>
 

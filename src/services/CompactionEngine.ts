@@ -5,7 +5,8 @@
  * is one transaction. Owns the policy; storage is the MemoryStore's, text is the Summarizer's.
  */
 import { Context, type Effect } from "effect"
-import type { CompactionFailed, StorageError } from "../domain/memory/errors.ts"
+import type { CompactionFailed } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { CompactionReport, CompactOptions } from "../domain/memory/types.ts"
 import type { Conversation } from "./MemoryStore.ts"
 

@@ -3,7 +3,8 @@
  * NeedsCompaction, Compact). Never deletes or changes raw messages; never touches the fresh tail.
  */
 import { Context, type Effect } from "effect"
-import type { CompactionFailed, SessionNotFound, StorageError } from "../domain/memory/errors.ts"
+import type { CompactionFailed, SessionNotFound } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { CompactionReport, CompactOptions } from "../domain/memory/types.ts"
 
 export class Compactor extends Context.Service<Compactor, {

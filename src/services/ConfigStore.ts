@@ -2,12 +2,15 @@
  * ConfigStore — the runtime's configuration in SQLite: users and their platform identities, HTTP
  * tokens (stored hashed), channels, group-chat bindings, each chat's current session context and
  * chosen model, and settings. Agents and providers have their own stores (AgentStore,
- * ProviderStore); `snapshot` reads one agent's whole runtime view from all of them at once.
+ * ProviderStore); `snapshot` reads one agent's whole runtime view from all of them at once, and
+ * `version` says whether any of it changed.
+ *
+ * Layers: `SqliteConfigStore.layer` (src/layers/config/SqliteConfigStore.ts).
  */
 import { Context, type Effect, type Option } from "effect"
 import type { Agent } from "../domain/config/agent.ts"
 import type { AgentNotFound, InvalidConfig, ProviderNotFound } from "../domain/config/errors.ts"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 import type { NoModel, Unauthorized } from "../domain/runtime/errors.ts"
 import type { SandboxSpec } from "../domain/sandbox/types.ts"
@@ -31,7 +34,7 @@ export interface ChatState {
   readonly model: string
 }
 
-/** One agent as a pool sees it, read once when the pool is created. */
+/** One agent as a turn sees it: everything of its configuration the runtime needs, read at once. */
 export interface Snapshot {
   readonly agent: Agent
   readonly provider: ProviderConfig
@@ -115,4 +118,11 @@ export class ConfigStore extends Context.Service<ConfigStore, {
   readonly deleteSetting: (key: string) => Effect.Effect<void, StorageError>
 
   readonly snapshot: (agentId: string) => Effect.Effect<Snapshot, AgentNotFound | ProviderNotFound | NoModel | StorageError>
+
+  /**
+   * A number that moves on with every change to agents, providers, channels, settings, plugins or
+   * group bindings, whichever process makes it: reading it tells a long-running reader (LiveConfig)
+   * whether what it cached is still current, for the price of one row.
+   */
+  readonly version: Effect.Effect<number, StorageError>
 }>()("anna/ConfigStore") {}

@@ -4,7 +4,8 @@
  * page within a token limit. With a scope, summaries outside it are reported as not found.
  */
 import { Context, type Effect } from "effect"
-import type { StorageError, SummaryNotFound } from "../domain/memory/errors.ts"
+import type { SummaryNotFound } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { ExpandOptions, ExpandResult, SearchScope, SummaryDescription } from "../domain/memory/types.ts"
 
 export class Explorer extends Context.Service<Explorer, {

@@ -5,7 +5,8 @@
  * are optional capability services a memory layer may also provide.
  */
 import { Context, type Effect } from "effect"
-import type { InvalidInput, SessionNotFound, StorageError } from "../domain/memory/errors.ts"
+import type { InvalidInput, SessionNotFound } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
 import type { AssembleOptions, Assembled, SessionStats } from "../domain/memory/types.ts"
 import type { NewMessage } from "../domain/message.ts"

@@ -6,7 +6,8 @@
  */
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { ItemMeta } from "../domain/memory/context.ts"
-import type { InvalidInput, SessionNotFound, StaleContext, StorageError } from "../domain/memory/errors.ts"
+import type { InvalidInput, SessionNotFound, StaleContext } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
 import type { SearchScope } from "../domain/memory/types.ts"
 import type { VerifyInput } from "../domain/memory/verify.ts"

@@ -4,7 +4,7 @@
  * disabling the enabled one switches to the other when there is exactly one other.
  */
 import { Context, type Effect } from "effect"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { PluginNotFound, PluginRuleViolation } from "../domain/plugins/errors.ts"
 
 export interface Plugin {

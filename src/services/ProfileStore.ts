@@ -1,6 +1,7 @@
 /** ProfileStore — capability: persistent per-user-per-agent notes (ctx_agent_memory). */
 import { Context, type Effect } from "effect"
-import type { InvalidInput, StorageError } from "../domain/memory/errors.ts"
+import type { InvalidInput } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 
 export class ProfileStore extends Context.Service<ProfileStore, {
   /** The notes, or "" when there are none yet. */

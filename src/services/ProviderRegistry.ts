@@ -4,7 +4,7 @@
  */
 import { Context, type Effect } from "effect"
 import type { ProviderDisabled, ProviderNotFound } from "../domain/config/errors.ts"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { ChatModelClient } from "./ChatModel.ts"
 
 export class ProviderRegistry extends Context.Service<ProviderRegistry, {

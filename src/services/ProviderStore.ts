@@ -5,7 +5,7 @@
  */
 import { Context, type Effect } from "effect"
 import type { InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../domain/config/errors.ts"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 
 export class ProviderStore extends Context.Service<ProviderStore, {

@@ -3,7 +3,8 @@
  * messages not yet reviewed, a transcript of them, and marking them reviewed.
  */
 import { Context, type Effect } from "effect"
-import type { SessionNotFound, StorageError } from "../domain/memory/errors.ts"
+import type { SessionNotFound } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { ReviewBatch, ReviewContext } from "../domain/memory/types.ts"
 
 export class ReviewSource extends Context.Service<ReviewSource, {

@@ -5,7 +5,7 @@
  * answered here too, the same for every channel. Turns on one session never interleave.
  */
 import { Context, type Effect, type Stream } from "effect"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { NoAgent } from "../domain/runtime/errors.ts"
 import type { ChatTarget, ResolvedChat, TurnEvent, UserMessage } from "../domain/runtime/types.ts"
 

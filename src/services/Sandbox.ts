@@ -79,6 +79,3 @@ export class Sandbox extends Context.Service<Sandbox, {
   /** Live containers of this gateway (for caps and diagnostics). */
   readonly live: Effect.Effect<number>
 }>()("anna/Sandbox") {}
-
-/** The session a runner's tools act in. */
-export class CurrentSandbox extends Context.Service<CurrentSandbox, SandboxSession>()("anna/CurrentSandbox") {}

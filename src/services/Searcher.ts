@@ -3,7 +3,7 @@
  * scope (one session, or one user's sessions). A user scope never returns another user's rows.
  */
 import { Context, type Effect } from "effect"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { SearchHit, SearchOptions } from "../domain/memory/types.ts"
 
 export class Searcher extends Context.Service<Searcher, {

@@ -3,7 +3,8 @@
  * list of sessions, and a session's full raw history.
  */
 import { Context, type Effect } from "effect"
-import type { SessionNotFound, StorageError } from "../domain/memory/errors.ts"
+import type { SessionNotFound } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { SessionInfo } from "../domain/memory/types.ts"
 import type { StoredMessage } from "./MemoryStore.ts"
 

@@ -3,7 +3,7 @@
  * counts the summarization spend guard needs.
  */
 import { Context, type Effect } from "effect"
-import type { StorageError } from "../domain/memory/errors.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
 import type { Usage } from "../domain/model/types.ts"
 
 export interface UsageEntry {

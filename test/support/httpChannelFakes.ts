@@ -141,7 +141,8 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   getSetting: () => unused,
   setSetting: () => unused,
   deleteSetting: () => unused,
-  snapshot: () => unused
+  snapshot: () => unused,
+  version: unused
 }))
 
 const agent = (id: string, enabled: boolean, createdAt: number): Agent => ({

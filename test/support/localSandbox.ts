@@ -29,7 +29,7 @@ import {
 } from "../../src/domain/sandbox/types.ts"
 import { containerPath } from "../../src/layers/sandbox/confinedFs.ts"
 import * as WorkspaceFiles from "../../src/layers/sandbox/workspaceFiles.ts"
-import { CurrentSandbox, type SandboxProcess, type SandboxSession } from "../../src/services/Sandbox.ts"
+import { Sandbox, type SandboxProcess, type SandboxSession } from "../../src/services/Sandbox.ts"
 
 /** Keeps the first `max` bytes written and counts the rest, like the Docker sandbox's collector. */
 const collector = (max: number) => {
@@ -200,8 +200,18 @@ export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSe
     return session
   })
 
-/** `CurrentSandbox` on a fresh temporary workspace (removed when the layer's scope closes). */
-export const layer = (options: LocalSandboxOptions = {}): Layer.Layer<CurrentSandbox> => Layer.effect(CurrentSandbox, make(options))
+/**
+ * A `Sandbox` whose sessions are local sandboxes (each on a fresh temporary workspace unless
+ * `options.workspace` is given); `started` counts the sessions started.
+ */
+export const sandboxLayer = (options: LocalSandboxOptions = {}, started: { count: number } = { count: 0 }): Layer.Layer<Sandbox> =>
+  Layer.succeed(Sandbox, Sandbox.of({
+    start: () => Effect.suspend(() => {
+      started.count++
+      return make(options)
+    }),
+    live: Effect.succeed(0)
+  }))
 
 /** The workspace's host folder (where fixtures go). */
 export const hostRoot = (session: SandboxSession): Effect.Effect<string> => Effect.succeed(session.spec.workspace)

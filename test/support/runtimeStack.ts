@@ -14,7 +14,7 @@ import * as DockerSandbox from "../../src/layers/sandbox/DockerSandbox.ts"
 import * as HttpChannel from "../../src/layers/channels/HttpChannel.ts"
 import * as LcmMemory from "../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../src/layers/providers/SdkProviderRegistry.ts"
-import * as Runtime from "../../src/layers/runtime/Runtime.ts"
+import * as Compose from "../../src/programs/compose.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import * as SqliteRuntimeConfig from "../../src/layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../../src/services/AgentStore.ts"
@@ -33,7 +33,7 @@ export const runtimeStack = (home: string, options: { readonly sandbox?: boolean
   const database = Sqlite.layer(join(home, "anna.db"))
   const stores = SqliteRuntimeConfig.layerWithStores(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-  const base = Runtime.layer({ runnerIdle: "2 seconds", configPoll: "100 millis" }).pipe(
+  const base = Compose.agentRuntime({ runnerIdle: "2 seconds", configPoll: "100 millis" }).pipe(
     Layer.provide(options.sandbox === true ? Layer.effect(Sandbox, DockerSandbox.make(options.docker ?? new Docker())) : Layer.empty),
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(memory),

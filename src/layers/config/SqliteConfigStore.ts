@@ -354,6 +354,11 @@ export const make = Effect.gen(function*() {
       }))
     }, storage("read agent snapshot"))
 
+    const version = sql<{ version: number }>`SELECT version FROM config_version WHERE id = 1`.pipe(
+      Effect.map((rows) => rows[0]?.version ?? 0),
+      storage("read configuration version")
+    )
+
     return ConfigStore.of({
       upsertUser,
       getUser: (id) => findUser(id).pipe(storage("read user")),
@@ -375,7 +380,8 @@ export const make = Effect.gen(function*() {
       getSetting,
       setSetting,
       deleteSetting,
-      snapshot
+      snapshot,
+      version
     })
   })
 

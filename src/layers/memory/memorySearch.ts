@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
-import { StorageError } from "../../domain/memory/errors.ts"
+import { StorageError } from "../../domain/storage/errors.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import { makeSnippet, type SearchPlan } from "../../domain/search/query.ts"
 import type { RawHit } from "../../services/MemoryStore.ts"

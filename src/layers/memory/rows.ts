@@ -4,7 +4,8 @@
  */
 import { Effect, Schema } from "effect"
 import type { ItemMeta } from "../../domain/memory/context.ts"
-import { InvalidInput, StorageError } from "../../domain/memory/errors.ts"
+import { InvalidInput } from "../../domain/memory/errors.ts"
+import { StorageError } from "../../domain/storage/errors.ts"
 import { bytesProblem, storedBlocks } from "../../domain/memory/storedSize.ts"
 import {
   Content,

@@ -1,6 +1,6 @@
 /**
- * One child agent of the `agent` tool (seed 001, "Agent Tool"): the same tool loop as a turn
- * (`turn.ts`) but in memory — nothing is stored, the history starts with the task alone and is
+ * One child agent of the `agent` tool (seed 001, "Agent Tool"): the agent loop of a turn
+ * (./agentLoop.ts) over a history kept in memory — nothing is stored, the history starts with the task alone and is
  * dropped when the child ends. The model is called, the tool calls of a response run in parallel,
  * their results are appended, and so on until the model stops calling tools or `maxTurns` model
  * calls were made. The whole child is bounded by `timeoutSeconds`: on timeout it is interrupted
@@ -11,16 +11,14 @@
  * parent's session, agent and user — a child's spend is the parent turn's spend), so a child that
  * later times out or fails is still accounted for. The totals are also returned for the report.
  */
-import { Duration, Effect, Option, Stream } from "effect"
-import type { ContentBlock, Message } from "../../domain/message.ts"
-import { addUsage, emptyUsage, type Usage } from "../../domain/model/types.ts"
+import { Duration, Effect, Option } from "effect"
+import type { Message } from "../../domain/message.ts"
+import { emptyUsage, type Usage } from "../../domain/model/types.ts"
 import type { ToolCallContext } from "../../domain/tool.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
-import { collectResponse } from "../providers/transport.ts"
-import { runToolCalls } from "./toolCalls.ts"
-import { MAX_OUTPUT_TOKENS } from "./turn.ts"
+import { runLoop, textOf } from "./agentLoop.ts"
 
 
 export interface ChildSetup {
@@ -55,65 +53,45 @@ export interface ChildResult {
 export const firstMessage = (task: ChildTask): string =>
   task.context === undefined || task.context.trim() === "" ? task.task : `${task.task}\n\nContext:\n${task.context}`
 
-const textOf = (message: Message): string =>
-  typeof message.content === "string"
-    ? message.content
-    : message.content.flatMap((b: ContentBlock) => (b.type === "text" ? [b.text] : [])).join("")
-
 export const runChild = Effect.fn("AgentTool.child")(function*(setup: ChildSetup, task: ChildTask) {
   const messages: Array<Message> = [{ role: "user", content: firstMessage(task) }]
-  let usage: Usage = emptyUsage
-  let modelCalls = 0
-  let toolCalls = 0
+  const stats = { usage: emptyUsage, modelCalls: 0, toolCalls: 0 }
   // Kept outside the timed loop so that a timeout still reports what was said.
   let lastText = ""
   let partial = ""
 
-  const loop = Effect.gen(function*() {
-    for (let round = 1; round <= setup.maxTurns; round++) {
-      partial = ""
-      const response = yield* collectResponse(
-        setup.client.stream({
-          model: setup.model,
-          system: setup.system,
-          messages,
-          tools: setup.tools.definitions,
-          maxTokens: MAX_OUTPUT_TOKENS
-        }).pipe(Stream.tap((e) => (e.type === "text_delta" ? Effect.sync(() => void (partial += e.text)) : Effect.void)))
-      ).pipe(Effect.withSpan("AgentTool.child.model", { attributes: { round } }))
-      partial = ""
-      modelCalls++
-      usage = addUsage(usage, response.usage)
-      yield* setup.usage.record({
-        providerId: setup.client.provider,
-        model: setup.model,
-        purpose: "chat",
-        sessionKey: setup.context.sessionKey,
-        agentId: setup.context.agentId,
-        userId: setup.context.userId,
-        usage: response.usage
-      }).pipe(Effect.ignore)
-      const text = textOf(response.message)
-      if (text.trim() !== "") lastText = text
-      const blocks = typeof response.message.content === "string" ? [] : response.message.content
-      const calls = blocks.flatMap((b) => (b.type === "tool_use" ? [b] : []))
-      if (calls.length === 0) return "done" as const
-      messages.push(response.message)
-      const results = yield* runToolCalls(setup.tools, calls, setup.context, { span: "AgentTool.child.tool" })
-      toolCalls += calls.length
-      messages.push({ role: "tool_result", content: results })
+  const loop = runLoop({
+    client: setup.client,
+    model: setup.model,
+    system: setup.system,
+    tools: setup.tools,
+    maxTurns: setup.maxTurns,
+    context: setup.context,
+    usage: setup.usage,
+    span: "AgentTool.child",
+    history: {
+      messages: Effect.sync(() => messages),
+      append: (m) => Effect.sync(() => void messages.push(m))
+    },
+    hooks: {
+      onText: (text) => Effect.sync(() => void (partial += text)),
+      onResponse: (response) =>
+        Effect.sync(() => {
+          partial = ""
+          const text = textOf(response.message)
+          if (text.trim() !== "") lastText = text
+        })
     }
-    return "max_turns" as const
-  })
+  }, stats).pipe(Effect.map((r) => (r.stopReason === "max_turns" ? "max_turns" as const : "done" as const)))
 
   const finished = yield* loop.pipe(Effect.timeoutOption(Duration.seconds(setup.timeoutSeconds)))
   const result: ChildResult = {
     outcome: Option.getOrElse(finished, () => "timeout" as const),
     // A response cut off by the timeout is newer than the last complete one.
     text: Option.isNone(finished) && partial.trim() !== "" ? partial : lastText,
-    usage,
-    modelCalls,
-    toolCalls
+    usage: stats.usage,
+    modelCalls: stats.modelCalls,
+    toolCalls: stats.toolCalls
   }
   return result
 })

@@ -168,3 +168,17 @@ export const workspaceSource = (session: SandboxSession): PresetSource => ({
     return out
   })
 })
+
+/** `first` then those of `then` whose names are free (a taken name is skipped with a logged warning). */
+export const mergePresets = (first: ReadonlyArray<Preset>, then: ReadonlyArray<Preset>, label: string) =>
+  Effect.gen(function*() {
+    const out = [...first]
+    for (const p of then) {
+      if (out.some((q) => q.name === p.name)) {
+        yield* Effect.logWarning(`agent preset ${label}: "${p.name}" skipped: another file already defines it`)
+      } else {
+        out.push(p)
+      }
+    }
+    return out as ReadonlyArray<Preset>
+  })

@@ -1,18 +1,15 @@
 /**
- * One turn of an agent (seed 001, "Agent loop"): the user's message is stored first (so it is never
- * lost), the session is compacted when it needs it (a failure is logged and the turn goes on with
- * the full history — seed 003), then the model is called with the assembled context and the tools;
- * its text streams to the channel; tool calls (several at once when the model made several) run and
- * their results are stored; repeat until the model stops or `maxTurns`. An interrupted turn (/abort)
- * stores an "aborted" result for every call still pending, so history never holds a tool_use
- * without its result.
+ * One turn of an agent's session (seed 001, "Agent loop"): the user's message is stored first (so it
+ * is never lost), the session is compacted when it needs it (a failure is logged and the turn goes on
+ * with the full history — seed 003), then the agent loop (./agentLoop.ts) runs over the session's
+ * memory: each round the model gets the context assembled within the budget, and every answer and
+ * tool result is stored. Text and tool activity stream to the channel as TurnEvents.
  */
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option } from "effect"
 import { splitForStorage } from "../../domain/memory/storedSize.ts"
-import { estimateTextTokens, type Message, type ToolResultBlock } from "../../domain/message.ts"
-import { collectEvent, finishCollect, initialCollect } from "../../domain/model/collect.ts"
-import { PROVIDER_ERROR_TAGS, type ProviderError } from "../../domain/model/errors.ts"
-import { addUsage, emptyUsage, type StopReason, type Usage } from "../../domain/model/types.ts"
+import { estimateTextTokens } from "../../domain/message.ts"
+import { PROVIDER_ERROR_TAGS } from "../../domain/model/errors.ts"
+import { emptyUsage, type StopReason } from "../../domain/model/types.ts"
 import { errorOf } from "../../domain/runtime/failure.ts"
 import type { ResolvedChat, TurnError, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
@@ -20,10 +17,9 @@ import type { Compactor } from "../../services/Compactor.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
 import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
-import { runToolCalls } from "./toolCalls.ts"
+import { MAX_OUTPUT_TOKENS, runLoop } from "./agentLoop.ts"
 
-/** Output tokens asked of the model per call; also kept free in the context budget. */
-export const MAX_OUTPUT_TOKENS = 8_192
+export { MAX_OUTPUT_TOKENS }
 
 export interface TurnSetup {
   readonly chat: ResolvedChat
@@ -51,11 +47,6 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
     const { chat, memory, emit } = setup
     const session = { key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }
     const budget = assemblyBudget(setup)
-    const context = { sessionKey: chat.sessionKey, userId: chat.userId, agentId: chat.agentId }
-    let usage: Usage = emptyUsage
-    let modelCalls = 0
-    let toolCalls = 0
-    let pending: ReadonlyArray<{ readonly id: string; readonly name: string }> = []
 
     yield* memory.append(session, [{ role: "user", content: message }])
 
@@ -73,67 +64,28 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       )
     }
 
-    const callModel = (messages: ReadonlyArray<Message>) =>
-      setup.client.stream({
-        model: setup.model,
-        system: setup.system,
-        messages,
-        tools: setup.tools.definitions,
-        maxTokens: MAX_OUTPUT_TOKENS
-      }).pipe(
-        Stream.tap((event) => (event.type === "text_delta" ? emit({ type: "text", text: event.text }) : Effect.void)),
-        Stream.runFold(() => initialCollect, collectEvent),
-        Effect.map(finishCollect)
-      )
-
-    const loop = Effect.gen(function*() {
-      for (let round = 1; round <= setup.maxTurns; round++) {
-        const assembled = yield* memory.assemble(chat.sessionKey, { budget })
-        const response = yield* callModel(assembled.messages).pipe(Effect.withSpan("turn.model", { attributes: { round } }))
-        modelCalls++
-        usage = addUsage(usage, response.usage)
-        yield* setup.usage.record({
-          providerId: setup.client.provider,
-          model: setup.model,
-          purpose: "chat",
-          sessionKey: chat.sessionKey,
-          agentId: chat.agentId,
-          userId: chat.userId,
-          usage: response.usage
-        }).pipe(Effect.ignore)
-        const blocks = typeof response.message.content === "string" ? [] : response.message.content
-        const calls = blocks.flatMap((b) => (b.type === "tool_use" ? [b] : []))
-        if (blocks.length > 0) {
-          pending = calls.map((c) => ({ id: c.id, name: c.name }))
-          // A reply over the stored-message limit is stored as several messages, so memory keeps all that was shown.
-          yield* memory.append(session, splitForStorage(response.message))
-        }
-        if (calls.length === 0) return response.stopReason as StopReason | "max_turns"
-        const results = yield* runToolCalls(setup.tools, calls, context, {
-          span: "turn.tool",
-          onStart: (call) => emit({ type: "tool_start", id: call.id, name: call.name, input: call.input }),
-          onEnd: (call, output, isError) => emit({ type: "tool_end", id: call.id, name: call.name, output, isError })
-        })
-        toolCalls += calls.length
-        yield* memory.append(session, [{ role: "tool_result", content: results }])
-        pending = []
+    const stats = { usage: emptyUsage, modelCalls: 0, toolCalls: 0 }
+    const ended = yield* runLoop({
+      client: setup.client,
+      model: setup.model,
+      system: setup.system,
+      tools: setup.tools,
+      maxTurns: setup.maxTurns,
+      context: { sessionKey: chat.sessionKey, userId: chat.userId, agentId: chat.agentId },
+      usage: setup.usage,
+      span: "turn",
+      history: {
+        messages: Effect.map(memory.assemble(chat.sessionKey, { budget }), (a) => a.messages),
+        // A reply over the stored-message limit is stored as several messages, so memory keeps all that was shown.
+        append: (m) => memory.append(session, m.role === "assistant" ? splitForStorage(m) : [m])
+      },
+      hooks: {
+        onText: (text) => emit({ type: "text", text }),
+        onToolStart: (call) => emit({ type: "tool_start", id: call.id, name: call.name, input: call.input }),
+        onToolEnd: (call, output, isError) => emit({ type: "tool_end", id: call.id, name: call.name, output, isError })
       }
-      return "max_turns" as const
-    })
-
-    const ended = yield* loop.pipe(
-      Effect.map((stopReason): { readonly stopReason: StopReason | "max_turns" | "unavailable"; readonly error?: TurnError } => ({ stopReason })),
-      Effect.onInterrupt(() =>
-        pending.length === 0 ? Effect.void : memory.append(session, [{
-          role: "tool_result",
-          content: pending.map((p): ToolResultBlock => ({
-            type: "tool_result",
-            tool_use_id: p.id,
-            content: "[aborted: the user stopped this turn before the tool finished]",
-            is_error: true
-          }))
-        }]).pipe(Effect.ignore)
-      ),
+    }, stats).pipe(
+      Effect.map((r): { readonly stopReason: StopReason | "max_turns" | "unavailable"; readonly error?: TurnError } => ({ stopReason: r.stopReason })),
       // A provider failure ends the turn here (same notice as the runtime's) rather than in the caller,
       // so that `done` carries what failed and the HTTP channel can answer 429/504/400/503 (TurnError).
       Effect.catchTag(PROVIDER_ERROR_TAGS, (e) =>
@@ -143,8 +95,7 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
     if (ended.stopReason === "max_turns") {
       yield* emit({ type: "notice", text: `stopped after ${setup.maxTurns} model calls in one turn (the agent's max_turns)` })
     }
-    return { ...ended, usage, modelCalls, toolCalls }
+    return { ...ended, usage: stats.usage, modelCalls: stats.modelCalls, toolCalls: stats.toolCalls }
   }).pipe(Effect.withSpan("turn", { attributes: { session: setup.chat.sessionKey } }))
 
 export type TurnOutcome = Effect.Success<ReturnType<typeof runTurn>>
-export type TurnFailure = Effect.Error<ReturnType<typeof runTurn>> | ProviderError

@@ -5,7 +5,7 @@
  */
 import type { Schema } from "effect"
 import type { SqlError } from "effect/sql/SqlError"
-import { StorageError } from "../../domain/memory/errors.ts"
+import { StorageError } from "../../domain/storage/errors.ts"
 
 const errorDetail = (e: SqlError | Schema.SchemaError): string => {
   if (e._tag !== "SqlError") return e.message

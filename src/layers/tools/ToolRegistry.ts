@@ -1,13 +1,12 @@
 /**
- * The ToolRegistry from whichever built-in tool services are present (`Effect.serviceOption`), so a
- * deployment chooses its tools by the layers it provides, plus extra tools made elsewhere (the
- * memory tool, plugin tools): `layerWith(MemoryTool.make)`. Two tools with one name are a wiring
- * bug, so building such a registry dies rather than letting one silently shadow the other.
+ * A ToolRegistry over a list of tools: definitions in the given order and dispatch by name. Two
+ * tools with one name are a wiring bug, so building such a registry dies rather than letting one
+ * silently shadow the other. Which tools go in is the ToolCatalog's business (and, per turn, the
+ * runtime's, which adds the `agent` tool).
  */
-import { Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import { ToolRegistry } from "../../services/ToolRegistry.ts"
-import { BashTool, EditTool, ReadTool, WriteTool } from "../../services/WorkspaceTools.ts"
 
 /** A registry over exactly these tools, in this order. */
 export const fromTools = (tools: ReadonlyArray<Tool>): Effect.Effect<ToolRegistry["Service"]> =>
@@ -37,28 +36,3 @@ export const fromTools = (tools: ReadonlyArray<Tool>): Effect.Effect<ToolRegistr
       execute
     })
   })
-
-/** The built-in tools that are present, in their fixed order. */
-export const builtins: Effect.Effect<ReadonlyArray<Tool>> = Effect.gen(function*() {
-  const present = yield* Effect.all([
-    Effect.serviceOption(BashTool),
-    Effect.serviceOption(ReadTool),
-    Effect.serviceOption(WriteTool),
-    Effect.serviceOption(EditTool)
-  ])
-  return present.flatMap((o) => (Option.isSome(o) ? [o.value] : []))
-})
-
-/** Built-ins that are present, then `extra` tools in the order given. */
-export const make = <E = never, R = never>(...extra: ReadonlyArray<Effect.Effect<Tool, E, R>>): Effect.Effect<ToolRegistry["Service"], E, R> =>
-  Effect.gen(function*() {
-    const base = yield* builtins
-    const added = yield* Effect.all(extra)
-    return yield* fromTools([...base, ...added])
-  })
-
-export const layer = Layer.effect(ToolRegistry, make())
-
-/** The registry with extra tools, e.g. `layerWith(MemoryTool.make)`. */
-export const layerWith = <E = never, R = never>(...extra: ReadonlyArray<Effect.Effect<Tool, E, R>>): Layer.Layer<ToolRegistry, E, R> =>
-  Layer.effect(ToolRegistry, make(...extra))

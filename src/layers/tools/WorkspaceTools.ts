@@ -1,23 +1,47 @@
 /**
- * Layers for the built-in workspace tools (seed 001, "Built-in Tools"): `bash`, `read`, `write`,
- * `edit`, each bound to the session's sandbox (`CurrentSandbox`) when the layer is built. `bash`
- * runs through `session.exec`; the file tools resolve every path with `session.resolvePath` and then
- * use node:fs on the host, as the seed designs it. The tools themselves live in ./tools/.
+ * The built-in workspace tools (seed 001, "Built-in Tools") as a ToolCatalog source: `bash`, `read`,
+ * `write`, `edit`, each bound to the session's sandbox. `bash` runs through `session.exec`; the file
+ * tools reach the workspace through the session's confined `readFile`/`writeFile`. The sandbox is
+ * started only when the agent enables one of them, so an agent without these tools never starts a
+ * container. The tools themselves are in ./bash.ts, ./read.ts, ./write.ts, ./edit.ts.
  */
-import { Layer } from "effect"
-import { CurrentSandbox } from "../../services/Sandbox.ts"
-import { BashTool, EditTool, ReadTool, WriteTool } from "../../services/WorkspaceTools.ts"
+import { Effect, Layer, Option } from "effect"
+import type { Tool } from "../../domain/tool.ts"
+import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
+import type { ToolSource } from "../../services/ToolCatalog.ts"
 import * as Bash from "./bash.ts"
 import * as Edit from "./edit.ts"
 import * as Read from "./read.ts"
+import * as ToolCatalog from "./ToolCatalog.ts"
 import * as Write from "./write.ts"
 
 export { Bash, Edit, Read, Write }
 
-export const bashLayer = Layer.effect(BashTool, CurrentSandbox.useSync((s) => BashTool.of(Bash.make(s))))
-export const readLayer = Layer.effect(ReadTool, CurrentSandbox.useSync((s) => ReadTool.of(Read.make(s))))
-export const writeLayer = Layer.effect(WriteTool, CurrentSandbox.useSync((s) => WriteTool.of(Write.make(s))))
-export const editLayer = Layer.effect(EditTool, CurrentSandbox.useSync((s) => EditTool.of(Edit.make(s))))
+/** The built-ins in their fixed order. */
+export const BUILTINS: ReadonlyArray<readonly [string, (session: SandboxSession) => Tool]> = [
+  [Bash.TOOL_NAME, Bash.make],
+  [Read.TOOL_NAME, Read.make],
+  [Write.TOOL_NAME, Write.make],
+  [Edit.TOOL_NAME, Edit.make]
+]
 
-/** All four built-ins. */
-export const layer = Layer.mergeAll(bashLayer, readLayer, writeLayer, editLayer)
+/** The four tools on one sandbox session (tests, custom tool sets). */
+export const toolsFor = (session: SandboxSession): ReadonlyArray<Tool> => BUILTINS.map(([, make]) => make(session))
+
+export const source: ToolSource = {
+  id: "workspace",
+  tools: (session) =>
+    Effect.gen(function*() {
+      const wanted = BUILTINS.filter(([name]) => session.enabled(name))
+      if (wanted.length === 0) return []
+      const sandbox = yield* session.sandbox
+      return wanted.map(([, make]) => make(sandbox))
+    })
+}
+
+/**
+ * Registers the workspace tools with the ToolCatalog when the deployment has a Sandbox; without one
+ * they are left out (an agent then has only the other sources' tools), as before any container runs.
+ */
+export const layer = Layer.unwrap(Effect.map(Effect.serviceOption(Sandbox), (sandbox) =>
+  Option.isSome(sandbox) ? ToolCatalog.register(Effect.succeed(source)) : Layer.empty))

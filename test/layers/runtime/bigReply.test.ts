@@ -14,7 +14,7 @@ import { messageText } from "../../../src/domain/message.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
-import * as Runtime from "../../../src/layers/runtime/Runtime.ts"
+import * as Compose from "../../../src/programs/compose.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
@@ -38,7 +38,7 @@ afterAll(async () => {
 const stack = () => {
   const home = mkdtempSync(join(tmpdir(), "anna-big-"))
   homes.push(home)
-  return Runtime.layer({ runnerIdle: "1 second" }).pipe(
+  return Compose.agentRuntime({ runnerIdle: "1 second" }).pipe(
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))),
     Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),

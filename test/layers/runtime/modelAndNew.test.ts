@@ -16,7 +16,7 @@ import { type ChatTarget, chatNameProblem } from "../../../src/domain/runtime/ty
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
-import * as Runtime from "../../../src/layers/runtime/Runtime.ts"
+import * as Compose from "../../../src/programs/compose.ts"
 import { nextContext } from "../../../src/layers/runtime/commands.ts"
 import { allowedModels, modelAllowed, turnModel } from "../../../src/layers/runtime/models.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
@@ -43,7 +43,7 @@ const stack = () => {
   const home = mkdtempSync(join(tmpdir(), "anna-model-"))
   homes.push(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-  return Runtime.layer({ runnerIdle: "1 second" }).pipe(
+  return Compose.agentRuntime({ runnerIdle: "1 second" }).pipe(
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(memory),
     Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),

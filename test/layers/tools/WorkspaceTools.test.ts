@@ -4,7 +4,7 @@
  * formatting and truncation, the timeout cap, input schemas — and the tool layers themselves.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { lstatSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { SandboxFailure } from "../../../src/domain/sandbox/errors.ts"
@@ -14,7 +14,6 @@ import { Bash, Edit, Read, Write } from "../../../src/layers/tools/WorkspaceTool
 import * as WorkspaceTools from "../../../src/layers/tools/WorkspaceTools.ts"
 import { omittedMarker, safeEnd, safeStart, shareBudget, truncateMiddle, utf8Length } from "../../../src/layers/tools/text.ts"
 import type { SandboxSession } from "../../../src/services/Sandbox.ts"
-import { BashTool, EditTool, ReadTool, WriteTool } from "../../../src/services/WorkspaceTools.ts"
 import * as LocalSandbox from "../../support/localSandbox.ts"
 import { context, outsideFolder, workspaceToolCases } from "../../support/workspaceToolCases.ts"
 
@@ -211,16 +210,14 @@ describe("links that lead outside the workspace", () => {
     }))
 })
 
-describe("WorkspaceTools.layer", () => {
-  it.effect("provides the four tools bound to the current sandbox", () =>
+describe("WorkspaceTools.toolsFor", () => {
+  it.effect("gives the four tools bound to one sandbox session", () =>
     Effect.gen(function*() {
-      const bash = yield* BashTool
-      const read = yield* ReadTool
-      const write = yield* WriteTool
-      const edit = yield* EditTool
-      assert.deepStrictEqual([bash, read, write, edit].map((t) => t.definition.name), ["bash", "read", "write", "edit"])
+      const [bash, read, write, edit] = WorkspaceTools.toolsFor(yield* LocalSandbox.make())
+      assert.deepStrictEqual([bash, read, write, edit].map((t) => t?.definition.name), ["bash", "read", "write", "edit"])
+      if (read === undefined || write === undefined || edit === undefined) return assert.fail("four tools")
       assert.strictEqual(yield* write.execute({ path: "n.txt", content: "hi\n" }, context), "wrote 3 bytes to n.txt (new file)")
       assert.strictEqual(yield* edit.execute({ path: "n.txt", old_text: "hi", new_text: "ho" }, context), "edited n.txt: replaced 1 occurrence at line 1")
       assert.strictEqual(yield* read.execute({ path: "n.txt" }, context), "     1\tho")
-    }).pipe(Effect.provide(WorkspaceTools.layer.pipe(Layer.provide(LocalSandbox.layer())))))
+    }))
 })

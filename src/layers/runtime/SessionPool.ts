@@ -1,0 +1,373 @@
+/**
+ * The SessionPool: agents' current configuration (LiveConfig) and model clients, runners per session
+ * (RcMap with an idle time-to-live), the running turn of each session (FiberMap), and the watch that
+ * closes live sandboxes when their agent's settings change.
+ *
+ * - A runner is built from a plan — the agent's sandbox settings and tool list for that session. A
+ *   turn whose plan differs from the live runner's (the operator changed the image, the network,
+ *   limits, the tools) replaces the runner, and when the configuration version moves, every live
+ *   runner is compared with its agent's settings and a changed one is closed at once, even mid-turn.
+ * - A runner's tools come from the ToolCatalog (one path for every tool source); the sandbox is
+ *   started only when a source asks for it, and fails closed: the turn then tells the user why and
+ *   runs nothing.
+ * - Per turn nothing is read from disk: the agent's SYSTEM.md, SOUL.md and presets are cached until
+ *   their files change (./agentFiles.ts), the presets a user wrote in their workspace until a tool
+ *   that can change files ran in that session.
+ */
+import { Cause, Clock, Deferred, Duration, Effect, Fiber, FiberMap, Layer, Option, Queue, RcMap, Scope, Stream } from "effect"
+import { emptyUsage } from "../../domain/model/types.ts"
+import { SandboxFailure } from "../../domain/sandbox/errors.ts"
+import { workspaceIn } from "../../domain/sandbox/spec.ts"
+import type { SandboxCaps, SandboxSpec } from "../../domain/sandbox/types.ts"
+import { TurnDeadline } from "../../domain/runtime/errors.ts"
+import { errorOf } from "../../domain/runtime/failure.ts"
+import { systemPrompt } from "../../domain/runtime/prompt.ts"
+import type { ResolvedChat, TurnError, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
+import type { Tool } from "../../domain/tool.ts"
+import type { ChatModelClient } from "../../services/ChatModel.ts"
+import { Compactor } from "../../services/Compactor.ts"
+import type { Snapshot } from "../../services/ConfigStore.ts"
+import { LiveConfig } from "../../services/LiveConfig.ts"
+import { MemoryProvider } from "../../services/MemoryProvider.ts"
+import { ProfileStore } from "../../services/ProfileStore.ts"
+import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
+import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
+import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
+import { ToolCatalog } from "../../services/ToolCatalog.ts"
+import type { ToolRegistry as ToolRegistryService } from "../../services/ToolRegistry.ts"
+import { UsageLog } from "../../services/UsageLog.ts"
+import * as AgentTool from "../tools/agent.ts"
+import * as ToolRegistry from "../tools/ToolRegistry.ts"
+import * as AgentFiles from "./agentFiles.ts"
+import { modelAllowed, turnModel } from "./models.ts"
+import { loadPresets, mergePresets, type Preset, workspaceSource } from "./presets.ts"
+import * as SessionLocks from "./SessionLocks.ts"
+import { runTurn } from "./turn.ts"
+
+export interface SessionPoolOptions {
+  /** How long an idle session keeps its runner and sandbox container (default 10 minutes). */
+  readonly runnerIdle?: Duration.Input | undefined
+}
+
+/** Tools that cannot change the workspace: running them leaves the workspace presets as they were. */
+const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(["read", "memory"])
+
+const done = (stopReason: Extract<TurnEvent, { type: "done" }>["stopReason"], error?: TurnError): TurnEvent => ({
+  type: "done",
+  stopReason,
+  usage: emptyUsage,
+  modelCalls: 0,
+  toolCalls: 0,
+  ...(error === undefined ? {} : { error })
+})
+
+/** What a session's runner is built from; a different plan means a different runner. */
+interface RunnerPlan {
+  readonly sessionKey: string
+  readonly agentId: string
+  readonly spec: SandboxSpec
+  /** The agent's tool list (null: every tool). */
+  readonly tools: ReadonlyArray<string> | null
+}
+
+/** The parts of a plan that, when they change, must replace the session's runner (caps excluded: they are counted at start). */
+const fingerprint = (plan: RunnerPlan): string =>
+  JSON.stringify([plan.spec.agentId, plan.spec.workspace, plan.spec.image, plan.spec.network, plan.spec.limits, plan.tools])
+
+interface Runner {
+  readonly tools: ToolRegistryService["Service"]
+  /** The sandbox session, once a tool source started it. */
+  readonly sandbox: () => SandboxSession | undefined
+  /** The presets in the session's workspace (read again only after a tool that can change files ran). */
+  readonly workspacePresets: Effect.Effect<ReadonlyArray<Preset>>
+}
+
+interface LiveEntry {
+  readonly key: string
+  readonly plan: RunnerPlan
+  sandbox: SandboxSession | undefined
+  lastTurnAt: number
+}
+
+export const make = (options: SessionPoolOptions = {}) =>
+  Effect.gen(function*() {
+    const live = yield* LiveConfig
+    const registry = yield* ProviderRegistry
+    const memory = yield* MemoryProvider
+    const catalog = yield* ToolCatalog
+    const compactor = yield* Effect.serviceOption(Compactor)
+    const profiles = yield* Effect.serviceOption(ProfileStore)
+    const usage = yield* UsageLog
+    const sandbox = yield* Effect.serviceOption(Sandbox)
+    const locks = yield* SessionLocks.make()
+    const files = yield* AgentFiles.make
+    const scope = yield* Effect.scope
+    const running = yield* FiberMap.make<string>()
+
+    // Model clients by provider configuration: a changed key, URL or type builds a new client.
+    const clients = new Map<string, { readonly config: string; readonly client: ChatModelClient }>()
+    const clientFor = (snapshot: Snapshot) =>
+      Effect.gen(function*() {
+        const config = JSON.stringify(snapshot.provider)
+        const known = clients.get(snapshot.provider.id)
+        if (known !== undefined && known.config === config) return known.client
+        const client = yield* registry.client(snapshot.provider.id)
+        clients.set(snapshot.provider.id, { config, client })
+        return client
+      })
+
+    const startSandbox = (spec: SandboxSpec) =>
+      Option.isSome(sandbox)
+        ? sandbox.value.start(spec)
+        : Effect.fail(new SandboxFailure({ operation: "start", detail: "this deployment has no sandbox (no Sandbox layer), so sandboxed tools cannot run" }))
+
+    // Runners by plan fingerprint; `sessions` says which plan each session's current runner has.
+    const plans = new Map<string, RunnerPlan>()
+    const sessions = new Map<string, LiveEntry>()
+    const runners = yield* RcMap.make({
+      lookup: (key: string) =>
+        Effect.gen(function*() {
+          const plan = plans.get(key)
+          if (plan === undefined) return yield* Effect.die(new Error(`no plan for runner ${key}`))
+          const runnerScope = yield* Effect.scope
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              plans.delete(key)
+              if (sessions.get(plan.sessionKey)?.key === key) sessions.delete(plan.sessionKey)
+            })
+          )
+          // The sandbox starts the first time a tool source asks for it, and lives as long as the runner.
+          const started = yield* Deferred.make<SandboxSession, Effect.Error<ReturnType<typeof startSandbox>>>()
+          let session: SandboxSession | undefined
+          let starting = false
+          const sandboxOnce = Effect.suspend(() => {
+            if (!starting) {
+              starting = true
+              return startSandbox(plan.spec).pipe(
+                Effect.provideService(Scope.Scope, runnerScope),
+                Effect.tap((s) =>
+                  Effect.sync(() => {
+                    session = s
+                    const entry = sessions.get(plan.sessionKey)
+                    if (entry !== undefined && entry.key === key) entry.sandbox = s
+                  })
+                ),
+                Effect.exit,
+                Effect.flatMap((exit) => Deferred.done(started, exit)),
+                Effect.andThen(Deferred.await(started))
+              )
+            }
+            return Deferred.await(started)
+          })
+          let dirty = true
+          let cached: ReadonlyArray<Preset> = []
+          const tools: Array<Tool> = (yield* catalog.tools({
+            agentId: plan.agentId,
+            userId: plan.spec.userId,
+            sessionKey: plan.sessionKey,
+            enabled: (name) => plan.tools === null || plan.tools.includes(name),
+            sandbox: sandboxOnce
+          })).map((tool) =>
+            READ_ONLY_TOOLS.has(tool.definition.name)
+              ? tool
+              : { ...tool, execute: (input, context) => tool.execute(input, context).pipe(Effect.ensuring(Effect.sync(() => void (dirty = true)))) }
+          )
+          const workspacePresets = Effect.suspend(() => {
+            if (session === undefined) return Effect.succeed<ReadonlyArray<Preset>>([])
+            if (!dirty) return Effect.succeed(cached)
+            dirty = false
+            return loadPresets([workspaceSource(session)]).pipe(Effect.tap((p) => Effect.sync(() => void (cached = p))))
+          })
+          const runner: Runner = { tools: yield* ToolRegistry.fromTools(tools), sandbox: () => session, workspacePresets }
+          return runner
+        }),
+      idleTimeToLive: options.runnerIdle ?? Duration.minutes(10)
+    })
+
+    const capsNow = Effect.gen(function*() {
+      const read = (key: string) => Effect.map(live.setting(key), Number)
+      return { perUser: yield* read("sandbox.max_per_user"), total: yield* read("sandbox.max_total") }
+    })
+
+    const planFor = (snapshot: Snapshot, chat: { readonly sessionKey: string; readonly userId: string }, caps: SandboxCaps): RunnerPlan => ({
+      sessionKey: chat.sessionKey,
+      agentId: snapshot.agent.id,
+      spec: {
+        ...snapshot.sandbox,
+        userId: chat.userId,
+        workspace: workspaceIn(snapshot.folder, snapshot.agent.sandboxWorkspace, chat.userId),
+        caps
+      },
+      tools: snapshot.tools
+    })
+
+    /** Ends the session's runner now: its container is removed, even mid-turn. */
+    const retire = (sessionKey: string, reason: string) =>
+      Effect.gen(function*() {
+        const entry = sessions.get(sessionKey)
+        if (entry === undefined) return false
+        sessions.delete(sessionKey)
+        if (entry.sandbox !== undefined) yield* entry.sandbox.close(reason)
+        yield* RcMap.invalidate(runners, entry.key)
+        return true
+      })
+
+    /** The session's runner for `plan`, replacing one built from an older plan. */
+    const runnerFor = (plan: RunnerPlan) =>
+      Effect.gen(function*() {
+        const key = `${plan.sessionKey}\u0000${fingerprint(plan)}`
+        const entry = sessions.get(plan.sessionKey)
+        if (entry !== undefined && entry.key !== key) yield* retire(plan.sessionKey, "the agent's sandbox settings changed")
+        plans.set(key, plan)
+        const now = yield* Clock.currentTimeMillis
+        const current = sessions.get(plan.sessionKey)
+        if (current === undefined) sessions.set(plan.sessionKey, { key, plan, sandbox: undefined, lastTurnAt: now })
+        else current.lastTurnAt = now
+        return yield* RcMap.get(runners, key)
+      })
+
+    // A configuration change reaches sessions that are idle or mid-turn: every live runner is compared
+    // with its agent's current settings, and one that no longer matches is closed.
+    const sweep = Effect.gen(function*() {
+      const caps = yield* capsNow
+      const byAgent = new Map<string, Snapshot | undefined>()
+      for (const [sessionKey, entry] of [...sessions]) {
+        if (!byAgent.has(entry.plan.agentId)) {
+          byAgent.set(entry.plan.agentId, Option.getOrUndefined(yield* Effect.option(live.snapshot(entry.plan.agentId))))
+        }
+        const snapshot = byAgent.get(entry.plan.agentId)
+        const now = snapshot === undefined || !snapshot.agent.enabled
+          ? undefined
+          : planFor(snapshot, { sessionKey, userId: entry.plan.spec.userId }, caps)
+        if (now === undefined || fingerprint(now) !== fingerprint(entry.plan)) {
+          yield* Effect.logInfo(`session pool: closing the runner of ${sessionKey}: its agent's settings changed`)
+          yield* retire(sessionKey, snapshot === undefined ? "the agent was removed or cannot run" : "the agent's sandbox settings changed")
+        }
+      }
+    })
+    yield* live.changes.pipe(
+      Stream.drop(1),
+      Stream.runForEach(() => sweep.pipe(Effect.catchCause((c) => Effect.logWarning(`session pool: settings check failed: ${Cause.pretty(c)}`)))),
+      Effect.forkScoped
+    )
+
+    const turn = (chat: ResolvedChat, message: UserMessage, emit: (e: TurnEvent) => Effect.Effect<void>) =>
+      Effect.scoped(Effect.gen(function*() {
+        // The agent as configured now: a change made with the CLI applies from this turn.
+        const agent = yield* Effect.all({ snapshot: live.snapshot(chat.agentId), caps: capsNow }).pipe(
+          Effect.flatMap(({ snapshot, caps }) => Effect.map(clientFor(snapshot), (client) => ({ snapshot, caps, client }))),
+          Effect.result
+        )
+        if (agent._tag === "Failure") {
+          yield* emit({ type: "notice", text: agent.failure.message })
+          return yield* emit(done("unavailable", errorOf(agent.failure)))
+        }
+        const { snapshot, client, caps } = agent.success
+        const plan = planFor(snapshot, chat, caps)
+        const runner = yield* runnerFor(plan).pipe(Effect.result)
+        if (runner._tag === "Failure") {
+          yield* memory.append({ key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }, [{ role: "user", content: message }]).pipe(Effect.ignore)
+          yield* emit({ type: "notice", text: `The sandbox is unavailable, so this agent cannot work now (nothing ran): ${runner.failure.message}` })
+          return yield* emit(done("unavailable", errorOf(runner.failure)))
+        }
+        const own = yield* files.files(snapshot.folder)
+        const profile = Option.isSome(profiles) ? yield* profiles.value.getProfile(chat.userId, chat.agentId).pipe(Effect.orElseSucceed(() => "")) : ""
+        const system = systemPrompt({
+          systemMd: own.systemMd,
+          soulMd: own.soulMd,
+          agentPrompt: snapshot.agent.systemPrompt,
+          profile,
+          userName: chat.userName,
+          now: new Date(yield* Clock.currentTimeMillis)
+        })
+        // Only a model the operator allows: a choice made before the list was tightened falls back to the agent's.
+        const model = turnModel(snapshot.agent, snapshot.model, chat.model)
+        // The agent tool is added per turn: its children inherit this turn's prompt and model.
+        const tools = snapshot.tools === null || snapshot.tools.includes(AgentTool.TOOL_NAME)
+          ? yield* AgentTool.withAgentTool(runner.success.tools, {
+            client,
+            defaultModel: model,
+            baseSystem: system,
+            usage,
+            modelAllowed: (m) => modelAllowed(snapshot.agent, m),
+            presets: yield* mergePresets(own.presets, yield* runner.success.workspacePresets, "/workspace/agents")
+          })
+          : runner.success.tools
+        const deadline = snapshot.agent.turnTimeoutSeconds
+        const outcome = yield* runTurn({
+          chat,
+          client,
+          model,
+          system,
+          tools,
+          contextTokens: snapshot.contextTokens,
+          maxTurns: snapshot.maxTurns,
+          memory,
+          compactor,
+          usage,
+          emit
+        }, message).pipe(
+          Effect.timeoutOrElse({
+            duration: Duration.seconds(deadline),
+            orElse: () => Effect.fail(new TurnDeadline({ seconds: deadline }))
+          }),
+          Effect.result
+        )
+        if (outcome._tag === "Failure") {
+          yield* emit({ type: "notice", text: `The turn failed: ${outcome.failure.message}` })
+          return yield* emit(done("unavailable", errorOf(outcome.failure)))
+        }
+        yield* emit({ type: "done", ...outcome.success })
+      }))
+
+    const send = (chat: ResolvedChat, message: UserMessage): Stream.Stream<TurnEvent> =>
+      Stream.callback<TurnEvent>((queue) =>
+        Effect.gen(function*() {
+          const emit = (e: TurnEvent) => Queue.offer(queue, e).pipe(Effect.asVoid)
+          // Turns of one session wait for each other; the one holding the lock is the session's running turn.
+          const work = locks.withLock(chat.sessionKey)(
+            Effect.flatMap(FiberMap.run(running, chat.sessionKey, turn(chat, message, emit)), Fiber.join)
+          ).pipe(
+            Effect.onInterrupt(() => emit({ type: "notice", text: "stopped" }).pipe(Effect.andThen(emit(done("aborted"))))),
+            Effect.ensuring(Queue.end(queue))
+          )
+          yield* Effect.forkIn(work, scope)
+        })
+      )
+
+    const abort = (sessionKey: string) =>
+      Effect.flatMap(FiberMap.get(running, sessionKey), (fiber) =>
+        Option.isNone(fiber) ? Effect.succeed(false) : Fiber.interrupt(fiber.value).pipe(Effect.as(true)))
+
+    const liveSessions = Effect.gen(function*() {
+      const out: Array<LiveSession> = []
+      for (const [sessionKey, entry] of sessions) {
+        out.push({
+          sessionKey,
+          agentId: entry.plan.agentId,
+          userId: entry.plan.spec.userId,
+          running: yield* FiberMap.has(running, sessionKey),
+          sandbox: entry.sandbox !== undefined,
+          lastTurnAt: entry.lastTurnAt
+        })
+      }
+      return out.sort((a, b) => b.lastTurnAt - a.lastTurnAt) as ReadonlyArray<LiveSession>
+    })
+
+    return SessionPool.of({
+      turn: send,
+      abort: Effect.fn("SessionPool.abort")(function*(sessionKey: string) {
+        return yield* abort(sessionKey)
+      }),
+      live: liveSessions.pipe(Effect.withSpan("SessionPool.live")),
+      release: Effect.fn("SessionPool.release")(function*(sessionKey: string, reason: string) {
+        return yield* retire(sessionKey, reason)
+      })
+    })
+  })
+
+/**
+ * SessionPool; needs LiveConfig, ProviderRegistry, UsageLog, ToolCatalog and a memory layer; with a
+ * Sandbox, tool sources that need one get it (fail closed when it cannot start).
+ */
+export const layer = (options: SessionPoolOptions = {}) => Layer.effect(SessionPool, make(options))
