@@ -1,5 +1,14 @@
 /** Failures of the memory subsystem that a caller can act on (one class per failure). */
 import { Schema } from "effect"
+import { ProviderDisabled, ProviderNotFound } from "../config/errors.ts"
+import {
+  ContextOverflow,
+  InvalidRequest,
+  ProviderAuthError,
+  ProviderNetworkError,
+  ProviderRateLimited,
+  ProviderServerError
+} from "../model/errors.ts"
 
 export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", {
   sessionKey: Schema.String
@@ -36,9 +45,27 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
   }
 }
 
-/** The summarizer (a model, usually) could not produce a summary. */
+/**
+ * What made the summarizer's model unusable, as data: the provider's typed failure (its `detail`
+ * scrubbed of the provider's secrets by the summarizer), or the provider missing or disabled. Lets
+ * compaction tell a rate limit (wait and try again) from bad credentials (no model call will work).
+ */
+export const SummarizerCause = Schema.Union([
+  ProviderAuthError,
+  ProviderRateLimited,
+  ContextOverflow,
+  InvalidRequest,
+  ProviderServerError,
+  ProviderNetworkError,
+  ProviderNotFound,
+  ProviderDisabled
+])
+export type SummarizerCause = typeof SummarizerCause.Type
+
+/** The summarizer (a model, usually) could not produce a summary; `cause` says why when a provider did. */
 export class SummarizerError extends Schema.TaggedError<SummarizerError>()("SummarizerError", {
-  reason: Schema.String
+  reason: Schema.String,
+  cause: Schema.optionalKey(SummarizerCause)
 }) {
   override get message() {
     return `summarizer failed: ${this.reason}`

@@ -1,7 +1,8 @@
 /**
- * Folding a stream of ChatEvents into one assistant message (pure), and the request-shaping rules
- * every provider needs (pure).
+ * Folding a stream of ChatEvents into one assistant message (the fold is pure; `collectResponse`
+ * runs it over a stream), and the request-shaping rules every provider needs (pure).
  */
+import { Effect, Stream } from "effect"
 import type { ContentBlock, Message } from "../message.ts"
 import { type ChatEvent, type ChatResponse, emptyUsage, type StopReason, type Usage } from "./types.ts"
 
@@ -60,6 +61,19 @@ export const finishCollect = (state: CollectState): ChatResponse => {
   const message: Message = { role: "assistant", content: state.blocks }
   return { message, usage: state.usage, stopReason: state.stopReason ?? (hasToolUse ? "tool_use" : "end_turn") }
 }
+
+/**
+ * Runs a stream to its end and returns the assistant message, usage and stop reason. `onEvent`, when
+ * given, sees every event before it is folded in (to show text as it streams); its effect runs in
+ * order, and the stream waits for it.
+ */
+export const collectResponse = <E, R, E2 = never, R2 = never>(
+  stream: Stream.Stream<ChatEvent, E, R>,
+  onEvent?: (event: ChatEvent) => Effect.Effect<void, E2, R2>
+): Effect.Effect<ChatResponse, E | E2, R | R2> =>
+  Stream.runFold(onEvent === undefined ? stream : Stream.tap(stream, onEvent), () => initialCollect, collectEvent).pipe(
+    Effect.map(finishCollect)
+  )
 
 /** Parses accumulated tool-call argument text; an empty string means no arguments. */
 export const parseToolArguments = (text: string): unknown => {

@@ -3,20 +3,31 @@
  * its main model; the default agent's for sessions of unknown agents; the first enabled provider's
  * default model when there are no agents), the prompts of domain/memory/summaryPrompts.ts, a
  * per-session spend guard checked before every call, and every call's usage recorded (failures too).
+ * A failure carries its typed cause (the provider's error, its details scrubbed of the provider's
+ * secrets; or the provider missing or disabled), so that compaction can tell what a retry could fix.
  */
 import { Clock, Effect, Layer, Option } from "effect"
 import { type Agent, formatModelRef, type ModelRef, summaryModelOf } from "../../domain/config/agent.ts"
-import { SpendGuardExceeded, SummarizerError } from "../../domain/memory/errors.ts"
+import { SpendGuardExceeded, type SummarizerCause, SummarizerError } from "../../domain/memory/errors.ts"
 import { sessionRefFromKey } from "../../domain/memory/session.ts"
 import { summaryPrompt } from "../../domain/memory/summaryPrompts.ts"
-import { emptyUsage } from "../../domain/model/types.ts"
+import { collectResponse } from "../../domain/model/collect.ts"
+import {
+  ContextOverflow,
+  InvalidRequest,
+  ProviderAuthError,
+  type ProviderError,
+  ProviderNetworkError,
+  ProviderRateLimited,
+  ProviderServerError
+} from "../../domain/model/errors.ts"
+import { emptyUsage, providerSecrets, redactSecrets } from "../../domain/model/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { MemoryStore } from "../../services/MemoryStore.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
 import { Summarizer } from "../../services/Summarizer.ts"
 import { UsageLog } from "../../services/UsageLog.ts"
-import { collectResponse } from "../providers/transport.ts"
 
 /** Spend guard when no agent says otherwise: 60 summarizer calls per session per hour. */
 export const DEFAULT_MAX_CALLS = 60
@@ -64,12 +75,42 @@ export const resolveSummaryTarget = Effect.fn("ModelSummarizer.resolve")(functio
     })
 })
 
+/** `e` with its detail scrubbed of `secrets`, so that it can be logged, stored and shown. */
+const scrubbed = (e: ProviderError, secrets: ReadonlyArray<string>): ProviderError => {
+  const detail = redactSecrets(e.detail, secrets)
+  if (detail === e.detail) return e
+  switch (e._tag) {
+    case "ProviderAuthError":
+      return new ProviderAuthError({ provider: e.provider, status: e.status, detail })
+    case "ProviderRateLimited":
+      return new ProviderRateLimited(
+        e.retryAfterMs === undefined ? { provider: e.provider, detail } : { provider: e.provider, retryAfterMs: e.retryAfterMs, detail }
+      )
+    case "ContextOverflow":
+      return new ContextOverflow({ provider: e.provider, detail })
+    case "InvalidRequest":
+      return new InvalidRequest({ provider: e.provider, status: e.status, detail })
+    case "ProviderServerError":
+      return new ProviderServerError({ provider: e.provider, status: e.status, detail })
+    case "ProviderNetworkError":
+      return new ProviderNetworkError({ provider: e.provider, timeout: e.timeout, detail })
+  }
+}
+
 export const make = (options: { readonly maxCallsOverride?: number | undefined } = {}) =>
   Effect.gen(function*() {
     const registry = yield* ProviderRegistry
     const usage = yield* UsageLog
     const context = yield* Effect.context<AgentStore | ProviderStore | MemoryStore>()
-    const fail = (reason: string) => new SummarizerError({ reason })
+    const fail = (reason: string, cause?: SummarizerCause) =>
+      new SummarizerError(cause === undefined ? { reason } : { reason, cause })
+    /** The provider's secrets, to scrub its errors of them (an SDK error can quote a request). */
+    const secretsOf = (providerId: string) =>
+      ProviderStore.use((store) => store.get(providerId)).pipe(
+        Effect.provide(context),
+        Effect.map(providerSecrets),
+        Effect.orElseSucceed((): ReadonlyArray<string> => [])
+      )
 
     return Summarizer.of({
       summarize: (request) =>
@@ -87,7 +128,9 @@ export const make = (options: { readonly maxCallsOverride?: number | undefined }
             Effect.mapError((e) => fail(e.message))
           )
           if (calls >= maxCalls) return yield* new SpendGuardExceeded({ sessionKey: request.sessionKey, calls, windowSeconds })
-          const client = yield* registry.client(ref.providerId).pipe(Effect.mapError((e) => fail(e.message)))
+          const client = yield* registry.client(ref.providerId).pipe(
+            Effect.mapError((e) => (e._tag === "StorageError" ? fail(e.message) : fail(e.message, e)))
+          )
           const model = ref.model === "" ? client.defaultModel : ref.model
           const prompt = summaryPrompt(request)
           const result = yield* Effect.result(collectResponse(client.stream({
@@ -105,8 +148,9 @@ export const make = (options: { readonly maxCallsOverride?: number | undefined }
             agentId: agent?.id ?? ""
           }
           if (result._tag === "Failure") {
-            yield* usage.record({ ...entry, usage: emptyUsage, error: result.failure.message }).pipe(Effect.ignore)
-            return yield* fail(`${formatModelRef({ providerId: ref.providerId, model })}: ${result.failure.message}`)
+            const cause = scrubbed(result.failure, yield* secretsOf(ref.providerId))
+            yield* usage.record({ ...entry, usage: emptyUsage, error: cause.message }).pipe(Effect.ignore)
+            return yield* fail(`${formatModelRef({ providerId: ref.providerId, model })}: ${cause.message}`, cause)
           }
           yield* usage.record({ ...entry, usage: result.success.usage }).pipe(Effect.ignore)
           const content = result.success.message.content

@@ -3,13 +3,20 @@
  * typed pipeline: normal → aggressive when the text passes 150 % of its target → a deterministic
  * cut of the aggressive text. LCM cuts at a sentence boundary; a handoff summary is cut section by
  * section so that all seven headings survive.
+ *
+ * A summarizer failure that no further model call can fix (the provider refused the credentials or
+ * the request, the request does not fit the model, the provider is missing or disabled) goes
+ * straight to the deterministic rung: the extractive summary of the deterministic summarizer, cut
+ * the same way, with one warning. Any other failure (rate limit, server, network: the transport has
+ * already retried those) fails the step, as it always did.
  */
 import { Effect } from "effect"
-import { SummarizerError, SummaryTooLong } from "../../domain/memory/errors.ts"
+import { type SummarizerCause, SummarizerError, SummaryTooLong } from "../../domain/memory/errors.ts"
 import { truncateSections } from "../../domain/memory/handoffText.ts"
 import { truncateAtSentence } from "../../domain/memory/summaryText.ts"
 import { estimateTextTokens } from "../../domain/message.ts"
 import type { Summarizer, SummaryRequest } from "../../services/Summarizer.ts"
+import { summarizeText } from "./DeterministicSummarizer.ts"
 
 /** A summary result is acceptable up to 150 % of its target. */
 export const TOLERANCE = 1.5
@@ -17,6 +24,26 @@ export const TOLERANCE = 1.5
 export interface Summarized {
   readonly content: string
   readonly mode: "normal" | "aggressive" | "truncated"
+}
+
+/** What went wrong, for the causes that another model call cannot fix; undefined for the others. */
+const unfixableBy = (cause: SummarizerCause): string | undefined => {
+  switch (cause._tag) {
+    case "ProviderAuthError":
+      return `provider ${cause.provider} refused the credentials`
+    case "InvalidRequest":
+      return `provider ${cause.provider} rejected the request`
+    case "ContextOverflow":
+      return `the request does not fit the context window of provider ${cause.provider}'s model`
+    case "ProviderNotFound":
+      return `provider ${cause.id} is not configured`
+    case "ProviderDisabled":
+      return `provider ${cause.id} is disabled`
+    case "ProviderRateLimited":
+    case "ProviderServerError":
+    case "ProviderNetworkError":
+      return undefined
+  }
 }
 
 export const summarizeEscalating = (summarizer: Summarizer["Service"], request: Omit<SummaryRequest, "mode">) => {
@@ -32,9 +59,18 @@ export const summarizeEscalating = (summarizer: Summarizer["Service"], request: 
       })
     )
   const cut = request.style === "handoff" ? truncateSections : truncateAtSentence
+  const truncated = (text: string): Summarized => ({ content: cut(text, request.targetTokens), mode: "truncated" })
+  const withoutModel = (e: SummarizerError): Effect.Effect<Summarized, SummarizerError> => {
+    const why = e.cause === undefined ? undefined : unfixableBy(e.cause)
+    return why === undefined || e.cause === undefined
+      ? Effect.fail(e)
+      : Effect.logWarning(`summarizer: ${why} (${e.cause._tag}); using deterministic truncation`).pipe(
+        Effect.as(truncated(summarizeText({ ...request, mode: "normal" })))
+      )
+  }
   return attempt("normal").pipe(
     Effect.catchTag("SummaryTooLong", () => attempt("aggressive")),
-    Effect.catchTag("SummaryTooLong", (e) =>
-      Effect.succeed<Summarized>({ content: cut(e.text, request.targetTokens), mode: "truncated" }))
+    Effect.catchTag("SummaryTooLong", (e) => Effect.succeed(truncated(e.text))),
+    Effect.catchTag("SummarizerError", withoutModel)
   )
 }

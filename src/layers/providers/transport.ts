@@ -1,13 +1,13 @@
 /**
  * What the three provider layers share: turning HTTP failures into typed errors, bounded retries
  * with exponential backoff and jitter that honour retry-after, an AbortController tied to the
- * consumer's fiber (interrupting the stream aborts the request), and collecting a stream into one
- * response, with a time-to-first-byte limit per attempt and a budget for all attempts together
- * (see TransportOptions). The SDKs' own retries are off (`maxRetries: 0`) so that all three behave alike and the
- * waits run on Effect's clock.
+ * consumer's fiber (interrupting the stream aborts the request), a time-to-first-byte limit per
+ * attempt and a budget for all attempts together (see TransportOptions). The SDKs' own retries are
+ * off (`maxRetries: 0`) so that all three behave alike and the waits run on Effect's clock; the
+ * retries are `Effect.retry` with a Schedule. Collecting a stream into one response is
+ * `collectResponse` in domain/model/collect.ts.
  */
-import { Clock, Effect, Random, Stream } from "effect"
-import { collectEvent, finishCollect, initialCollect } from "../../domain/model/collect.ts"
+import { Clock, Duration, Effect, Random, Schedule, Stream } from "effect"
 import {
   ContextOverflow,
   InvalidRequest,
@@ -18,12 +18,7 @@ import {
   ProviderRateLimited,
   ProviderServerError
 } from "../../domain/model/errors.ts"
-import {
-  type ChatEvent,
-  type ChatResponse,
-  DEFAULT_RETRY_BUDGET_MS,
-  type TransportOptions
-} from "../../domain/model/types.ts"
+import { type ChatEvent, DEFAULT_RETRY_BUDGET_MS, type TransportOptions } from "../../domain/model/types.ts"
 
 /** Anything header-like: a Headers object or a plain record. */
 export type HeaderSource = { get(name: string): string | null } | Readonly<Record<string, string | undefined>> | undefined
@@ -76,11 +71,50 @@ export const classify = (provider: string, f: HttpFailure): ProviderError => {
   return new InvalidRequest({ provider, status, detail })
 }
 
+/** The wait the provider asked for (a rate limit's retry-after), if any. */
+const askedWait = (e: ProviderError): number | undefined => (e._tag === "ProviderRateLimited" ? e.retryAfterMs : undefined)
+
+/**
+ * The retry policy of `retrying`, stepped with each failure: its delay is the wait before the next
+ * attempt. `start` is when the first attempt began (the budget counts from there, not from the first
+ * failure, which is where a schedule's own `elapsed` starts).
+ */
+const retryPolicy = (
+  transport: TransportOptions,
+  start: number
+): Schedule.Schedule<Duration.Duration, ProviderError> => {
+  const budget = transport.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS
+  return Schedule.exponential(transport.baseBackoffMs).pipe(
+    Schedule.setInputType<ProviderError>(),
+    // Whether to retry at all: a retryable failure, retries left, and no retry-after beyond our cap.
+    Schedule.while(({ attempt, input }) => {
+      const asked = askedWait(input)
+      return isRetryable(input) && attempt <= transport.maxRetries && !(asked !== undefined && asked > transport.maxBackoffMs)
+    }),
+    // How long: the provider's retry-after, else base × 2^n with ±50 % jitter, capped.
+    Schedule.modifyDelay(({ duration, input }) =>
+      Effect.map(Random.next, (r) =>
+        askedWait(input) ?? Math.min(transport.maxBackoffMs, Duration.toMillis(duration) * (0.5 + r)))
+    ),
+    // And only while the wait ends within the budget.
+    Schedule.while(({ attempt, duration, input, now }) => {
+      const wait = Duration.toMillis(duration)
+      return now - start + wait >= budget
+        ? Effect.as(
+          Effect.logDebug(`provider ${input.provider}: ${input._tag}, retry budget of ${Math.round(budget / 1000)} s spent, giving up`),
+          false
+        )
+        : Effect.as(Effect.logDebug(`provider ${input.provider}: ${input._tag}, retry ${attempt} in ${Math.round(wait)} ms`), true)
+    })
+  )
+}
+
 /**
  * Runs an attempt again on retryable failures, at most `maxRetries` times: after the provider's
  * retry-after when it gave one (giving up at once if that is longer than `maxBackoffMs`), else after
  * base × 2^attempt with ±50 % jitter, capped. No retry starts once the wait would end past
  * `retryBudgetMs` after the first attempt began; each attempt is told how much of the budget is left.
+ * Waits and jitter come from Effect's Clock and Random (TestClock and a fixed Random in tests).
  */
 export const retrying = <A, R>(
   transport: TransportOptions,
@@ -89,28 +123,8 @@ export const retrying = <A, R>(
   Effect.gen(function*() {
     const budget = transport.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS
     const start = yield* Clock.currentTimeMillis
-    const loop = (n: number): Effect.Effect<A, ProviderError, R> =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => attempt(Math.max(1, budget - (now - start)))).pipe(
-        Effect.catch((e: ProviderError) => {
-          if (!isRetryable(e) || n >= transport.maxRetries) return Effect.fail(e)
-          const asked = e._tag === "ProviderRateLimited" ? e.retryAfterMs : undefined
-          if (asked !== undefined && asked > transport.maxBackoffMs) return Effect.fail(e)
-          return Effect.gen(function*() {
-            const jitter = 0.5 + (yield* Random.next)
-            const backoff = Math.min(transport.maxBackoffMs, transport.baseBackoffMs * 2 ** n * jitter)
-            const wait = asked ?? backoff
-            const elapsed = (yield* Clock.currentTimeMillis) - start
-            if (elapsed + wait >= budget) {
-              yield* Effect.logDebug(`provider ${e.provider}: ${e._tag}, retry budget of ${Math.round(budget / 1000)} s spent, giving up`)
-              return yield* Effect.fail(e)
-            }
-            yield* Effect.logDebug(`provider ${e.provider}: ${e._tag}, retry ${n + 1} in ${Math.round(wait)} ms`)
-            yield* Effect.sleep(wait)
-            return yield* loop(n + 1)
-          })
-        })
-      )
-    return yield* loop(0)
+    const once = Effect.flatMap(Clock.currentTimeMillis, (now) => attempt(Math.max(1, budget - (now - start))))
+    return yield* Effect.retry(once, retryPolicy(transport, start))
   })
 
 /** `retrying` for an attempt that needs no deadline of its own (listing models). */
@@ -190,7 +204,3 @@ export const providerStream = <Chunk>(options: {
       return options.events(chunks)
     })
   )
-
-/** Runs a stream to its end and returns the assistant message, usage and stop reason. */
-export const collectResponse = <E, R>(stream: Stream.Stream<ChatEvent, E, R>): Effect.Effect<ChatResponse, E, R> =>
-  Stream.runFold(stream, () => initialCollect, collectEvent).pipe(Effect.map(finishCollect))

@@ -3,8 +3,9 @@
  * 127.0.0.1, real SQLite. Summary tier, usage accounting, escalation, failures and the spend guard.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Logger, Schema } from "effect"
 import { afterAll, beforeAll } from "vitest"
+import { SummarizerError } from "../../../src/domain/memory/errors.ts"
 import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
 import type { NewMessage } from "../../../src/domain/message.ts"
 import type { ProviderConfig } from "../../../src/domain/model/types.ts"
@@ -21,6 +22,7 @@ import { Explorer } from "../../../src/services/Explorer.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
+import { Summarizer } from "../../../src/services/Summarizer.ts"
 import { UsageLog } from "../../../src/services/UsageLog.ts"
 import { sqliteTemp } from "../../support/db.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
@@ -37,6 +39,13 @@ const base = () => Layer.mergeAll(SqliteConfigStore.layer, SqliteMemoryStore.lay
 const modelSummarizer = () => ModelSummarizer.layer().pipe(Layer.provide(ProviderClients.layer(fastTransport)))
 const stack = () => LcmMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
 const simpleStack = () => SimpleMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
+const summarizerStack = () => modelSummarizer().pipe(Layer.provideMerge(base()))
+
+/** Runs `self` with its warnings collected into `into`. */
+const collectingWarnings = (into: Array<string>) =>
+  Effect.provide(Logger.layer([Logger.make((o) => {
+    if (o.logLevel === "Warn") into.push(Array.isArray(o.message) ? o.message.join(" ") : String(o.message))
+  })]))
 
 const KEY = "a1:cli:u1:main"
 const local = (): ProviderConfig => ({
@@ -213,4 +222,109 @@ describe("ModelSummarizer", () => {
       assert.strictEqual(fake.requests.length, before)
       assert.strictEqual((yield* snapshot).summaries, 0)
     }).pipe(Effect.provide(simpleStack())))
+
+  describe("a failure no second model call can fix", () => {
+    const REFUSED = "summarizer: provider local refused the credentials (ProviderAuthError); using deterministic truncation"
+    const storedModes = Effect.gen(function*() {
+      const store = yield* MemoryStore
+      const c = yield* store.getConversation(KEY)
+      const input = yield* store.verifyInput(c.id, KEY)
+      const stored = yield* store.summariesByIds(input.summaries.map((s) => s.id))
+      return [...new Set(stored.map((s) => s.mode))]
+    })
+
+    it.effect("the SummarizerError carries the provider's typed error as Schema data, its detail scrubbed of the key", () =>
+      Effect.gen(function*() {
+        yield* (yield* ProviderStore).add(local())
+        yield* (yield* AgentStore).create("a1", { providerId: "local", summaryProviderId: "local", summaryModel: "fake-small" })
+        const request = {
+          sessionKey: KEY,
+          mode: "normal" as const,
+          targetTokens: 50,
+          input: { kind: "leaf" as const, messages: [{ role: "user" as const, text: "Keep the backups.", createdAt: 0 }] }
+        }
+        const summarizer = yield* Summarizer
+        fake.respondWith(() => ({ kind: "error", status: 401, message: "Incorrect API key provided: sk-local-abcdef." }))
+        const e = yield* Effect.flip(summarizer.summarize(request))
+        assert.strictEqual(e._tag, "SummarizerError")
+        if (e._tag !== "SummarizerError") return
+        assert.strictEqual(e.cause?._tag, "ProviderAuthError")
+        assert.deepInclude(e.cause, { provider: "local", status: 401 })
+        assert.notInclude(JSON.stringify(e), "sk-local-abcdef")
+        assert.notInclude(e.message, "sk-local-abcdef")
+        assert.strictEqual(e.cause?._tag === "ProviderAuthError" ? e.cause.detail : "", "Incorrect API key provided: ***.")
+        // It survives as data: encoded to JSON and decoded, the cause is the same typed error.
+        const decoded = Schema.decodeUnknownSync(SummarizerError)(JSON.parse(JSON.stringify(Schema.encodeSync(SummarizerError)(e))))
+        assert.strictEqual(decoded.cause?._tag, "ProviderAuthError")
+        assert.strictEqual(decoded.cause?.message, e.cause?.message)
+
+        fake.respondWith(() => ({ kind: "error", status: 429, retryAfter: 0, message: "slow down" }))
+        const limited = yield* Effect.flip(summarizer.summarize(request))
+        assert.deepInclude(limited._tag === "SummarizerError" ? limited.cause : undefined, { _tag: "ProviderRateLimited", retryAfterMs: 0 })
+      }).pipe(Effect.provide(summarizerStack())))
+
+    it.effect("bad credentials: one model call per step, then deterministic truncation, with a warning naming the cause", () =>
+      Effect.gen(function*() {
+        fake.respondWith(() => ({ kind: "error", status: 401, message: "Incorrect API key provided: sk-local-abcdef." }))
+        yield* setup()
+        yield* (yield* MemoryProvider).append(sessionRefFromKey(KEY), conversation(600))
+        const before = yield* snapshot
+        const calls = fake.requests.length
+        const warnings: Array<string> = []
+        const report = yield* (yield* Compactor).compact(KEY, { full: true, freshTail: 10 }).pipe(collectingWarnings(warnings))
+        const steps = report.leafSummaries + report.condensedSummaries
+        assert.isTrue(report.compacted)
+        assert.isAbove(steps, 1)
+        assert.strictEqual(fake.requests.length - calls, steps, "no aggressive retry after a refused key")
+        assert.deepStrictEqual(yield* storedModes, ["truncated"])
+        assert.isBelow((yield* snapshot).items.length, before.items.length)
+        assert.deepStrictEqual(warnings, Array.from({ length: steps }, () => REFUSED))
+        const totals = yield* (yield* UsageLog).totals({ sessionKey: KEY })
+        assert.strictEqual(totals[0]?.failed, steps)
+      }).pipe(Effect.provide(stack())))
+
+    it.effect("Simple's handoff summary falls back the same way, keeping its seven sections", () =>
+      Effect.gen(function*() {
+        fake.respondWith(() => ({ kind: "error", status: 403, message: "forbidden" }))
+        yield* setup()
+        const calls = fake.requests.length
+        const warnings: Array<string> = []
+        const report = yield* (yield* Compactor).compact(KEY).pipe(collectingWarnings(warnings))
+        assert.strictEqual(fake.requests.length - calls, 1)
+        assert.deepStrictEqual(warnings, [REFUSED])
+        assert.isTrue(report.compacted)
+        for (const h of HANDOFF_SECTIONS) assert.include(report.summary?.content ?? "", `## ${h}`)
+      }).pipe(Effect.provide(simpleStack())))
+
+    it.effect("a disabled summary provider: no model call at all, deterministic truncation", () =>
+      Effect.gen(function*() {
+        fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }] }))
+        yield* setup()
+        yield* (yield* ProviderStore).add({ ...local(), id: "off", enabled: false })
+        yield* (yield* AgentStore).create("a2", { providerId: "local", summaryProviderId: "off", summaryModel: "fake-small" })
+        const key = "a2:cli:u1:main"
+        yield* (yield* MemoryProvider).append(sessionRefFromKey(key), conversation(40))
+        const calls = fake.requests.length
+        const warnings: Array<string> = []
+        const report = yield* (yield* Compactor).compact(key, { freshTail: 10 }).pipe(collectingWarnings(warnings))
+        assert.isTrue(report.compacted)
+        assert.strictEqual(fake.requests.length, calls)
+        assert.include(warnings[0] ?? "", "provider off is disabled (ProviderDisabled); using deterministic truncation")
+      }).pipe(Effect.provide(stack())))
+
+    it.effect("a rate limit is not such a failure: once the transport's retries are spent, compaction stops as before", () =>
+      Effect.gen(function*() {
+        fake.respondWith(() => ({ kind: "error", status: 429, retryAfter: 0, message: "slow down" }))
+        yield* setup()
+        const before = yield* snapshot
+        const calls = fake.requests.length
+        const warnings: Array<string> = []
+        const e = yield* Effect.flip((yield* Compactor).compact(KEY, { full: true, freshTail: 10 }).pipe(collectingWarnings(warnings)))
+        assert.strictEqual(e._tag, "CompactionFailed")
+        assert.include(e.message, "slow down")
+        assert.strictEqual(fake.requests.length - calls, fastTransport.maxRetries + 1, "one summarizer call, retried by the transport")
+        assert.deepStrictEqual(warnings, [])
+        assert.deepStrictEqual(yield* snapshot, before)
+      }).pipe(Effect.provide(stack())))
+  })
 })
