@@ -4,7 +4,10 @@ import { type Effect, Schema } from "effect"
 export interface ToolDefinition {
   readonly name: string
   readonly description: string
-  /** JSON Schema (draft 2020-12 subset understood by the Anthropic and OpenAI APIs). */
+  /**
+   * JSON Schema (draft 2020-12 subset understood by the Anthropic and OpenAI APIs). Built-in tools
+   * derive it from the Schema that decodes their input: `inputSchemaOf` in toolSchema.ts.
+   */
   readonly inputSchema: Readonly<Record<string, unknown>>
 }
 

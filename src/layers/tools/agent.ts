@@ -14,11 +14,12 @@
 import { Effect, Option, Result, Schema } from "effect"
 import { estimateTextTokens } from "../../domain/message.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { type ChildResult, runChild } from "../runtime/child.ts"
-import { ChildTimeout, ChildTurns, loadPresets, MAX_CHILD_TIMEOUT_SECONDS, MAX_CHILD_TURNS, type Preset, type PresetSource } from "../runtime/presets.ts"
+import { ChildTurns, loadPresets, MAX_CHILD_TIMEOUT_SECONDS, type Preset, type PresetSource } from "../runtime/presets.ts"
 import * as ToolRegistryLayer from "./ToolRegistry.ts"
 import { formatCount, utf8Length } from "./text.ts"
 
@@ -49,55 +50,36 @@ export interface AgentToolDeps {
 }
 
 const Task = Schema.Struct({
-  task: Schema.String.check(Schema.isNonEmpty()),
-  preset: Schema.optionalKey(Schema.String),
-  context: Schema.optionalKey(Schema.String),
-  model: Schema.optionalKey(Schema.String.check(Schema.isNonEmpty())),
-  system: Schema.optionalKey(Schema.String),
-  tools: Schema.optionalKey(Schema.Array(Schema.String)),
-  max_turns: Schema.optionalKey(ChildTurns),
-  timeout_seconds: Schema.optionalKey(ChildTimeout)
+  task: Schema.String.check(Schema.isNonEmpty()).annotate({ description: "What the child must do and what it should answer with." }),
+  preset: Schema.optionalKey(Schema.String.annotate({ description: "A preset's name (see the list above)." })),
+  context: Schema.optionalKey(
+    Schema.String.annotate({ description: "Facts, text or findings the child needs: it sees nothing of this conversation." })
+  ),
+  model: Schema.optionalKey(Schema.String.check(Schema.isNonEmpty()).annotate({ description: "Another model of the same provider." })),
+  system: Schema.optionalKey(Schema.String.annotate({ description: "Extra instructions added to the child's system prompt." })),
+  tools: Schema.optionalKey(Schema.Array(Schema.String).annotate({ description: "Only these tools (default: all of yours except agent)." })),
+  max_turns: Schema.optionalKey(ChildTurns.annotate({ description: `Model calls allowed (default ${DEFAULT_MAX_TURNS}).` })),
+  // presets' ChildTimeout is a Number, whose JSON form would also admit "NaN" and "Infinity" (and lose its bounds).
+  timeout_seconds: Schema.optionalKey(
+    Schema.Finite.check(Schema.isBetween({ minimum: 1, maximum: MAX_CHILD_TIMEOUT_SECONDS })).annotate({
+      description: `Time limit for the child (default ${DEFAULT_TIMEOUT_SECONDS}).`
+    })
+  )
 })
 type Task = typeof Task.Type
 
-const Input = Schema.Struct({
-  tasks: Schema.Array(Task).check(Schema.isBetweenLength(1, MAX_TASKS)),
-  concurrency: Schema.optionalKey(Schema.Number.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: MAX_TASKS })))
+export const Input = Schema.Struct({
+  tasks: Schema.Array(Task).check(Schema.isBetweenLength(1, MAX_TASKS)).annotate({
+    description: `The subtasks, one child agent each (1 to ${MAX_TASKS}).`
+  }),
+  concurrency: Schema.optionalKey(
+    Schema.Number.check(Schema.isInt(), Schema.isBetween({ minimum: 1, maximum: MAX_TASKS })).annotate({
+      description: `Children running at once (default ${DEFAULT_CONCURRENCY}).`
+    })
+  )
 })
 
-const inputSchema = {
-  type: "object",
-  properties: {
-    tasks: {
-      type: "array",
-      minItems: 1,
-      maxItems: MAX_TASKS,
-      items: {
-        type: "object",
-        properties: {
-          task: { type: "string", description: "What the child must do and what it should answer with." },
-          preset: { type: "string", description: "A preset's name (see the list above)." },
-          context: { type: "string", description: "Facts, text or findings the child needs: it sees nothing of this conversation." },
-          model: { type: "string", description: "Another model of the same provider." },
-          system: { type: "string", description: "Extra instructions added to the child's system prompt." },
-          tools: { type: "array", items: { type: "string" }, description: "Only these tools (default: all of yours except agent)." },
-          max_turns: { type: "integer", minimum: 1, maximum: MAX_CHILD_TURNS, description: `Model calls allowed (default ${DEFAULT_MAX_TURNS}).` },
-          timeout_seconds: {
-            type: "number",
-            minimum: 1,
-            maximum: MAX_CHILD_TIMEOUT_SECONDS,
-            description: `Time limit for the child (default ${DEFAULT_TIMEOUT_SECONDS}).`
-          }
-        },
-        required: ["task"],
-        additionalProperties: false
-      }
-    },
-    concurrency: { type: "integer", minimum: 1, maximum: MAX_TASKS, description: `Children running at once (default ${DEFAULT_CONCURRENCY}).` }
-  },
-  required: ["tasks"],
-  additionalProperties: false
-} as const
+const inputSchema = inputSchemaOf(Input)
 
 const MARKER_RESERVE = 80
 

@@ -8,6 +8,7 @@ import { Effect, Schema } from "effect"
 import { posix } from "node:path"
 import { DEFAULT_EXEC_TIMEOUT_MS, type ExecResult } from "../../domain/sandbox/types.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { advertisedMaximum, inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { decodeInput } from "./files.ts"
 import { formatCount, shareBudget, truncateMiddle } from "./text.ts"
@@ -18,27 +19,23 @@ export const OUTPUT_BUDGET = 30_000
 export const MAX_TIMEOUT_SECONDS = 600
 export const DEFAULT_TIMEOUT_SECONDS = DEFAULT_EXEC_TIMEOUT_MS / 1000
 
+/**
+ * `timeout_seconds` above the maximum is clamped, not refused: the model is told the maximum, and a
+ * longer request still runs, for as long as allowed.
+ */
 export const Input = Schema.Struct({
-  command: Schema.String.check(Schema.isNonEmpty()),
-  timeout_seconds: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThan(0))),
-  cwd: Schema.optionalKey(Schema.String)
+  command: Schema.String.check(Schema.isNonEmpty()).annotate({ description: "The command, run with /bin/sh -c in the sandbox." }),
+  timeout_seconds: Schema.optionalKey(
+    Schema.Finite.check(Schema.isGreaterThan(0), advertisedMaximum(MAX_TIMEOUT_SECONDS)).annotate({
+      description: `Seconds before the command and everything it started are killed (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${MAX_TIMEOUT_SECONDS}).`
+    })
+  ),
+  cwd: Schema.optionalKey(
+    Schema.String.annotate({ description: "Working directory inside /workspace (default: the session's working directory)." })
+  )
 })
 
-export const inputSchema = {
-  type: "object",
-  properties: {
-    command: { type: "string", description: "The command, run with /bin/sh -c in the sandbox." },
-    timeout_seconds: {
-      type: "number",
-      exclusiveMinimum: 0,
-      maximum: MAX_TIMEOUT_SECONDS,
-      description: `Seconds before the command and everything it started are killed (default ${DEFAULT_TIMEOUT_SECONDS}, at most ${MAX_TIMEOUT_SECONDS}).`
-    },
-    cwd: { type: "string", description: "Working directory inside /workspace (default: the session's working directory)." }
-  },
-  required: ["command"],
-  additionalProperties: false
-} as const
+export const inputSchema = inputSchemaOf(Input)
 
 const seconds = (s: number) => formatCount(Math.round(s * 1000) / 1000)
 

@@ -6,6 +6,7 @@
  */
 import { Effect, Schema } from "effect"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { atomicWrite, decodeInput, loadFile } from "./files.ts"
 import { formatCount, lineNumbersAt } from "./text.ts"
@@ -13,23 +14,15 @@ import { formatCount, lineNumbersAt } from "./text.ts"
 export const TOOL_NAME = "edit"
 
 export const Input = Schema.Struct({
-  path: Schema.String,
-  old_text: Schema.String,
-  new_text: Schema.String,
-  replace_all: Schema.optionalKey(Schema.Boolean)
+  path: Schema.String.annotate({ description: "The file, relative to the working directory or absolute under /workspace." }),
+  old_text: Schema.String.annotate({ description: "The exact text to replace (whitespace and line breaks included); it must occur once." }),
+  new_text: Schema.String.annotate({ description: "The text to put in its place." }),
+  replace_all: Schema.optionalKey(
+    Schema.Boolean.annotate({ description: "Replace every occurrence of old_text instead of requiring exactly one (default false)." })
+  )
 })
 
-export const inputSchema = {
-  type: "object",
-  properties: {
-    path: { type: "string", description: "The file, relative to the working directory or absolute under /workspace." },
-    old_text: { type: "string", description: "The exact text to replace (whitespace and line breaks included); it must occur once." },
-    new_text: { type: "string", description: "The text to put in its place." },
-    replace_all: { type: "boolean", description: "Replace every occurrence of old_text instead of requiring exactly one (default false)." }
-  },
-  required: ["path", "old_text", "new_text"],
-  additionalProperties: false
-} as const
+export const inputSchema = inputSchemaOf(Input)
 
 /** Start offsets of the non-overlapping occurrences of `needle`, left to right. */
 export const occurrences = (text: string, needle: string): Array<number> => {

@@ -1,35 +1,65 @@
 /**
  * The `memory` tool, generated from the memory capabilities present (seed: Tool Auto-Generation):
  * `status` always; `search` with a Searcher; `describe`/`expand` with an Explorer;
- * `profile_get`/`profile_update` with a ProfileStore. Its JSON schema, description and dispatch all
- * follow the same action list, so a smaller memory layer yields a smaller tool.
+ * `profile_get`/`profile_update` with a ProfileStore. Its input schema (and so the JSON schema the
+ * model sees), description and dispatch all follow the same action list, so a smaller memory layer
+ * yields a smaller tool.
  *
  * Every action acts for the calling session's user: search and explore are scoped to that user's
  * sessions (or to the session when the user is unknown), profiles to (user, agent).
  */
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema, Struct } from "effect"
 import { formatSummaryId } from "../../domain/memory/session.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import { messageText } from "../../domain/message.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import { Explorer } from "../../services/Explorer.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { ProfileStore } from "../../services/ProfileStore.ts"
 import { Searcher } from "../../services/Searcher.ts"
+import type { ToolSource } from "../../services/ToolCatalog.ts"
+import * as ToolCatalogLayer from "./ToolCatalog.ts"
 
 export const TOOL_NAME = "memory"
 
 export type MemoryAction = "status" | "search" | "describe" | "expand" | "profile_get" | "profile_update"
 
-const Input = Schema.Struct({
-  action: Schema.String,
-  query: Schema.optionalKey(Schema.String),
-  id: Schema.optionalKey(Schema.String),
-  cursor: Schema.optionalKey(Schema.Number),
-  limit: Schema.optionalKey(Schema.Number),
-  content: Schema.optionalKey(Schema.String)
-})
-type Input = typeof Input.Type
+export const DEFAULT_SEARCH_HITS = 10
+export const MAX_SEARCH_HITS = 50
+
+/** The arguments besides `action`; each is offered only with the actions that use it. */
+const Arguments = {
+  query: Schema.optionalKey(Schema.String.annotate({ description: "search: the words to look for." })),
+  limit: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_SEARCH_HITS })).annotate({
+      description: `search: at most this many hits (${DEFAULT_SEARCH_HITS}).`
+    })
+  ),
+  id: Schema.optionalKey(Schema.String.annotate({ description: "describe/expand: a summary id such as sum_12." })),
+  cursor: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "expand: nextCursor of the previous page." })),
+  content: Schema.optionalKey(Schema.String.annotate({ description: "profile_update: the complete new notes." }))
+}
+
+const ARGUMENTS_OF: Record<MemoryAction, ReadonlyArray<keyof typeof Arguments>> = {
+  status: [],
+  search: ["query", "limit"],
+  describe: ["id"],
+  expand: ["id", "cursor"],
+  profile_get: [],
+  profile_update: ["content"]
+}
+
+/**
+ * The input of a memory tool offering `actions`: `action` is one of them, and only their arguments
+ * are fields. (Typed with every argument: they are all optional, so the decoded type is the same.)
+ */
+export const inputFor = (actions: ReadonlyArray<MemoryAction>) =>
+  Schema.Struct({
+    action: Schema.Literals(actions).annotate({ description: "What to do." }),
+    ...Struct.pick(Arguments, Array.from(new Set(actions.flatMap((a) => ARGUMENTS_OF[a]))))
+  })
+type Input = ReturnType<typeof inputFor>["Type"]
 
 const ACTION_TEXT: Record<MemoryAction, string> = {
   status: "status: size of this conversation (messages, tokens, summaries).",
@@ -54,28 +84,21 @@ export const make = Effect.gen(function*() {
   if (Option.isSome(explorer)) actions.push("describe", "expand")
   if (Option.isSome(profiles)) actions.push("profile_get", "profile_update")
 
-  const properties: Record<string, unknown> = {
-    action: { type: "string", enum: actions, description: "What to do." }
-  }
-  if (Option.isSome(searcher)) {
-    properties.query = { type: "string", description: "search: the words to look for." }
-    properties.limit = { type: "integer", minimum: 1, maximum: 50, description: "search: at most this many hits (10)." }
-  }
-  if (Option.isSome(explorer)) {
-    properties.id = { type: "string", description: "describe/expand: a summary id such as sum_12." }
-    properties.cursor = { type: "integer", minimum: 0, description: "expand: nextCursor of the previous page." }
-  }
-  if (Option.isSome(profiles)) {
-    properties.content = { type: "string", description: "profile_update: the complete new notes." }
+  const input = inputFor(actions)
+  const decode = Schema.decodeUnknownEffect(input)
+  /** The decoder's message for an action outside the enum would not list the ones this deployment has. */
+  const unknownAction = (raw: unknown): string | undefined => {
+    const action = typeof raw === "object" && raw !== null && "action" in raw ? raw.action : undefined
+    return typeof action === "string" && !actions.some((a) => a === action)
+      ? `unknown action "${action}"; available: ${actions.join(", ")}`
+      : undefined
   }
 
   const scopeOf = (ctx: ToolCallContext): SearchScope =>
     ctx.userId === "" ? { _tag: "Session", sessionKey: ctx.sessionKey } : { _tag: "User", userId: ctx.userId }
 
   const run = (input: Input, ctx: ToolCallContext): Effect.Effect<string, ToolError> => {
-    const action = input.action as MemoryAction
-    if (!actions.includes(action)) return fail(`unknown action "${input.action}"; available: ${actions.join(", ")}`)
-    switch (action) {
+    switch (input.action) {
       case "status":
         return provider.stats(ctx.sessionKey).pipe(
           Effect.map((s) =>
@@ -87,7 +110,7 @@ export const make = Effect.gen(function*() {
         if (Option.isNone(searcher)) return fail("search is not available")
         const query = input.query?.trim() ?? ""
         if (query === "") return fail("search needs a non-empty \"query\"")
-        return searcher.value.search(query, { scope: scopeOf(ctx), limit: Math.min(50, input.limit ?? 10) }).pipe(
+        return searcher.value.search(query, { scope: scopeOf(ctx), limit: input.limit ?? DEFAULT_SEARCH_HITS }).pipe(
           Effect.map((hits) =>
             hits.length === 0
               ? `No matches for ${JSON.stringify(query)}.`
@@ -161,13 +184,16 @@ export const make = Effect.gen(function*() {
         `are compacted into summaries such as ${formatSummaryId(12)}; use them to recall details. Actions:`,
         ...actions.map((a) => `- ${ACTION_TEXT[a]}`)
       ].join("\n"),
-      inputSchema: { type: "object", properties, required: ["action"], additionalProperties: false }
+      inputSchema: inputSchemaOf(input)
     },
     execute: (raw, ctx) =>
-      Schema.decodeUnknownEffect(Input)(raw).pipe(
-        Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: `invalid input: ${e.message}` })),
+      decode(raw).pipe(
+        Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: unknownAction(raw) ?? `invalid input: ${e.message}` })),
         Effect.flatMap((input) => run(input, ctx))
       )
   }
   return tool
 })
+
+/** The memory tool as a ToolCatalog source (its actions follow the memory capabilities present). */
+export const layer = ToolCatalogLayer.register(Effect.map(make, (tool): ToolSource => ({ id: "memory", tools: () => Effect.succeed([tool]) })))

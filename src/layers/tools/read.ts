@@ -6,6 +6,7 @@
  */
 import { Effect, Schema } from "effect"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession, WorkspaceEntry } from "../../services/Sandbox.ts"
 import { decodeInput, loadPath, MAX_ENTRIES } from "./files.ts"
 import { formatCount, safeEnd } from "./text.ts"
@@ -18,21 +19,12 @@ export { MAX_ENTRIES }
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
 export const Input = Schema.Struct({
-  path: Schema.String,
-  offset: Schema.optionalKey(PositiveInt),
-  limit: Schema.optionalKey(PositiveInt)
+  path: Schema.String.annotate({ description: "File or directory, relative to the working directory or absolute under /workspace." }),
+  offset: Schema.optionalKey(PositiveInt.annotate({ description: "First line to show (1-based; default 1)." })),
+  limit: Schema.optionalKey(PositiveInt.annotate({ description: "Most lines to show (default: as many as fit)." }))
 })
 
-export const inputSchema = {
-  type: "object",
-  properties: {
-    path: { type: "string", description: "File or directory, relative to the working directory or absolute under /workspace." },
-    offset: { type: "integer", minimum: 1, description: "First line to show (1-based; default 1)." },
-    limit: { type: "integer", minimum: 1, description: "Most lines to show (default: as many as fit)." }
-  },
-  required: ["path"],
-  additionalProperties: false
-} as const
+export const inputSchema = inputSchemaOf(Input)
 
 /** Numbered lines `offset`… of `text`, within `budget` characters, with a note when more remain. */
 export const renderLines = (

@@ -4,6 +4,7 @@
  */
 import { Effect, Schema } from "effect"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { atomicWrite, decodeInput } from "./files.ts"
 import { formatCount } from "./text.ts"
@@ -11,19 +12,11 @@ import { formatCount } from "./text.ts"
 export const TOOL_NAME = "write"
 
 export const Input = Schema.Struct({
-  path: Schema.String,
-  content: Schema.String
+  path: Schema.String.annotate({ description: "The file, relative to the working directory or absolute under /workspace." }),
+  content: Schema.String.annotate({ description: "The complete new content of the file." })
 })
 
-export const inputSchema = {
-  type: "object",
-  properties: {
-    path: { type: "string", description: "The file, relative to the working directory or absolute under /workspace." },
-    content: { type: "string", description: "The complete new content of the file." }
-  },
-  required: ["path", "content"],
-  additionalProperties: false
-} as const
+export const inputSchema = inputSchemaOf(Input)
 
 export const make = (session: SandboxSession): Tool => {
   const decode = decodeInput(TOOL_NAME, Input)
