@@ -5,7 +5,7 @@
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { isValidId } from "../domain/config/agent.ts"
-import { CHANNEL_IDS, isChannelId, mergeChannelConfig, shownConfig, unknownChannel } from "../domain/config/channel.ts"
+import { CHANNEL_IDS, type ChannelId, isChannelId, mergeChannelConfig, shownConfig, unknownChannel } from "../domain/config/channel.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { type Channel, ConfigStore } from "../services/ConfigStore.ts"
@@ -20,8 +20,8 @@ const shown = (c: Channel) => ({ ...c, config: shownConfig(c.config) })
 const configText = (c: Channel) =>
   Object.entries(shownConfig(c.config)).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ") || "-"
 
-const checkChannel = (id: string) =>
-  isChannelId(id) ? Effect.void : Effect.fail(new InvalidConfig({ reason: unknownChannel(id) }))
+const checkChannel = (id: string): Effect.Effect<ChannelId, InvalidConfig> =>
+  isChannelId(id) ? Effect.succeed(id) : Effect.fail(new InvalidConfig({ reason: unknownChannel(id) }))
 
 const current = (id: string) =>
   Effect.gen(function*() {
@@ -57,14 +57,14 @@ const toggle = (name: "enable" | "disable") =>
 const set = Command.make("set", {
   id: channelId,
   config: Flag.KeyValuePair("config").pipe(
-    Flag.withDescription("A setting KEY=VALUE (repeatable); http: host, port. An empty value removes a key (not for http)")
+    Flag.withDescription("A setting KEY=VALUE (repeatable), checked by the channel's settings; http: host, port, request_timeout_seconds, headers_timeout_seconds, max_connections. An empty value removes a key (its default applies). A running gateway restarts the channel with the new settings.")
   ),
   json
 }, (f) =>
   Effect.gen(function*() {
-    yield* checkChannel(f.id)
-    const before = yield* current(f.id)
-    const merged = mergeChannelConfig(f.id, Option.match(before, { onNone: () => ({}), onSome: (c) => c.config }), f.config)
+    const id = yield* checkChannel(f.id)
+    const before = yield* current(id)
+    const merged = mergeChannelConfig(id, Option.match(before, { onNone: () => ({}), onSome: (c) => c.config }), f.config)
     if ("problem" in merged) return yield* new InvalidConfig({ reason: merged.problem })
     const channel = yield* (yield* ConfigStore).setChannel(f.id, { config: merged.config })
     yield* f.json ? printJson(shown(channel)) : Console.log(describe("Updated", channel))

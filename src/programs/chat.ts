@@ -1,204 +1,17 @@
 /**
- * `anna chat`: the terminal channel. The local OS user talks to an agent through the `Runtime`
- * (platform "cli"); the session key is the same on the next start, so a conversation continues
- * where it stopped (its messages are in SQLite). Interactive on a terminal (node:readline), one
- * message per line on piped stdin, or one turn with `-p` for scripts (`--json` for a result object).
- *
- * The composition root passes the layer that provides `Runtime` (`chatCommand(layer)`); when that
- * layer also provides `MemoryProvider`, the start line says how many messages the session has.
- *
- * Everything printed from model, tool or user text goes through `terminalSafe` (see chatRender.ts):
- * escape sequences in a reply must not retitle the window, write the clipboard or move the cursor.
+ * `anna chat`: the terminal channel (src/layers/channels/TerminalChannel.ts) for the local user,
+ * launched on the runtime the composition root passes (`chatCommand(layer)`) and stopped when the
+ * conversation ends.
  */
-import { Context, Effect, Fiber, Layer, Option, Queue, Stdio, Stream } from "effect"
+import { Deferred, Effect, Layer, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { userInfo } from "node:os"
 import { InvalidConfig } from "../domain/config/errors.ts"
-import { chatNameProblem, type ResolvedChat, type TurnEvent } from "../domain/runtime/types.ts"
-import { MemoryProvider } from "../services/MemoryProvider.ts"
-import { Runtime } from "../services/Runtime.ts"
-import { feedLine, flushPending, type Input, isPending, type LineSource, nothingPending, pipedSource, terminalSource } from "./chatInput.ts"
-import { makeCollector, makeRenderer, terminalJson, terminalSafe, type TurnResult, type Writer } from "./chatRender.ts"
-import { annaHome, chatHistoryFile } from "./env.ts"
+import { chatNameProblem } from "../domain/runtime/types.ts"
+import * as TerminalChannel from "../layers/channels/TerminalChannel.ts"
+import { AppConfig } from "../services/AppConfig.ts"
+import type { Runtime } from "../services/Runtime.ts"
 
-/** Where the command's exit code goes: `process.exitCode`, read by `runMain`; tests record it. */
-export const ExitCode = Context.Reference<(code: number) => Effect.Effect<void>>("anna/ChatExitCode", {
-  defaultValue: () => (code) =>
-    Effect.sync(() => {
-      process.exitCode = code
-    })
-})
-
-/** 0 for a normal stop, 1 when the agent could not work (the notice says why), 130 when aborted. */
-export const exitCodeOf = (stopReason: TurnResult["stopReason"]): number =>
-  stopReason === "unavailable" ? 1 : stopReason === "aborted" ? 130 : 0
-
-/** stdout and stderr of the `Stdio` service; a closed pipe is not an error worth a stack trace. */
-export const stdioWriter = Effect.gen(function*() {
-  const stdio = yield* Stdio.Stdio
-  const color = yield* stdio.stderrIsTerminal
-  const sameTerminal = color && (yield* stdio.stdoutIsTerminal)
-  const out = stdio.stdout()
-  const err = stdio.stderr()
-  const writer: Writer = {
-    out: (text) => Stream.run(Stream.succeed(text), out).pipe(Effect.ignore),
-    err: (text) => Stream.run(Stream.succeed(text), err).pipe(Effect.ignore),
-    color,
-    sameTerminal
-  }
-  return writer
-})
-
-/**
- * One message through the runtime, each event handed to `onEvent` as it arrives. If this fiber
- * is interrupted (Ctrl-C on a pipe, SIGTERM), the turn is aborted: it runs in the runtime's scope
- * and would otherwise go on without anyone reading it.
- */
-export const consumeTurn = (
-  runtime: Runtime["Service"],
-  chat: ResolvedChat,
-  message: string,
-  onEvent: (e: TurnEvent) => Effect.Effect<void>
-): Effect.Effect<TurnResult> =>
-  Effect.gen(function*() {
-    const collector = makeCollector(chat.sessionKey)
-    yield* runtime.send(chat, message).pipe(
-      Stream.runForEach((e) => Effect.andThen(Effect.sync(() => collector.add(e)), onEvent(e)))
-    )
-    return collector.result()
-  }).pipe(Effect.onInterrupt(() => runtime.abort(chat)))
-
-const EXIT = /^\/(exit|quit)\s*$/i
-
-/**
- * The conversation loop over a line source. While a turn runs, Ctrl-C aborts it (the prompt comes
- * back when the runtime has stopped it) and other input waits its turn. At the prompt, Ctrl-C drops
- * what was typed or pending, and on an empty prompt leaves; end of input sends what is pending and leaves.
- */
-export const converse = (
-  source: LineSource,
-  turn: (message: string) => Effect.Effect<void>,
-  abort: Effect.Effect<unknown>
-) =>
-  Effect.gen(function*() {
-    const backlog: Array<Input> = []
-    const run = (message: string) =>
-      Effect.gen(function*() {
-        const watcher = yield* Queue.take(source.inputs).pipe(
-          Effect.flatMap((i) =>
-            i._tag === "interrupt" ? Effect.asVoid(abort) : Effect.sync(() => {
-              backlog.push(i)
-            })
-          ),
-          Effect.forever,
-          Effect.forkChild
-        )
-        yield* turn(message).pipe(Effect.ensuring(Fiber.interrupt(watcher)))
-      })
-    let pending = nothingPending
-    while (true) {
-      if (backlog.length === 0) yield* source.prompt(isPending(pending))
-      const input = backlog.shift() ?? (yield* Queue.take(source.inputs))
-      if (input._tag === "end") {
-        const last = flushPending(pending)
-        if (last !== undefined && last.trim() !== "") yield* run(last)
-        return
-      }
-      if (input._tag === "interrupt") {
-        if (!input.typed && !isPending(pending)) return
-        pending = nothingPending
-        continue
-      }
-      const fed = feedLine(pending, input.text)
-      pending = fed.pending
-      const message = fed.message
-      if (message === undefined || message.trim() === "") continue
-      if (source.interactive && EXIT.test(message.trim())) return
-      yield* run(message)
-    }
-  })
-
-const localUser = (): string => {
-  try {
-    return userInfo().username
-  } catch {
-    // No passwd entry (e.g. an arbitrary uid in a container).
-    return `uid-${process.getuid?.() ?? "unknown"}`
-  }
-}
-
-/** "continuing session … (N messages)" when the memory layer is at hand, else just the key. */
-const sessionLine = (chat: ResolvedChat) =>
-  Effect.gen(function*() {
-    const memory = yield* Effect.serviceOption(MemoryProvider)
-    if (Option.isNone(memory)) return `session ${terminalSafe(chat.sessionKey)}`
-    const stats = yield* Effect.option(memory.value.stats(chat.sessionKey))
-    return Option.isSome(stats) && stats.value.messages > 0
-      ? `continuing session ${terminalSafe(chat.sessionKey)} (${stats.value.messages} messages)`
-      : `new session ${terminalSafe(chat.sessionKey)}`
-  })
-
-const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string, json: boolean, w: Writer) =>
-  Effect.gen(function*() {
-    const setExit = yield* ExitCode
-    const text = prompt === "-"
-      ? yield* (yield* Stdio.Stdio).stdin.pipe(Stream.decodeText(), Stream.mkString, Effect.orElseSucceed(() => ""))
-      : prompt
-    if (text.trim() === "") {
-      yield* w.err("anna: the prompt is empty\n")
-      return yield* setExit(2)
-    }
-    const renderer = makeRenderer(w)
-    const result = yield* consumeTurn(runtime, chat, text, json ? () => Effect.void : renderer.event).pipe(
-      Effect.onInterrupt(() => (json ? Effect.void : renderer.end))
-    )
-    yield* json ? w.out(`${terminalJson(result, 2)}\n`) : renderer.end
-    yield* setExit(exitCodeOf(result.stopReason))
-  })
-
-/**
- * The conversation on a line source: the start line, then each message's reply rendered (or, with
- * `json`, one result object per line) until the source ends or the user leaves.
- */
-export const chatLoop = (
-  runtime: Runtime["Service"],
-  chat: ResolvedChat,
-  source: LineSource,
-  options: { readonly json: boolean; readonly writer: Writer }
-) =>
-  Effect.gen(function*() {
-    const w = options.writer
-    const line = yield* sessionLine(chat)
-    yield* w.err(
-      source.interactive
-        ? `anna chat with ${terminalSafe(chat.agentId)}: ${line}\n/help lists commands; """ starts a multi-line block; Ctrl-C stops a reply; /exit or Ctrl-D leaves.\n`
-        : `${line}\n`
-    )
-    const turn = (message: string) =>
-      options.json
-        ? consumeTurn(runtime, chat, message, () => Effect.void).pipe(
-          Effect.flatMap((r) => w.out(`${terminalJson(r)}\n`))
-        )
-        : Effect.suspend(() => {
-          const renderer = makeRenderer(w)
-          return consumeTurn(runtime, chat, message, renderer.event).pipe(Effect.andThen(renderer.end))
-        })
-    yield* converse(source, turn, runtime.abort(chat))
-  })
-
-const interactive = (runtime: Runtime["Service"], chat: ResolvedChat, json: boolean, w: Writer) =>
-  Effect.scoped(Effect.gen(function*() {
-    const tty = yield* (yield* Stdio.Stdio).stdinIsTerminal
-    const source = tty
-      ? yield* terminalSource({
-        input: process.stdin,
-        output: process.stdout,
-        historyFile: chatHistoryFile(yield* annaHome)
-      })
-      : yield* pipedSource
-    yield* chatLoop(runtime, chat, source, { json, writer: w })
-    yield* (yield* ExitCode)(0)
-  }))
+export { chatLoop, consumeTurn, converse, ExitCode, exitCodeOf, stdioWriter } from "../layers/channels/TerminalChannel.ts"
 
 const DESCRIPTION = [
   "Chat with an agent in the terminal. The reply streams as it is written; tool use and notices show as short lines on stderr.",
@@ -233,16 +46,15 @@ export const chatCommand = <E, R>(runtimeLayer: Layer.Layer<Runtime, E, R>) =>
     Effect.gen(function*() {
       const problem = chatNameProblem(f.session)
       if (problem !== undefined) return yield* new InvalidConfig({ reason: `--session: ${problem}` })
-      const runtime = yield* Runtime
-      const user = localUser()
-      const chat = yield* runtime.resolve({
-        platform: "cli",
-        externalUserId: user,
-        userName: user,
-        chatId: f.session,
-        agentId: Option.getOrUndefined(f.agent)
+      const app = yield* Effect.serviceOption(AppConfig)
+      const finished = yield* Deferred.make<void>()
+      const channel = TerminalChannel.layer({
+        agent: Option.getOrUndefined(f.agent),
+        session: f.session,
+        prompt: Option.getOrUndefined(f.prompt),
+        json: f.json,
+        historyFile: Option.isSome(app) ? app.value.chatHistory : undefined,
+        finished
       })
-      const w = yield* stdioWriter
-      if (Option.isSome(f.prompt)) return yield* oneTurn(runtime, chat, f.prompt.value, f.json, w)
-      yield* interactive(runtime, chat, f.json, w)
+      yield* Effect.raceFirst(Layer.launch(channel), Deferred.await(finished))
     })).pipe(Command.withDescription(DESCRIPTION), Command.provide(runtimeLayer))

@@ -17,6 +17,7 @@
  *   Memory         Providers + MemoryStore + the enabled memory plugin and its summarizer
  *   Sandbox        the Docker sandbox (lazy)
  *   AgentRuntime   Memory + Runtime, SessionPool and LiveConfig over the sandbox (lazy; see ./compose.ts)
+ *   GatewayChannels  the channels the gateway runs, over AgentRuntime (lazy)
  */
 import { Effect, Layer, Option } from "effect"
 import { formatModelRef } from "../domain/config/agent.ts"
@@ -83,3 +84,13 @@ export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.agentRun
   Layer.provide(Sandbox),
   Layer.provideMerge(Memory)
 )
+
+/**
+ * The gateway's channels (ChannelSupervisor over the channel kinds anna can run). A new channel is
+ * one more entry in this list. `overrides` win over the stored settings (the gateway's --host/--port).
+ */
+export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Record<string, unknown>>>>) =>
+  lazy(
+    () => Promise.all([import("../layers/channels/ChannelSupervisor.ts"), import("../layers/channels/HttpChannel.ts")]),
+    ([Supervisor, HttpChannel]) => Supervisor.layer({ channels: [Supervisor.runnable(HttpChannel.definition)], overrides })
+  )

@@ -17,7 +17,8 @@ import { Searcher } from "../services/Searcher.ts"
 import { SessionManager } from "../services/SessionManager.ts"
 import { Memory, memoryWith, summarizerLabel } from "./layers.ts"
 import { importJsonl } from "./importJsonl.ts"
-import { iso, oneLine, printJson, table } from "./output.ts"
+import { oneLine } from "../domain/text.ts"
+import { iso, printJson, table } from "./output.ts"
 
 const capability = <I, S>(service: import("effect").Context.Key<I, S>, name: string) =>
   Effect.flatMap(

@@ -13,10 +13,6 @@ export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<Readonl
   return all.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join("  ")).join("\n")
 }
 
-export const oneLine = (text: string, max: number): string => {
-  const flat = text.replace(/\s+/g, " ").trim()
-  return flat.length <= max ? flat : flat.slice(0, max - 1) + "…"
-}
 
 /**
  * Progress on stderr: a rewritten line on a terminal, otherwise a line every 10 %. Returns an

@@ -15,8 +15,8 @@ import type { ResolvedChat } from "../../src/domain/runtime/types.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import type { Runtime } from "../../src/services/Runtime.ts"
 import { chatCommand, chatLoop, ExitCode } from "../../src/programs/chat.ts"
-import { feedLine, type LineSource, nothingPending, type Pending, terminalSource } from "../../src/programs/chatInput.ts"
-import { makeRenderer, type Writer } from "../../src/programs/chatRender.ts"
+import { feedLine, type LineSource, nothingPending, type Pending, terminalSource } from "../../src/layers/channels/terminal/input.ts"
+import { makeRenderer, type Writer } from "../../src/layers/channels/terminal/render.ts"
 import { done, makeFakeRuntime, type Step, usage } from "../support/fakeRuntime.ts"
 
 const script = (message: string): ReadonlyArray<Step> => {

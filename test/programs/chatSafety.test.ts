@@ -9,7 +9,7 @@ import { Arbitrary, Effect, Schema, Sink, Stdio, Stream } from "effect"
 import { Command } from "effect/cli"
 import type { TurnEvent } from "../../src/domain/runtime/types.ts"
 import { chatCommand, ExitCode } from "../../src/programs/chat.ts"
-import { makeRenderer, terminalJson, terminalSafe, type Writer } from "../../src/programs/chatRender.ts"
+import { makeRenderer, terminalJson, terminalSafe, type Writer } from "../../src/layers/channels/terminal/render.ts"
 import { done, makeFakeRuntime } from "../support/fakeRuntime.ts"
 
 /** What a terminal may act on; tab and newline are the only controls let through. */

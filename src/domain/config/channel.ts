@@ -1,19 +1,43 @@
 /**
- * Channels as configuration: which ids exist, how `KEY=VALUE` settings become a channel's config
- * (checked per channel: the HTTP channel takes `host`, `port`, `request_timeout_seconds`,
- * `headers_timeout_seconds` and `max_connections`), and which values are secrets that
- * are never printed in full.
+ * Channels as configuration: which ids exist, each channel's settings as a Schema (what a stored
+ * config must look like, with the defaults filled in), how `KEY=VALUE` pairs from the CLI become a
+ * stored config (checked by that Schema, the error naming the key), and which values are secrets
+ * that are never printed in full.
+ *
+ * Settings arrive from the CLI as strings and are stored as JSON: a setting's Schema accepts both
+ * (`"9000"` and `9000` are the same port) and the stored form is the Schema's encoding, so what the
+ * CLI stores and what the gateway decodes never disagree.
  */
+import { Result, Schema, SchemaGetter } from "effect"
 import { maskKey, maskUrl } from "../model/types.ts"
 
-/** Channels the gateway can run (the terminal chat is a command, not a channel). */
+/** Channels the gateway can run (the terminal chat is a command, not a gateway channel). */
 export const CHANNEL_IDS = ["http", "telegram", "qq", "feishu", "wechat"] as const
 
-export const isChannelId = (id: string): boolean => (CHANNEL_IDS as ReadonlyArray<string>).includes(id)
+export type ChannelId = (typeof CHANNEL_IDS)[number]
+
+export const isChannelId = (id: string): id is ChannelId => (CHANNEL_IDS as ReadonlyArray<string>).includes(id)
 
 export const unknownChannel = (id: string): string => `unknown channel "${id}"; channels are ${CHANNEL_IDS.join(", ")}`
 
-const HTTP_KEYS = ["host", "port", "request_timeout_seconds", "headers_timeout_seconds", "max_connections"]
+/** A whole number from `min` to `max`, given as a number or as its decimal text. */
+export const WholeNumberSetting = (min: number, max: number, what: string) =>
+  Schema.Union([Schema.Number, Schema.String]).pipe(
+    Schema.check(Schema.makeFilter((v: number | string) => {
+      const n = toNumber(v)
+      return (Number.isInteger(n) && n >= min && n <= max) || `must be a whole number from ${min} to ${max} (${what}), got ${JSON.stringify(v)}`
+    })),
+    Schema.decodeTo(Schema.Number, {
+      decode: SchemaGetter.transform(toNumber),
+      encode: SchemaGetter.transform((n: number) => n)
+    })
+  )
+
+const toNumber = (v: number | string): number => (typeof v === "number" ? v : v.trim() === "" ? Number.NaN : Number(v))
+
+/** A non-empty text setting. */
+export const TextSetting = (example: string) =>
+  Schema.String.check(Schema.makeFilter((s: string) => s.trim() !== "", { message: `must not be empty (e.g. ${example})` }))
 
 /**
  * The HTTP server's limits. Node's own defaults (300 s for a whole request, 60 s for its headers, no
@@ -26,89 +50,102 @@ export const HTTP_LIMIT_DEFAULTS = {
   max_connections: 512
 } as const
 
-type LimitKey = keyof typeof HTTP_LIMIT_DEFAULTS
+export const HTTP_DEFAULT_HOST = "127.0.0.1"
+export const HTTP_DEFAULT_PORT = 8787
 
-const LIMIT_RANGES: Readonly<Record<LimitKey, readonly [number, number, string]>> = {
-  request_timeout_seconds: [1, 3_600, "seconds to receive a whole request"],
-  headers_timeout_seconds: [1, 3_600, "seconds to receive a request's headers"],
-  max_connections: [1, 100_000, "open connections at once"]
-}
+/** The `http` channel's settings (all optional: defaults fill the rest, see `httpOptions`). */
+export const HttpSettings = Schema.Struct({
+  host: Schema.optionalKey(TextSetting("127.0.0.1, or 0.0.0.0 for every interface")),
+  port: Schema.optionalKey(WholeNumberSetting(0, 65535, "0 = any free port")),
+  request_timeout_seconds: Schema.optionalKey(WholeNumberSetting(1, 3_600, "seconds to receive a whole request")),
+  headers_timeout_seconds: Schema.optionalKey(WholeNumberSetting(1, 3_600, "seconds to receive a request's headers")),
+  max_connections: Schema.optionalKey(WholeNumberSetting(1, 100_000, "open connections at once"))
+}).pipe(
+  // Node refuses a headers timeout longer than the whole request's (only one set explicitly can be).
+  Schema.check(Schema.makeFilter((s) => {
+    const o = httpOptions(s)
+    return o.headersTimeoutSeconds <= o.requestTimeoutSeconds ||
+      `headers_timeout_seconds (${o.headersTimeoutSeconds}) must not exceed request_timeout_seconds (${o.requestTimeoutSeconds})`
+  }))
+)
+export type HttpSettings = typeof HttpSettings.Type
 
-const isLimitKey = (key: string): key is LimitKey => Object.hasOwn(HTTP_LIMIT_DEFAULTS, key)
-
-/**
- * The limits a stored http channel config asks for, defaults filling what it leaves out (the default
- * headers timeout is cut to a shorter request timeout: Node refuses a longer one).
- */
-export const httpLimits = (config: Readonly<Record<string, unknown>>): {
+/** What the HTTP server is started with: the settings with the defaults filled in. */
+export interface HttpOptions {
+  readonly host: string
+  readonly port: number
   readonly requestTimeoutSeconds: number
   readonly headersTimeoutSeconds: number
   readonly maxConnections: number
-} => {
-  const stored = (key: LimitKey): number | undefined => {
-    const v = config[key]
-    return typeof v === "number" && Number.isInteger(v) && v >= LIMIT_RANGES[key][0] ? v : undefined
-  }
-  const requestTimeoutSeconds = stored("request_timeout_seconds") ?? HTTP_LIMIT_DEFAULTS.request_timeout_seconds
+}
+
+/** The defaults fill what the settings leave out (the default headers timeout is cut to a shorter request timeout). */
+export function httpOptions(s: HttpSettings): HttpOptions {
+  const requestTimeoutSeconds = s.request_timeout_seconds ?? HTTP_LIMIT_DEFAULTS.request_timeout_seconds
   return {
+    host: s.host ?? HTTP_DEFAULT_HOST,
+    port: s.port ?? HTTP_DEFAULT_PORT,
     requestTimeoutSeconds,
-    headersTimeoutSeconds: stored("headers_timeout_seconds") ?? Math.min(HTTP_LIMIT_DEFAULTS.headers_timeout_seconds, requestTimeoutSeconds),
-    maxConnections: stored("max_connections") ?? HTTP_LIMIT_DEFAULTS.max_connections
+    headersTimeoutSeconds: s.headers_timeout_seconds ?? Math.min(HTTP_LIMIT_DEFAULTS.headers_timeout_seconds, requestTimeoutSeconds),
+    maxConnections: s.max_connections ?? HTTP_LIMIT_DEFAULTS.max_connections
   }
 }
 
 /**
- * `pairs` merged onto the stored config, or the reason they are refused. For the HTTP channel,
- * `port` and the limits become numbers (0 = any free port; an empty limit goes back to its default);
- * for the others values stay strings and an empty value removes the key.
+ * Settings of the platforms this version cannot run yet (Telegram, QQ, Feishu/Lark, WeChat): any
+ * text keys, stored as given, so an operator can prepare them; their channels will bring their own
+ * Schemas.
+ */
+export const PendingPlatformSettings = Schema.Record(Schema.String, Schema.String)
+
+/** The Schema of a channel's stored settings. */
+export const channelSettingsSchema = (id: ChannelId): Schema.Codec<unknown, Readonly<Record<string, unknown>>> =>
+  (id === "http" ? HttpSettings : PendingPlatformSettings) as unknown as Schema.Codec<unknown, Readonly<Record<string, unknown>>>
+
+/** The keys a channel's Schema knows, or undefined when it takes any key. */
+const knownKeys = (id: ChannelId): ReadonlyArray<string> | undefined => (id === "http" ? Object.keys(HttpSettings.fields) : undefined)
+
+/** "Expected …\n  at ["port"]" → `port: …` (the first problem, in the user's terms). */
+export const settingsProblem = (id: string, error: Schema.SchemaError): string => {
+  const lines = error.message.split("\n")
+  const at = lines.find((l) => l.trim().startsWith("at "))
+  const key = at === undefined ? undefined : /\["([^"]+)"\]/.exec(at)?.[1]
+  const what = (lines[0] ?? "invalid").trim()
+  return `channel ${id}: ${key === undefined ? "" : `${key} `}${what}`
+}
+
+/** A stored config decoded by its channel's Schema, or what is wrong with it (naming the key). */
+export const decodeChannelSettings = <A = unknown>(id: ChannelId, config: Readonly<Record<string, unknown>>): Result.Result<A, string> => {
+  const keys = knownKeys(id)
+  const unknown = keys === undefined ? [] : Object.keys(config).filter((k) => !keys.includes(k))
+  const first = unknown[0]
+  if (first !== undefined) return Result.fail(`the ${id} channel takes ${(keys ?? []).join(", ")}, not "${first}"`)
+  const decoded = Schema.decodeUnknownResult(channelSettingsSchema(id))(config)
+  return decoded._tag === "Failure" ? Result.fail(settingsProblem(id, decoded.failure)) : Result.succeed(decoded.success as A)
+}
+
+/**
+ * `pairs` merged onto the stored config and checked by the channel's Schema, or the reason they are
+ * refused. An empty value removes the key (its default applies again). The result is the Schema's
+ * encoding, so numbers given as text are stored as numbers.
  */
 export const mergeChannelConfig = (
-  id: string,
+  id: ChannelId,
   current: Readonly<Record<string, unknown>>,
   pairs: Readonly<Record<string, string>>
 ): { readonly config: Record<string, unknown> } | { readonly problem: string } => {
-  const config: Record<string, unknown> = { ...current }
+  const merged: Record<string, unknown> = { ...current }
   for (const [rawKey, rawValue] of Object.entries(pairs)) {
     const key = rawKey.trim()
     const value = rawValue.trim()
     if (key === "") return { problem: "--config takes KEY=VALUE with a non-empty KEY" }
-    if (id === "http") {
-      if (!HTTP_KEYS.includes(key)) return { problem: `the http channel takes ${HTTP_KEYS.join(", ")}, not "${key}"` }
-      if (isLimitKey(key) && value === "") {
-        delete config[key] // back to the default
-      } else if (isLimitKey(key)) {
-        const [min, max, what] = LIMIT_RANGES[key]
-        const n = Number(value)
-        if (!Number.isInteger(n) || n < min || n > max) {
-          return { problem: `${key} must be a whole number from ${min} to ${max} (${what}), got "${value}"` }
-        }
-        config[key] = n
-      } else if (key === "port") {
-        const port = Number(value)
-        if (value === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
-          return { problem: `port must be a whole number from 0 to 65535 (0 = any free port), got "${value}"` }
-        }
-        config.port = port
-      } else {
-        if (value === "") return { problem: "host must not be empty (e.g. 127.0.0.1, or 0.0.0.0 for every interface)" }
-        config.host = value
-      }
-    } else if (value === "") {
-      delete config[key]
-    } else {
-      config[key] = value
-    }
+    if (value === "") delete merged[key]
+    else merged[key] = value
   }
-  if (id === "http") {
-    const limits = httpLimits(config)
-    // Node refuses a headers timeout longer than the whole request's (only one set explicitly can be).
-    if (limits.headersTimeoutSeconds > limits.requestTimeoutSeconds) {
-      return {
-        problem: `headers_timeout_seconds (${limits.headersTimeoutSeconds}) must not exceed request_timeout_seconds (${limits.requestTimeoutSeconds})`
-      }
-    }
-  }
-  return { config }
+  const decoded = decodeChannelSettings(id, merged)
+  if (decoded._tag === "Failure") return { problem: decoded.failure }
+  const encoded = Schema.encodeUnknownResult(channelSettingsSchema(id))(decoded.success)
+  return encoded._tag === "Failure" ? { problem: settingsProblem(id, encoded.failure) } : { config: { ...encoded.success } }
 }
 
 const SECRET = /token|secret|password|key/i

@@ -26,16 +26,6 @@ export class SummaryNotFound extends Schema.TaggedError<SummaryNotFound>()("Summ
   }
 }
 
-/** The database refused or failed an operation (disk full, locked for too long, corrupt file). */
-export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
-  operation: Schema.String,
-  reason: Schema.String
-}) {
-  override get message() {
-    return `memory storage failed during ${this.operation}: ${this.reason}`
-  }
-}
-
 /** Input that memory will not store or use as given: the reason says what to change. */
 export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
   reason: Schema.String

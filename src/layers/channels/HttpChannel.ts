@@ -27,15 +27,18 @@
  * - Bodies over 10 MiB, or a user message larger than memory keeps (8 MiB as stored) → 413;
  *   malformed JSON or wrong types → 400; unknown routes → 404; all with OpenAI error bodies.
  */
-import { ByteSize, Clock, Effect, type Layer, Option, Sink, Stream } from "effect"
+import { ByteSize, Clock, Effect, Layer, Option, Sink, Stream } from "effect"
 import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
 import { randomUUID } from "node:crypto"
+import { ChannelError } from "../../domain/channels/errors.ts"
 import type { Agent } from "../../domain/config/agent.ts"
+import { type HttpSettings as Settings, HttpSettings, httpOptions } from "../../domain/config/channel.ts"
 import type { TurnEvent } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore, type User } from "../../services/ConfigStore.ts"
-import type { HttpAddress } from "../../services/HttpAddress.ts"
+import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
+import { HttpAddress } from "../../services/HttpAddress.ts"
 import { Runtime } from "../../services/Runtime.ts"
 import { newestUserMessage, parseChatRequest, sessionName } from "./http/openaiRequest.ts"
 import { ApiError, collectTurn, completionBody, type CompletionMeta, failedTurn, sseFrames } from "./http/openaiWire.ts"
@@ -189,3 +192,33 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
  */
 export const layer = (options: ServeOptions = {}): Layer.Layer<HttpAddress, ServeError, Runtime | ConfigStore | AgentStore> =>
   serve(routes, options)
+
+/** The channel's Channel service over a running server: it answers, it cannot push. */
+const channelService = Layer.effect(Channel, Effect.gen(function*() {
+  const address = yield* HttpAddress
+  return Channel.of({
+    id: PLATFORM,
+    description: `HTTP channel (OpenAI-compatible) on ${address.url}/v1`,
+    notify: () =>
+      Effect.fail(new ChannelError({ channel: PLATFORM, reason: "the HTTP channel cannot push messages (its clients ask and it answers); deliver on a chat platform" }))
+  })
+}))
+
+/**
+ * The HTTP channel as the gateway runs it: settings decoded by `HttpSettings` (host, port and the
+ * request limits), the server started when the layer is built.
+ */
+export const definition: ChannelDefinition<Settings, ServeError, Runtime | ConfigStore | AgentStore> = {
+  id: PLATFORM,
+  settings: HttpSettings,
+  layer: (settings) => {
+    const o = httpOptions(settings)
+    return channelService.pipe(Layer.provide(layer({
+      host: o.host,
+      port: o.port,
+      requestTimeoutSeconds: o.requestTimeoutSeconds,
+      headersTimeoutSeconds: o.headersTimeoutSeconds,
+      maxConnections: o.maxConnections
+    })))
+  }
+}

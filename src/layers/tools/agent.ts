@@ -19,7 +19,7 @@ import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { type ChildResult, runChild } from "../runtime/child.ts"
-import { ChildTurns, loadPresets, MAX_CHILD_TIMEOUT_SECONDS, type Preset, type PresetSource } from "../runtime/presets.ts"
+import { ChildTurns, MAX_CHILD_TIMEOUT_SECONDS, type Preset } from "../runtime/presets.ts"
 import * as ToolRegistryLayer from "./ToolRegistry.ts"
 import { formatCount, utf8Length } from "./text.ts"
 
@@ -212,16 +212,14 @@ export const make = (deps: AgentToolDeps): Tool => {
 }
 
 /**
- * `registry` plus the agent tool for one parent turn: presets are read from `sources` now (so an
- * edited preset applies from the next turn), the children get the registry's other tools.
+ * `registry` plus the agent tool for one parent turn, with these presets (the runtime keeps them
+ * current: the operator's are cached until their files change, the workspace's until a tool that can
+ * change files ran); the children get the registry's other tools.
  */
 export const withAgentTool = (
   registry: ToolRegistry["Service"],
-  deps: Omit<AgentToolDeps, "tools" | "presets">,
-  sources: ReadonlyArray<PresetSource>
-): Effect.Effect<ToolRegistry["Service"]> =>
-  Effect.gen(function*() {
-    const tools = registry.definitions.flatMap((d) => Option.toArray(registry.get(d.name))).filter((t) => t.definition.name !== TOOL_NAME)
-    const presets = yield* loadPresets(sources)
-    return yield* ToolRegistryLayer.fromTools([...tools, make({ ...deps, tools, presets })])
-  })
+  deps: Omit<AgentToolDeps, "tools">
+): Effect.Effect<ToolRegistry["Service"]> => {
+  const tools = registry.definitions.flatMap((d) => Option.toArray(registry.get(d.name))).filter((t) => t.definition.name !== TOOL_NAME)
+  return ToolRegistryLayer.fromTools([...tools, make({ ...deps, tools })])
+}

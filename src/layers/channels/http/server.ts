@@ -19,11 +19,11 @@ import * as NetAddress from "effect/net/NetAddress"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { createServer } from "node:http"
 import { HttpAddress } from "../../../services/HttpAddress.ts"
-import { HTTP_LIMIT_DEFAULTS } from "../../../domain/config/channel.ts"
+import { HTTP_DEFAULT_HOST, HTTP_DEFAULT_PORT, HTTP_LIMIT_DEFAULTS } from "../../../domain/config/channel.ts"
 import { ApiError, errorBody } from "./openaiWire.ts"
 
-export const DEFAULT_HOST = "127.0.0.1"
-export const DEFAULT_PORT = 8787
+export const DEFAULT_HOST = HTTP_DEFAULT_HOST
+export const DEFAULT_PORT = HTTP_DEFAULT_PORT
 
 export interface ServeOptions {
   /** Interface to bind (default 127.0.0.1: local clients only). */

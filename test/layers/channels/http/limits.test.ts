@@ -4,9 +4,9 @@
  * connections past the cap are closed at once; the settings are validated.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Deferred, Effect, Layer } from "effect"
+import { Deferred, Effect, Layer, Result } from "effect"
 import { connect, type Socket } from "node:net"
-import { httpLimits, mergeChannelConfig } from "../../../../src/domain/config/channel.ts"
+import { decodeChannelSettings, type HttpSettings, httpOptions, mergeChannelConfig } from "../../../../src/domain/config/channel.ts"
 import * as HttpChannel from "../../../../src/layers/channels/HttpChannel.ts"
 import { HttpAddress } from "../../../../src/services/HttpAddress.ts"
 import { control, fakeServices } from "../../../support/httpChannelFakes.ts"
@@ -36,24 +36,34 @@ const stalledClient = (port: number, partial: string) =>
     return yield* Effect.promise(() => closed)
   })
 
+/** The limits the server is started with for a stored config. */
+const limits = (config: Readonly<Record<string, unknown>>) => {
+  const decoded = decodeChannelSettings<HttpSettings>("http", config)
+  if (decoded._tag === "Failure") throw new Error(decoded.failure)
+  const { requestTimeoutSeconds, headersTimeoutSeconds, maxConnections } = httpOptions(decoded.success)
+  return { requestTimeoutSeconds, headersTimeoutSeconds, maxConnections }
+}
+
 describe("http channel limits in the channel settings", () => {
   it("accepts whole numbers in range and refuses the rest with the key named", () => {
     const ok = mergeChannelConfig("http", {}, { request_timeout_seconds: "90", headers_timeout_seconds: "10", max_connections: "64" })
     assert.deepStrictEqual(ok, { config: { request_timeout_seconds: 90, headers_timeout_seconds: 10, max_connections: 64 } })
-    if ("config" in ok) assert.deepStrictEqual(httpLimits(ok.config), { requestTimeoutSeconds: 90, headersTimeoutSeconds: 10, maxConnections: 64 })
-    assert.deepStrictEqual(httpLimits({}), { requestTimeoutSeconds: 60, headersTimeoutSeconds: 20, maxConnections: 512 })
+    if ("config" in ok) assert.deepStrictEqual(limits(ok.config), { requestTimeoutSeconds: 90, headersTimeoutSeconds: 10, maxConnections: 64 })
+    assert.deepStrictEqual(limits({}), { requestTimeoutSeconds: 60, headersTimeoutSeconds: 20, maxConnections: 512 })
     assert.deepStrictEqual(mergeChannelConfig("http", {}, { max_connections: "0" }), {
-      problem: 'max_connections must be a whole number from 1 to 100000 (open connections at once), got "0"'
+      problem: 'channel http: max_connections must be a whole number from 1 to 100000 (open connections at once), got "0"'
     })
     assert.deepStrictEqual(mergeChannelConfig("http", {}, { request_timeout_seconds: "soon" }), {
-      problem: 'request_timeout_seconds must be a whole number from 1 to 3600 (seconds to receive a whole request), got "soon"'
+      problem: 'channel http: request_timeout_seconds must be a whole number from 1 to 3600 (seconds to receive a whole request), got "soon"'
     })
     assert.deepStrictEqual(mergeChannelConfig("http", { port: 80, max_connections: 64 }, { max_connections: "" }), { config: { port: 80 } })
     // The default headers timeout follows a shorter request timeout; one set longer is refused.
-    assert.deepStrictEqual(httpLimits({ request_timeout_seconds: 10 }).headersTimeoutSeconds, 10)
+    assert.deepStrictEqual(limits({ request_timeout_seconds: 10 }).headersTimeoutSeconds, 10)
     assert.deepStrictEqual(mergeChannelConfig("http", { request_timeout_seconds: 10 }, { headers_timeout_seconds: "20" }), {
-      problem: "headers_timeout_seconds (20) must not exceed request_timeout_seconds (10)"
+      problem: "channel http: headers_timeout_seconds (20) must not exceed request_timeout_seconds (10)"
     })
+    // A stored config that was never checked (edited by hand) fails at the gateway the same way.
+    assert.deepStrictEqual(decodeChannelSettings("http", { port: "eighty" }), Result.fail('channel http: port must be a whole number from 0 to 65535 (0 = any free port), got "eighty"'))
   })
 })
 

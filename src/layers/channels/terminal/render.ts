@@ -8,10 +8,10 @@
  * text passes `terminalSafe` before it is printed; only anna's own styling reaches the terminal.
  */
 import { Effect } from "effect"
-import type { Usage } from "../domain/model/types.ts"
-import type { TurnEvent } from "../domain/runtime/types.ts"
-import { emptyUsage } from "../domain/model/types.ts"
-import { oneLine } from "./output.ts"
+import type { Usage } from "../../../domain/model/types.ts"
+import type { TurnEvent } from "../../../domain/runtime/types.ts"
+import { emptyUsage } from "../../../domain/model/types.ts"
+import { oneLine } from "../../../domain/text.ts"
 
 export type DoneReason = Extract<TurnEvent, { type: "done" }>["stopReason"]
 

@@ -1,0 +1,250 @@
+/**
+ * The terminal channel (`anna chat`): the local OS user talks to an agent through the Runtime
+ * (platform "cli"); the session key is the same on the next start, so a conversation continues where
+ * it stopped (its messages are in SQLite). Interactive on a terminal (node:readline), one message per
+ * line on piped stdin, or one turn with `prompt` for scripts (`json` for a result object).
+ *
+ * It is a Channel like the gateway's: building its layer resolves the chat and starts the
+ * conversation in the layer's scope; `notify` prints a message for the user on stderr between
+ * replies; `finished` completes when the conversation ends (the user left, the input ended, the one
+ * turn was answered), which is when `anna chat` stops the channel (src/programs/chat.ts).
+ *
+ * Everything printed from model, tool or user text goes through `terminalSafe` (./terminal/render.ts):
+ * escape sequences in a reply must not retitle the window, write the clipboard or move the cursor.
+ */
+import { Context, Deferred, Effect, Fiber, Layer, Option, Queue, Stdio, Stream } from "effect"
+import { userInfo } from "node:os"
+import { ChannelError } from "../../domain/channels/errors.ts"
+import type { ResolvedChat, TurnEvent } from "../../domain/runtime/types.ts"
+import { Channel } from "../../services/Channel.ts"
+import { MemoryProvider } from "../../services/MemoryProvider.ts"
+import { Runtime } from "../../services/Runtime.ts"
+import { feedLine, flushPending, type Input, isPending, type LineSource, nothingPending, pipedSource, terminalSource } from "./terminal/input.ts"
+import { makeCollector, makeRenderer, terminalJson, terminalSafe, type TurnResult, type Writer } from "./terminal/render.ts"
+
+/** The platform name of this channel in chat targets and session keys. */
+export const PLATFORM = "cli"
+
+/** Where the command's exit code goes: `process.exitCode`, read by `runMain`; tests record it. */
+export const ExitCode = Context.Reference<(code: number) => Effect.Effect<void>>("anna/ChatExitCode", {
+  defaultValue: () => (code) =>
+    Effect.sync(() => {
+      process.exitCode = code
+    })
+})
+
+/** 0 for a normal stop, 1 when the agent could not work (the notice says why), 130 when aborted. */
+export const exitCodeOf = (stopReason: TurnResult["stopReason"]): number =>
+  stopReason === "unavailable" ? 1 : stopReason === "aborted" ? 130 : 0
+
+/** stdout and stderr of the `Stdio` service; a closed pipe is not an error worth a stack trace. */
+export const stdioWriter = Effect.gen(function*() {
+  const stdio = yield* Stdio.Stdio
+  const color = yield* stdio.stderrIsTerminal
+  const sameTerminal = color && (yield* stdio.stdoutIsTerminal)
+  const out = stdio.stdout()
+  const err = stdio.stderr()
+  const writer: Writer = {
+    out: (text) => Stream.run(Stream.succeed(text), out).pipe(Effect.ignore),
+    err: (text) => Stream.run(Stream.succeed(text), err).pipe(Effect.ignore),
+    color,
+    sameTerminal
+  }
+  return writer
+})
+
+/**
+ * One message through the runtime, each event handed to `onEvent` as it arrives. If this fiber
+ * is interrupted (Ctrl-C on a pipe, SIGTERM), the turn is aborted: it runs in the runtime's scope
+ * and would otherwise go on without anyone reading it.
+ */
+export const consumeTurn = (
+  runtime: Runtime["Service"],
+  chat: ResolvedChat,
+  message: string,
+  onEvent: (e: TurnEvent) => Effect.Effect<void>
+): Effect.Effect<TurnResult> =>
+  Effect.gen(function*() {
+    const collector = makeCollector(chat.sessionKey)
+    yield* runtime.send(chat, message).pipe(
+      Stream.runForEach((e) => Effect.andThen(Effect.sync(() => collector.add(e)), onEvent(e)))
+    )
+    return collector.result()
+  }).pipe(Effect.onInterrupt(() => runtime.abort(chat)))
+
+const EXIT = /^\/(exit|quit)\s*$/i
+
+/**
+ * The conversation loop over a line source. While a turn runs, Ctrl-C aborts it (the prompt comes
+ * back when the runtime has stopped it) and other input waits its turn. At the prompt, Ctrl-C drops
+ * what was typed or pending, and on an empty prompt leaves; end of input sends what is pending and leaves.
+ */
+export const converse = (
+  source: LineSource,
+  turn: (message: string) => Effect.Effect<void>,
+  abort: Effect.Effect<unknown>
+) =>
+  Effect.gen(function*() {
+    const backlog: Array<Input> = []
+    const run = (message: string) =>
+      Effect.gen(function*() {
+        const watcher = yield* Queue.take(source.inputs).pipe(
+          Effect.flatMap((i) =>
+            i._tag === "interrupt" ? Effect.asVoid(abort) : Effect.sync(() => {
+              backlog.push(i)
+            })
+          ),
+          Effect.forever,
+          Effect.forkChild
+        )
+        yield* turn(message).pipe(Effect.ensuring(Fiber.interrupt(watcher)))
+      })
+    let pending = nothingPending
+    while (true) {
+      if (backlog.length === 0) yield* source.prompt(isPending(pending))
+      const input = backlog.shift() ?? (yield* Queue.take(source.inputs))
+      if (input._tag === "end") {
+        const last = flushPending(pending)
+        if (last !== undefined && last.trim() !== "") yield* run(last)
+        return
+      }
+      if (input._tag === "interrupt") {
+        if (!input.typed && !isPending(pending)) return
+        pending = nothingPending
+        continue
+      }
+      const fed = feedLine(pending, input.text)
+      pending = fed.pending
+      const message = fed.message
+      if (message === undefined || message.trim() === "") continue
+      if (source.interactive && EXIT.test(message.trim())) return
+      yield* run(message)
+    }
+  })
+
+const localUser = (): string => {
+  try {
+    return userInfo().username
+  } catch {
+    // No passwd entry (e.g. an arbitrary uid in a container).
+    return `uid-${process.getuid?.() ?? "unknown"}`
+  }
+}
+
+/** "continuing session … (N messages)" when the memory layer is at hand, else just the key. */
+const sessionLine = (chat: ResolvedChat) =>
+  Effect.gen(function*() {
+    const memory = yield* Effect.serviceOption(MemoryProvider)
+    if (Option.isNone(memory)) return `session ${terminalSafe(chat.sessionKey)}`
+    const stats = yield* Effect.option(memory.value.stats(chat.sessionKey))
+    return Option.isSome(stats) && stats.value.messages > 0
+      ? `continuing session ${terminalSafe(chat.sessionKey)} (${stats.value.messages} messages)`
+      : `new session ${terminalSafe(chat.sessionKey)}`
+  })
+
+const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string, json: boolean, w: Writer) =>
+  Effect.gen(function*() {
+    const setExit = yield* ExitCode
+    const text = prompt === "-"
+      ? yield* (yield* Stdio.Stdio).stdin.pipe(Stream.decodeText(), Stream.mkString, Effect.orElseSucceed(() => ""))
+      : prompt
+    if (text.trim() === "") {
+      yield* w.err("anna: the prompt is empty\n")
+      return yield* setExit(2)
+    }
+    const renderer = makeRenderer(w)
+    const result = yield* consumeTurn(runtime, chat, text, json ? () => Effect.void : renderer.event).pipe(
+      Effect.onInterrupt(() => (json ? Effect.void : renderer.end))
+    )
+    yield* json ? w.out(`${terminalJson(result, 2)}\n`) : renderer.end
+    yield* setExit(exitCodeOf(result.stopReason))
+  })
+
+/**
+ * The conversation on a line source: the start line, then each message's reply rendered (or, with
+ * `json`, one result object per line) until the source ends or the user leaves.
+ */
+export const chatLoop = (
+  runtime: Runtime["Service"],
+  chat: ResolvedChat,
+  source: LineSource,
+  options: { readonly json: boolean; readonly writer: Writer }
+) =>
+  Effect.gen(function*() {
+    const w = options.writer
+    const line = yield* sessionLine(chat)
+    yield* w.err(
+      source.interactive
+        ? `anna chat with ${terminalSafe(chat.agentId)}: ${line}\n/help lists commands; """ starts a multi-line block; Ctrl-C stops a reply; /exit or Ctrl-D leaves.\n`
+        : `${line}\n`
+    )
+    const turn = (message: string) =>
+      options.json
+        ? consumeTurn(runtime, chat, message, () => Effect.void).pipe(
+          Effect.flatMap((r) => w.out(`${terminalJson(r)}\n`))
+        )
+        : Effect.suspend(() => {
+          const renderer = makeRenderer(w)
+          return consumeTurn(runtime, chat, message, renderer.event).pipe(Effect.andThen(renderer.end))
+        })
+    yield* converse(source, turn, runtime.abort(chat))
+  })
+
+const interactive = (runtime: Runtime["Service"], chat: ResolvedChat, json: boolean, w: Writer, historyFile: string | undefined) =>
+  Effect.scoped(Effect.gen(function*() {
+    const tty = yield* (yield* Stdio.Stdio).stdinIsTerminal
+    const source = tty
+      ? yield* terminalSource({ input: process.stdin, output: process.stdout, historyFile })
+      : yield* pipedSource
+    yield* chatLoop(runtime, chat, source, { json, writer: w })
+    yield* (yield* ExitCode)(0)
+  }))
+
+export interface TerminalOptions {
+  /** Talk to this agent instead of the routing rules' choice. */
+  readonly agent?: string | undefined
+  /** The conversation's name (already checked with `chatNameProblem`). */
+  readonly session: string
+  /** One message, answered and done (`-p`; "-" reads it from stdin). */
+  readonly prompt?: string | undefined
+  readonly json: boolean
+  /** Where the interactive input history is kept (private, like the conversations). */
+  readonly historyFile?: string | undefined
+  /** Completed (or failed) when the conversation ends. */
+  readonly finished: Deferred.Deferred<void>
+}
+
+/**
+ * The terminal channel for the local user; needs Runtime and Stdio (MemoryProvider, when present,
+ * makes the start line say how many messages the session has).
+ */
+export const layer = (options: TerminalOptions) =>
+  Layer.effect(Channel, Effect.gen(function*() {
+    const runtime = yield* Runtime
+    const user = localUser()
+    const chat = yield* runtime.resolve({
+      platform: PLATFORM,
+      externalUserId: user,
+      userName: user,
+      chatId: options.session,
+      agentId: options.agent
+    })
+    const w = yield* stdioWriter
+    const conversation = options.prompt !== undefined
+      ? oneTurn(runtime, chat, options.prompt, options.json, w)
+      : interactive(runtime, chat, options.json, w, options.historyFile)
+    // Forked in the layer's scope (with the layer's services): stopping the channel stops the conversation.
+    yield* conversation.pipe(
+      Effect.exit,
+      Effect.flatMap((exit) => Deferred.done(options.finished, exit)),
+      Effect.forkScoped
+    )
+    return Channel.of({
+      id: PLATFORM,
+      description: `terminal chat with ${chat.agentId} (session ${chat.sessionKey})`,
+      notify: (_target, message) =>
+        message.text.trim() === ""
+          ? Effect.fail(new ChannelError({ channel: PLATFORM, reason: "an empty message" }))
+          : w.err(`[notice] ${terminalSafe(message.text)}\n`)
+    })
+  }))
