@@ -1,5 +1,5 @@
 /** What the agent loop needs of a tool: a definition for the model and a way to run it. */
-import { type Effect, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 
 export interface ToolDefinition {
   readonly name: string
@@ -32,3 +32,45 @@ export interface Tool {
   readonly definition: ToolDefinition
   readonly execute: (input: unknown, context: ToolCallContext) => Effect.Effect<string, ToolError>
 }
+
+/**
+ * The tools one session may call: their definitions (sent to the model, in order) and dispatch by
+ * name, with the "unknown tool" answer listing the tools that exist. Which tools go in is the
+ * ToolCatalog's business (and, per turn, the runtime's, which adds the `agent` tool).
+ */
+export interface ToolRegistry {
+  readonly definitions: ReadonlyArray<ToolDefinition>
+  readonly get: (name: string) => Option.Option<Tool>
+  /** Runs a tool; an unknown name fails with a ToolError listing the tools that exist. */
+  readonly execute: (name: string, input: unknown, context: ToolCallContext) => Effect.Effect<string, ToolError>
+}
+
+/** A registry over exactly these tools, in this order; two tools with one name are a wiring bug (dies). */
+export const toolRegistry = (tools: ReadonlyArray<Tool>): Effect.Effect<ToolRegistry> =>
+  Effect.gen(function*() {
+    const byName = new Map<string, Tool>()
+    for (const tool of tools) {
+      if (byName.has(tool.definition.name)) return yield* Effect.die(new Error(`two tools are named "${tool.definition.name}"`))
+      byName.set(tool.definition.name, tool)
+    }
+    const names = Array.from(byName.keys())
+
+    const execute = Effect.fn("ToolRegistry.execute")(function*(name: string, input: unknown, context: ToolCallContext) {
+      yield* Effect.annotateCurrentSpan("tool", name)
+      const tool = byName.get(name)
+      if (tool === undefined) {
+        return yield* new ToolError({
+          tool: name,
+          reason: `unknown tool; available tools: ${names.length === 0 ? "none" : names.join(", ")}`
+        })
+      }
+      return yield* tool.execute(input, context)
+    })
+
+    const registry: ToolRegistry = {
+      definitions: tools.map((t) => t.definition),
+      get: (name) => Option.fromUndefinedOr(byName.get(name)),
+      execute
+    }
+    return registry
+  })

@@ -6,6 +6,9 @@ import { join } from "node:path"
 import * as DeterministicSummarizer from "../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../src/layers/memory/LcmMemory.ts"
 import * as SimpleMemory from "../../src/layers/memory/SimpleMemory.ts"
+import * as SqliteAgentStore from "../../src/layers/config/SqliteAgentStore.ts"
+import * as SqliteProviderStore from "../../src/layers/config/SqliteProviderStore.ts"
+import * as SqliteUsageLog from "../../src/layers/config/SqliteUsageLog.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 
 export const tempDir = (prefix = "anna-test-"): string => mkdtempSync(join(tmpdir(), prefix))
@@ -30,3 +33,6 @@ export const simpleTemp = SimpleMemory.layerSqlite.pipe(
   Layer.provide(DeterministicSummarizer.layer),
   Layer.provideMerge(sqliteTemp)
 )
+
+/** ProviderStore, AgentStore and UsageLog (needs SqlClient). */
+export const modelStores = Layer.merge(SqliteAgentStore.layer, SqliteUsageLog.layer).pipe(Layer.provideMerge(SqliteProviderStore.layer))

@@ -30,7 +30,9 @@ import {
 } from "../../services/ConfigStore.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
-import * as SqliteStores from "./SqliteStores.ts"
+import * as SqliteAgentStore from "./SqliteAgentStore.ts"
+import * as SqliteProviderStore from "./SqliteProviderStore.ts"
+import * as SqliteUsageLog from "./SqliteUsageLog.ts"
 import { storageError } from "../sql/errors.ts"
 
 const UserRow = Schema.Struct({
@@ -389,7 +391,10 @@ export const make = Effect.gen(function*() {
 export const layer = Layer.effect(ConfigStore, make)
 
 /** ConfigStore with ProviderStore, AgentStore and UsageLog; needs SqlClient and AppConfig. */
-export const layerStores = layer.pipe(Layer.provideMerge(SqliteStores.layer))
+export const layerStores = layer.pipe(
+  Layer.provideMerge(Layer.merge(SqliteAgentStore.layer, SqliteUsageLog.layer)),
+  Layer.provideMerge(SqliteProviderStore.layer)
+)
 
 /** `layerStores` on a home folder chosen by the caller (tests, custom deployments); needs SqlClient. */
 export const layerWithStores = (annaHome: string) => layerStores.pipe(Layer.provide(AppConfig.at(annaHome)))

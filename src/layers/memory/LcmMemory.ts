@@ -28,7 +28,7 @@ import { Searcher } from "../../services/Searcher.ts"
 import { SessionManager } from "../../services/SessionManager.ts"
 import * as DagCompactionEngine from "./DagCompactionEngine.ts"
 import { makeShared, validateAssemble } from "./shared.ts"
-import * as SessionLocks from "../runtime/SessionLocks.ts"
+import * as SessionLocks from "./SessionLocks.ts"
 import * as SqliteMemoryStore from "./SqliteMemoryStore.ts"
 
 export const NAME = "memory/lcm"

@@ -1,13 +1,12 @@
 /**
  * The memory layer chosen by configuration: whichever memory plugin is enabled in the `plugins`
- * table (LcmMemory or SimpleMemory). Needs SqlClient and a Summarizer (LCM's DAG compaction and
- * Simple's handoff compaction both use it).
+ * table (LcmMemory or SimpleMemory). Needs SqlClient, PluginStore and a Summarizer (LCM's DAG
+ * compaction and Simple's handoff compaction both use it).
  */
 import { Effect, Layer } from "effect"
 import { PluginStore } from "../../services/PluginStore.ts"
 import * as LcmMemory from "./LcmMemory.ts"
 import * as SimpleMemory from "./SimpleMemory.ts"
-import * as SqlitePluginStore from "../config/SqlitePluginStore.ts"
 
 export const layer = Layer.unwrap(
   Effect.gen(function*() {
@@ -15,4 +14,4 @@ export const layer = Layer.unwrap(
     const id = yield* plugins.enabledMemory
     return id === SimpleMemory.NAME ? SimpleMemory.layerSqlite : LcmMemory.layerSqlite
   })
-).pipe(Layer.provideMerge(SqlitePluginStore.layer))
+)

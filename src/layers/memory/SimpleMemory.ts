@@ -18,7 +18,7 @@ import { ProfileStore } from "../../services/ProfileStore.ts"
 import { SessionManager } from "../../services/SessionManager.ts"
 import * as HandoffCompactor from "./handoffCompactor.ts"
 import { makeShared, validateAssemble } from "./shared.ts"
-import * as SessionLocks from "../runtime/SessionLocks.ts"
+import * as SessionLocks from "./SessionLocks.ts"
 import * as SqliteMemoryStore from "./SqliteMemoryStore.ts"
 
 export const NAME = "memory/simple"

@@ -23,7 +23,7 @@ import { TurnDeadline } from "../../domain/runtime/errors.ts"
 import { errorOf } from "../../domain/runtime/failure.ts"
 import { systemPrompt } from "../../domain/runtime/prompt.ts"
 import type { ResolvedChat, TurnError, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
-import type { Tool } from "../../domain/tool.ts"
+import { type Tool, type ToolRegistry, toolRegistry } from "../../domain/tool.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import { Compactor } from "../../services/Compactor.ts"
 import type { Snapshot } from "../../services/ConfigStore.ts"
@@ -32,16 +32,14 @@ import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { ProfileStore } from "../../services/ProfileStore.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
+import { SessionLocks } from "../../services/SessionLocks.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
 import { ToolCatalog } from "../../services/ToolCatalog.ts"
-import type { ToolRegistry as ToolRegistryService } from "../../services/ToolRegistry.ts"
 import { UsageLog } from "../../services/UsageLog.ts"
-import * as AgentTool from "../tools/agent.ts"
-import * as ToolRegistry from "../tools/ToolRegistry.ts"
 import * as AgentFiles from "./agentFiles.ts"
+import * as AgentTool from "./agentTool.ts"
 import { modelAllowed, turnModel } from "./models.ts"
 import { loadPresets, mergePresets, type Preset, workspaceSource } from "./presets.ts"
-import * as SessionLocks from "./SessionLocks.ts"
 import { runTurn } from "./turn.ts"
 
 export interface SessionPoolOptions {
@@ -75,7 +73,7 @@ const fingerprint = (plan: RunnerPlan): string =>
   JSON.stringify([plan.spec.agentId, plan.spec.workspace, plan.spec.image, plan.spec.network, plan.spec.limits, plan.tools])
 
 interface Runner {
-  readonly tools: ToolRegistryService["Service"]
+  readonly tools: ToolRegistry
   /** The sandbox session, once a tool source started it. */
   readonly sandbox: () => SandboxSession | undefined
   /** The presets in the session's workspace (read again only after a tool that can change files ran). */
@@ -99,7 +97,7 @@ export const make = (options: SessionPoolOptions = {}) =>
     const profiles = yield* Effect.serviceOption(ProfileStore)
     const usage = yield* UsageLog
     const sandbox = yield* Effect.serviceOption(Sandbox)
-    const locks = yield* SessionLocks.make()
+    const locks = yield* SessionLocks
     const files = yield* AgentFiles.make
     const scope = yield* Effect.scope
     const running = yield* FiberMap.make<string>()
@@ -178,7 +176,7 @@ export const make = (options: SessionPoolOptions = {}) =>
             dirty = false
             return loadPresets([workspaceSource(session)]).pipe(Effect.tap((p) => Effect.sync(() => void (cached = p))))
           })
-          const runner: Runner = { tools: yield* ToolRegistry.fromTools(tools), sandbox: () => session, workspacePresets }
+          const runner: Runner = { tools: yield* toolRegistry(tools), sandbox: () => session, workspacePresets }
           return runner
         }),
       idleTimeToLive: options.runnerIdle ?? Duration.minutes(10)
@@ -325,7 +323,7 @@ export const make = (options: SessionPoolOptions = {}) =>
         Effect.gen(function*() {
           const emit = (e: TurnEvent) => Queue.offer(queue, e).pipe(Effect.asVoid)
           // Turns of one session wait for each other; the one holding the lock is the session's running turn.
-          const work = locks.withLock(chat.sessionKey)(
+          const work = locks.withLock(`turn\u0000${chat.sessionKey}`)(
             Effect.flatMap(FiberMap.run(running, chat.sessionKey, turn(chat, message, emit)), Fiber.join)
           ).pipe(
             Effect.onInterrupt(() => emit({ type: "notice", text: "stopped" }).pipe(Effect.andThen(emit(done("aborted"))))),
@@ -367,7 +365,8 @@ export const make = (options: SessionPoolOptions = {}) =>
   })
 
 /**
- * SessionPool; needs LiveConfig, ProviderRegistry, UsageLog, ToolCatalog and a memory layer; with a
- * Sandbox, tool sources that need one get it (fail closed when it cannot start).
+ * SessionPool; needs LiveConfig, ProviderRegistry, UsageLog, ToolCatalog, SessionLocks (a turn holds
+ * `turn\0{sessionKey}`, apart from memory's own locks) and a memory layer; with a Sandbox, tool
+ * sources that need one get it (fail closed when it cannot start).
  */
 export const layer = (options: SessionPoolOptions = {}) => Layer.effect(SessionPool, make(options))

@@ -12,7 +12,7 @@
 import { Effect, Scope } from "effect"
 import { existsSync, type FSWatcher, watch } from "node:fs"
 import { dirname, join } from "node:path"
-import { readSmallFile } from "../sandbox/confinedFs.ts"
+import { readSmallFile } from "./smallFile.ts"
 import { folderSource, loadPresets, type Preset } from "./presets.ts"
 
 /** SYSTEM.md and SOUL.md larger than this are ignored (with a warning). */

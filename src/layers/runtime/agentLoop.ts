@@ -17,7 +17,7 @@ import type { ProviderError } from "../../domain/model/errors.ts"
 import { addUsage, type ChatResponse, emptyUsage, type StopReason, type Usage } from "../../domain/model/types.ts"
 import type { ToolCallContext } from "../../domain/tool.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
-import type { ToolRegistry } from "../../services/ToolRegistry.ts"
+import type { ToolRegistry } from "../../domain/tool.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { runToolCalls } from "./toolCalls.ts"
 
@@ -44,7 +44,7 @@ export interface LoopSetup<E> {
   readonly client: ChatModelClient
   readonly model: string
   readonly system: string
-  readonly tools: ToolRegistry["Service"]
+  readonly tools: ToolRegistry
   readonly maxTurns: number
   /** Whose work this is: tools act for it and usage is recorded against it. */
   readonly context: ToolCallContext

@@ -16,7 +16,7 @@ import type { Message } from "../../domain/message.ts"
 import { emptyUsage, type Usage } from "../../domain/model/types.ts"
 import type { ToolCallContext } from "../../domain/tool.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
-import type { ToolRegistry } from "../../services/ToolRegistry.ts"
+import type { ToolRegistry } from "../../domain/tool.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { runLoop, textOf } from "./agentLoop.ts"
 
@@ -26,7 +26,7 @@ export interface ChildSetup {
   readonly model: string
   readonly system: string
   /** The child's tools (never the agent tool). */
-  readonly tools: ToolRegistry["Service"]
+  readonly tools: ToolRegistry
   readonly maxTurns: number
   readonly timeoutSeconds: number
   /** The parent's session: tools act for it and usage is recorded against it. */

@@ -28,7 +28,7 @@ import { readdir } from "node:fs/promises"
 import { join } from "node:path"
 import { parse as parseYaml } from "yaml"
 import type { SandboxSession } from "../../services/Sandbox.ts"
-import { readSmallFile } from "../sandbox/confinedFs.ts"
+import { readSmallFile } from "./smallFile.ts"
 
 export interface Preset {
   readonly name: string

@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import type { ToolResultBlock, ToolUseBlock } from "../../domain/message.ts"
 import type { ToolCallContext } from "../../domain/tool.ts"
-import type { ToolRegistry } from "../../services/ToolRegistry.ts"
+import type { ToolRegistry } from "../../domain/tool.ts"
 
 /** Tool calls of one model response run at most this many at a time. */
 export const TOOL_CONCURRENCY = 4
@@ -18,7 +18,7 @@ export interface ToolCallHooks {
 }
 
 export const runToolCalls = (
-  tools: ToolRegistry["Service"],
+  tools: ToolRegistry,
   calls: ReadonlyArray<ToolUseBlock>,
   context: ToolCallContext,
   hooks: ToolCallHooks

@@ -15,7 +15,7 @@ import type { ResolvedChat, TurnError, TurnEvent, UserMessage } from "../../doma
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { Compactor } from "../../services/Compactor.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
-import type { ToolRegistry } from "../../services/ToolRegistry.ts"
+import type { ToolRegistry } from "../../domain/tool.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { MAX_OUTPUT_TOKENS, runLoop } from "./agentLoop.ts"
 
@@ -26,7 +26,7 @@ export interface TurnSetup {
   readonly client: ChatModelClient
   readonly model: string
   readonly system: string
-  readonly tools: ToolRegistry["Service"]
+  readonly tools: ToolRegistry
   readonly contextTokens: number
   readonly maxTurns: number
   readonly memory: MemoryProvider["Service"]

@@ -11,7 +11,7 @@ import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts
 import { advertisedMaximum, inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { decodeInput } from "./files.ts"
-import { formatCount, shareBudget, truncateMiddle } from "./text.ts"
+import { formatCount, shareBudget, truncateMiddle } from "../../domain/text.ts"
 
 export const TOOL_NAME = "bash"
 /** Characters of stdout + stderr returned to the model; the rest is elided in the middle. */

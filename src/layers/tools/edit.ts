@@ -9,7 +9,7 @@ import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { atomicWrite, decodeInput, loadFile } from "./files.ts"
-import { formatCount, lineNumbersAt } from "./text.ts"
+import { formatCount, lineNumbersAt } from "../../domain/text.ts"
 
 export const TOOL_NAME = "edit"
 

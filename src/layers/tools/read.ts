@@ -9,7 +9,7 @@ import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession, WorkspaceEntry } from "../../services/Sandbox.ts"
 import { decodeInput, loadPath, MAX_ENTRIES } from "./files.ts"
-import { formatCount, safeEnd } from "./text.ts"
+import { formatCount, safeEnd } from "../../domain/text.ts"
 
 export const TOOL_NAME = "read"
 /** Characters of numbered lines returned per call. */

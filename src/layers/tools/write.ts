@@ -7,7 +7,7 @@ import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { atomicWrite, decodeInput } from "./files.ts"
-import { formatCount } from "./text.ts"
+import { formatCount } from "../../domain/text.ts"
 
 export const TOOL_NAME = "write"
 

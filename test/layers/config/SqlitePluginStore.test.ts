@@ -125,7 +125,7 @@ describe("SqlitePluginStore", () => {
 
 describe("MemoryFromPlugins", () => {
   const memoryOn = (file: string) =>
-    MemoryFromPlugins.layer.pipe(Layer.provide(DeterministicSummarizer.layer), Layer.provideMerge(Sqlite.layer(file)))
+    MemoryFromPlugins.layer.pipe(Layer.provide(DeterministicSummarizer.layer), Layer.provideMerge(SqlitePluginStore.layer), Layer.provideMerge(Sqlite.layer(file)))
 
   it.effect("builds the memory layer of the enabled plugin", () =>
     Effect.gen(function*() {

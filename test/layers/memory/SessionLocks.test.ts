@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import * as SessionLocks from "../../../src/layers/runtime/SessionLocks.ts"
+import * as SessionLocks from "../../../src/layers/memory/SessionLocks.ts"
 import { SessionLocks as SessionLocksService } from "../../../src/services/SessionLocks.ts"
 
 /** Lets forked fibers run until they block. */

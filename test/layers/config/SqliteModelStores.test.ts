@@ -1,13 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { emptyUsage, type ProviderConfig } from "../../../src/domain/model/types.ts"
-import * as SqliteConfigStore from "../../../src/layers/config/SqliteStores.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { UsageLog } from "../../../src/services/UsageLog.ts"
-import { sqliteTemp } from "../../support/db.ts"
+import { modelStores, sqliteTemp } from "../../support/db.ts"
 
-const configTemp = SqliteConfigStore.layer.pipe(Layer.provideMerge(sqliteTemp))
+const configTemp = modelStores.pipe(Layer.provideMerge(sqliteTemp))
 
 const provider = (overrides: Partial<ProviderConfig> = {}): ProviderConfig => ({
   id: "openai",
@@ -21,7 +20,7 @@ const provider = (overrides: Partial<ProviderConfig> = {}): ProviderConfig => ({
   ...overrides
 })
 
-describe("SqliteConfigStore: providers", () => {
+describe("SqliteProviderStore", () => {
   it.effect("adds, lists, gets and removes providers exactly as given", () =>
     Effect.gen(function*() {
       const store = yield* ProviderStore
@@ -71,7 +70,7 @@ describe("SqliteConfigStore: providers", () => {
     }).pipe(Effect.provide(configTemp)))
 })
 
-describe("SqliteConfigStore: agents", () => {
+describe("SqliteAgentStore", () => {
   it.effect("creates and updates agents, validates provider references and limits", () =>
     Effect.gen(function*() {
       const providers = yield* ProviderStore
@@ -102,7 +101,7 @@ describe("SqliteConfigStore: agents", () => {
     }).pipe(Effect.provide(configTemp)))
 })
 
-describe("SqliteConfigStore: agents' runtime settings", () => {
+describe("SqliteAgentStore: runtime settings", () => {
   it.effect("stores context budget, tools (a list or null = all) and turn limit; refuses bad values", () =>
     Effect.gen(function*() {
       const agents = yield* AgentStore
@@ -131,7 +130,7 @@ describe("SqliteConfigStore: agents' runtime settings", () => {
     }).pipe(Effect.provide(configTemp)))
 })
 
-describe("SqliteConfigStore: usage", () => {
+describe("SqliteUsageLog", () => {
   it.effect("records every call and counts summary calls per session within a window", () =>
     Effect.gen(function*() {
       const usage = yield* UsageLog

@@ -13,15 +13,13 @@
  */
 import { Effect, Option, Result, Schema } from "effect"
 import { estimateTextTokens } from "../../domain/message.ts"
-import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
+import { type Tool, type ToolCallContext, ToolError, type ToolRegistry, toolRegistry } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
-import type { ToolRegistry } from "../../services/ToolRegistry.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
-import { type ChildResult, runChild } from "../runtime/child.ts"
-import { ChildTurns, MAX_CHILD_TIMEOUT_SECONDS, type Preset } from "../runtime/presets.ts"
-import * as ToolRegistryLayer from "./ToolRegistry.ts"
-import { formatCount, utf8Length } from "./text.ts"
+import { type ChildResult, runChild } from "./child.ts"
+import { ChildTurns, MAX_CHILD_TIMEOUT_SECONDS, type Preset } from "./presets.ts"
+import { formatCount, utf8Length } from "../../domain/text.ts"
 
 export const TOOL_NAME = "agent"
 export const MAX_TASKS = 8
@@ -164,7 +162,7 @@ export const make = (deps: AgentToolDeps): Tool => {
       const title = `## Task ${index + 1}${task.preset === undefined ? "" : ` (preset ${task.preset})`}`
       const plan = planTask(deps, available, task)
       if (plan._tag === "Failure") return { ok: false, section: `${title}: failed\n${plan.failure}` }
-      const tools = yield* ToolRegistryLayer.fromTools(plan.success.tools)
+      const tools = yield* toolRegistry(plan.success.tools)
       const run = yield* runChild({
         client: deps.client,
         model: plan.success.model,
@@ -217,9 +215,9 @@ export const make = (deps: AgentToolDeps): Tool => {
  * change files ran); the children get the registry's other tools.
  */
 export const withAgentTool = (
-  registry: ToolRegistry["Service"],
+  registry: ToolRegistry,
   deps: Omit<AgentToolDeps, "tools">
-): Effect.Effect<ToolRegistry["Service"]> => {
+): Effect.Effect<ToolRegistry> => {
   const tools = registry.definitions.flatMap((d) => Option.toArray(registry.get(d.name))).filter((t) => t.definition.name !== TOOL_NAME)
-  return ToolRegistryLayer.fromTools([...tools, make({ ...deps, tools })])
+  return toolRegistry([...tools, make({ ...deps, tools })])
 }
