@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Exit, Schema } from "effect"
 import { advertisedMaximum, inputSchemaOf, type ToolInputSchema } from "../../src/domain/toolSchema.ts"
-import * as AgentTool from "../../src/layers/tools/agent.ts"
+import * as AgentTool from "../../src/layers/runtime/agentTool.ts"
 import * as Bash from "../../src/layers/tools/bash.ts"
 import * as Edit from "../../src/layers/tools/edit.ts"
 import * as MemoryTool from "../../src/layers/tools/memory.ts"

@@ -14,7 +14,6 @@ import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ModelSummarizer from "../../../src/layers/memory/ModelSummarizer.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
 import * as SimpleMemory from "../../../src/layers/memory/SimpleMemory.ts"
-import * as SqliteConfigStore from "../../../src/layers/config/SqliteStores.ts"
 import * as SqliteMemoryStore from "../../../src/layers/memory/SqliteMemoryStore.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { Compactor } from "../../../src/services/Compactor.ts"
@@ -24,7 +23,7 @@ import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { Summarizer } from "../../../src/services/Summarizer.ts"
 import { UsageLog } from "../../../src/services/UsageLog.ts"
-import { sqliteTemp } from "../../support/db.ts"
+import { modelStores, sqliteTemp } from "../../support/db.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
 import { fastTransport } from "../providers/contract.ts"
@@ -35,7 +34,7 @@ beforeAll(async () => {
 })
 afterAll(() => fake.close())
 
-const base = () => Layer.mergeAll(SqliteConfigStore.layer, SqliteMemoryStore.layer).pipe(Layer.provideMerge(sqliteTemp))
+const base = () => Layer.mergeAll(modelStores, SqliteMemoryStore.layer).pipe(Layer.provideMerge(sqliteTemp))
 const modelSummarizer = () => ModelSummarizer.layer().pipe(Layer.provide(ProviderClients.layer(fastTransport)))
 const stack = () => LcmMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
 const simpleStack = () => SimpleMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))

@@ -10,7 +10,7 @@ import { SandboxFailure } from "../../../src/domain/sandbox/errors.ts"
 import { type Tool, ToolError } from "../../../src/domain/tool.ts"
 import * as MemoryTool from "../../../src/layers/tools/memory.ts"
 import * as ToolCatalogLayer from "../../../src/layers/tools/ToolCatalog.ts"
-import * as ToolRegistryLayer from "../../../src/layers/tools/ToolRegistry.ts"
+import { toolRegistry } from "../../../src/domain/tool.ts"
 import * as WorkspaceTools from "../../../src/layers/tools/WorkspaceTools.ts"
 import { Sandbox } from "../../../src/services/Sandbox.ts"
 import { ToolCatalog, type ToolSession } from "../../../src/services/ToolCatalog.ts"
@@ -44,7 +44,7 @@ const toolsOf = (names: ReadonlyArray<string> | null) =>
   Effect.gen(function*() {
     const catalog = yield* ToolCatalog
     const tools = yield* catalog.tools(yield* session(names))
-    return yield* ToolRegistryLayer.fromTools(tools)
+    return yield* toolRegistry(tools)
   })
 
 const builtins = (started: { count: number } = { count: 0 }) =>
@@ -126,20 +126,20 @@ describe("ToolCatalog", () => {
 describe("ToolRegistry.fromTools", () => {
   it.effect("keeps the order given, dispatches to the right tool, and names the tools for an unknown one", () =>
     Effect.gen(function*() {
-      const registry = yield* ToolRegistryLayer.fromTools([echo("b"), echo("a")])
+      const registry = yield* toolRegistry([echo("b"), echo("a")])
       assert.deepStrictEqual(registry.definitions.map((d) => d.name), ["b", "a"])
       assert.strictEqual(yield* registry.execute("a", { x: 1 }, context), `a:{"x":1}`)
       assert.strictEqual(yield* registry.execute("b", [], context), "b:[]")
       const unknown = yield* Effect.flip(registry.execute("rm_rf", {}, context))
       assert.instanceOf(unknown, ToolError)
       assert.strictEqual(unknown.reason, "unknown tool; available tools: b, a")
-      const none = yield* ToolRegistryLayer.fromTools([])
+      const none = yield* toolRegistry([])
       assert.strictEqual((yield* Effect.flip(none.execute("read", {}, context))).reason, "unknown tool; available tools: none")
     }))
 
   it.effect("two tools with one name die", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(ToolRegistryLayer.fromTools([echo("x"), echo("x")]))
+      const exit = yield* Effect.exit(toolRegistry([echo("x"), echo("x")]))
       assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
     }))
 })

@@ -12,7 +12,7 @@ import type { ExecOptions, ExecResult } from "../../../src/domain/sandbox/types.
 import type { Tool } from "../../../src/domain/tool.ts"
 import { Bash, Edit, Read, Write } from "../../../src/layers/tools/WorkspaceTools.ts"
 import * as WorkspaceTools from "../../../src/layers/tools/WorkspaceTools.ts"
-import { omittedMarker, safeEnd, safeStart, shareBudget, truncateMiddle, utf8Length } from "../../../src/layers/tools/text.ts"
+import { omittedMarker, safeEnd, safeStart, shareBudget, truncateMiddle, utf8Length } from "../../../src/domain/text.ts"
 import type { SandboxSession } from "../../../src/services/Sandbox.ts"
 import * as LocalSandbox from "../../support/localSandbox.ts"
 import { context, outsideFolder, workspaceToolCases } from "../../support/workspaceToolCases.ts"
