@@ -1,7 +1,10 @@
 /**
- * AgentStore — the `agents` table as far as models go: each agent's main model, its optional
- * cheaper summary tier, and its summarization spend guard. (Routing, channels and workspaces of
- * agents come with the runtime.)
+ * AgentStore — the `agents` table: each agent's model (and the ones a chat may pick), its optional
+ * cheaper summary tier and summarization spend guard, its prompt, context budget, tools, turn limit
+ * and deadline, and its sandbox settings. Checks a patch before storing it; the runtime reads agents
+ * through ConfigStore.snapshot (LiveConfig), which joins them with their provider.
+ *
+ * Layers: `SqliteAgentStore.layer` (src/layers/config/SqliteAgentStore.ts).
  */
 import { Context, type Effect, type Option } from "effect"
 import type { Agent } from "../domain/config/agent.ts"

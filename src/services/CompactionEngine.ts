@@ -3,6 +3,8 @@
  * incremental (one leaf + one condensed pass) or full (repeat, at most 10 iterations), with the
  * summarization escalation normal → aggressive → deterministic truncation. Each step (one summary)
  * is one transaction. Owns the policy; storage is the MemoryStore's, text is the Summarizer's.
+ *
+ * Layers: `DagCompactionEngine.layer` (src/layers/memory/DagCompactionEngine.ts), used by LcmMemory.
  */
 import { Context, type Effect } from "effect"
 import type { CompactionFailed } from "../domain/memory/errors.ts"

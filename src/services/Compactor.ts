@@ -1,6 +1,8 @@
 /**
  * Compactor — capability: shrink a session's live context into a DAG of summaries (seed:
  * NeedsCompaction, Compact). Never deletes or changes raw messages; never touches the fresh tail.
+ *
+ * Layers: `LcmMemory.layer` (the DAG, over CompactionEngine) and `SimpleMemory.layer` (one handoff summary, src/layers/memory/handoffCompactor.ts).
  */
 import { Context, type Effect } from "effect"
 import type { CompactionFailed, SessionNotFound } from "../domain/memory/errors.ts"

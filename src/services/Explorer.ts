@@ -2,6 +2,8 @@
  * Explorer — capability: inspect a summary (metadata and lineage) and expand it into its direct
  * constituents (source messages of a leaf, constituent summaries of a condensed summary), page by
  * page within a token limit. With a scope, summaries outside it are reported as not found.
+ *
+ * Layers: `LcmMemory.layer` (src/layers/memory/LcmMemory.ts).
  */
 import { Context, type Effect } from "effect"
 import type { SummaryNotFound } from "../domain/memory/errors.ts"

@@ -2,6 +2,8 @@
  * HttpAddress — where the gateway's HTTP server (the OpenAI-compatible channel, later the admin
  * UI) actually listens once it is up: the bound port is known only after `listen`, e.g. with port
  * 0 in tests. It owns nothing; the server's layer provides it for as long as the server runs.
+ *
+ * Layers: the HTTP server of `HttpChannel.layer` (src/layers/channels/http/server.ts).
  */
 import { Context } from "effect"
 

@@ -3,6 +3,8 @@
  * conversation, storing its messages losslessly, building the model's context within a token
  * budget, and session statistics. Does not own: compaction, search, summaries or profiles, which
  * are optional capability services a memory layer may also provide.
+ *
+ * Layers: `LcmMemory.layer`, `SimpleMemory.layer` (src/layers/memory/); `MemoryFromPlugins.layer` picks the enabled one.
  */
 import { Context, type Effect } from "effect"
 import type { InvalidInput, SessionNotFound } from "../domain/memory/errors.ts"

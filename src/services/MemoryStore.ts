@@ -3,6 +3,8 @@
  * context items, the summary DAG, full-text search and profiles. Owns every SQL statement of the
  * memory subsystem (so a PostgreSQL store is one new layer). Does not own policy: what to compact,
  * what to assemble, and locking are decided above it.
+ *
+ * Layers: `SqliteMemoryStore.layer` (src/layers/memory/SqliteMemoryStore.ts).
  */
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { ItemMeta } from "../domain/memory/context.ts"

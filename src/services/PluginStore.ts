@@ -2,6 +2,8 @@
  * PluginStore — which plugins exist and which are enabled (table `plugins`). Owns the rule that
  * exactly one memory plugin is enabled: enabling one disables the others of its kind, and
  * disabling the enabled one switches to the other when there is exactly one other.
+ *
+ * Layers: `SqlitePluginStore.layer` (src/layers/config/SqlitePluginStore.ts).
  */
 import { Context, type Effect } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"

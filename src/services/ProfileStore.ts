@@ -1,4 +1,8 @@
-/** ProfileStore — capability: persistent per-user-per-agent notes (ctx_agent_memory). */
+/**
+ * ProfileStore — capability: persistent per-user-per-agent notes (ctx_agent_memory).
+ *
+ * Layers: `LcmMemory.layer`, `SimpleMemory.layer` (src/layers/memory/).
+ */
 import { Context, type Effect } from "effect"
 import type { InvalidInput } from "../domain/memory/errors.ts"
 import type { StorageError } from "../domain/storage/errors.ts"

@@ -1,6 +1,8 @@
 /**
  * ProviderRegistry — a ChatModelClient for each configured provider, built from its row by type
  * (anthropic → AnthropicMessages, openai → OpenAiChat, openai-response → OpenAiResponses).
+ *
+ * Layers: `SdkProviderRegistry.layer` (src/layers/providers/SdkProviderRegistry.ts).
  */
 import { Context, type Effect } from "effect"
 import type { ProviderDisabled, ProviderNotFound } from "../domain/config/errors.ts"

@@ -2,6 +2,8 @@
  * ProviderStore — the `providers` table: which model services anna may call, with their base URL,
  * key, models and extra headers. Owns validation of a provider's configuration; does not talk to
  * the providers (that is ProviderRegistry's clients).
+ *
+ * Layers: `SqliteProviderStore.layer` (src/layers/config/SqliteProviderStore.ts).
  */
 import { Context, type Effect } from "effect"
 import type { InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../domain/config/errors.ts"

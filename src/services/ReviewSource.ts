@@ -1,6 +1,8 @@
 /**
  * ReviewSource — capability: feeds the self-improving memory review (seed 004): which sessions have
  * messages not yet reviewed, a transcript of them, and marking them reviewed.
+ *
+ * Layers: `LcmMemory.layer` (src/layers/memory/LcmMemory.ts).
  */
 import { Context, type Effect } from "effect"
 import type { SessionNotFound } from "../domain/memory/errors.ts"

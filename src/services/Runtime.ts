@@ -3,6 +3,8 @@
  * 001), runs the turn (compaction when needed, the model's tool loop, the sandboxed tools) and
  * streams its events back; slash commands (/new, /compact, /abort, /whoami, /model, /agent) are
  * answered here too, the same for every channel. Turns on one session never interleave.
+ *
+ * Layers: `Runtime.layer` (src/layers/runtime/Runtime.ts), over the SessionPool.
  */
 import { Context, type Effect, type Stream } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"

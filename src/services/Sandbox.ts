@@ -7,6 +7,8 @@
  * host without ever opening anything outside it (src/layers/sandbox/confinedFs.ts says how). Fails
  * closed: when a container cannot start exactly as configured, nothing runs, and there is never a
  * fallback to the host.
+ *
+ * Layers: `DockerSandbox.layer` (src/layers/sandbox/DockerSandbox.ts).
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
 import type { PathOutsideWorkspace, SandboxFailure, SandboxStartError, WorkspaceFileError } from "../domain/sandbox/errors.ts"

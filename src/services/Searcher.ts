@@ -1,6 +1,8 @@
 /**
  * Searcher — capability: ranked full-text search over messages and summaries, always inside a
  * scope (one session, or one user's sessions). A user scope never returns another user's rows.
+ *
+ * Layers: `LcmMemory.layer` (src/layers/memory/LcmMemory.ts).
  */
 import { Context, type Effect } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"

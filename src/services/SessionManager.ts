@@ -1,6 +1,8 @@
 /**
  * SessionManager — capability: session metadata (a JSON object per session, merged on save), the
  * list of sessions, and a session's full raw history.
+ *
+ * Layers: `LcmMemory.layer`, `SimpleMemory.layer` (src/layers/memory/).
  */
 import { Context, type Effect } from "effect"
 import type { SessionNotFound } from "../domain/memory/errors.ts"

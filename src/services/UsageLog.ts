@@ -1,6 +1,8 @@
 /**
  * UsageLog — every model call's token usage (chat and summaries, failed calls included), and the
  * counts the summarization spend guard needs.
+ *
+ * Layers: `SqliteUsageLog.layer` (src/layers/config/SqliteUsageLog.ts).
  */
 import { Context, type Effect } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"
