@@ -7,7 +7,7 @@
  * kept, so a runaway command cannot exhaust memory.
  */
 import type Docker from "dockerode"
-import { Deferred, Duration, Effect, Option, type Scope, Semaphore, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Option, type Scope, Semaphore, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { PassThrough, Writable } from "node:stream"
 import { SandboxFailure } from "../../../domain/sandbox/errors.ts"
@@ -382,7 +382,7 @@ export const runCommand = (
   const id = randomUUID()
   return whileRunning(container.id, id, (r) =>
     Effect.gen(function*() {
-      const started = Date.now()
+      const started = yield* Clock.currentTimeMillis
       const exec = yield* call(
         () =>
           container.exec({
@@ -429,7 +429,7 @@ export const runCommand = (
           stdoutDropped: out.dropped(),
           stderrDropped: err.dropped(),
           timedOut,
-          durationMs: Date.now() - started
+          durationMs: (yield* Clock.currentTimeMillis) - started
         }
         return result
       }).pipe(Effect.onInterrupt(() => kill.pipe(Effect.andThen(stream === undefined ? Effect.void : destroy(stream)))))
