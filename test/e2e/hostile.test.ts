@@ -17,7 +17,9 @@ import type { TurnEvent } from "../../src/domain/runtime/types.ts"
 import { AgentStore } from "../../src/services/AgentStore.ts"
 import { ConfigStore } from "../../src/services/ConfigStore.ts"
 import { Runtime } from "../../src/services/Runtime.ts"
-import { dockerReady, TEST_IMAGE } from "../support/docker.ts"
+import { owner } from "../../src/layers/sandbox/DockerSandbox.ts"
+import { AGENT_LABEL, OWNER_LABEL } from "../../src/layers/sandbox/docker/policy.ts"
+import { dockerReady, TEST_IMAGE, whenContainers } from "../support/docker.ts"
 import type { RecordedRequest, Scripted } from "../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { configureAgent, runtimeStack, tempHome } from "../support/runtimeStack.ts"
@@ -65,15 +67,14 @@ const scratch = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
 
-/** Waits (bounded) until `check` holds; false if it never did. */
-const eventually = (check: Effect.Effect<boolean>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 200; i++) {
-      if (yield* check) return true
-      yield* Effect.sleep(50)
-    }
-    return false
-  })
+/**
+ * Whether every container of the agent that this process started is gone: waits for the engine's
+ * events about them (false if they are still there after 20 s).
+ */
+const agentContainersGone = (agentId: string) =>
+  Effect.promise(() => whenContainers([`${AGENT_LABEL}=${agentId}`, `${OWNER_LABEL}=${owner()}`], (cs) => cs.length === 0, 20_000)).pipe(
+    Effect.map((cs) => cs !== undefined)
+  )
 
 const agentContainers = (agentId: string) =>
   Effect.promise(async () => {
@@ -146,11 +147,11 @@ describe.skipIf(!dockerReady)("e2e: a hostile chat user", () => {
         assert.strictEqual(yield* agentContainers("a1"), 1)
         yield* (yield* AgentStore).update("a1", { sandboxNetwork: "disabled" })
         // The idle session's container is closed without waiting for its next message.
-        assert.isTrue(yield* eventually(Effect.map(agentContainers("a1"), (n) => n === 0)), "the allow_all container is still running")
+        assert.isTrue(yield* agentContainersGone("a1"), "the allow_all container is still running")
         const closed = yield* say("alice", "RUN: cat /proc/net/dev")
         assert.notInclude(closed.tool?.output ?? "", "eth0")
         yield* (yield* AgentStore).update("a1", { tools: [] })
-        assert.isTrue(yield* eventually(Effect.map(agentContainers("a1"), (n) => n === 0)))
+        assert.isTrue(yield* agentContainersGone("a1"))
         const before = fake.requests.length
         const none = yield* say("alice", "RUN: echo should-not-run")
         // The model may still try; the call is refused and nothing runs.

@@ -7,16 +7,19 @@
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Effect, Fiber, Stream } from "effect"
-import { readFileSync } from "node:fs"
+import { readFileSync, realpathSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { TurnEvent } from "../../src/domain/runtime/types.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import { Runtime } from "../../src/services/Runtime.ts"
-import { dockerReady, sandboxContainers, TEST_IMAGE } from "../support/docker.ts"
+import { OWNER_LABEL } from "../../src/layers/sandbox/docker/policy.ts"
+import { owner } from "../../src/layers/sandbox/DockerSandbox.ts"
+import { dockerReady, TEST_IMAGE, whenContainers } from "../support/docker.ts"
 import type { RecordedRequest } from "../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { containerShell, waitForProcess } from "../support/sandboxProcesses.ts"
 import { configureAgent, runtimeStack, tempHome } from "../support/runtimeStack.ts"
 
 let fake: FakeLlm
@@ -68,13 +71,16 @@ describe.skipIf(!dockerReady)("e2e: tools in the Docker sandbox", () => {
         const runtime = yield* Runtime
         const chat = yield* runtime.resolve({ platform: "cli", externalUserId: "finn" })
         const turn = yield* Effect.forkChild(Stream.runCollect(runtime.send(chat, "please wait a long time")))
-        // Wait for the sleep to be running in the container.
-        let containers: Array<string> = []
-        for (let i = 0; i < 300 && containers.length === 0; i++) {
-          yield* Effect.sleep(50)
-          containers = yield* Effect.promise(sandboxContainers)
-        }
-        yield* Effect.sleep(1000)
+        // The engine reports the container of this test's workspace running; the sleep runs inside it.
+        const workspaces = realpathSync(home)
+        const ours = (c: Docker.ContainerInfo) => c.State === "running" && c.Mounts.some((m) => m.Source.startsWith(workspaces))
+        const containers = yield* Effect.promise(() => whenContainers([`${OWNER_LABEL}=${owner()}`], (cs) => cs.some(ours)))
+        const id = containers?.find(ours)?.Id
+        assert.isDefined(id, "no sandbox container started for the tool call")
+        if (id === undefined) return
+        const docker = new Docker()
+        yield* waitForProcess(containerShell(docker, id), "sleep 300")
+        assert.isUndefined(turn.pollUnsafe(), "the turn is still running")
         const reply = yield* Stream.runCollect(runtime.send(chat, "/abort"))
         assert.include(reply.map((e) => (e.type === "text" ? e.text : "")).join(""), "Stopped the running turn")
         const events = yield* Fiber.join(turn)
@@ -84,12 +90,10 @@ describe.skipIf(!dockerReady)("e2e: tools in the Docker sandbox", () => {
         const roles = history.messages.map((m) => m.role)
         assert.deepStrictEqual(roles, ["user", "assistant", "tool_result"])
         assert.include(JSON.stringify(history.messages[2]), "aborted")
-        // The sleep is gone from the container (the runner's container may still be idle-cached).
-        const docker = new (yield* Effect.promise(() => import("dockerode"))).default()
-        for (const id of yield* Effect.promise(sandboxContainers)) {
-          const ps = yield* Effect.promise(() => docker.getContainer(id).top().catch(() => ({ Processes: [] as Array<Array<string>> })))
-          assert.isFalse(JSON.stringify(ps.Processes ?? []).includes("sleep 300"), "the tool's process was killed")
-        }
+        // The sleep is gone from the container, which may still be idle-cached by the runner (or
+        // already removed: then nothing of it runs either).
+        const ps = yield* Effect.promise(() => docker.getContainer(id).top().catch(() => ({ Processes: [] as Array<Array<string>> })))
+        assert.isFalse(JSON.stringify(ps.Processes ?? []).includes("sleep 300"), "the tool's process was killed")
       }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
     })))
 })

@@ -12,7 +12,7 @@ import Docker from "dockerode"
 import { Effect, Fiber } from "effect"
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../src/domain/sandbox/types.ts"
@@ -29,6 +29,30 @@ const scratch = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-race-"))),
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 )
+
+/**
+ * Whether `dir/name` becomes a symlink: checked now and at every change the kernel reports in `dir`
+ * (inotify sees the container's renames in the bind-mounted workspace); false after `timeoutMs`.
+ */
+const whenSymlink = (dir: string, name: string, timeoutMs = 20_000) =>
+  Effect.promise(() =>
+    new Promise<boolean>((done) => {
+      const isLink = () => lstatSync(join(dir, name), { throwIfNoEntry: false })?.isSymbolicLink() === true
+      let settled = false
+      const finish = (seen: boolean) => {
+        if (settled) return
+        settled = true
+        clearTimeout(deadline)
+        watcher.close()
+        done(seen)
+      }
+      const watcher = watch(dir, () => {
+        if (isLink()) finish(true)
+      })
+      const deadline = setTimeout(() => finish(false), timeoutMs)
+      if (isLink()) finish(true)
+    })
+  )
 
 /** The swapper, compiled statically from test/support/race/swap.c (gcc is on every machine here). */
 const buildSwapper = (dir: string): string => {
@@ -71,13 +95,8 @@ describe.skipIf(!dockerReady)("sandbox race: a folder swapped for a symlink whil
       let refused = 0
       const leaks: Array<string> = []
       const attacker = yield* Effect.forkChild(session.exec("/workspace/swap /workspace/dir /workspace/link 4000000000", { timeoutMs: 300_000 }))
-      // Wait until the swapping is seen from the host (bounded), so the calls really race it.
-      let seen = false
-      for (let i = 0; i < 2000 && !seen; i++) {
-        seen = lstatSync(join(workspace, "dir"), { throwIfNoEntry: false })?.isSymbolicLink() === true
-        if (!seen) yield* Effect.yieldNow
-        if (!seen && i % 50 === 49) yield* Effect.sleep(10)
-      }
+      // Wait until the swapping is seen from the host, so the calls really race it.
+      const seen = yield* whenSymlink(workspace, "dir")
       assert.isTrue(seen, "the swapper did not start")
       for (let round = 0; round < ROUNDS; round++) {
         const calls = [

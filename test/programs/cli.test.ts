@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { Assembled, CompactionReport, SearchHit, SessionStats, SummaryDescription, ExpandResult } from "../../src/domain/memory/types.ts"
-import { anna, annaJson, finish, newHome, start, waitForOutput } from "../support/cli.ts"
+import { anna, annaJson, finish, newHome, start, waitForLine, waitForOutput } from "../support/cli.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
 const homes: Array<string> = []
@@ -203,14 +203,16 @@ describe("anna CLI", () => {
     await annaJson(h, "memory", "import", "k", writeTranscript(h, 30_000, 13))
     const child = start(h, ["memory", "compact", "k", "--full"])
     const done = finish(child)
-    // Kill once compaction has committed something (it is still far from done then).
+    // Kill once compaction has committed something (it is still far from done then): the command
+    // reports its progress on stderr after each committed summary.
+    const committed = await waitForLine(child, (line) => {
+      const m = /^compacting k: .*; (\d+) leaf \+ (\d+) condensed summaries$/.exec(line)
+      return m !== null && Number(m[1]) + Number(m[2]) >= 3 ? Number(m[1]) + Number(m[2]) : undefined
+    })
     const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
-    for (let i = 0; i < 600; i++) {
-      await new Promise((r) => setTimeout(r, 20))
-      const row = db.prepare("SELECT count(*) AS n FROM ctx_summaries").get() as { n: number }
-      if (row.n >= 3) break
-    }
+    const row = db.prepare("SELECT count(*) AS n FROM ctx_summaries").get() as { n: number }
     db.close()
+    assert.isAtLeast(row.n, committed, "the reported summaries are committed")
     child.kill("SIGKILL")
     const killed = await done
     assert.strictEqual(killed.signal, "SIGKILL")

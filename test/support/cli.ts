@@ -44,6 +44,33 @@ export const waitForOutput = (child: ChildProcess, text: string): Promise<void> 
     child.stderr?.on("data", check)
   })
 
+/**
+ * Resolves with the first line the child writes (to stdout or stderr) for which `accept` returns
+ * something; rejects if the child exits before writing one.
+ */
+export const waitForLine = <A>(child: ChildProcess, accept: (line: string) => A | undefined): Promise<A> =>
+  new Promise((done, fail) => {
+    const partial = { stdout: "", stderr: "" }
+    let settled = false
+    const feed = (from: "stdout" | "stderr") => (d: Buffer) => {
+      if (settled) return
+      const lines = (partial[from] + d.toString()).split("\n")
+      partial[from] = lines.pop() ?? ""
+      for (const line of lines) {
+        const found = accept(line)
+        if (found !== undefined) {
+          settled = true
+          return done(found)
+        }
+      }
+    }
+    child.stdout?.on("data", feed("stdout"))
+    child.stderr?.on("data", feed("stderr"))
+    child.on("close", (code, signal) => {
+      if (!settled) fail(new Error(`the child exited (${code ?? signal}) before writing the awaited line`))
+    })
+  })
+
 export const finish = (child: ChildProcess): Promise<Run> =>
   new Promise((done, fail) => {
     let stdout = ""

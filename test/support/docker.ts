@@ -47,3 +47,52 @@ export const dockerReady: boolean = await (async () => {
 /** Containers carrying anna's sandbox label. */
 export const sandboxContainers = async (): Promise<Array<string>> =>
   (await new Docker().listContainers({ all: true, filters: { label: ["dev.anna.sandbox"] } })).map((c) => c.Id)
+
+/**
+ * Resolves with the containers carrying every one of `labels` (running or not) once `check` holds
+ * for them. The listing is taken now and again at every event the engine reports for such a
+ * container (create, start, die, destroy, …), so a test waits for what the engine did, without
+ * polling. Resolves undefined after `timeoutMs` (a deadline for a failing test, not a wait).
+ */
+export const whenContainers = async (
+  labels: ReadonlyArray<string>,
+  check: (containers: ReadonlyArray<Docker.ContainerInfo>) => boolean,
+  timeoutMs = 30_000
+): Promise<ReadonlyArray<Docker.ContainerInfo> | undefined> => {
+  const docker = new Docker()
+  // Subscribed before the first listing, so no change falls between the two.
+  const events = (await docker.getEvents({ filters: { type: ["container"], label: [...labels] } })) as NodeJS.ReadableStream & {
+    destroy: () => void
+  }
+  const list = () => docker.listContainers({ all: true, filters: { label: [...labels] } })
+  let deadline: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await new Promise<ReadonlyArray<Docker.ContainerInfo> | undefined>((done, fail) => {
+      deadline = setTimeout(() => done(undefined), timeoutMs)
+      // One listing at a time; an event during a listing asks for one more after it.
+      let looking = false
+      let again = false
+      const look = async () => {
+        if (looking) return void (again = true)
+        looking = true
+        try {
+          do {
+            again = false
+            const containers = await list()
+            if (check(containers)) return done(containers)
+          } while (again)
+        } catch (e) {
+          fail(e)
+        } finally {
+          looking = false
+        }
+      }
+      events.on("data", () => void look())
+      events.on("error", fail)
+      void look()
+    })
+  } finally {
+    clearTimeout(deadline)
+    events.destroy()
+  }
+}

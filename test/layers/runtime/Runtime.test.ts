@@ -202,17 +202,21 @@ describe("Runtime", () => {
       fake.script({ kind: "hang" })
       const runtime = yield* RuntimeService
       const chat = yield* runtime.resolve(alice)
-      const fiber = yield* Effect.forkChild(Stream.runCollect(runtime.send(chat, "this will hang")))
       const before = fake.requests.length
-      for (let i = 0; i < 200 && fake.requests.length === before; i++) yield* Effect.sleep(10)
+      const fiber = yield* Effect.forkChild(Stream.runCollect(runtime.send(chat, "this will hang")))
+      // The turn is running once the model request reached the server (which never answers it).
+      const request = yield* Effect.promise(() => fake.request(before))
+      assert.strictEqual(request.method, "POST")
+      assert.isFalse(request.aborted, "the model request is still open before /abort")
       const aborted = yield* Stream.runCollect(runtime.send(chat, "/abort"))
       assert.include(aborted.map((e) => (e.type === "text" ? e.text : "")).join(""), "Stopped the running turn")
       const events = yield* Fiber.join(fiber)
       const last = events[events.length - 1]
       assert.strictEqual(last?.type === "done" ? last.stopReason : "", "aborted")
-      const request = fake.requests[fake.requests.length - 1]
-      for (let i = 0; i < 200 && request?.aborted !== true; i++) yield* Effect.sleep(10)
-      assert.isTrue(request?.aborted, "the model request was cancelled")
+      // The server sees the connection go away without an answer.
+      yield* Effect.promise(() => fake.when(() => request.aborted, { what: "the abort of the model request" }))
+      assert.isTrue(request.aborted, "the model request was cancelled")
+      assert.strictEqual(fake.requests.length, before + 1, "no other model request was made")
     }).pipe(Effect.provide(stack())))
 
   it.effect("stops at max_turns when the model keeps calling tools", () =>

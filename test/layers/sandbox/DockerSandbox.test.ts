@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
-import { Effect, Exit, Fiber, Latch, type Scope, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, type Scope, Stream } from "effect"
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { createServer, connect, type Server, type Socket } from "node:net"
 import { hostname, tmpdir } from "node:os"
@@ -16,6 +16,7 @@ import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import { OWNER_LABEL } from "../../../src/layers/sandbox/docker/policy.ts"
 import { Sandbox, type SandboxSession } from "../../../src/services/Sandbox.ts"
 import { dockerReady, sandboxContainers, TEST_IMAGE } from "../../support/docker.ts"
+import { waitForProcess } from "../../support/sandboxProcesses.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -59,19 +60,20 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
       assert.deepStrictEqual(after.sort(), before.sort())
 
       // Interrupted in the middle of a long command: the container goes too.
-      const started = yield* Latch.make(false)
+      const session = yield* Deferred.make<SandboxSession>()
       let container = ""
       const fiber = yield* Effect.forkChild(withSandbox((sb) =>
         Effect.gen(function*() {
           const s = yield* sb.start(spec())
           yield* s.exec("true")
           container = yield* idOf(s)
-          yield* started.open
+          yield* Deferred.succeed(session, s)
           return yield* s.exec("sleep 600")
         })
       ))
-      yield* started.await
-      yield* Effect.sleep(300)
+      // The command really runs in the container (seen from a second command of the session).
+      yield* waitForProcess(yield* Deferred.await(session), "sleep 600")
+      assert.isUndefined(fiber.pollUnsafe(), "the command is still running")
       yield* Fiber.interrupt(fiber)
       const gone = yield* Effect.promise(() => docker.getContainer(container).inspect().then(() => false, () => true))
       assert.isTrue(gone)
@@ -285,7 +287,9 @@ describe.skipIf(!dockerReady)("DockerSandbox (real Docker engine)", () => {
               yield* s.exec("true")
               container = yield* idOf(s)
               const running = yield* Effect.forkChild(s.exec("sleep 60"))
-              yield* Effect.sleep(500)
+              // The command really runs in the container before the daemon goes away.
+              yield* waitForProcess(s, "sleep 60")
+              assert.isUndefined(running.pollUnsafe(), "the command is still running")
               server.close()
               for (const c of conns) c.destroy()
               const r = yield* Fiber.join(running)

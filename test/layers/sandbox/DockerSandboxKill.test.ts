@@ -15,6 +15,7 @@ import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../../src/dom
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import type { Sandbox, SandboxSession } from "../../../src/services/Sandbox.ts"
 import { dockerReady, TEST_IMAGE } from "../../support/docker.ts"
+import { LIST, runs, waitForProcess } from "../../support/sandboxProcesses.ts"
 
 const dirs: Array<string> = []
 afterAll(() => {
@@ -33,15 +34,6 @@ const withSandbox = <A, E>(f: (sandbox: Sandbox["Service"]) => Effect.Effect<A, 
   })
 
 /**
- * Every process of the container as "pid: command line", except PID 1, its own children (session 1:
- * the keep-alive's sleep) and this listing's own session.
- */
-const LIST = `cat /proc/[0-9]*/stat 2>/dev/null |
-  awk -v me=$$ '{ s = $0; sub(/^.*\\) /, "", s); split(s, f, " "); sid[$1] = f[4] }
-    END { for (p in sid) if (p != 1 && sid[p] != 1 && sid[p] != sid[me]) print p }' |
-  while read -r p; do printf '%s: %s\\n' "$p" "$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)"; done`
-
-/**
  * What is left in the container once what is being killed is gone: polls (at most 5 s) until the
  * listing is empty — a SIGKILLed process takes a moment to disappear — and returns the last one.
  * Each look stops everything first (and resumes it after): a process that re-forks itself and exits
@@ -56,16 +48,6 @@ const leftovers = (s: SandboxSession) =>
     assert.strictEqual(r.exitCode, 0, `the container cannot run a command: ${r.stdout}${r.stderr}`)
     return r.stdout
   })
-
-/** Waits (at most 10 s, polling inside the container) until some process's command line contains `text`. */
-const waitForProcess = (s: SandboxSession, text: string) =>
-  Effect.gen(function*() {
-    const r = yield* s.exec(`i=0; until (${LIST}) | grep -qF -- '${text}'; do i=$((i + 1)); [ $i -ge 100 ] && exit 1; sleep 0.1; done`)
-    assert.strictEqual(r.exitCode, 0, `no process "${text}" appeared`)
-  })
-
-/** Whether a process whose command line contains `text` runs now. */
-const runs = (s: SandboxSession, text: string) => Effect.map(s.exec(`(${LIST}) | grep -qF -- '${text}'`), (r) => r.exitCode === 0)
 
 /** `sh -c` quoting of one argument. */
 const q = (s: string) => `'${s.replaceAll("'", "'\\''")}'`

@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { ProviderConfig } from "../../../src/domain/model/types.ts"
 import { type Tool, ToolError } from "../../../src/domain/tool.ts"
+import { messageText } from "../../../src/domain/message.ts"
 import * as OpenAiChat from "../../../src/layers/providers/OpenAiChat.ts"
 import { folderSource, loadPresets, parsePreset, type Preset } from "../../../src/layers/runtime/presets.ts"
 import * as AgentTool from "../../../src/layers/tools/agent.ts"
@@ -104,12 +105,43 @@ const toolNames = (r: RecordedRequest | undefined) => (body(r).tools ?? []).map(
 const userText = (r: RecordedRequest) => String(body(r).messages?.find((m) => m.role === "user")?.content ?? "")
 const posts = () => fake.requests.slice(mark).filter((r) => r.method === "POST")
 
-/** Waits in real time for the fake server (outside any TestClock). */
-const until = (cond: () => boolean) =>
+/** Waits until `cond` holds, re-checked at each request and response close of the fake server. */
+const serverSaw = (what: string, cond: () => boolean) => Effect.promise(() => fake.when(cond, { what }))
+
+/**
+ * Runs `effect` in a fiber woken by the TestClock. `TestClock.adjust` returns only once the woken
+ * fiber, and every fiber it started, has run until it waits for something outside (a Deferred, a
+ * free slot, I/O) or ended — so afterwards whatever `effect` would start on its own has started,
+ * and a test can assert that something did *not* happen without sleeping.
+ */
+const forkSettled = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 500 && !cond(); i++) yield* Effect.promise(() => new Promise<void>((r) => setTimeout(r, 5)))
-    assert.isTrue(cond(), "condition reached in time")
+    const fiber = yield* Effect.forkChild(Effect.andThen(Effect.sleep(1), effect))
+    yield* TestClock.adjust(1)
+    return fiber
   })
+
+/**
+ * `real`, with `consumed` resolved once a child has taken in `text` of its answer to `task`: a
+ * stream is pulled again only after everything it gave before went through the consumer (the
+ * child's own bookkeeping of what it has said), so that next pull is the observed event.
+ */
+const observeConsumed = (real: ChatModelClient, task: string, text: string, consumed: Deferred.Deferred<void>): ChatModelClient => ({
+  ...real,
+  stream: (request) => {
+    if (!request.messages.some((m) => m.role === "user" && messageText(m) === task)) return real.stream(request)
+    let seen = ""
+    return Stream.transformPull(real.stream(request), (pull) =>
+      Effect.succeed(Effect.suspend(() =>
+        (seen === text ? Deferred.succeed(consumed, undefined) : Effect.void).pipe(
+          Effect.andThen(pull),
+          Effect.tap((events) => Effect.sync(() => {
+            for (const e of events) if (e.type === "text_delta") seen += e.text
+          }))
+        )
+      )))
+  }
+})
 
 describe("agent tool", () => {
   it.effect("a child sees only its task and context, the parent's prompt, and no agent tool; usage is recorded", () =>
@@ -205,9 +237,9 @@ describe("agent tool", () => {
         const { tool } = makeTool({ client })
         const input = { tasks: Array.from({ length: tasks }, (_, i) => ({ task: `task ${i + 1}` })), ...(concurrency === undefined ? {} : { concurrency }) }
         const limit = concurrency ?? AgentTool.DEFAULT_CONCURRENCY
-        const fiber = yield* Effect.forkChild(tool.execute(input, ctx))
-        yield* until(() => stats.open === limit)
-        for (let i = 0; i < 20; i++) yield* Effect.promise(() => new Promise<void>((r) => setTimeout(r, 1)))
+        // Once settled, every task that could start has started and waits at the gate.
+        const fiber = yield* forkSettled(tool.execute(input, ctx))
+        assert.strictEqual(stats.open, limit, "as many tasks as the limit run at once")
         assert.strictEqual(stats.started, limit, "no task starts beyond the limit")
         yield* Deferred.succeed(gate, undefined)
         const out = yield* Fiber.join(fiber)
@@ -241,7 +273,10 @@ describe("agent tool", () => {
 
   it.effect("a child that times out is reported with what it said, without failing its siblings", () =>
     Effect.gen(function*() {
-      const { tool } = makeTool()
+      const stalledTextTaken = yield* Deferred.make<void>()
+      const { tool } = makeTool({
+        client: observeConsumed(OpenAiChat.make(provider(), fastTransport), "stall", "partial findings", stalledTextTaken)
+      })
       fake.respondWith((r) => {
         const task = userText(r)
         if (task === "hang") return { kind: "hang" }
@@ -251,9 +286,11 @@ describe("agent tool", () => {
       const fiber = yield* Effect.forkChild(tool.execute({
         tasks: [{ task: "hang", timeout_seconds: 2 }, { task: "quick" }, { task: "stall", timeout_seconds: 2 }]
       }, ctx))
-      yield* until(() => posts().length === 3)
-      // Let the stalled stream deliver its first events ("partial findings"), then pass the time limit.
-      yield* Effect.promise(() => new Promise<void>((r) => setTimeout(r, 50)))
+      // All three model requests are in flight, and the stalled child has taken in the first events
+      // of its answer ("partial findings"); then the time limit passes.
+      yield* serverSaw("the three children's model requests", () => posts().length === 3)
+      yield* Deferred.await(stalledTextTaken)
+      assert.isTrue(posts().every((r) => !r.aborted), "no request is cut before the time limit")
       yield* TestClock.adjust("3 seconds")
       const out = yield* Fiber.join(fiber)
       assert.strictEqual(
@@ -264,7 +301,7 @@ describe("agent tool", () => {
           "## Task 3: timed out after 2 s (0 model calls, 0 tool calls); what it had produced follows\npartial findings"
         ].join("\n\n")
       )
-      yield* until(() => posts().filter((r) => userText(r) !== "quick").every((r) => r.aborted))
+      yield* serverSaw("the aborts of the timed-out children's requests", () => posts().filter((r) => userText(r) !== "quick").every((r) => r.aborted))
     }))
 
   it.effect("loads presets from markdown files: frontmatter, body as system prompt, model and tools; bad files skipped", () =>

@@ -30,6 +30,15 @@ export interface FakeLlm {
   /** Answers POSTs when no scripted answer is left (default: a plain "ok" reply). */
   readonly respondWith: (responder: (request: RecordedRequest) => Scripted) => void
   readonly requests: ReadonlyArray<RecordedRequest>
+  /**
+   * Resolves once `condition` holds. It is checked now and again at every event of the server — a
+   * request recorded, a response closed (finished or aborted, see `aborted`) — so a test waits for
+   * what the server saw, never by polling or sleeping. Rejects after `timeoutMs` (default 10 s)
+   * with `what` in the message: a deadline for a failing test, not a wait.
+   */
+  readonly when: (condition: () => boolean, options?: { readonly what?: string; readonly timeoutMs?: number }) => Promise<void>
+  /** Resolves with request number `index` of `requests` (0-based) once the server has recorded it. */
+  readonly request: (index: number, options?: { readonly timeoutMs?: number }) => Promise<RecordedRequest>
   /** Model ids served by GET /v1/models. */
   models: ReadonlyArray<string>
   readonly close: () => Promise<void>
@@ -48,6 +57,27 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
   const queue: Array<Scripted> = []
   const requests: Array<RecordedRequest> = []
   const sockets = new Set<import("node:net").Socket>()
+  /** Re-checked at every server event (see `when`). */
+  const waiters = new Set<() => void>()
+  const notify = () => {
+    for (const w of [...waiters]) w()
+  }
+  const when = (condition: () => boolean, options: { readonly what?: string; readonly timeoutMs?: number } = {}) =>
+    new Promise<void>((done, fail) => {
+      const check = () => {
+        if (!condition()) return
+        waiters.delete(check)
+        clearTimeout(deadline)
+        done()
+      }
+      const timeoutMs = options.timeoutMs ?? 10_000
+      const deadline = setTimeout(() => {
+        waiters.delete(check)
+        fail(new Error(`fake LLM: ${options.what ?? "the awaited condition"} did not happen within ${timeoutMs} ms`))
+      }, timeoutMs)
+      waiters.add(check)
+      check()
+    })
   const defaults = {
     models: ["fake-large", "fake-small"],
     responder: (): Scripted => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
@@ -66,7 +96,9 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
     requests.push(recorded)
     res.on("close", () => {
       if (!res.writableFinished) recorded.aborted = true
+      notify()
     })
+    notify()
     if (req.method === "GET" && url.pathname === "/v1/models") {
       const protocol = req.headers["anthropic-version"] !== undefined ? PROTOCOLS[0] : PROTOCOLS[1]
       return protocol?.listModels(state.models, res)
@@ -98,6 +130,9 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
           state.responder = responder
         },
         requests,
+        when,
+        request: (index, options = {}) =>
+          when(() => requests.length > index, { what: `request #${index}`, ...options }).then(() => requests[index] as RecordedRequest),
         get models() {
           return state.models
         },
