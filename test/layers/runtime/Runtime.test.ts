@@ -14,7 +14,7 @@ import type { ChatTarget, TurnEvent } from "../../../src/domain/runtime/types.ts
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
-import * as Runtime from "../../../src/layers/runtime/Runtime.ts"
+import * as Compose from "../../../src/programs/compose.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
@@ -44,7 +44,7 @@ const stack = () => {
   homes.push(home)
   const stores = SqliteRuntimeConfig.layerWithStores(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-  return Runtime.layer({ runnerIdle: "1 second" }).pipe(
+  return Compose.agentRuntime({ runnerIdle: "1 second" }).pipe(
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(memory),
     Layer.provideMerge(stores),

@@ -15,11 +15,11 @@ import { type Tool, ToolError } from "../../../src/domain/tool.ts"
 import { messageText } from "../../../src/domain/message.ts"
 import * as OpenAiChat from "../../../src/layers/providers/OpenAiChat.ts"
 import { folderSource, loadPresets, parsePreset, type Preset } from "../../../src/layers/runtime/presets.ts"
-import * as AgentTool from "../../../src/layers/tools/agent.ts"
+import * as AgentTool from "../../../src/layers/runtime/agentTool.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
-import * as Runtime from "../../../src/layers/runtime/Runtime.ts"
+import * as Compose from "../../../src/programs/compose.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import type { ChatModelClient } from "../../../src/services/ChatModel.ts"
@@ -375,7 +375,7 @@ describe("agent tool in the Runtime", () => {
   const home = mkdtempSync(join(tmpdir(), "anna-agent-rt-"))
   dirs.push(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-  const stack = Runtime.layer({ runnerIdle: "1 second" }).pipe(
+  const stack = Compose.agentRuntime({ runnerIdle: "1 second" }).pipe(
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(memory),
     Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),
