@@ -12,6 +12,8 @@ import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 import { PassThrough } from "node:stream"
 import type { ResolvedChat } from "../../src/domain/runtime/types.ts"
+import * as TerminalChannel from "../../src/layers/channels/TerminalChannel.ts"
+import { Channel } from "../../src/services/Channel.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import type { Runtime } from "../../src/services/Runtime.ts"
 import { chatCommand, chatLoop, ExitCode } from "../../src/programs/chat.ts"
@@ -352,5 +354,37 @@ describe("anna chat on a terminal", () => {
       assert.deepStrictEqual(fake.recorded.messages, ["hello", "hello"])
       assert.include(out.stdout, "/exit or Ctrl-D leaves")
       assert.include(out.stdout, "there\n[compacted]\n")
+    }))
+})
+
+describe("the terminal channel", () => {
+  it.effect("is a Channel: built, it runs the conversation; notify prints a message for the user on stderr, terminal-safe", () =>
+    Effect.gen(function*() {
+      const fake = yield* makeFakeRuntime(script)
+      const captured: Captured = { stdout: "", stderr: "", codes: [] }
+      const stdio = Stdio.layerTest({
+        stdin: Stream.make(new TextEncoder().encode("")),
+        stdout: () => capture((s) => (captured.stdout += s)),
+        stderr: () => capture((s) => (captured.stderr += s)),
+        stdinIsTerminal: Effect.succeed(false),
+        stderrIsTerminal: Effect.succeed(false)
+      })
+      const finished = yield* Deferred.make<void>()
+      yield* Effect.gen(function*() {
+        const channel = yield* Channel
+        assert.strictEqual(channel.id, "cli")
+        assert.include(channel.description, "terminal chat with default")
+        yield* Deferred.await(finished)
+        assert.strictEqual(captured.stdout, "echo: hi\n")
+        yield* channel.notify({ userId: "u1" }, { text: "backup done \x1b]52;c;aGk=\x07" })
+        assert.include(captured.stderr, "[notice] backup done \\x1b]52;c;aGk=\\x07\n")
+        const empty = yield* Effect.flip(channel.notify({ userId: "u1" }, { text: "  " }))
+        assert.strictEqual(empty.message, "channel cli: an empty message")
+      }).pipe(
+        Effect.provide(TerminalChannel.layer({ session: "dm", prompt: "hi", json: false, finished })),
+        Effect.provideService(ExitCode, (code) => Effect.sync(() => captured.codes.push(code))),
+        Effect.provide(Layer.merge(fake.layer, stdio))
+      )
+      assert.deepStrictEqual(captured.codes, [0])
     }))
 })

@@ -141,8 +141,9 @@ export const make = <R>(options: SupervisorOptions<R>) =>
     // At start: every enabled channel up, or the first failure fails the gateway.
     for (const ready of yield* reconcile) yield* Deferred.await(ready)
 
+    // The first value is the version current when the subscription starts (maybe newer than the one
+    // just acted on), so it is acted on too: a redundant pass changes nothing, a skipped one would.
     yield* live.changes.pipe(
-      Stream.drop(1),
       Stream.runForEach(() =>
         reconcile.pipe(
           Effect.flatMap((started) => Effect.forEach(started, (ready) => Effect.ignore(Deferred.await(ready)), { discard: true })),

@@ -243,8 +243,9 @@ export const make = (options: SessionPoolOptions = {}) =>
         }
       }
     })
+    // The first value is the version current when the subscription starts (maybe newer than the one
+    // just acted on), so it is acted on too: a redundant pass changes nothing, a skipped one would.
     yield* live.changes.pipe(
-      Stream.drop(1),
       Stream.runForEach(() => sweep.pipe(Effect.catchCause((c) => Effect.logWarning(`session pool: settings check failed: ${Cause.pretty(c)}`)))),
       Effect.forkScoped
     )
