@@ -51,10 +51,19 @@ interface Running {
   channel: Channel["Service"] | undefined
 }
 
-const reasonOf = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  return error instanceof Error ? error.message : String(error)
+/** An error in words: its message, with what caused it when that says more (a server's listen error). */
+export const describeError = (error: unknown): string => {
+  if (typeof error === "object" && error !== null && "_tag" in error && error._tag === "ChannelStartFailed" && "reason" in error) {
+    return String(error.reason)
+  }
+  if (!(error instanceof Error)) return String(error)
+  const own = error.message.trim()
+  const inner = error.cause === undefined || error.cause === error ? "" : describeError(error.cause)
+  if (own === "") return inner === "" ? error.name : inner
+  return inner === "" || own.includes(inner) ? own : `${own}: ${inner}`
 }
+
+const reasonOf = (cause: Cause.Cause<unknown>): string => describeError(Cause.squash(cause))
 
 export const make = <R>(options: SupervisorOptions<R>) =>
   Effect.gen(function*() {
@@ -65,6 +74,7 @@ export const make = <R>(options: SupervisorOptions<R>) =>
     const warnedUnknown = new Set<string>()
 
     /** Starts one channel; the Deferred says when it is up or why it could not start. */
+    let starting = true
     const launch = (channel: RunnableChannel<R>, config: Readonly<Record<string, unknown>>, settings: string) =>
       Effect.gen(function*() {
         const ready = yield* Deferred.make<void, ChannelStartFailed>()
@@ -74,7 +84,8 @@ export const make = <R>(options: SupervisorOptions<R>) =>
           Effect.gen(function*() {
             entry.status = { id: channel.id, state: "failed", error: reason }
             entry.channel = undefined
-            yield* Effect.logError(`channel ${channel.id} is down: ${reason}`)
+            // At the gateway's start the failure ends the gateway with this reason; later it is only logged.
+            if (!starting) yield* Effect.logError(`channel ${channel.id} is down: ${reason}`)
             yield* Deferred.fail(ready, new ChannelStartFailed({ channel: channel.id, reason }))
           })
         const layer = channel.fromConfig(config)
@@ -140,6 +151,7 @@ export const make = <R>(options: SupervisorOptions<R>) =>
 
     // At start: every enabled channel up, or the first failure fails the gateway.
     for (const ready of yield* reconcile) yield* Deferred.await(ready)
+    starting = false
 
     // The first value is the version current when the subscription starts (maybe newer than the one
     // just acted on), so it is acted on too: a redundant pass changes nothing, a skipped one would.

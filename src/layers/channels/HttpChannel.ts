@@ -31,7 +31,7 @@ import { ByteSize, Clock, Effect, Layer, Option, Sink, Stream } from "effect"
 import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
 import { randomUUID } from "node:crypto"
-import { ChannelError } from "../../domain/channels/errors.ts"
+import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import type { Agent } from "../../domain/config/agent.ts"
 import { type HttpSettings as Settings, HttpSettings, httpOptions } from "../../domain/config/channel.ts"
 import type { TurnEvent } from "../../domain/runtime/types.ts"
@@ -208,17 +208,40 @@ const channelService = Layer.effect(Channel, Effect.gen(function*() {
  * The HTTP channel as the gateway runs it: settings decoded by `HttpSettings` (host, port and the
  * request limits), the server started when the layer is built.
  */
-export const definition: ChannelDefinition<Settings, ServeError, Runtime | ConfigStore | AgentStore> = {
+export const definition: ChannelDefinition<Settings, ChannelStartFailed, Runtime | ConfigStore | AgentStore> = {
   id: PLATFORM,
   settings: HttpSettings,
   layer: (settings) => {
     const o = httpOptions(settings)
-    return channelService.pipe(Layer.provide(layer({
-      host: o.host,
-      port: o.port,
-      requestTimeoutSeconds: o.requestTimeoutSeconds,
-      headersTimeoutSeconds: o.headersTimeoutSeconds,
-      maxConnections: o.maxConnections
-    })))
+    return channelService.pipe(
+      Layer.provide(layer({
+        host: o.host,
+        port: o.port,
+        requestTimeoutSeconds: o.requestTimeoutSeconds,
+        headersTimeoutSeconds: o.headersTimeoutSeconds,
+        maxConnections: o.maxConnections
+      })),
+      Layer.catchTag("ServeError", (e) => Layer.effect(Channel, Effect.fail(new ChannelStartFailed({ channel: PLATFORM, reason: listenProblem(e.cause, o.host, o.port) }))))
+    )
   }
 }
+
+/** Why the server could not listen, and what to do about it. */
+const listenProblem = (cause: unknown, host: string, port: number): string => {
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+  const where = `${host}:${port}`
+  const change = "choose another with `anna channel set http --config port=PORT` (or `anna gateway --port PORT`)"
+  switch (code) {
+    case "EADDRINUSE":
+      return `${where} is already in use (another anna gateway, or another program); stop it, or ${change}`
+    case "EACCES":
+      return `not allowed to listen on ${where} (ports below 1024 need privileges); ${change}`
+    case "EADDRNOTAVAIL":
+    case "ENOTFOUND":
+      return `${host} is not an address of this machine; set one with \`anna channel set http --config host=127.0.0.1\``
+    default:
+      return `cannot listen on ${where}: ${describeCause(cause)}`
+  }
+}
+
+const describeCause = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
