@@ -10,7 +10,8 @@ import { InvalidConfig } from "../domain/config/errors.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { type Channel, ConfigStore } from "../services/ConfigStore.ts"
 import { printJson, table } from "./output.ts"
-import { json, runtimeConfigLayer } from "./userCommands.ts"
+import { Stores } from "./layers.ts"
+import { json } from "./userCommands.ts"
 
 const channelId = Argument.String("id").pipe(Argument.withDescription(`Channel: ${CHANNEL_IDS.join(", ")}`))
 const platform = Argument.String("platform").pipe(Argument.withDescription("Platform of the chat, e.g. telegram"))
@@ -41,7 +42,7 @@ const list = Command.make("list", { json }, (f) =>
     ].sort((a, b) => a.id.localeCompare(b.id))
     if (f.json) return yield* printJson(all.map(shown))
     yield* Console.log(table(["CHANNEL", "STATE", "CONFIG"], all.map((c) => [c.id, c.enabled ? "enabled" : "disabled", configText(c)])))
-  })).pipe(Command.withDescription("List channels, whether each is enabled, and their settings"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("List channels, whether each is enabled, and their settings"))
 
 const toggle = (name: "enable" | "disable") =>
   Command.make(name, { id: channelId, json }, (f) =>
@@ -50,8 +51,7 @@ const toggle = (name: "enable" | "disable") =>
       const channel = yield* (yield* ConfigStore).setChannel(f.id, { enabled: name === "enable" })
       yield* f.json ? printJson(shown(channel)) : Console.log(describe(name === "enable" ? "Enabled" : "Disabled", channel))
     })).pipe(
-      Command.withDescription(`${name === "enable" ? "Enable" : "Disable"} a channel (the gateway runs enabled channels)`),
-      Command.provide(runtimeConfigLayer)
+      Command.withDescription(`${name === "enable" ? "Enable" : "Disable"} a channel (the gateway runs enabled channels)`)
     )
 
 const set = Command.make("set", {
@@ -68,7 +68,7 @@ const set = Command.make("set", {
     if ("problem" in merged) return yield* new InvalidConfig({ reason: merged.problem })
     const channel = yield* (yield* ConfigStore).setChannel(f.id, { config: merged.config })
     yield* f.json ? printJson(shown(channel)) : Console.log(describe("Updated", channel))
-  })).pipe(Command.withDescription("Change a channel's settings"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Change a channel's settings"))
 
 const checkChat = (p: string, chat: string) =>
   !isValidId(p)
@@ -89,7 +89,7 @@ const bind = Command.make("bind", {
     yield* (yield* ConfigStore).bindChat(f.platform, f.chatId, agent.id)
     if (f.json) return yield* printJson({ platform: f.platform, chatId: f.chatId, agentId: agent.id })
     yield* Console.log(`Chat ${f.platform}/${f.chatId} is answered by agent ${agent.id}${agent.enabled ? "" : " (disabled: enable it first)"}.`)
-  })).pipe(Command.withDescription("Bind a group chat to an agent"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Bind a group chat to an agent"))
 
 const unbind = Command.make("unbind", { platform, chatId, json }, (f) =>
   Effect.gen(function*() {
@@ -103,9 +103,10 @@ const unbind = Command.make("unbind", { platform, chatId, json }, (f) =>
         ? `Chat ${f.platform}/${f.chatId} was not bound; nothing changed.`
         : `Chat ${f.platform}/${f.chatId} is no longer bound to ${was}; it follows the routing rules again.`
     )
-  })).pipe(Command.withDescription("Remove a group chat's binding"), Command.provide(runtimeConfigLayer))
+  })).pipe(Command.withDescription("Remove a group chat's binding"))
 
 export const channelCommand = Command.make("channel").pipe(
   Command.withDescription("Channels: list, enable, disable, set (settings), bind/unbind (group chat → agent)"),
-  Command.withSubcommands([list, toggle("enable"), toggle("disable"), set, bind, unbind])
+  Command.withSubcommands([list, toggle("enable"), toggle("disable"), set, bind, unbind]),
+  Command.provide(Stores)
 )

@@ -10,13 +10,14 @@ import { specFor } from "../domain/sandbox/spec.ts"
 import { containerChecks, diagnose, type DoctorCheck, makeDocker, sandboxContainers } from "../layers/sandbox/docker/client.ts"
 import { providerSecrets, redactSecrets } from "../domain/model/types.ts"
 import { DEFAULT_HOST, DEFAULT_PORT } from "../layers/channels/HttpChannel.ts"
+import { AppConfig } from "../services/AppConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
-import { annaHome, dbPath, type LoosePath, loosePermissions } from "./env.ts"
+import { type LoosePath, loosePermissions } from "./env.ts"
 import { printJson } from "./output.ts"
 import { StoresWithMemory } from "./layers.ts"
 
@@ -61,15 +62,16 @@ export const doctorCommand = Command.make("doctor", {
 
     const sessions = yield* (yield* MemoryStore).listConversations({})
     const memoryPlugin = yield* (yield* PluginStore).enabledMemory
-    add("database", { name: "anna.db", ok: true, detail: `${yield* dbPath}: migrated, ${sessions.length} session(s), memory plugin ${memoryPlugin}` })
-    const home = yield* annaHome
+    const app = yield* AppConfig
+    add("database", { name: "anna.db", ok: true, detail: `${app.databasePath}: migrated, ${sessions.length} session(s), memory plugin ${memoryPlugin}` })
+    const home = app.home
     const loose = loosePermissions(home)
     for (const p of loose) add("permissions", permissionCheck(home, p))
     if (loose.length === 0) add("permissions", { name: "home", ok: true, detail: `${home} and the database files are private to their owner` })
 
     const agents = yield* AgentStore
     const agent = Option.isSome(f.agent) ? yield* agents.get(f.agent.value) : Option.getOrUndefined(yield* agents.defaultAgent)
-    const spec = specFor(yield* annaHome, agent)
+    const spec = specFor(home, agent)
     const sandboxChecks = yield* diagnose(yield* makeDocker(10_000), spec.image, spec.network)
     for (const c of sandboxChecks) {
       add("sandbox", { ...c, name: `${c.name}${c.name === "docker" ? "" : ` (agent ${spec.agentId})`}` })

@@ -16,8 +16,6 @@ import * as Sqlite from "../layers/sql/Sqlite.ts"
 
 export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
 
-export const dbPath = Effect.map(annaHome, (home) => join(home, "anna.db"))
-
 const LEVELS = ["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"] as const
 
 /** `ANNA_LOG_LEVEL` (trace, debug, info, warn, error, none; default info), case-insensitive. */

@@ -12,10 +12,7 @@ import { InvalidConfig } from "../domain/config/errors.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore, type TokenInfo, type User } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
-import { Stores, StoresWithMemory } from "./layers.ts"
-
-/** The configuration stores (for `anna channel`, until it names ./layers.ts itself). */
-export const runtimeConfigLayer = Stores
+import { StoresWithMemory } from "./layers.ts"
 import { iso, printJson, table } from "./output.ts"
 
 export const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
