@@ -53,7 +53,7 @@ const TOOLS = ["bash", "read", "write", "edit", "memory", "webfetch"] as const
 const FILES = ["src/main.ts", "src/layers/Sqlite.ts", "docker-compose.yml", "README.md", "package.json", "notes/todo.md"]
 
 /** Index into `words` with a Zipf-like bias towards the front of the list. */
-const zipf = (rand: () => number, n: number): number => Math.min(n - 1, Math.floor(n * Math.pow(rand(), 2.2)))
+const zipf = (rand: () => number, n: number): number => Math.min(n - 1, Math.floor(n * rand() ** 2.2))
 
 const logUniform = (rand: () => number, lo: number, hi: number): number =>
   Math.round(Math.exp(Math.log(lo) + rand() * (Math.log(hi) - Math.log(lo))))

@@ -74,7 +74,7 @@ const encoder = new TextEncoder()
 export const estimateTextTokens = (text: string): number => {
   if (text.length === 0) return 0
   // Fast path: pure ASCII strings have one byte per UTF-16 unit.
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the range \x00-\x7f is all of ASCII, control characters included, on purpose
   const bytes = /^[\x00-\x7f]*$/.test(text) ? text.length : encoder.encode(text).length
   return Math.ceil(bytes / 4)
 }

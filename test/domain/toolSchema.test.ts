@@ -96,7 +96,7 @@ const violations = (schema: Json, value: unknown, path = ""): Array<string> => {
   if (Array.isArray(value)) {
     if (typeof schema.minItems === "number" && value.length < schema.minItems) out.push(`${path}:minItems`)
     if (typeof schema.maxItems === "number" && value.length > schema.maxItems) out.push(`${path}:maxItems`)
-    value.forEach((item, i) => out.push(...violations(record(schema.items), item, `${path}/${i}`)))
+    for (const [i, item] of value.entries()) out.push(...violations(record(schema.items), item, `${path}/${i}`))
   }
   if (isRecord(value)) {
     const properties = record(schema.properties)

@@ -61,6 +61,7 @@ interface Captured {
 
 const decoder = new TextDecoder()
 const capture = (into: (s: string) => void) =>
+  // biome-ignore lint/suspicious/useIterableCallbackReturn: Sink.forEach, not Array#forEach: its callback must return an Effect
   Sink.forEach((chunk: string | Uint8Array) => Effect.sync(() => into(typeof chunk === "string" ? chunk : decoder.decode(chunk))))
 
 /** Runs `anna chat ARGS` as the CLI would parse it, with `stdin` piped in (not a terminal). */
@@ -255,7 +256,10 @@ describe("rendering on one terminal", () => {
   it.effect("breaks the reply's line before tool and notice lines without blank lines, and dims them", () =>
     Effect.gen(function*() {
       let screen = ""
-      const write = (s: string) => Effect.sync(() => void (screen += s))
+      const write = (s: string) =>
+        Effect.sync(() => {
+          screen += s
+        })
       const plain = makeRenderer({ out: write, err: write, color: false, sameTerminal: true })
       for (const e of script("hello")) if (e.type !== "wait_for_abort") yield* plain.event(e)
       assert.strictEqual(screen, "Hello \n⚙ bash ls -la ✓\nthere\n[compacted]\n")
@@ -285,8 +289,14 @@ describe("anna chat on a terminal", () => {
 
   /** stdout and stderr on one screen, as on a terminal. */
   const writer = (into: Captured): Writer => ({
-    out: (s) => Effect.sync(() => void (into.stdout += s)),
-    err: (s) => Effect.sync(() => void (into.stdout += s)),
+    out: (s) =>
+      Effect.sync(() => {
+        into.stdout += s
+      }),
+    err: (s) =>
+      Effect.sync(() => {
+        into.stdout += s
+      }),
     color: false,
     sameTerminal: true
   })

@@ -13,6 +13,7 @@ import { makeRenderer, terminalJson, terminalSafe, type Writer } from "../../src
 import { done, makeFakeRuntime } from "../support/fakeRuntime.ts"
 
 /** What a terminal may act on; tab and newline are the only controls let through. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the test looks for control characters that must not reach the terminal
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u
 const isUnsafe = (c: string) => UNSAFE.test(c)
 
@@ -74,8 +75,14 @@ describe("terminalSafe", () => {
 const captureWriter = (color: boolean) => {
   const out = { stdout: "", stderr: "" }
   const writer: Writer = {
-    out: (t) => Effect.sync(() => void (out.stdout += t)),
-    err: (t) => Effect.sync(() => void (out.stderr += t)),
+    out: (t) =>
+      Effect.sync(() => {
+        out.stdout += t
+      }),
+    err: (t) =>
+      Effect.sync(() => {
+        out.stderr += t
+      }),
     color,
     sameTerminal: color
   }
@@ -120,6 +127,7 @@ const runChat = (args: ReadonlyArray<string>, reply: string) =>
     const fake = yield* makeFakeRuntime(() => [{ type: "text", text: reply }, { type: "notice", text: reply }, done("end_turn")])
     const captured = { stdout: "", stderr: "", codes: [] as Array<number> }
     const sink = (into: (s: string) => void) =>
+      // biome-ignore lint/suspicious/useIterableCallbackReturn: Sink.forEach, not Array#forEach: its callback must return an Effect
       Sink.forEach((chunk: string | Uint8Array) => Effect.sync(() => into(typeof chunk === "string" ? chunk : decoder.decode(chunk))))
     const stdio = Stdio.layerTest({
       stdin: Stream.empty,

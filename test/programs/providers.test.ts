@@ -97,7 +97,7 @@ describe("providers from the command line", () => {
     const next = fake.requests.length
     const again = await run("memory", "compact", "default:cli:u1:main")
     assert.include(again.stderr, "summarizer: openai/fake-small (agent default's summary model)")
-    assert.strictEqual((fake.requests[next]?.body as { model?: string }).model, "fake-small")
+    assert.strictEqual((fake.requests[next]?.body as { model?: string } | undefined)?.model, "fake-small")
   })
 
   it("a provider answering 500 to every summary leaves the session untouched and reports it", async () => {

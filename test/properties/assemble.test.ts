@@ -136,7 +136,7 @@ describe("memory properties: assembly", () => {
       assert.isAtMost(sumTokens(repaired), sumTokens(messages), "the repair added tokens")
       if (pairingProblems(messages).length === 0) {
         assert.strictEqual(repaired.length, messages.length)
-        repaired.forEach((m, i) => assert.strictEqual(m, messages[i], `valid message ${i} was changed`))
+        for (const [i, m] of repaired.entries()) assert.strictEqual(m, messages[i], `valid message ${i} was changed`)
       }
     },
     { timeout: 60_000, arbitrary: { runs: 1000, maxShrinks: 200 } }

@@ -121,7 +121,7 @@ export const agentPatchProblem = (patch: AgentPatch): string | undefined => {
   if (patch.turnTimeoutSeconds !== undefined && (!isWhole(patch.turnTimeoutSeconds) || patch.turnTimeoutSeconds < 1 || patch.turnTimeoutSeconds > 86_400)) {
     return "the turn timeout must be a whole number of seconds from 1 to 86400"
   }
-  if (patch.allowedModels !== undefined && patch.allowedModels.some((m) => m.trim() === "" || m.length > 200)) {
+  if (patch.allowedModels?.some((m) => m.trim() === "" || m.length > 200)) {
     return "allowed models must be non-empty model ids (or * for any model the provider lists)"
   }
   const ctx = patch.contextTokens

@@ -7,13 +7,13 @@
 import { Context, Effect, Layer } from "effect"
 import { SummaryNotFound } from "../../domain/memory/errors.ts"
 import { formatSummaryId, parseSummaryId } from "../../domain/memory/session.ts"
-import {
-  type AssembleOptions,
-  type ExpandedItem,
-  type ExpandOptions,
-  type ReviewBatch,
-  type SearchScope,
-  type SummaryDescription
+import type {
+  AssembleOptions,
+  ExpandedItem,
+  ExpandOptions,
+  ReviewBatch,
+  SearchScope,
+  SummaryDescription
 } from "../../domain/memory/types.ts"
 import { estimateTextTokens, messageText } from "../../domain/message.ts"
 import { planSearch } from "../../domain/search/query.ts"

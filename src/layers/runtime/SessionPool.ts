@@ -159,6 +159,9 @@ export const make = (options: SessionPoolOptions = {}) =>
           })
           let dirty = true
           let cached: ReadonlyArray<Preset> = []
+          const markDirty = Effect.sync(() => {
+            dirty = true
+          })
           const tools: Array<Tool> = (yield* catalog.tools({
             agentId: plan.agentId,
             userId: plan.spec.userId,
@@ -168,13 +171,17 @@ export const make = (options: SessionPoolOptions = {}) =>
           })).map((tool) =>
             READ_ONLY_TOOLS.has(tool.definition.name)
               ? tool
-              : { ...tool, execute: (input, context) => tool.execute(input, context).pipe(Effect.ensuring(Effect.sync(() => void (dirty = true)))) }
+              : { ...tool, execute: (input, context) => tool.execute(input, context).pipe(Effect.ensuring(markDirty)) }
           )
           const workspacePresets = Effect.suspend(() => {
             if (session === undefined) return Effect.succeed<ReadonlyArray<Preset>>([])
             if (!dirty) return Effect.succeed(cached)
             dirty = false
-            return loadPresets([workspaceSource(session)]).pipe(Effect.tap((p) => Effect.sync(() => void (cached = p))))
+            return loadPresets([workspaceSource(session)]).pipe(Effect.tap((p) =>
+              Effect.sync(() => {
+                cached = p
+              })
+            ))
           })
           const runner: Runner = { tools: yield* toolRegistry(tools), sandbox: () => session, workspacePresets }
           return runner

@@ -74,7 +74,9 @@ export const runChild = Effect.fn("AgentTool.child")(function*(setup: ChildSetup
       append: (m) => Effect.sync(() => void messages.push(m))
     },
     hooks: {
-      onText: (text) => Effect.sync(() => void (partial += text)),
+      onText: (text) => Effect.sync(() => {
+        partial += text
+      }),
       onResponse: (response) =>
         Effect.sync(() => {
           partial = ""

@@ -42,7 +42,7 @@ export type Loaded =
   | { readonly _tag: "Binary"; readonly bytes: number }
   | Extract<WorkspaceEntry, { readonly _tag: "Directory" }>
 
-const tooBig = (tool: string, path: string, reason: string) =>
+const tooBig = (tool: string, reason: string) =>
   new ToolError({
     tool,
     reason: `${reason}, more than the ${MAX_FILE_BYTES / 1024 / 1024} MiB this tool loads; use bash to work on parts of it (e.g. sed -n '100,200p', grep -n, head, tail)`
@@ -54,7 +54,7 @@ export const loadPath = (session: SandboxSession, tool: string, path: string, mi
     ? Effect.fail(new ToolError({ tool, reason: "path is empty" }))
     : session.readFile(path, { maxBytes: MAX_FILE_BYTES, maxEntries: MAX_ENTRIES }).pipe(
       Effect.mapError((e) =>
-        e.kind === "missing" ? new ToolError({ tool, reason: missing }) : e.kind === "too_big" ? tooBig(tool, path, e.reason) : toolError(tool)(e)
+        e.kind === "missing" ? new ToolError({ tool, reason: missing }) : e.kind === "too_big" ? tooBig(tool, e.reason) : toolError(tool)(e)
       ),
       Effect.map((entry): Loaded => {
         if (entry._tag === "Directory") return entry

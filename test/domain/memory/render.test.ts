@@ -54,7 +54,7 @@ describe("repairPairing", () => {
     ]
     const out = repairPairing(input)
     assert.strictEqual(out.length, input.length)
-    input.forEach((m, i) => assert.strictEqual(out[i], m))
+    for (const [i, m] of input.entries()) assert.strictEqual(out[i], m)
     assert.deepStrictEqual(out, input)
   })
 
@@ -64,7 +64,7 @@ describe("repairPairing", () => {
       { role: "tool_result", content: [toolResult("a"), toolResult("b")] }
     ]
     const out1 = repairPairing(oneMessage)
-    oneMessage.forEach((m, i) => assert.strictEqual(out1[i], m))
+    for (const [i, m] of oneMessage.entries()) assert.strictEqual(out1[i], m)
     const split: Array<Message> = [
       { role: "assistant", content: [toolUse("a"), toolUse("b")] },
       { role: "tool_result", content: [toolResult("a")] },
@@ -73,7 +73,7 @@ describe("repairPairing", () => {
     ]
     const out2 = repairPairing(split)
     assert.strictEqual(out2.length, 4)
-    split.forEach((m, i) => assert.strictEqual(out2[i], m))
+    for (const [i, m] of split.entries()) assert.strictEqual(out2[i], m)
   })
 
   it("drops an unanswered tool_use and keeps the rest of its message", () => {
@@ -186,7 +186,7 @@ describe("repairPairing", () => {
     const once = repairPairing(input)
     const twice = repairPairing(once)
     assert.deepStrictEqual(twice, once)
-    once.forEach((m, i) => assert.strictEqual(twice[i], m))
+    for (const [i, m] of once.entries()) assert.strictEqual(twice[i], m)
   })
 
   it("leaves every tool_use answered right after and every tool_result paired", () => {

@@ -143,7 +143,7 @@ layer(ChannelLayer, { excludeTestServices: true })("HttpChannel", (it) => {
       const usage = chunks.at(-1)
       assert.deepStrictEqual(usage?.["choices"], [])
       assert.deepStrictEqual(usage?.["usage"], { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18, prompt_tokens_details: { cached_tokens: 3 } })
-      assert.strictEqual(chunks.at(-2)?.["choices"] instanceof Array, true)
+      assert.strictEqual(Array.isArray(chunks.at(-2)?.["choices"]), true)
     }))
 
   it.effect("streaming flushes each event as it comes (the client sees text before the turn ends)", () =>
@@ -386,7 +386,7 @@ layer(ChannelLayer, { excludeTestServices: true })("HttpChannel", (it) => {
           return chunks.map((ch) => ch.choices[0]?.delta.content ?? "").join("")
         })
       const replies = yield* Effect.all(Array.from({ length: 50 }, (_, i) => one(i)), { concurrency: "unbounded" })
-      replies.forEach((r, i) => assert.strictEqual(r, `user${i}|s${i}|${i % 2 === 0 ? "default" : "coder"}: msg ${i}`))
+      for (const [i, r] of replies.entries()) assert.strictEqual(r, `user${i}|s${i}|${i % 2 === 0 ? "default" : "coder"}: msg ${i}`)
     }))
 
   it.effect("a client that disconnects mid-stream stops the reading cleanly and does not abort the turn", () =>

@@ -481,7 +481,7 @@ describe("LcmMemory describe and expand", () => {
       const itemTokens = whole.items[0]?.tokens ?? 0
       const maxTokens = itemTokens * 3
       const pages: Array<ReadonlyArray<string>> = []
-      let cursor: number | undefined = undefined
+      let cursor: number | undefined
       for (let guard = 0; guard < 100; guard++) {
         const page: ExpandResult = yield* explorer.expand(leafId, { maxTokens, cursor })
         assert.isAtMost(page.tokens, maxTokens)

@@ -66,7 +66,7 @@ describe("concurrent appends", () => {
         { concurrency: "unbounded" }
       )
       const sorted = [...ranges].sort((a, b) => a.firstSeq - b.firstSeq)
-      sorted.forEach((r, i) => assert.deepStrictEqual(r, { firstSeq: 2 * i + 1, lastSeq: 2 * i + 2 }))
+      for (const [i, r] of sorted.entries()) assert.deepStrictEqual(r, { firstSeq: 2 * i + 1, lastSeq: 2 * i + 2 })
       yield* checkBatches(KEY, 30)
     }).pipe(Effect.provide(lcmTemp)))
 

@@ -116,12 +116,12 @@ describe("ModelSummarizer", () => {
       yield* (yield* MemoryProvider).append(sessionRefFromKey("x:cli:u9:main"), conversation(40))
       const before = fake.requests.length
       yield* (yield* Compactor).compact("x:cli:u9:main", { freshTail: 10 })
-      assert.strictEqual((fake.requests[before]?.body as { model?: string }).model, "fake-large")
+      assert.strictEqual((fake.requests[before]?.body as { model?: string } | undefined)?.model, "fake-large")
       yield* (yield* AgentStore).create("x", { providerId: "local", model: "fake-small" })
       yield* (yield* MemoryProvider).append(sessionRefFromKey("x:cli:u9:main"), conversation(40))
       const next = fake.requests.length
       yield* (yield* Compactor).compact("x:cli:u9:main", { freshTail: 10 })
-      assert.strictEqual((fake.requests[next]?.body as { model?: string }).model, "fake-small")
+      assert.strictEqual((fake.requests[next]?.body as { model?: string } | undefined)?.model, "fake-small")
     }).pipe(Effect.provide(stack())))
 
   it.effect("escalates to aggressive when the model's normal summary is far too long", () =>

@@ -247,7 +247,7 @@ describe("OpenAiChat", () => {
           assert.strictEqual(c["object"], "chat.completion.chunk")
           assert.property(c, "usage")
         }
-        const choice = (i: number) => (chunks[i]?.["choices"] as Array<Record<string, unknown>>)[0]
+        const choice = (i: number) => (chunks[i]?.["choices"] as Array<Record<string, unknown>> | undefined)?.[0]
         assert.deepStrictEqual(choice(0)?.["delta"], { role: "assistant", content: "", refusal: null })
         assert.deepStrictEqual(choice(1)?.["delta"], { content: "Hi!" })
         assert.deepStrictEqual(choice(2)?.["delta"], { tool_calls: [{ index: 0, id: "call_9", type: "function", function: { name: "t", arguments: "" } }] })

@@ -580,7 +580,7 @@ export const assertAssembled = (c: AssembleCase) => {
     }
   }
   if (mode === "contiguous" && dangling === undefined) {
-    chosen.forEach((i, k) => assert.strictEqual(i, tailStart - chosen.length + k, `${what}: sliding window is not contiguous`))
+    for (const [k, i] of chosen.entries()) assert.strictEqual(i, tailStart - chosen.length + k, `${what}: sliding window is not contiguous`)
   }
   if (dangling === undefined) assert.strictEqual(assembled.omittedItems, tailStart - chosen.length, `${what}: omittedItems`)
   assert.strictEqual(

@@ -54,6 +54,7 @@ export const scriptedSummarizer = (
       summarize: (request: SummaryRequest) =>
         Ref.updateAndGet(calls, (n) => n + 1).pipe(
           Effect.tap((n) => options.onCall?.(n) ?? Effect.void),
+          // biome-ignore lint/suspicious/useIterableCallbackReturn: Effect.flatMap, not Array#flatMap; the switch covers every Script case and each returns
           Effect.flatMap((n) => {
             const started = options.started
             switch (script(n)) {

@@ -59,6 +59,7 @@ const CJK = [
 const EMOJI = ["😀", "🚀", "👍🏽", "🇯🇵", "❤️", "🧪", "👨‍👩‍👧"]
 const WEIRD = [
   "\"", "\"\"", "'", "\\", "\u0000", "\u0001", "\u001f", "\u007f", "\t", "\r\n", "%", "_", "*", "-", "NOT", "OR",
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: "${x}" is a hostile input string on purpose, not a template
   "key:value", "(", ")", "^", "NEAR(", "</memory-summary>", "<memory-summary id=\"sum_1\">", "${x}", "\u200b",
   "\ufeff", "\ud800", "\udfff", "a\udc00b", "\u2028", "DROP TABLE ctx_messages;--"
 ]

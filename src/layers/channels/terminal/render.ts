@@ -71,6 +71,7 @@ export const makeCollector = (sessionKey: string) => {
  * (U+0080–U+009F: 0x9B is CSI, 0x9D OSC), and the bidi embeddings, overrides and isolates that
  * reorder what is shown ("Trojan Source"). Bidi marks (LRM, RLM, ALM) stay: RTL text needs them.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point (they are escaped before display)
 const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g
 
 const visible = (c: string): string => {
