@@ -3,7 +3,11 @@
  * simplest raw SQL (the floor). Prints Markdown tables; nothing is asserted. Real SQLite files in
  * a temporary folder, removed at the end.
  *
- * BENCH_QUICK=1 skips the 1M-message search case. BENCH_ONLY=append,assemble,search,runtime,sandbox limits phases.
+ * startup times whole `anna` processes (dist/main.js, rebuilt first: `--help`, `-h`, `agent list`,
+ * `memory stats` and `memory search` on a 100k-message database) against `node -e 0`.
+ *
+ * BENCH_QUICK=1 skips the 1M-message search case and runs each start-up command fewer times.
+ * BENCH_ONLY=append,assemble,search,runtime,sandbox,startup limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -15,11 +19,12 @@ import { runAssemble } from "./assemble.ts"
 import { runRuntime } from "./runtime.ts"
 import { runSandboxOutput } from "./sandboxOutput.ts"
 import { runSearch } from "./search.ts"
+import { runStartup } from "./startup.ts"
 import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search,runtime,sandbox").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search,runtime,sandbox,startup").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -77,16 +82,22 @@ const main = async () => {
       await runSandboxOutput()
       markRss("after sandbox output")
     }
+    if (only.has("startup")) {
+      await runStartup(dir)
+      markRss("after startup")
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 
-  section("Ratios to the floor", table(["operation", "ours", "floor", "ours / floor"], ratios.map((r) => [
-    r.operation,
-    r.ours,
-    r.floor,
-    r.ratio
-  ])))
+  if (ratios.length > 0) {
+    section("Ratios to the floor", table(["operation", "ours", "floor", "ours / floor"], ratios.map((r) => [
+      r.operation,
+      r.ours,
+      r.floor,
+      r.ratio
+    ])))
+  }
   section(
     "Memory",
     table(["phase", "RSS", "JS heap used", "external + array buffers"], [
