@@ -34,8 +34,8 @@ export const make = Effect.gen(function*() {
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
       sql`UPDATE plugins SET enabled = ${enabled ? 1 : 0}, updated_at = ${now} WHERE id = ${id}`)
 
-  const enable = (id: string) =>
-    immediate(Effect.gen(function*() {
+  const enable = Effect.fn("PluginStore.enable")(function*(id: string) {
+    return yield* immediate(Effect.gen(function*() {
       const plugins = yield* all
       const p = yield* find(plugins, id)
       const change = { enabled: p.enabled ? [] : [id], disabled: [] as Array<string> }
@@ -49,10 +49,11 @@ export const make = Effect.gen(function*() {
         }
       }
       return change as PluginChange
-    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("enable plugin")(e))))
+    }))
+  }, Effect.catchTag("SqlError", (e) => Effect.fail(storageError("enable plugin")(e))))
 
-  const disable = (id: string) =>
-    immediate(Effect.gen(function*() {
+  const disable = Effect.fn("PluginStore.disable")(function*(id: string) {
+    return yield* immediate(Effect.gen(function*() {
       const plugins = yield* all
       const p = yield* find(plugins, id)
       if (!p.enabled) return { enabled: [], disabled: [] } as PluginChange
@@ -69,7 +70,8 @@ export const make = Effect.gen(function*() {
       }
       yield* set(only.id, true)
       return { enabled: [only.id], disabled: [id] } as PluginChange
-    })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("disable plugin")(e))))
+    }))
+  }, Effect.catchTag("SqlError", (e) => Effect.fail(storageError("disable plugin")(e))))
 
   const enabledMemory = all.pipe(
     Effect.map((ps) => ps.find((p) => p.kind === "memory" && p.enabled)?.id ?? DEFAULT_MEMORY),

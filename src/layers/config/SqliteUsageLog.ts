@@ -1,40 +1,40 @@
 /** UsageLog on SQLite (`model_usage`): every model call's tokens, chat and summaries, failures too. */
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
+import { type UsageEntry, type UsageFilter, UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
 import { storageError } from "../sql/errors.ts"
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
 
   return UsageLog.of({
-    record: (e) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql`INSERT INTO model_usage ${
-          sql.insert({
-            at: now,
-            provider_id: e.providerId,
-            model: e.model,
-            purpose: e.purpose,
-            session_key: e.sessionKey,
-            agent_id: e.agentId,
-            user_id: e.userId ?? "",
-            input_tokens: e.usage.inputTokens,
-            output_tokens: e.usage.outputTokens,
-            cache_read_tokens: e.usage.cacheReadTokens,
-            cache_write_tokens: e.usage.cacheWriteTokens,
-            ok: e.error === undefined ? 1 : 0,
-            error: e.error ?? ""
-          })
-        }`).pipe(Effect.asVoid, Effect.mapError(storageError("record usage"))),
-    summaryCallsSince: (sessionKey, since) =>
-      sql<{ n: number }>`SELECT count(*) AS n FROM model_usage
-        WHERE session_key = ${sessionKey} AND purpose = 'summary' AND at >= ${since}`.pipe(
-        Effect.map((rows) => rows[0]?.n ?? 0),
-        Effect.mapError(storageError("read usage"))
-      ),
-    totals: (filter = {}) =>
-      sql<{
+    record: Effect.fn("UsageLog.record")(function*(e: UsageEntry) {
+      const now = yield* Clock.currentTimeMillis
+      yield* sql`INSERT INTO model_usage ${
+        sql.insert({
+          at: now,
+          provider_id: e.providerId,
+          model: e.model,
+          purpose: e.purpose,
+          session_key: e.sessionKey,
+          agent_id: e.agentId,
+          user_id: e.userId ?? "",
+          input_tokens: e.usage.inputTokens,
+          output_tokens: e.usage.outputTokens,
+          cache_read_tokens: e.usage.cacheReadTokens,
+          cache_write_tokens: e.usage.cacheWriteTokens,
+          ok: e.error === undefined ? 1 : 0,
+          error: e.error ?? ""
+        })
+      }`
+    }, Effect.mapError(storageError("record usage"))),
+    summaryCallsSince: Effect.fn("UsageLog.summaryCallsSince")(function*(sessionKey: string, since: number) {
+      const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM model_usage
+        WHERE session_key = ${sessionKey} AND purpose = 'summary' AND at >= ${since}`
+      return rows[0]?.n ?? 0
+    }, Effect.mapError(storageError("read usage"))),
+    totals: Effect.fn("UsageLog.totals")(function*(filter: UsageFilter = {}) {
+      const rows = yield* sql<{
         provider_id: string
         model: string
         purpose: "chat" | "summary"
@@ -49,20 +49,17 @@ export const make = Effect.gen(function*() {
           AND (${filter.userId ?? null} IS NULL OR user_id = ${filter.userId ?? null})
           AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null})
           AND at >= ${filter.since ?? 0}
-        GROUP BY provider_id, model, purpose ORDER BY provider_id, model, purpose`.pipe(
-        Effect.map((rows) =>
-          rows.map((r): UsageTotals => ({
-            providerId: r.provider_id,
-            model: r.model,
-            purpose: r.purpose,
-            calls: r.calls,
-            failed: r.failed,
-            inputTokens: r.input_tokens,
-            outputTokens: r.output_tokens
-          }))
-        ),
-        Effect.mapError(storageError("read usage"))
-      )
+        GROUP BY provider_id, model, purpose ORDER BY provider_id, model, purpose`
+      return rows.map((r): UsageTotals => ({
+        providerId: r.provider_id,
+        model: r.model,
+        purpose: r.purpose,
+        calls: r.calls,
+        failed: r.failed,
+        inputTokens: r.input_tokens,
+        outputTokens: r.output_tokens
+      }))
+    }, Effect.mapError(storageError("read usage")))
   })
 })
 

@@ -56,77 +56,80 @@ export const make = (config: CompactionConfig = defaultConfig) =>
     const locks = yield* SessionLocks
 
     /** One step: summarize `chunk` and commit it. Returns whether a summary was committed. */
-    const step = (conversation: Conversation, kind: "leaf" | "condensed", chunk: ReadonlyArray<ItemMeta>) =>
-      Effect.gen(function*() {
-        const chunkTokens = chunk.reduce((n, it) => n + it.tokens, 0)
-        const ids = chunk.map((it) => it.refId)
-        let input: SummaryInput
-        let source: { tokens: number; earliest: number; latest: number; firstSeq: number; lastSeq: number }
-        let depth: number
-        if (kind === "leaf") {
-          const messages = yield* store.messagesByIds(ids)
-          if (messages.length !== ids.length) return false
-          input = {
-            kind,
-            messages: messages.map((m) => ({ role: m.role, text: messageText(m.message), createdAt: m.createdAt }))
-          }
-          source = {
-            tokens: messages.reduce((n, m) => n + m.tokens, 0),
-            earliest: Math.min(...messages.map((m) => m.createdAt)),
-            latest: Math.max(...messages.map((m) => m.createdAt)),
-            firstSeq: messages[0]?.seq ?? 0,
-            lastSeq: messages[messages.length - 1]?.seq ?? 0
-          }
-          depth = 0
-        } else {
-          const summaries = yield* store.summariesByIds(ids)
-          if (summaries.length !== ids.length) return false
-          const childDepth = summaries[0]?.depth ?? 0
-          input = {
-            kind,
-            depth: childDepth,
-            summaries: summaries.map((s) => ({
-              id: formatSummaryId(s.id),
-              content: s.content,
-              earliestAt: s.earliestAt,
-              latestAt: s.latestAt
-            }))
-          }
-          source = {
-            tokens: summaries.reduce((n, s) => n + s.tokenCount, 0),
-            earliest: Math.min(...summaries.map((s) => s.earliestAt)),
-            latest: Math.max(...summaries.map((s) => s.latestAt)),
-            firstSeq: summaries[0]?.firstSeq ?? 0,
-            lastSeq: summaries[summaries.length - 1]?.lastSeq ?? 0
-          }
-          depth = childDepth + 1
-        }
-        const target = Math.max(1, Math.floor(source.tokens / 3))
-        const { content, mode } = yield* summarizeEscalating(summarizer, {
-          sessionKey: conversation.sessionKey,
-          targetTokens: target,
-          input
-        })
-        const render = (id: number) =>
-          summaryContextTokens({ id, kind, depth, earliestAt: source.earliest, latestAt: source.latest, content })
-        // A summary that would cost as much context as what it replaces is not worth committing.
-        if (render(Number.MAX_SAFE_INTEGER) >= chunkTokens) return false
-        return yield* store.commitSummary(conversation.id, {
+    const step = Effect.fn("CompactionEngine.step")(function*(
+      conversation: Conversation,
+      kind: "leaf" | "condensed",
+      chunk: ReadonlyArray<ItemMeta>
+    ) {
+      const chunkTokens = chunk.reduce((n, it) => n + it.tokens, 0)
+      const ids = chunk.map((it) => it.refId)
+      let input: SummaryInput
+      let source: { tokens: number; earliest: number; latest: number; firstSeq: number; lastSeq: number }
+      let depth: number
+      if (kind === "leaf") {
+        const messages = yield* store.messagesByIds(ids)
+        if (messages.length !== ids.length) return false
+        input = {
           kind,
-          depth,
-          mode,
-          content,
-          sourceTokenCount: source.tokens,
-          earliestAt: source.earliest,
-          latestAt: source.latest,
-          firstSeq: source.firstSeq,
-          lastSeq: source.lastSeq,
-          replaces: chunk
-        }, render).pipe(
-          Effect.as(true),
-          Effect.catchTag("StaleContext", () => Effect.succeed(false))
-        )
-      }).pipe(locks.withLock(conversation.sessionKey))
+          messages: messages.map((m) => ({ role: m.role, text: messageText(m.message), createdAt: m.createdAt }))
+        }
+        source = {
+          tokens: messages.reduce((n, m) => n + m.tokens, 0),
+          earliest: Math.min(...messages.map((m) => m.createdAt)),
+          latest: Math.max(...messages.map((m) => m.createdAt)),
+          firstSeq: messages[0]?.seq ?? 0,
+          lastSeq: messages[messages.length - 1]?.seq ?? 0
+        }
+        depth = 0
+      } else {
+        const summaries = yield* store.summariesByIds(ids)
+        if (summaries.length !== ids.length) return false
+        const childDepth = summaries[0]?.depth ?? 0
+        input = {
+          kind,
+          depth: childDepth,
+          summaries: summaries.map((s) => ({
+            id: formatSummaryId(s.id),
+            content: s.content,
+            earliestAt: s.earliestAt,
+            latestAt: s.latestAt
+          }))
+        }
+        source = {
+          tokens: summaries.reduce((n, s) => n + s.tokenCount, 0),
+          earliest: Math.min(...summaries.map((s) => s.earliestAt)),
+          latest: Math.max(...summaries.map((s) => s.latestAt)),
+          firstSeq: summaries[0]?.firstSeq ?? 0,
+          lastSeq: summaries[summaries.length - 1]?.lastSeq ?? 0
+        }
+        depth = childDepth + 1
+      }
+      const target = Math.max(1, Math.floor(source.tokens / 3))
+      const { content, mode } = yield* summarizeEscalating(summarizer, {
+        sessionKey: conversation.sessionKey,
+        targetTokens: target,
+        input
+      })
+      const render = (id: number) =>
+        summaryContextTokens({ id, kind, depth, earliestAt: source.earliest, latestAt: source.latest, content })
+      // A summary that would cost as much context as what it replaces is not worth committing.
+      if (render(Number.MAX_SAFE_INTEGER) >= chunkTokens) return false
+      return yield* store.commitSummary(conversation.id, {
+        kind,
+        depth,
+        mode,
+        content,
+        sourceTokenCount: source.tokens,
+        earliestAt: source.earliest,
+        latestAt: source.latest,
+        firstSeq: source.firstSeq,
+        lastSeq: source.lastSeq,
+        replaces: chunk
+      }, render).pipe(
+        Effect.as(true),
+        Effect.catchTag("StaleContext", () => Effect.succeed(false))
+      )
+    }, (effect, conversation) => locks.withLock(conversation.sessionKey)(effect))
 
     const limits = (kind: "leaf" | "condensed", freshTail: number): ChunkLimits =>
       kind === "leaf"

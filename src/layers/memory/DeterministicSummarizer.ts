@@ -22,4 +22,11 @@ export const summarizeText = (request: SummaryRequest): string => {
   return extractiveSummary(entries, request.targetTokens, aggressive)
 }
 
-export const layer = Layer.succeed(Summarizer, Summarizer.of({ summarize: (r) => Effect.sync(() => summarizeText(r)) }))
+export const layer = Layer.succeed(
+  Summarizer,
+  Summarizer.of({
+    summarize: Effect.fn("Summarizer.summarize")(function*(request: SummaryRequest) {
+      return yield* Effect.sync(() => summarizeText(request))
+    })
+  })
+)

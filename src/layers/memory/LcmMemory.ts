@@ -9,9 +9,11 @@ import { SummaryNotFound } from "../../domain/memory/errors.ts"
 import { formatSummaryId, parseSummaryId } from "../../domain/memory/session.ts"
 import type {
   AssembleOptions,
+  CompactOptions,
   ExpandedItem,
   ExpandOptions,
   ReviewBatch,
+  SearchOptions,
   SearchScope,
   SummaryDescription
 } from "../../domain/memory/types.ts"
@@ -37,6 +39,9 @@ const MAX_SEARCH_LIMIT = 100
 const DEFAULT_EXPAND_TOKENS = 4_000
 const DEFAULT_REVIEW_TOKENS = 8_000
 
+type UnreviewedOptions = Parameters<ReviewSource["Service"]["listUnreviewed"]>[0]
+type ReviewContextOptions = Parameters<ReviewSource["Service"]["buildReviewContext"]>[1]
+
 const inScope = (s: StoredSummary, scope: SearchScope | undefined): boolean =>
   scope === undefined || scope._tag === "All" ||
   (scope._tag === "Session" ? s.sessionKey === scope.sessionKey : s.userId === scope.userId)
@@ -56,22 +61,27 @@ export const make = Effect.gen(function*() {
   })
 
   const compactor = Compactor.of({
-    needsCompaction: (sessionKey, budget, threshold = engine.config.threshold) =>
-      store.getConversation(sessionKey).pipe(
-        Effect.flatMap((c) => store.contextTokens(c.id)),
-        Effect.map((tokens) => tokens > threshold * budget)
-      ),
-    compact: (sessionKey, options = {}) =>
-      store.getConversation(sessionKey).pipe(Effect.flatMap((c) => engine.compact(c, options)))
+    needsCompaction: Effect.fn("Compactor.needsCompaction")(function*(
+      sessionKey: string,
+      budget: number,
+      threshold: number = engine.config.threshold
+    ) {
+      const c = yield* store.getConversation(sessionKey)
+      const tokens = yield* store.contextTokens(c.id)
+      return tokens > threshold * budget
+    }),
+    compact: Effect.fn("Compactor.compact")(function*(sessionKey: string, options: CompactOptions = {}) {
+      const c = yield* store.getConversation(sessionKey)
+      return yield* engine.compact(c, options)
+    })
   })
 
   const searcher = Searcher.of({
-    search: (query, options) => {
+    search: Effect.fn("Searcher.search")(function*(query: string, options: SearchOptions) {
       const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(options.limit ?? DEFAULT_SEARCH_LIMIT)))
-      return store.search(planSearch(query), options.scope, limit).pipe(
-        Effect.map((hits) => hits.map((h) => ({ ...h, id: `${h.kind === "message" ? "msg" : "sum"}_${h.id}` })))
-      )
-    }
+      const hits = yield* store.search(planSearch(query), options.scope, limit)
+      return hits.map((h) => ({ ...h, id: `${h.kind === "message" ? "msg" : "sum"}_${h.id}` }))
+    })
   })
 
   const findSummary = (text: string, scope: SearchScope | undefined) =>
@@ -153,49 +163,47 @@ export const make = Effect.gen(function*() {
   })
 
   const review = ReviewSource.of({
-    listUnreviewed: (options = {}) =>
-      store.listConversations({}).pipe(Effect.map((cs) =>
-        cs.flatMap((c): Array<ReviewBatch> =>
-          c.messages - c.reviewedSeq >= Math.max(1, options.minMessages ?? 1)
-            ? [{
-              sessionKey: c.sessionKey,
-              agentId: c.agentId,
-              userId: c.userId,
-              unreviewedMessages: c.messages - c.reviewedSeq,
-              fromSeq: c.reviewedSeq + 1,
-              toSeq: c.messages
-            }]
-            : []
-        ).slice(0, options.limit ?? 50)
-      )),
-    buildReviewContext: (sessionKey, options = {}) =>
-      Effect.gen(function*() {
-        const c = yield* store.loadConversation(sessionKey)
-        const maxTokens = options.maxTokens ?? DEFAULT_REVIEW_TOKENS
-        const lines: Array<string> = []
-        let tokens = 0
-        let toSeq = c.reviewedSeq
-        let from = c.reviewedSeq + 1
-        for (;;) {
-          const batch = yield* store.messagesBySeq(c.id, from, 200)
-          if (batch.length === 0) break
-          for (const m of batch) {
-            const line = `[${m.role} ${new Date(m.createdAt).toISOString()}] ${messageText(m.message)}`
-            const t = estimateTextTokens(line)
-            if (lines.length > 0 && tokens + t > maxTokens) return { sessionKey, toSeq, transcript: lines.join("\n") }
-            lines.push(line)
-            tokens += t
-            toSeq = m.seq
-          }
-          from = toSeq + 1
+    listUnreviewed: Effect.fn("ReviewSource.listUnreviewed")(function*(options: UnreviewedOptions = {}) {
+      const cs = yield* store.listConversations({})
+      return cs.flatMap((c): Array<ReviewBatch> =>
+        c.messages - c.reviewedSeq >= Math.max(1, options.minMessages ?? 1)
+          ? [{
+            sessionKey: c.sessionKey,
+            agentId: c.agentId,
+            userId: c.userId,
+            unreviewedMessages: c.messages - c.reviewedSeq,
+            fromSeq: c.reviewedSeq + 1,
+            toSeq: c.messages
+          }]
+          : []
+      ).slice(0, options.limit ?? 50)
+    }),
+    buildReviewContext: Effect.fn("ReviewSource.buildReviewContext")(function*(sessionKey: string, options: ReviewContextOptions = {}) {
+      const c = yield* store.loadConversation(sessionKey)
+      const maxTokens = options.maxTokens ?? DEFAULT_REVIEW_TOKENS
+      const lines: Array<string> = []
+      let tokens = 0
+      let toSeq = c.reviewedSeq
+      let from = c.reviewedSeq + 1
+      for (;;) {
+        const batch = yield* store.messagesBySeq(c.id, from, 200)
+        if (batch.length === 0) break
+        for (const m of batch) {
+          const line = `[${m.role} ${new Date(m.createdAt).toISOString()}] ${messageText(m.message)}`
+          const t = estimateTextTokens(line)
+          if (lines.length > 0 && tokens + t > maxTokens) return { sessionKey, toSeq, transcript: lines.join("\n") }
+          lines.push(line)
+          tokens += t
+          toSeq = m.seq
         }
-        return { sessionKey, toSeq, transcript: lines.join("\n") }
-      }),
-    markReviewed: (sessionKey, toSeq) =>
-      store.getConversation(sessionKey).pipe(
-        Effect.flatMap((c) => store.setReviewedSeq(c.id, toSeq)),
-        locks.withLock(sessionKey)
-      )
+        from = toSeq + 1
+      }
+      return { sessionKey, toSeq, transcript: lines.join("\n") }
+    }),
+    markReviewed: Effect.fn("ReviewSource.markReviewed")(function*(sessionKey: string, toSeq: number) {
+      const c = yield* store.getConversation(sessionKey)
+      yield* store.setReviewedSeq(c.id, toSeq)
+    }, (effect, sessionKey) => locks.withLock(sessionKey)(effect))
   })
 
   return Context.make(MemoryProvider, MemoryProvider.of(shared.provider(NAME, assemble))).pipe(

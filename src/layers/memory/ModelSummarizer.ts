@@ -26,7 +26,7 @@ import { AgentStore } from "../../services/AgentStore.ts"
 import { MemoryStore } from "../../services/MemoryStore.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
-import { Summarizer } from "../../services/Summarizer.ts"
+import { Summarizer, type SummaryRequest } from "../../services/Summarizer.ts"
 import { UsageLog } from "../../services/UsageLog.ts"
 
 /** Spend guard when no agent says otherwise: 60 summarizer calls per session per hour. */
@@ -113,52 +113,51 @@ export const make = (options: { readonly maxCallsOverride?: number | undefined }
       )
 
     return Summarizer.of({
-      summarize: (request) =>
-        Effect.gen(function*() {
-          const target = yield* resolveSummaryTarget(request.sessionKey).pipe(
-            Effect.provide(context),
-            Effect.mapError((e) => fail(e.message))
-          )
-          if (Option.isNone(target)) return yield* fail("no model provider is configured (anna provider add, or anna onboard --from-env)")
-          const { ref, agent } = target.value
-          const maxCalls = options.maxCallsOverride ?? agent?.summaryMaxCalls ?? DEFAULT_MAX_CALLS
-          const windowSeconds = agent?.summaryWindowSeconds ?? DEFAULT_WINDOW_SECONDS
-          const now = yield* Clock.currentTimeMillis
-          const calls = yield* usage.summaryCallsSince(request.sessionKey, now - windowSeconds * 1000).pipe(
-            Effect.mapError((e) => fail(e.message))
-          )
-          if (calls >= maxCalls) return yield* new SpendGuardExceeded({ sessionKey: request.sessionKey, calls, windowSeconds })
-          const client = yield* registry.client(ref.providerId).pipe(
-            Effect.mapError((e) => (e._tag === "StorageError" ? fail(e.message) : fail(e.message, e)))
-          )
-          const model = ref.model === "" ? client.defaultModel : ref.model
-          const prompt = summaryPrompt(request)
-          const result = yield* Effect.result(collectResponse(client.stream({
-            model,
-            system: prompt.system,
-            messages: [{ role: "user", content: prompt.user }],
-            maxTokens: prompt.maxTokens,
-            temperature: 0.2
-          })))
-          const entry = {
-            providerId: ref.providerId,
-            model,
-            purpose: "summary" as const,
-            sessionKey: request.sessionKey,
-            agentId: agent?.id ?? ""
-          }
-          if (result._tag === "Failure") {
-            const cause = scrubbed(result.failure, yield* secretsOf(ref.providerId))
-            yield* usage.record({ ...entry, usage: emptyUsage, error: cause.message }).pipe(Effect.ignore)
-            return yield* fail(`${formatModelRef({ providerId: ref.providerId, model })}: ${cause.message}`, cause)
-          }
-          yield* usage.record({ ...entry, usage: result.success.usage }).pipe(Effect.ignore)
-          const content = result.success.message.content
-          const text = typeof content === "string"
-            ? content
-            : content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("")
-          return text
-        })
+      summarize: Effect.fn("Summarizer.summarize")(function*(request: SummaryRequest) {
+        const target = yield* resolveSummaryTarget(request.sessionKey).pipe(
+          Effect.provide(context),
+          Effect.mapError((e) => fail(e.message))
+        )
+        if (Option.isNone(target)) return yield* fail("no model provider is configured (anna provider add, or anna onboard --from-env)")
+        const { ref, agent } = target.value
+        const maxCalls = options.maxCallsOverride ?? agent?.summaryMaxCalls ?? DEFAULT_MAX_CALLS
+        const windowSeconds = agent?.summaryWindowSeconds ?? DEFAULT_WINDOW_SECONDS
+        const now = yield* Clock.currentTimeMillis
+        const calls = yield* usage.summaryCallsSince(request.sessionKey, now - windowSeconds * 1000).pipe(
+          Effect.mapError((e) => fail(e.message))
+        )
+        if (calls >= maxCalls) return yield* new SpendGuardExceeded({ sessionKey: request.sessionKey, calls, windowSeconds })
+        const client = yield* registry.client(ref.providerId).pipe(
+          Effect.mapError((e) => (e._tag === "StorageError" ? fail(e.message) : fail(e.message, e)))
+        )
+        const model = ref.model === "" ? client.defaultModel : ref.model
+        const prompt = summaryPrompt(request)
+        const result = yield* Effect.result(collectResponse(client.stream({
+          model,
+          system: prompt.system,
+          messages: [{ role: "user", content: prompt.user }],
+          maxTokens: prompt.maxTokens,
+          temperature: 0.2
+        })))
+        const entry = {
+          providerId: ref.providerId,
+          model,
+          purpose: "summary" as const,
+          sessionKey: request.sessionKey,
+          agentId: agent?.id ?? ""
+        }
+        if (result._tag === "Failure") {
+          const cause = scrubbed(result.failure, yield* secretsOf(ref.providerId))
+          yield* usage.record({ ...entry, usage: emptyUsage, error: cause.message }).pipe(Effect.ignore)
+          return yield* fail(`${formatModelRef({ providerId: ref.providerId, model })}: ${cause.message}`, cause)
+        }
+        yield* usage.record({ ...entry, usage: result.success.usage }).pipe(Effect.ignore)
+        const content = result.success.message.content
+        const text = typeof content === "string"
+          ? content
+          : content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("")
+        return text
+      })
     })
   })
 

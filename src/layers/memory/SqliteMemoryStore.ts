@@ -12,7 +12,9 @@ import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { InvalidInput, SessionNotFound, StaleContext } from "../../domain/memory/errors.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type { SessionRef } from "../../domain/memory/session.ts"
+import type { SearchScope } from "../../domain/memory/types.ts"
 import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Role } from "../../domain/message.ts"
+import type { SearchPlan } from "../../domain/search/query.ts"
 import { type Conversation, MemoryStore, type NewSummary } from "../../services/MemoryStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import { makeSearch } from "./memorySearch.ts"
@@ -73,13 +75,12 @@ export const make = Effect.gen(function*() {
       Effect.mapError(storageError("read conversation"))
     )
 
-  const findConversation = (sessionKey: string) => {
+  const findConversation = Effect.fn("MemoryStore.findConversation")(function*(sessionKey: string) {
     const hit = cache.get(sessionKey)
-    if (hit !== undefined) return Effect.succeed(Option.some(hit))
-    return selectConversation(sessionKey).pipe(
-      Effect.map((found) => (Option.isSome(found) ? Option.some(remember(found.value)) : found))
-    )
-  }
+    if (hit !== undefined) return Option.some(hit)
+    const found = yield* selectConversation(sessionKey)
+    return Option.isSome(found) ? Option.some(remember(found.value)) : found
+  })
 
   const ensureConversation = Effect.fn("MemoryStore.ensureConversation")(function*(session: SessionRef) {
     const found = yield* findConversation(session.key)
@@ -95,21 +96,17 @@ export const make = Effect.gen(function*() {
     return remember(created.value)
   })
 
-  const loadConversation = (sessionKey: string) =>
-    selectConversation(sessionKey).pipe(
-      Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(new SessionNotFound({ sessionKey })),
-        onSome: (c) => Effect.succeed(remember(c))
-      }))
-    )
+  const loadConversation = Effect.fn("MemoryStore.loadConversation")(function*(sessionKey: string) {
+    const found = yield* selectConversation(sessionKey)
+    if (Option.isNone(found)) return yield* new SessionNotFound({ sessionKey })
+    return remember(found.value)
+  })
 
-  const getConversation = (sessionKey: string) =>
-    findConversation(sessionKey).pipe(
-      Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(new SessionNotFound({ sessionKey })),
-        onSome: Effect.succeed
-      }))
-    )
+  const getConversation = Effect.fn("MemoryStore.getConversation")(function*(sessionKey: string) {
+    const found = yield* findConversation(sessionKey)
+    if (Option.isNone(found)) return yield* new SessionNotFound({ sessionKey })
+    return found.value
+  })
 
   const listConversations = Effect.fn("MemoryStore.listConversations")(function*(filter: {
     readonly agentId?: string | undefined
@@ -128,16 +125,14 @@ export const make = Effect.gen(function*() {
     return convs.map((c, i) => ({ ...decodeConversation(c), messages: rows[i]?.messages ?? 0 }))
   })
 
-  const saveInfo = (conversationId: number, info: Readonly<Record<string, unknown>>) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql`UPDATE ctx_conversations SET info = ${JSON.stringify(info)}, updated_at = ${now} WHERE id = ${conversationId}`
-    ).pipe(Effect.asVoid, Effect.mapError(storageError("save session info")))
+  const saveInfo = Effect.fn("MemoryStore.saveInfo")(function*(conversationId: number, info: Readonly<Record<string, unknown>>) {
+    const now = yield* Clock.currentTimeMillis
+    yield* sql`UPDATE ctx_conversations SET info = ${JSON.stringify(info)}, updated_at = ${now} WHERE id = ${conversationId}`
+  }, Effect.mapError(storageError("save session info")))
 
-  const setReviewedSeq = (conversationId: number, seq: number) =>
-    sql`UPDATE ctx_conversations SET reviewed_seq = max(reviewed_seq, ${seq}) WHERE id = ${conversationId}`.pipe(
-      Effect.asVoid,
-      Effect.mapError(storageError("mark reviewed"))
-    )
+  const setReviewedSeq = Effect.fn("MemoryStore.setReviewedSeq")(function*(conversationId: number, seq: number) {
+    yield* sql`UPDATE ctx_conversations SET reviewed_seq = max(reviewed_seq, ${seq}) WHERE id = ${conversationId}`
+  }, Effect.mapError(storageError("mark reviewed")))
 
   /** Inserts encoded messages after the conversation's last one; call inside a write transaction. */
   const insertEncoded = (conversationId: number, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
@@ -280,44 +275,48 @@ export const make = Effect.gen(function*() {
   })
 
   const messageColumns = sql`id, seq, role, blocks, text, token_count, created_at`
-  const messagesByIds = (ids: ReadonlyArray<number>) =>
-    ids.length === 0 ? Effect.succeed([]) : sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
+  const messagesByIds = Effect.fn("MemoryStore.messagesByIds")(function*(ids: ReadonlyArray<number>) {
+    if (ids.length === 0) return []
+    const rows = yield* sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
       WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY conversation_id, seq`.pipe(
-      Effect.mapError(storageError("read messages")),
-      Effect.flatMap(toStoredMessages)
+      Effect.mapError(storageError("read messages"))
     )
+    return yield* toStoredMessages(rows)
+  })
 
-  const messagesBySeq = (conversationId: number, fromSeq: number, limit: number) =>
-    sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
+  const messagesBySeq = Effect.fn("MemoryStore.messagesBySeq")(function*(conversationId: number, fromSeq: number, limit: number) {
+    const rows = yield* sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
       WHERE conversation_id = ${conversationId} AND seq >= ${fromSeq} ORDER BY seq LIMIT ${limit}`.pipe(
-      Effect.mapError(storageError("read messages")),
-      Effect.flatMap(toStoredMessages)
-    )
-
-  const messageMetas = (conversationId: number) =>
-    sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
-      WHERE conversation_id = ${conversationId} ORDER BY seq`.values.pipe(
-      Effect.map((rows) => rows.map(toItem)),
       Effect.mapError(storageError("read messages"))
     )
+    return yield* toStoredMessages(rows)
+  })
 
-  const messageMetasNewest = (conversationId: number, beforeSeq: number | null, limit: number) =>
-    sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
+  const messageMetas = Effect.fn("MemoryStore.messageMetas")(function*(conversationId: number) {
+    const rows = yield* sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
+      WHERE conversation_id = ${conversationId} ORDER BY seq`.values
+    return rows.map(toItem)
+  }, Effect.mapError(storageError("read messages")))
+
+  const messageMetasNewest = Effect.fn("MemoryStore.messageMetasNewest")(function*(
+    conversationId: number,
+    beforeSeq: number | null,
+    limit: number
+  ) {
+    const rows = yield* sql`SELECT seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
       WHERE conversation_id = ${conversationId} AND seq < ${beforeSeq ?? Number.MAX_SAFE_INTEGER}
-      ORDER BY seq DESC LIMIT ${limit}`.values.pipe(
-      Effect.map((rows) => rows.map(toItem)),
-      Effect.mapError(storageError("read messages"))
-    )
+      ORDER BY seq DESC LIMIT ${limit}`.values
+    return rows.map(toItem)
+  }, Effect.mapError(storageError("read messages")))
 
-  const items = (conversationId: number) =>
-    sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
-      WHERE conversation_id = ${conversationId} ORDER BY position`.values.pipe(
-      Effect.map((rows) => rows.map(toItem)),
-      Effect.mapError(storageError("read context"))
-    )
+  const items = Effect.fn("MemoryStore.items")(function*(conversationId: number) {
+    const rows = yield* sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
+      WHERE conversation_id = ${conversationId} ORDER BY position`.values
+    return rows.map(toItem)
+  }, Effect.mapError(storageError("read context")))
 
-  const stats = (conversationId: number) =>
-    sql<{
+  const stats = Effect.fn("MemoryStore.stats")(function*(conversationId: number) {
+    const rows = yield* sql<{
       messages: number
       message_tokens: number
       first_at: number | null
@@ -334,73 +333,64 @@ export const make = Effect.gen(function*() {
         (SELECT count(*) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS summaries,
         (SELECT coalesce(max(depth), -1) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS max_depth,
         (SELECT count(*) FROM ctx_items WHERE conversation_id = ${conversationId}) AS items,
-        (SELECT coalesce(sum(tokens), 0) FROM ctx_items WHERE conversation_id = ${conversationId}) AS item_tokens`.pipe(
-      Effect.map((rows) => {
-        const r = rows[0]
-        return {
-          messages: r?.messages ?? 0,
-          messageTokens: r?.message_tokens ?? 0,
-          firstMessageAt: r?.first_at ?? null,
-          lastMessageAt: r?.last_at ?? null,
-          summaries: r?.summaries ?? 0,
-          maxDepth: r?.max_depth ?? -1,
-          contextItems: r?.items ?? 0,
-          contextTokens: r?.item_tokens ?? 0
-        }
-      }),
-      Effect.mapError(storageError("read statistics"))
-    )
+        (SELECT coalesce(sum(tokens), 0) FROM ctx_items WHERE conversation_id = ${conversationId}) AS item_tokens`
+    const r = rows[0]
+    return {
+      messages: r?.messages ?? 0,
+      messageTokens: r?.message_tokens ?? 0,
+      firstMessageAt: r?.first_at ?? null,
+      lastMessageAt: r?.last_at ?? null,
+      summaries: r?.summaries ?? 0,
+      maxDepth: r?.max_depth ?? -1,
+      contextItems: r?.items ?? 0,
+      contextTokens: r?.item_tokens ?? 0
+    }
+  }, Effect.mapError(storageError("read statistics")))
 
-  const contextTokens = (conversationId: number, afterPosition = 0) =>
-    sql<{ n: number }>`SELECT coalesce(sum(tokens), 0) AS n FROM ctx_items
-      WHERE conversation_id = ${conversationId} AND position > ${afterPosition}`.pipe(
-      Effect.map((rows) => rows[0]?.n ?? 0),
-      Effect.mapError(storageError("read context"))
-    )
+  const contextTokens = Effect.fn("MemoryStore.contextTokens")(function*(conversationId: number, afterPosition: number = 0) {
+    const rows = yield* sql<{ n: number }>`SELECT coalesce(sum(tokens), 0) AS n FROM ctx_items
+      WHERE conversation_id = ${conversationId} AND position > ${afterPosition}`
+    return rows[0]?.n ?? 0
+  }, Effect.mapError(storageError("read context")))
 
   // Indexed check first: a session without summaries (most Simple sessions) costs no scan of its
   // items. With summaries, the backward scan stops at the newest one, past only the messages after it.
-  const lastSummaryItem = (conversationId: number) =>
-    sql`SELECT 1 FROM ctx_summaries WHERE conversation_id = ${conversationId} LIMIT 1`.values.pipe(
-      Effect.flatMap((any) =>
-        any.length === 0 ? Effect.succeed([]) : sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth
-          FROM ctx_items WHERE conversation_id = ${conversationId} AND summary_id IS NOT NULL
-          ORDER BY position DESC LIMIT 1`.values
-      ),
-      Effect.map((rows) => Option.fromNullishOr(rows[0]).pipe(Option.map(toItem))),
-      Effect.mapError(storageError("read context"))
-    )
+  const lastSummaryItem = Effect.fn("MemoryStore.lastSummaryItem")(function*(conversationId: number) {
+    const anySummary = yield* sql`SELECT 1 FROM ctx_summaries WHERE conversation_id = ${conversationId} LIMIT 1`.values
+    if (anySummary.length === 0) return Option.none()
+    const rows = yield* sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth
+      FROM ctx_items WHERE conversation_id = ${conversationId} AND summary_id IS NOT NULL
+      ORDER BY position DESC LIMIT 1`.values
+    return Option.fromNullishOr(rows[0]).pipe(Option.map(toItem))
+  }, Effect.mapError(storageError("read context")))
 
-  const summariesByIds = (ids: ReadonlyArray<number>) =>
-    ids.length === 0 ? Effect.succeed([]) : sql<SummaryRow>`SELECT s.*, c.session_key, c.user_id
+  const summariesByIds = Effect.fn("MemoryStore.summariesByIds")(function*(ids: ReadonlyArray<number>) {
+    if (ids.length === 0) return []
+    const rows = yield* sql<SummaryRow>`SELECT s.*, c.session_key, c.user_id
       FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id
-      WHERE s.id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`.pipe(
-      Effect.map((rows) => {
-        const byId = new Map(rows.map((r) => [r.id, toSummary(r)]))
-        return ids.flatMap((id) => {
-          const s = byId.get(id)
-          return s === undefined ? [] : [s]
-        })
-      }),
-      Effect.mapError(storageError("read summaries"))
-    )
+      WHERE s.id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`
+    const byId = new Map(rows.map((r) => [r.id, toSummary(r)]))
+    return ids.flatMap((id) => {
+      const s = byId.get(id)
+      return s === undefined ? [] : [s]
+    })
+  }, Effect.mapError(storageError("read summaries")))
 
-  const summaryLinks = (summaryId: number) =>
-    Effect.all({
+  const summaryLinks = Effect.fn("MemoryStore.summaryLinks")(function*(summaryId: number) {
+    const r = yield* Effect.all({
       parents: sql<{ id: number }>`SELECT condensed_id AS id FROM ctx_summary_parents WHERE constituent_id = ${summaryId}`,
       constituents: sql<{ id: number }>`SELECT constituent_id AS id FROM ctx_summary_parents
         WHERE condensed_id = ${summaryId} ORDER BY ord`,
       sources: sql<{ id: number }>`SELECT message_id AS id FROM ctx_summary_messages WHERE summary_id = ${summaryId} ORDER BY ord`,
       live: sql<{ n: number }>`SELECT count(*) AS n FROM ctx_items WHERE summary_id = ${summaryId}`
-    }).pipe(
-      Effect.map((r) => ({
-        parents: r.parents.map((x) => x.id),
-        constituents: r.constituents.map((x) => x.id),
-        sourceMessages: r.sources.map((x) => x.id),
-        live: (r.live[0]?.n ?? 0) > 0
-      })),
-      Effect.mapError(storageError("read summary links"))
-    )
+    })
+    return {
+      parents: r.parents.map((x) => x.id),
+      constituents: r.constituents.map((x) => x.id),
+      sourceMessages: r.sources.map((x) => x.id),
+      live: (r.live[0]?.n ?? 0) > 0
+    }
+  }, Effect.mapError(storageError("read summary links")))
 
   const commitSummary = Effect.fn("MemoryStore.commitSummary")(function*(
     conversationId: number,
@@ -516,23 +506,26 @@ export const make = Effect.gen(function*() {
     return problems
   }).pipe(Effect.mapError(storageError("integrity check")))
 
-  const getProfile = (userId: string, agentId: string) =>
-    sql<{ content: string }>`SELECT content FROM ctx_agent_memory WHERE user_id = ${userId} AND agent_id = ${agentId}`.pipe(
-      Effect.map((rows) => rows[0]?.content ?? ""),
-      Effect.mapError(storageError("read profile"))
-    )
+  const getProfile = Effect.fn("MemoryStore.getProfile")(function*(userId: string, agentId: string) {
+    const rows = yield* sql<{ content: string }>`SELECT content FROM ctx_agent_memory WHERE user_id = ${userId} AND agent_id = ${agentId}`
+    return rows[0]?.content ?? ""
+  }, Effect.mapError(storageError("read profile")))
 
-  const setProfile = (userId: string, agentId: string, content: string) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql`INSERT INTO ctx_agent_memory (user_id, agent_id, content, updated_at) VALUES (${userId}, ${agentId}, ${content}, ${now})
-        ON CONFLICT (user_id, agent_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`
-    ).pipe(Effect.asVoid, Effect.mapError(storageError("save profile")))
+  const setProfile = Effect.fn("MemoryStore.setProfile")(function*(userId: string, agentId: string, content: string) {
+    const now = yield* Clock.currentTimeMillis
+    yield* sql`INSERT INTO ctx_agent_memory (user_id, agent_id, content, updated_at) VALUES (${userId}, ${agentId}, ${content}, ${now})
+      ON CONFLICT (user_id, agent_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at`
+  }, Effect.mapError(storageError("save profile")))
 
-  const deleteProfiles = (userId: string) =>
-    sql<{ agent_id: string }>`DELETE FROM ctx_agent_memory WHERE user_id = ${userId} RETURNING agent_id`.pipe(
-      Effect.map((rows) => rows.length),
-      Effect.mapError(storageError("delete profiles"))
-    )
+  const deleteProfiles = Effect.fn("MemoryStore.deleteProfiles")(function*(userId: string) {
+    const rows = yield* sql<{ agent_id: string }>`DELETE FROM ctx_agent_memory WHERE user_id = ${userId} RETURNING agent_id`
+    return rows.length
+  }, Effect.mapError(storageError("delete profiles")))
+
+  const searchRows = makeSearch(sql)
+  const search = Effect.fn("MemoryStore.search")(function*(plan: SearchPlan, scope: SearchScope, limit: number) {
+    return yield* searchRows(plan, scope, limit)
+  })
 
   return MemoryStore.of({
     ensureConversation,
@@ -556,7 +549,7 @@ export const make = Effect.gen(function*() {
     summariesByIds,
     summaryLinks,
     commitSummary,
-    search: makeSearch(sql),
+    search,
     verifyInput,
     integrityCheck,
     getProfile,

@@ -131,14 +131,18 @@ export const make = (shared: Shared) =>
     })
 
     return Compactor.of({
-      needsCompaction: (sessionKey, budget, threshold = DEFAULT_CONTEXT_THRESHOLD) =>
-        store.getConversation(sessionKey).pipe(
-          Effect.flatMap((c) => viewTokensOf(c.id)),
-          Effect.map((tokens) => tokens > threshold * budget)
-        ),
-      compact: (sessionKey, options = {}) =>
-        store.getConversation(sessionKey).pipe(
-          Effect.flatMap((c) => step(c, options).pipe(locks.withLock(sessionKey)))
-        )
+      needsCompaction: Effect.fn("Compactor.needsCompaction")(function*(
+        sessionKey: string,
+        budget: number,
+        threshold: number = DEFAULT_CONTEXT_THRESHOLD
+      ) {
+        const c = yield* store.getConversation(sessionKey)
+        const tokens = yield* viewTokensOf(c.id)
+        return tokens > threshold * budget
+      }),
+      compact: Effect.fn("Compactor.compact")(function*(sessionKey: string, options: CompactOptions = {}) {
+        const c = yield* store.getConversation(sessionKey)
+        return yield* step(c, options).pipe(locks.withLock(sessionKey))
+      })
     })
   })

@@ -19,6 +19,9 @@ import { SessionLocks } from "../../services/SessionLocks.ts"
 /** Profiles are notes, not documents: 64 KiB is far beyond what a prompt should carry. */
 export const MAX_PROFILE_BYTES = 64 * 1024
 
+type ListInfoFilter = Parameters<SessionManager["Service"]["listInfo"]>[0]
+type LoadHistoryOptions = Parameters<SessionManager["Service"]["loadHistory"]>[1]
+
 export const validateAssemble = (options: AssembleOptions) => {
   const freshTail = options.freshTail ?? DEFAULT_FRESH_TAIL
   if (!Number.isInteger(options.budget) || options.budget <= 0) {
@@ -109,11 +112,15 @@ export const makeShared = Effect.gen(function*() {
   })
 
   const profiles: ProfileStore["Service"] = {
-    getProfile: (userId, agentId) => store.getProfile(userId, agentId),
-    setProfile: (userId, agentId, content) =>
-      new TextEncoder().encode(content).length > MAX_PROFILE_BYTES
-        ? Effect.fail(new InvalidInput({ reason: `profile notes are limited to ${MAX_PROFILE_BYTES / 1024} KiB` }))
-        : store.setProfile(userId, agentId, content)
+    getProfile: Effect.fn("ProfileStore.getProfile")(function*(userId: string, agentId: string) {
+      return yield* store.getProfile(userId, agentId)
+    }),
+    setProfile: Effect.fn("ProfileStore.setProfile")(function*(userId: string, agentId: string, content: string) {
+      if (new TextEncoder().encode(content).length > MAX_PROFILE_BYTES) {
+        return yield* new InvalidInput({ reason: `profile notes are limited to ${MAX_PROFILE_BYTES / 1024} KiB` })
+      }
+      yield* store.setProfile(userId, agentId, content)
+    })
   }
 
   const toInfo = (c: Conversation, messages: number): SessionInfo => ({
@@ -127,22 +134,23 @@ export const makeShared = Effect.gen(function*() {
   })
 
   const sessions: SessionManager["Service"] = {
-    saveInfo: (sessionKey, info) =>
-      store.loadConversation(sessionKey).pipe(
-        Effect.flatMap((c) => store.saveInfo(c.id, { ...c.info, ...info })),
-        locks.withLock(sessionKey)
-      ),
-    loadInfo: (sessionKey) =>
-      Effect.gen(function*() {
-        const c = yield* store.loadConversation(sessionKey)
-        const s = yield* store.stats(c.id)
-        return toInfo(c, s.messages)
-      }),
-    listInfo: (filter = {}) => store.listConversations(filter).pipe(Effect.map((cs) => cs.map((c) => toInfo(c, c.messages)))),
-    loadHistory: (sessionKey, options = {}) =>
-      store.getConversation(sessionKey).pipe(
-        Effect.flatMap((c) => store.messagesBySeq(c.id, options.fromSeq ?? 1, options.limit ?? -1))
-      )
+    saveInfo: Effect.fn("SessionManager.saveInfo")(function*(sessionKey: string, info: Readonly<Record<string, unknown>>) {
+      const c = yield* store.loadConversation(sessionKey)
+      yield* store.saveInfo(c.id, { ...c.info, ...info })
+    }, (effect, sessionKey) => locks.withLock(sessionKey)(effect)),
+    loadInfo: Effect.fn("SessionManager.loadInfo")(function*(sessionKey: string) {
+      const c = yield* store.loadConversation(sessionKey)
+      const s = yield* store.stats(c.id)
+      return toInfo(c, s.messages)
+    }),
+    listInfo: Effect.fn("SessionManager.listInfo")(function*(filter: ListInfoFilter = {}) {
+      const cs = yield* store.listConversations(filter)
+      return cs.map((c) => toInfo(c, c.messages))
+    }),
+    loadHistory: Effect.fn("SessionManager.loadHistory")(function*(sessionKey: string, options: LoadHistoryOptions = {}) {
+      const c = yield* store.getConversation(sessionKey)
+      return yield* store.messagesBySeq(c.id, options.fromSeq ?? 1, options.limit ?? -1)
+    })
   }
 
   const provider = (

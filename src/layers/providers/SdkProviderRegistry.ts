@@ -29,12 +29,11 @@ export const make = (transport: TransportOptions = defaultTransport) =>
   Effect.gen(function*() {
     const store = yield* ProviderStore
     return ProviderRegistry.of({
-      client: (id) =>
-        store.get(id).pipe(
-          Effect.flatMap((config) =>
-            config.enabled ? clientFor(config, transport) : Effect.fail(new ProviderDisabled({ id }))
-          )
-        )
+      client: Effect.fn("ProviderRegistry.client")(function*(id: string) {
+        const config = yield* store.get(id)
+        if (!config.enabled) return yield* new ProviderDisabled({ id })
+        return yield* clientFor(config, transport)
+      })
     })
   })
 

@@ -22,6 +22,7 @@ import {
 import {
   DEFAULT_EXEC_TIMEOUT_MS,
   DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecOptions,
   NETWORK_POLICIES,
   type NetworkPolicy,
   type SandboxSpec
@@ -31,6 +32,8 @@ import { call, checkEnforceable, ensureImage, errorDetail, makeDocker, ping, san
 import { runCommand, startProcess } from "./docker/exec.ts"
 import * as WorkspaceFiles from "./workspaceFiles.ts"
 import { type ContainerPlan, createOptions, FALLBACK_UID, sandboxUser, verifyContainer } from "./docker/policy.ts"
+
+type ProcessOptions = Parameters<SandboxSession["startProcess"]>[1]
 
 /** Host and PID of this process: the owner label of its containers. */
 export const owner = (): string => `${hostname()}:${process.pid}`
@@ -151,11 +154,10 @@ export const make = (client?: Docker) =>
         yield* Ref.set(state, { _tag: "Running", running })
         return running
       }))
-      const close = (reason: string) =>
-        Effect.gen(function*() {
-          const was = yield* Ref.getAndSet(state, { _tag: "Closed", reason })
-          if (was._tag === "Running") yield* Scope.close(was.running.scope, Exit.void)
-        })
+      const close = Effect.fn("SandboxSession.close")(function*(reason: string) {
+        const was = yield* Ref.getAndSet(state, { _tag: "Closed", reason })
+        if (was._tag === "Running") yield* Scope.close(was.running.scope, Exit.void)
+      })
 
       const session: SandboxSession = {
         spec,
@@ -164,29 +166,27 @@ export const make = (client?: Docker) =>
         setWorkingDir: files.setWorkingDir,
         readFile: files.readFile,
         writeFile: files.writeFile,
-        exec: (command, options = {}) =>
-          Effect.gen(function*() {
-            const { container: c, user } = yield* container
-            const dir = options.cwd ?? (yield* files.workingDir)
-            // Over quota: the command may read and delete, but not grow any file.
-            const guarded = (yield* files.overQuota) ? `ulimit -f 0 2>/dev/null\n${command}` : command
-            const result = yield* runCommand(docker, c, guarded, {
-              user,
-              cwd: dir,
-              env: options.env ?? {},
-              stdin: options.stdin,
-              timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
-              maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
-            })
-            const note = yield* files.afterCommand
-            return note === undefined ? result : { ...result, stderr: result.stderr === "" ? note : `${result.stderr}\n${note}` }
-          }),
-        startProcess: (command, options = {}) =>
-          Effect.gen(function*() {
-            const { container: c, user } = yield* container
-            const dir = options.cwd ?? (yield* files.workingDir)
-            return yield* startProcess(docker, c, command, { user, cwd: dir, env: options.env ?? {} })
-          }),
+        exec: Effect.fn("SandboxSession.exec")(function*(command: string, options: ExecOptions = {}) {
+          const { container: c, user } = yield* container
+          const dir = options.cwd ?? (yield* files.workingDir)
+          // Over quota: the command may read and delete, but not grow any file.
+          const guarded = (yield* files.overQuota) ? `ulimit -f 0 2>/dev/null\n${command}` : command
+          const result = yield* runCommand(docker, c, guarded, {
+            user,
+            cwd: dir,
+            env: options.env ?? {},
+            stdin: options.stdin,
+            timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+            maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+          })
+          const note = yield* files.afterCommand
+          return note === undefined ? result : { ...result, stderr: result.stderr === "" ? note : `${result.stderr}\n${note}` }
+        }),
+        startProcess: Effect.fn("SandboxSession.startProcess")(function*(command: ReadonlyArray<string>, options: ProcessOptions = {}) {
+          const { container: c, user } = yield* container
+          const dir = options.cwd ?? (yield* files.workingDir)
+          return yield* startProcess(docker, c, command, { user, cwd: dir, env: options.env ?? {} })
+        }),
         close
       }
       return session

@@ -20,6 +20,8 @@ export const USAGE_MAX_ENTRIES = 200_000
 
 const MIB = 1024 * 1024
 
+type ReadLimits = Parameters<SandboxSession["readFile"]>[1]
+
 const FS_REASONS: Readonly<Record<string, string>> = {
   EACCES: "permission denied",
   EPERM: "operation not permitted",
@@ -82,43 +84,42 @@ export const make = (root: string, options: { readonly quotaMb: number; readonly
       Effect.map((u) => u.bytes)
     )
 
-    const readFile: SandboxSession["readFile"] = (path, limits) =>
-      Effect.flatMap(Ref.get(cwd), (dir) =>
-        Effect.tryPromise({
-          try: async (): Promise<WorkspaceEntry> => {
-            const opened = await readPath(root, dir, path, { maxBytes: limits.maxBytes, maxEntries: limits.maxEntries })
-            return opened
-          },
-          catch: fileError(path)
-        }))
-
-    const writeFile: SandboxSession["writeFile"] = (path, data) =>
-      Effect.gen(function*() {
-        const dir = yield* Ref.get(cwd)
-        const now = (yield* Ref.get(used)) ?? (yield* measure)
-        const size = Buffer.byteLength(data, "utf8")
-        if (now + size > quota) {
-          return yield* new WorkspaceFileError({
-            path,
-            kind: "quota",
-            reason: `the workspace is at ${(now / MIB).toFixed(1)} MiB of its ${options.quotaMb} MiB quota; writing ${path} (${size.toLocaleString("en-US")} bytes) would pass it. Delete files you no longer need first.`
-          })
-        }
-        const written = yield* Effect.tryPromise({ try: () => writePath(root, dir, path, data, { owner: options.owner }), catch: fileError(path) })
-        yield* Ref.update(used, (u) => (u === undefined ? undefined : u + written.bytes - (written.replaced ?? 0)))
-        return written
+    const readFile: SandboxSession["readFile"] = Effect.fn("SandboxSession.readFile")(function*(path: string, limits: ReadLimits) {
+      const dir = yield* Ref.get(cwd)
+      return yield* Effect.tryPromise({
+        try: async (): Promise<WorkspaceEntry> => {
+          const opened = await readPath(root, dir, path, { maxBytes: limits.maxBytes, maxEntries: limits.maxEntries })
+          return opened
+        },
+        catch: fileError(path)
       })
+    })
 
-    const setWorkingDir: SandboxSession["setWorkingDir"] = (path) =>
-      Effect.gen(function*() {
-        const dir = yield* Ref.get(cwd)
-        const next = containerPath(dir, path)
-        if (next === undefined) return yield* new PathOutsideWorkspace({ path })
-        const ok = yield* Effect.promise(() => isDirectory(root, dir, path).catch(() => false))
-        if (!ok) return yield* new PathOutsideWorkspace({ path })
-        yield* Ref.set(cwd, next)
-        return next
-      })
+    const writeFile: SandboxSession["writeFile"] = Effect.fn("SandboxSession.writeFile")(function*(path: string, data: string) {
+      const dir = yield* Ref.get(cwd)
+      const now = (yield* Ref.get(used)) ?? (yield* measure)
+      const size = Buffer.byteLength(data, "utf8")
+      if (now + size > quota) {
+        return yield* new WorkspaceFileError({
+          path,
+          kind: "quota",
+          reason: `the workspace is at ${(now / MIB).toFixed(1)} MiB of its ${options.quotaMb} MiB quota; writing ${path} (${size.toLocaleString("en-US")} bytes) would pass it. Delete files you no longer need first.`
+        })
+      }
+      const written = yield* Effect.tryPromise({ try: () => writePath(root, dir, path, data, { owner: options.owner }), catch: fileError(path) })
+      yield* Ref.update(used, (u) => (u === undefined ? undefined : u + written.bytes - (written.replaced ?? 0)))
+      return written
+    })
+
+    const setWorkingDir: SandboxSession["setWorkingDir"] = Effect.fn("SandboxSession.setWorkingDir")(function*(path: string) {
+      const dir = yield* Ref.get(cwd)
+      const next = containerPath(dir, path)
+      if (next === undefined) return yield* new PathOutsideWorkspace({ path })
+      const ok = yield* Effect.promise(() => isDirectory(root, dir, path).catch(() => false))
+      if (!ok) return yield* new PathOutsideWorkspace({ path })
+      yield* Ref.set(cwd, next)
+      return next
+    })
 
     const afterCommand = measure.pipe(
       Effect.map((bytes) =>
