@@ -274,9 +274,9 @@ export const runStartup = async (dir: string): Promise<void> => {
   const loadBefore = loadavg()[0] ?? Number.NaN
   progress(`startup: first runs (empty compile cache), then ${warmups} warm-up and ${runs} measured rounds of ${specs.length} commands`)
   const cold = specs.map((spec, i) => runOnce(spec, envs[i] ?? {}))
-  for (let w = 0; w < warmups; w++) specs.forEach((spec, i) => runOnce(spec, envs[i] ?? {}))
+  for (let w = 0; w < warmups; w++) for (const [i, spec] of specs.entries()) runOnce(spec, envs[i] ?? {})
   const times: Array<Array<number>> = specs.map(() => [])
-  for (let r = 0; r < runs; r++) specs.forEach((spec, i) => times[i]?.push(runOnce(spec, envs[i] ?? {})))
+  for (let r = 0; r < runs; r++) for (const [i, spec] of specs.entries()) times[i]?.push(runOnce(spec, envs[i] ?? {}))
   const loadAfter = loadavg()[0] ?? Number.NaN
   const measured: Array<Measured> = specs.map((spec, i) => ({
     spec,

@@ -73,7 +73,10 @@ export const whenContainers = async (
       let looking = false
       let again = false
       const look = async () => {
-        if (looking) return void (again = true)
+        if (looking) {
+          again = true
+          return
+        }
         looking = true
         try {
           do {

@@ -104,7 +104,11 @@ export const fakeRuntime = Layer.succeed(Runtime, Runtime.of({
       recorded.sends.push({ chat, message })
       return script(chat, message)
     }),
-  abort: () => Effect.sync(() => (recorded.aborts++, false))
+  abort: () =>
+    Effect.sync(() => {
+      recorded.aborts++
+      return false
+    })
 }))
 
 const user = (id: string): User => ({

@@ -33,7 +33,10 @@ export const transcript = (count: number, seed = 1, start = Date.UTC(2026, 0, 1)
   const out: Array<TranscriptLine> = []
   let t = start
   let call = 0
-  const ts = () => new Date((t += 1000 + Math.floor(rnd() * 60_000))).toISOString()
+  const ts = () => {
+    t += 1000 + Math.floor(rnd() * 60_000)
+    return new Date(t).toISOString()
+  }
   while (out.length < count) {
     out.push({ role: "user", content: text(), ts: ts() })
     if (out.length >= count) break

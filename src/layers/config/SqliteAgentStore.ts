@@ -21,15 +21,11 @@ export const make = Effect.gen(function*() {
     Effect.map((rows) => rows.map(toAgent)),
     Effect.mapError(storageError("read agents"))
   )
-  const getAgent = (id: string) =>
-    sql`SELECT * FROM agents WHERE id = ${id}`.pipe(
-      Effect.flatMap(decodeAgents),
-      Effect.mapError(storageError("read agent")),
-      Effect.flatMap((rows) => {
-        const r = rows[0]
-        return r === undefined ? Effect.fail(new AgentNotFound({ id })) : Effect.succeed(toAgent(r))
-      })
-    )
+  const getAgent = Effect.fn("AgentStore.get")(function*(id: string) {
+    const rows = yield* sql`SELECT * FROM agents WHERE id = ${id}`.pipe(Effect.flatMap(decodeAgents), Effect.mapError(storageError("read agent")))
+    const r = rows[0]
+    return r === undefined ? yield* new AgentNotFound({ id }) : toAgent(r)
+  })
   const checkPatch = (patch: AgentPatch) =>
     Effect.gen(function*() {
       for (const p of [patch.providerId, patch.summaryProviderId]) if (p !== undefined && p !== null) yield* providers.get(p)

@@ -68,15 +68,11 @@ export const make = Effect.gen(function*() {
     Effect.map((rows) => rows.map(toProvider)),
     Effect.mapError(storageError("read providers"))
   )
-  const getProvider = (id: string) =>
-    sql`SELECT * FROM providers WHERE id = ${id}`.pipe(
-      Effect.flatMap(decodeProviders),
-      Effect.mapError(storageError("read provider")),
-      Effect.flatMap((rows) => {
-        const r = rows[0]
-        return r === undefined ? Effect.fail(new ProviderNotFound({ id })) : Effect.succeed(toProvider(r))
-      })
-    )
+  const getProvider = Effect.fn("ProviderStore.get")(function*(id: string) {
+    const rows = yield* sql`SELECT * FROM providers WHERE id = ${id}`.pipe(Effect.flatMap(decodeProviders), Effect.mapError(storageError("read provider")))
+    const r = rows[0]
+    return r === undefined ? yield* new ProviderNotFound({ id }) : toProvider(r)
+  })
 
   return ProviderStore.of({
     list: listProviders,
@@ -112,14 +108,14 @@ export const make = Effect.gen(function*() {
       )
       if (updated.length === 0) return yield* new ProviderNotFound({ id })
     }),
-    remove: (id: string) =>
+    remove: Effect.fn("ProviderStore.remove")((id: string) =>
       immediate(Effect.gen(function*() {
         yield* getProvider(id)
         const users = yield* sql<{ id: string }>`SELECT id FROM agents
           WHERE provider_id = ${id} OR summary_provider_id = ${id} ORDER BY id`
         if (users.length > 0) return yield* new ProviderInUse({ id, agents: users.map((u) => u.id) })
         yield* sql`DELETE FROM providers WHERE id = ${id}`
-      })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("remove provider")(e))))
+      })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("remove provider")(e)))))
   })
 })
 

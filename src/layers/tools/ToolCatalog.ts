@@ -10,12 +10,10 @@ import { ToolCatalog, type ToolSession, type ToolSource } from "../../services/T
 export const make = Effect.sync(() => {
   const registered: Array<ToolSource> = []
 
-  const register = (source: ToolSource) =>
-    Effect.suspend(() => {
-      if (registered.some((s) => s.id === source.id)) return Effect.die(new Error(`two tool sources are named "${source.id}"`))
-      registered.push(source)
-      return Effect.void
-    })
+  const register = Effect.fn("ToolCatalog.register")(function*(source: ToolSource) {
+    if (registered.some((s) => s.id === source.id)) return yield* Effect.die(new Error(`two tool sources are named "${source.id}"`))
+    registered.push(source)
+  })
 
   const tools = Effect.fn("ToolCatalog.tools")(function*(session: ToolSession) {
     const out: Array<Tool> = []

@@ -146,7 +146,7 @@ describe("Runtime", () => {
       yield* say(alice, "/model fake-small")
       fake.script({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
       yield* say(alice, "hello")
-      assert.strictEqual((fake.requests[fake.requests.length - 1]?.body as { model?: string }).model, "fake-small")
+      assert.strictEqual((fake.requests[fake.requests.length - 1]?.body as { model?: string } | undefined)?.model, "fake-small")
       const agents = yield* say(alice, "/agent")
       assert.include(agents.text, "* a1")
       assert.include(agents.text, "- a2")

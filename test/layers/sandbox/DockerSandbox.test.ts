@@ -14,7 +14,7 @@ import { afterAll } from "vitest"
 import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import { OWNER_LABEL } from "../../../src/layers/sandbox/docker/policy.ts"
-import { Sandbox, type SandboxSession } from "../../../src/services/Sandbox.ts"
+import type { Sandbox, SandboxSession } from "../../../src/services/Sandbox.ts"
 import { dockerReady, sandboxContainers, TEST_IMAGE } from "../../support/docker.ts"
 import { waitForProcess } from "../../support/sandboxProcesses.ts"
 

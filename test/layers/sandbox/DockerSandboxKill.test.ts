@@ -75,8 +75,8 @@ describe.skipIf(!dockerReady)("DockerSandbox kill (real Docker engine)", () => {
         const s = yield* sb.start(spec())
         assert.strictEqual(yield* leftovers(s), "", "a fresh container runs nothing but PID 1")
         const left: Array<readonly [string, string]> = []
-        for (const [name, escape] of escapes) {
-          const r = yield* s.exec(`${escape}\nsleep 1000`, { timeoutMs: 1500 })
+        for (const [name, breakout] of escapes) {
+          const r = yield* s.exec(`${breakout}\nsleep 1000`, { timeoutMs: 1500 })
           assert.isTrue(r.timedOut, `${name}: exit ${r.exitCode} after ${r.durationMs} ms, ${r.stderr}`)
           left.push([name, yield* leftovers(s)])
           // A clean slate (everything but PID 1 and this shell), so each form is judged on its own.
