@@ -45,22 +45,23 @@ export const runtimeStack = (home: string, options: { readonly sandbox?: boolean
 /** The runtime with the HTTP channel on an ephemeral port (see HttpAddress). */
 export const httpStack = (home: string) => HttpChannel.layer({ port: 0 }).pipe(Layer.provideMerge(runtimeStack(home)))
 
+/** The fake server as provider `local` (OpenAI Chat Completions, default model fake-large). */
+export const localProvider = (fake: FakeLlm, overrides: Partial<ProviderConfig> = {}): ProviderConfig => ({
+  id: "local",
+  type: "openai",
+  baseUrl: fake.openAiUrl,
+  apiKey: "sk-x",
+  models: [],
+  defaultModel: "fake-large",
+  headers: {},
+  enabled: true,
+  ...overrides
+})
+
 /** The fake server as provider `local` and an agent using it. */
 export const configureAgent = (fake: FakeLlm, agentId: string, agent: Parameters<AgentStore["Service"]["create"]>[1] = {}) =>
   Effect.gen(function*() {
     const providers = yield* ProviderStore
-    if ((yield* providers.list).every((p) => p.id !== "local")) {
-      const config: ProviderConfig = {
-        id: "local",
-        type: "openai",
-        baseUrl: fake.openAiUrl,
-        apiKey: "sk-e2e",
-        models: [],
-        defaultModel: "fake-large",
-        headers: {},
-        enabled: true
-      }
-      yield* providers.add(config)
-    }
+    if ((yield* providers.list).every((p) => p.id !== "local")) yield* providers.add(localProvider(fake))
     return yield* (yield* AgentStore).create(agentId, { providerId: "local", ...agent })
   })

@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
-import type { ProviderConfig } from "../../../src/domain/model/types.ts"
 import type { ChatTarget, TurnEvent } from "../../../src/domain/runtime/types.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
@@ -26,6 +25,7 @@ import { verifySession } from "../../../src/domain/memory/verify.ts"
 import { sqliteTemp } from "../../support/db.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
+import { localProvider } from "../../support/runtimeStack.ts"
 import { fastTransport } from "../providers/contract.ts"
 
 let fake: FakeLlm
@@ -52,16 +52,7 @@ const stack = () => {
   )
 }
 
-const provider = (): ProviderConfig => ({
-  id: "local",
-  type: "openai",
-  baseUrl: fake.openAiUrl,
-  apiKey: "sk-x",
-  models: [],
-  defaultModel: "fake-large",
-  headers: {},
-  enabled: true
-})
+const provider = () => localProvider(fake)
 
 const setup = (agent: Parameters<AgentStore["Service"]["create"]>[1] = {}) =>
   Effect.gen(function*() {

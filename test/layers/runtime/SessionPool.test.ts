@@ -12,7 +12,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
-import type { ProviderConfig } from "../../../src/domain/model/types.ts"
 import type { ChatTarget } from "../../../src/domain/runtime/types.ts"
 import * as SqliteConfigStore from "../../../src/layers/config/SqliteConfigStore.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
@@ -26,6 +25,7 @@ import { Runtime } from "../../../src/services/Runtime.ts"
 import { SessionPool } from "../../../src/services/SessionPool.ts"
 import { sqliteTemp } from "../../support/db.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
+import { localProvider } from "../../support/runtimeStack.ts"
 import * as LocalSandbox from "../../support/localSandbox.ts"
 import { fastTransport } from "../providers/contract.ts"
 
@@ -55,16 +55,7 @@ const stack = (home: string, started: { count: number }) =>
     Layer.provideMerge(sqliteTemp)
   )
 
-const provider = (): ProviderConfig => ({
-  id: "local",
-  type: "openai",
-  baseUrl: fake.openAiUrl,
-  apiKey: "sk-x",
-  models: [],
-  defaultModel: "fake-large",
-  headers: {},
-  enabled: true
-})
+const provider = () => localProvider(fake)
 
 const user = (name: string): ChatTarget => ({ platform: "cli", externalUserId: name, userName: name })
 

@@ -10,7 +10,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
-import type { ProviderConfig } from "../../../src/domain/model/types.ts"
 import { type Tool, ToolError } from "../../../src/domain/tool.ts"
 import { messageText } from "../../../src/domain/message.ts"
 import * as OpenAiChat from "../../../src/layers/providers/OpenAiChat.ts"
@@ -30,6 +29,7 @@ import { type UsageEntry, UsageLog } from "../../../src/services/UsageLog.ts"
 import { sqliteTemp } from "../../support/db.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
+import { localProvider } from "../../support/runtimeStack.ts"
 import { fastTransport } from "../providers/contract.ts"
 
 let fake: FakeLlm
@@ -48,16 +48,7 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
-const provider = (): ProviderConfig => ({
-  id: "local",
-  type: "openai",
-  baseUrl: fake.openAiUrl,
-  apiKey: "sk-x",
-  models: [],
-  defaultModel: "fake-large",
-  headers: {},
-  enabled: true
-})
+const provider = () => localProvider(fake)
 
 const ctx = { sessionKey: "a1:cli:u1:dm", userId: "u1", agentId: "a1" }
 

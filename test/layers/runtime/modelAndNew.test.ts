@@ -11,7 +11,6 @@ import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { Agent } from "../../../src/domain/config/agent.ts"
 import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
-import type { ProviderConfig } from "../../../src/domain/model/types.ts"
 import { type ChatTarget, chatNameProblem } from "../../../src/domain/runtime/types.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
@@ -26,6 +25,7 @@ import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { Runtime as RuntimeService } from "../../../src/services/Runtime.ts"
 import { sqliteTemp } from "../../support/db.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
+import { localProvider } from "../../support/runtimeStack.ts"
 import { fastTransport } from "../providers/contract.ts"
 
 let fake: FakeLlm
@@ -51,16 +51,7 @@ const stack = () => {
   )
 }
 
-const provider = (): ProviderConfig => ({
-  id: "local",
-  type: "openai",
-  baseUrl: fake.openAiUrl,
-  apiKey: "sk-x",
-  models: ["declared-model"],
-  defaultModel: "fake-large",
-  headers: {},
-  enabled: true
-})
+const provider = () => localProvider(fake, { models: ["declared-model"] })
 
 /** Agent a1 on the fake server's default model (fake-large: the agent names none). */
 const setup = (allowed: ReadonlyArray<string>) =>
