@@ -14,7 +14,7 @@
  *   their files change (./agentFiles.ts), the presets a user wrote in their workspace until a tool
  *   that can change files ran in that session.
  */
-import { Cause, Clock, Deferred, Duration, Effect, Fiber, FiberMap, Layer, Option, Queue, RcMap, Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Fiber, FiberMap, Layer, Option, Queue, RcMap, Scope, Stream } from "effect"
 import { emptyUsage } from "../../domain/model/types.ts"
 import { SandboxFailure } from "../../domain/sandbox/errors.ts"
 import { workspaceIn } from "../../domain/sandbox/spec.ts"
@@ -74,8 +74,6 @@ const fingerprint = (plan: RunnerPlan): string =>
 
 interface Runner {
   readonly tools: ToolRegistry
-  /** The sandbox session, once a tool source started it. */
-  readonly sandbox: () => SandboxSession | undefined
   /** The presets in the session's workspace (read again only after a tool that can change files ran). */
   readonly workspacePresets: Effect.Effect<ReadonlyArray<Preset>>
 }
@@ -134,29 +132,18 @@ export const make = (options: SessionPoolOptions = {}) =>
               if (sessions.get(plan.sessionKey)?.key === key) sessions.delete(plan.sessionKey)
             })
           )
-          // The sandbox starts the first time a tool source asks for it, and lives as long as the runner.
-          const started = yield* Deferred.make<SandboxSession, Effect.Error<ReturnType<typeof startSandbox>>>()
+          // The sandbox starts the first time a tool source asks for it (then the same one), and lives as long as the runner.
           let session: SandboxSession | undefined
-          let starting = false
-          const sandboxOnce = Effect.suspend(() => {
-            if (!starting) {
-              starting = true
-              return startSandbox(plan.spec).pipe(
-                Effect.provideService(Scope.Scope, runnerScope),
-                Effect.tap((s) =>
-                  Effect.sync(() => {
-                    session = s
-                    const entry = sessions.get(plan.sessionKey)
-                    if (entry !== undefined && entry.key === key) entry.sandbox = s
-                  })
-                ),
-                Effect.exit,
-                Effect.flatMap((exit) => Deferred.done(started, exit)),
-                Effect.andThen(Deferred.await(started))
-              )
-            }
-            return Deferred.await(started)
-          })
+          const sandboxOnce = yield* Effect.cached(startSandbox(plan.spec).pipe(
+            Effect.provideService(Scope.Scope, runnerScope),
+            Effect.tap((s) =>
+              Effect.sync(() => {
+                session = s
+                const entry = sessions.get(plan.sessionKey)
+                if (entry !== undefined && entry.key === key) entry.sandbox = s
+              })
+            )
+          ))
           let dirty = true
           let cached: ReadonlyArray<Preset> = []
           const markDirty = Effect.sync(() => {
@@ -183,7 +170,7 @@ export const make = (options: SessionPoolOptions = {}) =>
               })
             ))
           })
-          const runner: Runner = { tools: yield* toolRegistry(tools), sandbox: () => session, workspacePresets }
+          const runner: Runner = { tools: yield* toolRegistry(tools), workspacePresets }
           return runner
         }),
       idleTimeToLive: options.runnerIdle ?? Duration.minutes(10)
