@@ -7,12 +7,15 @@
 import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
 import { rmSync, writeFileSync } from "node:fs"
+import { join, relative, sep } from "node:path"
 
+// ANNA_BUNDLE_OUT: another output folder (the test of the bundle builds one of its own).
+const out = process.env.ANNA_BUNDLE_OUT ?? "dist"
 const external = ["openai", "@anthropic-ai/sdk", "dockerode"]
-rmSync("dist/chunks", { recursive: true, force: true })
+rmSync(`${out}/chunks`, { recursive: true, force: true })
 const result = await build({
   entryPoints: { main: "src/main.ts" },
-  outdir: "dist",
+  outdir: out,
   entryNames: "[name]",
   chunkNames: "chunks/[name]-[hash]",
   bundle: true,
@@ -29,21 +32,23 @@ const result = await build({
 })
 if (process.env.ANNA_BUNDLE_META) writeFileSync(process.env.ANNA_BUNDLE_META, JSON.stringify(result.metafile))
 // What `anna --help` and the memory commands load must not pull in a model SDK or Docker client.
-const main = result.metafile.outputs["dist/main.js"]
+// esbuild names outputs by their path relative to the working directory.
+const main = result.metafile.outputs[relative(process.cwd(), join(out, "main.js")).split(sep).join("/")]
+if (main === undefined) throw new Error(`bundle: no ${out}/main.js in esbuild's output`)
 const eager = main.imports.filter((i) => !i.kind.includes("dynamic")).map((i) => i.path)
 const heavy = eager.filter((p) => external.includes(p))
 if (heavy.length > 0) {
-  console.error(`bundle: dist/main.js loads ${heavy.join(", ")} at start; import them lazily`)
+  console.error(`bundle: ${out}/main.js loads ${heavy.join(", ")} at start; import them lazily`)
   process.exit(1)
 }
 
 // `anna --help` is printed from these files (src/programs/start.ts): rendered here by the CLI
 // itself (`-h` takes the live path), plain and as on a color terminal.
-rmSync("dist/help.txt", { force: true })
-rmSync("dist/help.ansi", { force: true })
+rmSync(`${out}/help.txt`, { force: true })
+rmSync(`${out}/help.ansi`, { force: true })
 const env = { ...process.env }
 delete env.NO_COLOR
 const render = (tty) =>
-  execFileSync(process.execPath, [...(tty ? ["--import", "data:text/javascript,process.stdout.isTTY=true"] : []), "dist/main.js", "-h"], { env, encoding: "utf8" })
-writeFileSync("dist/help.txt", render(false))
-writeFileSync("dist/help.ansi", render(true))
+  execFileSync(process.execPath, [...(tty ? ["--import", "data:text/javascript,process.stdout.isTTY=true"] : []), `${out}/main.js`, "-h"], { env, encoding: "utf8" })
+writeFileSync(`${out}/help.txt`, render(false))
+writeFileSync(`${out}/help.ansi`, render(true))
