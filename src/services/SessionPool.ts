@@ -37,7 +37,7 @@ export class SessionPool extends Context.Service<SessionPool, {
    * session wait for each other. Failures the user should read come as `notice` + `done`, not as
    * stream errors.
    */
-  readonly turn: (chat: ResolvedChat, message: UserMessage) => Stream.Stream<TurnEvent>
+  readonly send: (chat: ResolvedChat, message: UserMessage) => Stream.Stream<TurnEvent>
   /** Interrupts the session's running turn; false when none was running. */
   readonly abort: (sessionKey: string) => Effect.Effect<boolean>
   /** The sessions with a live runner, most recently used first. */

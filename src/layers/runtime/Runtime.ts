@@ -81,7 +81,7 @@ export const make = Effect.gen(function*() {
             )
           )
         )
-        : pool.turn(chat, message)
+        : pool.send(chat, message)
 
     return Runtime.of({ resolve, send, abort })
   })

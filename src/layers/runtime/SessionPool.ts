@@ -348,7 +348,7 @@ export const make = (options: SessionPoolOptions = {}) =>
     })
 
     return SessionPool.of({
-      turn: send,
+      send,
       abort: Effect.fn("SessionPool.abort")(function*(sessionKey: string) {
         return yield* abort(sessionKey)
       }),

@@ -83,14 +83,15 @@ describe("SessionPool", () => {
       assert.deepStrictEqual(live.map((s) => [s.sessionKey, s.agentId, s.running, s.sandbox]), [[first.chat.sessionKey, "a1", false, true]])
       assert.strictEqual(started.count, 1, "the workspace tools started the session's sandbox")
 
-      // A turn that hangs in the model call is running; abort by session key stops it.
+      // A consumer of the pool (a scheduler, say) sends a turn itself; it hangs in the model call, the
+      // pool lists it as running, and abort by session key stops it.
       fake.script({ kind: "hang" })
-      const running = yield* Effect.forkChild(turn(user("ann"), "take your time"))
+      const running = yield* Effect.forkChild(Stream.runCollect(pool.send(first.chat, "take your time")))
       yield* Effect.promise(() => fake.request(1))
       assert.isTrue((yield* pool.live)[0]?.running)
       assert.isTrue(yield* pool.abort(first.chat.sessionKey))
       const aborted = yield* Fiber.join(running)
-      assert.deepStrictEqual(aborted.events.at(-1)?.type === "done" ? aborted.events.at(-1) : undefined, {
+      assert.deepStrictEqual(aborted.at(-1)?.type === "done" ? aborted.at(-1) : undefined, {
         type: "done",
         stopReason: "aborted",
         usage: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0 },
