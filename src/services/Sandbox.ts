@@ -78,6 +78,12 @@ export class Sandbox extends Context.Service<Sandbox, {
    * the policy) when a command first needs it, and removed when the scope closes.
    */
   readonly start: (spec: SandboxSpec) => Effect.Effect<SandboxSession, SandboxStartError, Scope.Scope>
+  /**
+   * Whether a container for `spec` could start now — the engine answers, the image is there (or may
+   * be pulled), the network policy can be enforced — without creating anything. The runtime asks
+   * before it offers sandboxed tools, so an agent without a sandbox still talks, with its tools off.
+   */
+  readonly check: (spec: SandboxSpec) => Effect.Effect<void, SandboxStartError>
   /** Live containers of this gateway (for caps and diagnostics). */
   readonly live: Effect.Effect<number>
 }>()("anna/Sandbox") {}

@@ -28,7 +28,8 @@ export interface ToolSession {
   /**
    * The session's sandbox, started the first time a source asks (then the same one), released with
    * the runner. Fails closed — Docker down, image missing, policy not enforceable, or no sandbox in
-   * this deployment — and then the session gets no tools at all.
+   * this deployment: a source then offers none of the tools that need it (the runtime tells the user
+   * why), and nothing runs on the host.
    */
   readonly sandbox: Effect.Effect<SandboxSession, SandboxStartError>
 }

@@ -17,7 +17,7 @@ import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { posix } from "node:path"
 import { constants, tmpdir } from "node:os"
 import { join } from "node:path"
-import { SandboxFailure } from "../../src/domain/sandbox/errors.ts"
+import { SandboxFailure, type SandboxStartError } from "../../src/domain/sandbox/errors.ts"
 import {
   DEFAULT_CAPS,
   DEFAULT_EXEC_TIMEOUT_MS,
@@ -204,12 +204,16 @@ export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSe
  * A `Sandbox` whose sessions are local sandboxes (each on a fresh temporary workspace unless
  * `options.workspace` is given); `started` counts the sessions started.
  */
-export const sandboxLayer = (options: LocalSandboxOptions = {}, started: { count: number } = { count: 0 }): Layer.Layer<Sandbox> =>
+export const sandboxLayer = (
+  options: LocalSandboxOptions = {},
+  started: { count: number; unavailable?: SandboxStartError | undefined } = { count: 0 }
+): Layer.Layer<Sandbox> =>
   Layer.succeed(Sandbox, Sandbox.of({
     start: () => Effect.suspend(() => {
       started.count++
       return make(options)
     }),
+    check: () => (started.unavailable === undefined ? Effect.void : Effect.fail(started.unavailable)),
     live: Effect.succeed(0)
   }))
 

@@ -40,12 +40,15 @@ import * as AgentFiles from "./agentFiles.ts"
 import * as AgentTool from "./agentTool.ts"
 import { modelAllowed, turnModel } from "./models.ts"
 import { loadPresets, mergePresets, type Preset, workspaceSource } from "./presets.ts"
-import { runTurn } from "./turn.ts"
+import { notAnswered, runTurn } from "./turn.ts"
 
 export interface SessionPoolOptions {
   /** How long an idle session keeps its runner and sandbox container (default 10 minutes). */
   readonly runnerIdle?: Duration.Input | undefined
 }
+
+/** A runner built while the sandbox could not start is replaced after this long (the next turn tries again). */
+const SANDBOX_RETRY_MS = 60_000
 
 /** Tools that cannot change the workspace: running them leaves the workspace presets as they were. */
 const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(["read", "memory"])
@@ -74,6 +77,11 @@ const fingerprint = (plan: RunnerPlan): string =>
 
 interface Runner {
   readonly tools: ToolRegistry
+  /** Why the sandbox could not start (its tools are then left out), or undefined. */
+  readonly sandboxProblem: string | undefined
+  readonly createdAt: number
+  /** The user was told that tools are off (once per runner). */
+  told: boolean
   /** The presets in the session's workspace (read again only after a tool that can change files ran). */
   readonly workspacePresets: Effect.Effect<ReadonlyArray<Preset>>
 }
@@ -112,9 +120,10 @@ export const make = (options: SessionPoolOptions = {}) =>
         return client
       })
 
+    /** A sandbox session for `spec`, when a container could start now (the engine is asked first). */
     const startSandbox = (spec: SandboxSpec) =>
       Option.isSome(sandbox)
-        ? sandbox.value.start(spec)
+        ? Effect.andThen(sandbox.value.check(spec), sandbox.value.start(spec))
         : Effect.fail(new SandboxFailure({ operation: "start", detail: "this deployment has no sandbox (no Sandbox layer), so sandboxed tools cannot run" }))
 
     // Runners by plan fingerprint; `sessions` says which plan each session's current runner has.
@@ -132,8 +141,10 @@ export const make = (options: SessionPoolOptions = {}) =>
               if (sessions.get(plan.sessionKey)?.key === key) sessions.delete(plan.sessionKey)
             })
           )
-          // The sandbox starts the first time a tool source asks for it (then the same one), and lives as long as the runner.
+          // The sandbox starts the first time a tool source asks for it (then the same one), and lives as
+          // as long as the runner. When it cannot, the sources leave its tools out and `sandboxProblem` says why.
           let session: SandboxSession | undefined
+          let sandboxProblem: string | undefined
           const sandboxOnce = yield* Effect.cached(startSandbox(plan.spec).pipe(
             Effect.provideService(Scope.Scope, runnerScope),
             Effect.tap((s) =>
@@ -142,7 +153,8 @@ export const make = (options: SessionPoolOptions = {}) =>
                 const entry = sessions.get(plan.sessionKey)
                 if (entry !== undefined && entry.key === key) entry.sandbox = s
               })
-            )
+            ),
+            Effect.tapError((e) => Effect.sync(() => void (sandboxProblem = e.message)))
           ))
           let dirty = true
           let cached: ReadonlyArray<Preset> = []
@@ -170,7 +182,13 @@ export const make = (options: SessionPoolOptions = {}) =>
               })
             ))
           })
-          const runner: Runner = { tools: yield* toolRegistry(tools), workspacePresets }
+          const runner: Runner = {
+            tools: yield* toolRegistry(tools),
+            workspacePresets,
+            sandboxProblem,
+            createdAt: yield* Clock.currentTimeMillis,
+            told: false
+          }
           return runner
         }),
       idleTimeToLive: options.runnerIdle ?? Duration.minutes(10)
@@ -257,11 +275,26 @@ export const make = (options: SessionPoolOptions = {}) =>
         }
         const { snapshot, client, caps } = agent.success
         const plan = planFor(snapshot, chat, caps)
-        const runner = yield* runnerFor(plan).pipe(Effect.result)
+        let runner = yield* runnerFor(plan).pipe(Effect.result)
+        // A runner built while the sandbox was down is replaced after a while, so a Docker that came back is used.
+        if (runner._tag === "Success" && runner.success.sandboxProblem !== undefined && (yield* Clock.currentTimeMillis) - runner.success.createdAt > SANDBOX_RETRY_MS) {
+          yield* retire(chat.sessionKey, "retrying the sandbox")
+          runner = yield* runnerFor(plan).pipe(Effect.result)
+        }
         if (runner._tag === "Failure") {
-          yield* memory.append({ key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }, [{ role: "user", content: message }]).pipe(Effect.ignore)
-          yield* emit({ type: "notice", text: `The sandbox is unavailable, so this agent cannot work now (nothing ran): ${runner.failure.message}` })
+          yield* memory.append({ key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }, [
+            { role: "user", content: message },
+            notAnswered(`the agent's tools could not be prepared: ${runner.failure.message}`)
+          ]).pipe(Effect.ignore)
+          yield* emit({ type: "notice", text: `This agent cannot work now (nothing ran): ${runner.failure.message}` })
           return yield* emit(done("unavailable", errorOf(runner.failure)))
+        }
+        if (runner.success.sandboxProblem !== undefined && !runner.success.told) {
+          runner.success.told = true
+          yield* emit({
+            type: "notice",
+            text: `Tools are off in this conversation: ${runner.success.sandboxProblem} The agent answers without bash, read, write and edit; \`anna doctor\` says how to fix it.`
+          })
         }
         const own = yield* files.files(snapshot.folder)
         const profile = Option.isSome(profiles) ? yield* profiles.value.getProfile(chat.userId, chat.agentId).pipe(Effect.orElseSucceed(() => "")) : ""

@@ -7,7 +7,7 @@
  */
 import { Effect, Option } from "effect"
 import { splitForStorage } from "../../domain/memory/storedSize.ts"
-import { estimateTextTokens } from "../../domain/message.ts"
+import { estimateTextTokens, type NewMessage } from "../../domain/message.ts"
 import { PROVIDER_ERROR_TAGS } from "../../domain/model/errors.ts"
 import { emptyUsage, type StopReason } from "../../domain/model/types.ts"
 import { errorOf } from "../../domain/runtime/failure.ts"
@@ -65,6 +65,10 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
     }
 
     const stats = { usage: emptyUsage, modelCalls: 0, toolCalls: 0 }
+    // A turn that ends before the model answered leaves a marker instead of a lone user message, so the
+    // next turn's history says what happened and still alternates.
+    let answered = false
+    const unanswered = (why: string) => (answered ? Effect.void : memory.append(session, [notAnswered(why)]).pipe(Effect.ignore))
     const ended = yield* runLoop({
       client: setup.client,
       model: setup.model,
@@ -77,7 +81,10 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       history: {
         messages: Effect.map(memory.assemble(chat.sessionKey, { budget }), (a) => a.messages),
         // A reply over the stored-message limit is stored as several messages, so memory keeps all that was shown.
-        append: (m) => memory.append(session, m.role === "assistant" ? splitForStorage(m) : [m])
+        append: (m) => {
+          if (m.role === "assistant") answered = true
+          return memory.append(session, m.role === "assistant" ? splitForStorage(m) : [m])
+        }
       },
       hooks: {
         onText: (text) => emit({ type: "text", text }),
@@ -89,8 +96,12 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       // A provider failure ends the turn here (same notice as the runtime's) rather than in the caller,
       // so that `done` carries what failed and the HTTP channel can answer 429/504/400/503 (TurnError).
       Effect.catchTag(PROVIDER_ERROR_TAGS, (e) =>
-        emit({ type: "notice", text: `The turn failed: ${e.message}` }).pipe(Effect.as({ stopReason: "unavailable" as const, error: errorOf(e) }))
-      )
+        unanswered(e.message).pipe(
+          Effect.andThen(emit({ type: "notice", text: `The turn failed: ${e.message}` })),
+          Effect.as({ stopReason: "unavailable" as const, error: errorOf(e) })
+        )
+      ),
+      Effect.onInterrupt(() => unanswered("the turn was stopped before the model answered"))
     )
     if (ended.stopReason === "max_turns") {
       yield* emit({ type: "notice", text: `stopped after ${setup.maxTurns} model calls in one turn (the agent's max_turns)` })
@@ -99,3 +110,12 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
   }).pipe(Effect.withSpan("turn", { attributes: { session: setup.chat.sessionKey } }))
 
 export type TurnOutcome = Effect.Success<ReturnType<typeof runTurn>>
+
+/** Longest reason kept in a "not answered" marker. */
+const MAX_REASON = 300
+
+/** The assistant message stored for a user message that got no answer (and why). */
+export const notAnswered = (why: string): NewMessage => ({
+  role: "assistant",
+  content: `[not answered: ${why.length > MAX_REASON ? `${why.slice(0, MAX_REASON - 1)}…` : why}]`
+})

@@ -8,10 +8,11 @@
  * error and nothing runs: there is no fallback to the host.
  */
 import type Docker from "dockerode"
-import { Duration, Effect, Exit, Layer, Ref, Scope, Semaphore } from "effect"
+import { Clock, Duration, Effect, Exit, Layer, Ref, Scope, Semaphore } from "effect"
 import { promises as fs } from "node:fs"
 import { hostname } from "node:os"
 import {
+  ImageMissing,
   InvalidNetworkPolicy,
   PolicyViolation,
   SandboxClosed,
@@ -28,7 +29,7 @@ import {
   type SandboxSpec
 } from "../../domain/sandbox/types.ts"
 import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
-import { call, checkEnforceable, ensureImage, errorDetail, makeDocker, ping, sandboxContainers } from "./docker/client.ts"
+import { call, checkEnforceable, ensureImage, errorDetail, imagePresent, makeDocker, ping, sandboxContainers } from "./docker/client.ts"
 import { runCommand, startProcess } from "./docker/exec.ts"
 import * as WorkspaceFiles from "./workspaceFiles.ts"
 import { type ContainerPlan, createOptions, FALLBACK_UID, sandboxUser, verifyContainer } from "./docker/policy.ts"
@@ -70,6 +71,12 @@ const prepareWorkspace = (dir: string) =>
     },
     catch: (e) => new SandboxFailure({ operation: "prepare workspace", detail: errorDetail(e) })
   })
+
+/** How long a `check` answer is reused. */
+const CHECK_TTL_MS = 10_000
+
+/** Images anna builds itself (`anna sandbox build-image`, default tag anna-sandbox:latest): no registry has them. */
+const isLocalImage = (image: string): boolean => image.split("/").at(-1)?.startsWith("anna-sandbox:") === true || image === "anna-sandbox"
 
 export const make = (client?: Docker) =>
   Effect.gen(function*() {
@@ -192,7 +199,29 @@ export const make = (client?: Docker) =>
       return session
     })
 
-    return Sandbox.of({ start, live: Effect.sync(() => total) })
+    // Whether containers can start now, per (image, network), remembered for CHECK_TTL_MS so that many
+    // sessions starting at once ask the engine once.
+    const checked = new Map<string, { readonly at: number; readonly exit: Exit.Exit<void, SandboxStartError> }>()
+    const check = Effect.fn("Sandbox.check")(function*(spec: SandboxSpec) {
+      const key = `${spec.image}\u0000${spec.network}`
+      const now = yield* Clock.currentTimeMillis
+      const known = checked.get(key)
+      if (known !== undefined && now - known.at < CHECK_TTL_MS) return yield* known.exit
+      const exit = yield* Effect.exit(Effect.gen(function*() {
+        if (!NETWORK_POLICIES.includes(spec.network as NetworkPolicy)) return yield* new InvalidNetworkPolicy({ policy: spec.network })
+        yield* ping(docker)
+        // An image of the locally built family cannot be pulled: missing is missing. Any other name may
+        // come from a registry when the first command needs it.
+        if (isLocalImage(spec.image) && !(yield* imagePresent(docker, spec.image))) {
+          return yield* new ImageMissing({ image: spec.image, detail: "not built on this machine" })
+        }
+        yield* checkEnforceable(docker, spec.network as NetworkPolicy)
+      }))
+      checked.set(key, { at: now, exit })
+      return yield* exit
+    })
+
+    return Sandbox.of({ start, check, live: Effect.sync(() => total) })
   })
 
 /** The Sandbox on the local Docker engine (or DOCKER_HOST). */

@@ -3,7 +3,8 @@
  * `write`, `edit`, each bound to the session's sandbox. `bash` runs through `session.exec`; the file
  * tools reach the workspace through the session's confined `readFile`/`writeFile`. The sandbox is
  * started only when the agent enables one of them, so an agent without these tools never starts a
- * container. The tools themselves are in ./bash.ts, ./read.ts, ./write.ts, ./edit.ts.
+ * container; when it cannot start (no Docker, no image), the session gets none of them and the
+ * runtime says why. The tools themselves are in ./bash.ts, ./read.ts, ./write.ts, ./edit.ts.
  */
 import { Effect, Layer, Option } from "effect"
 import type { Tool } from "../../domain/tool.ts"
@@ -34,8 +35,9 @@ export const source: ToolSource = {
     Effect.gen(function*() {
       const wanted = BUILTINS.filter(([name]) => session.enabled(name))
       if (wanted.length === 0) return []
-      const sandbox = yield* session.sandbox
-      return wanted.map(([, make]) => make(sandbox))
+      // No sandbox, no workspace tools (the runtime tells the user why): nothing ever runs on the host.
+      const sandbox = yield* Effect.option(session.sandbox)
+      return Option.isSome(sandbox) ? wanted.map(([, make]) => make(sandbox.value)) : []
     })
 }
 

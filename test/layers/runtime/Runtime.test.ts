@@ -164,7 +164,7 @@ describe("Runtime", () => {
       assert.strictEqual((yield* store.stats(c.id)).messages, 120)
     }).pipe(Effect.provide(stack())))
 
-  it.effect("shows failures as notices and keeps the user's message: no model, provider errors", () =>
+  it.effect("shows failures as notices and keeps the user's message, marked as not answered: no model, provider errors", () =>
     Effect.gen(function*() {
       yield* setup()
       fake.script({ kind: "error", status: 401, message: "bad key" })
@@ -173,8 +173,14 @@ describe("Runtime", () => {
       assert.include(notice?.type === "notice" ? notice.text : "", "refused the API key")
       const last = r.events[r.events.length - 1]
       assert.strictEqual(last?.type === "done" ? last.stopReason : "", "unavailable")
+      // The message is kept, marked as not answered, so the next turn's history alternates and says why.
       const history = yield* (yield* MemoryProvider).assemble(r.chat.sessionKey, { budget: 100_000 })
-      assert.deepStrictEqual(history.messages.map((m) => m.role), ["user"])
+      assert.deepStrictEqual(history.messages.map((m) => m.role), ["user", "assistant"])
+      assert.match(JSON.stringify(history.messages[1]?.content), /^"\[not answered: .*refused the API key/)
+      fake.script({ kind: "reply", parts: [{ type: "text", text: "yes" }] })
+      yield* say(alice, "and now?")
+      const sent = (fake.requests[fake.requests.length - 1]?.body as { messages?: Array<{ role: string }> } | undefined)?.messages ?? []
+      assert.deepStrictEqual(sent.map((m) => m.role), ["system", "user", "assistant", "user"])
       yield* (yield* AgentStore).create("nomodel", {})
       const none = yield* say({ ...alice, agentId: "nomodel" }, "hello?")
       assert.include(none.events.find((e) => e.type === "notice")?.type === "notice" ? JSON.stringify(none.events) : "", "has no usable model")
@@ -208,6 +214,11 @@ describe("Runtime", () => {
       yield* Effect.promise(() => fake.when(() => request.aborted, { what: "the abort of the model request" }))
       assert.isTrue(request.aborted, "the model request was cancelled")
       assert.strictEqual(fake.requests.length, before + 1, "no other model request was made")
+      const history = yield* (yield* MemoryProvider).assemble(chat.sessionKey, { budget: 100_000 })
+      assert.deepStrictEqual(history.messages.map((m) => [m.role, m.content]), [
+        ["user", "this will hang"],
+        ["assistant", "[not answered: the turn was stopped before the model answered]"]
+      ])
     }).pipe(Effect.provide(stack())))
 
   it.effect("stops at max_turns when the model keeps calling tools", () =>

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { ChatTarget } from "../../../src/domain/runtime/types.ts"
+import { DockerUnavailable } from "../../../src/domain/sandbox/errors.ts"
 import * as SqliteConfigStore from "../../../src/layers/config/SqliteConfigStore.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
@@ -46,7 +47,7 @@ const tempDir = (prefix: string) => {
   return dir
 }
 
-const stack = (home: string, started: { count: number }) =>
+const stack = (home: string, started: { count: number; unavailable?: DockerUnavailable | undefined }) =>
   Compose.agentRuntime({ runnerIdle: "1 minute", configPoll: "1 second" }).pipe(
     Layer.provide(LocalSandbox.sandboxLayer({}, started)),
     Layer.provide(ProviderClients.layer(fastTransport)),
@@ -137,6 +138,38 @@ describe("SessionPool", () => {
       yield* agents.update("a1", { maxTurns: 7 })
       yield* TestClock.adjust("1 second")
       assert.strictEqual((yield* pool.live).length, 1)
+    }).pipe(Effect.provide(stack(home, started)))
+  })
+
+  it.effect("without a sandbox the agent still talks: workspace tools left out, said once, the sandbox tried again a minute later", () => {
+    const started: { count: number; unavailable?: DockerUnavailable | undefined } = {
+      count: 0,
+      unavailable: new DockerUnavailable({ detail: "connect ENOENT /var/run/docker.sock" })
+    }
+    const home = tempDir("anna-pool-")
+    return Effect.gen(function*() {
+      yield* (yield* ProviderStore).add(provider())
+      yield* (yield* AgentStore).create("a1", { providerId: "local" })
+      const base = fake.requests.length
+      const tools = (i: number) => ((fake.requests[base + i]?.body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
+      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hello" }] }))
+      const first = yield* turn(user("ann"), "just say hello")
+      assert.deepStrictEqual(tools(0), ["memory", "agent"])
+      const notices = first.events.flatMap((e) => (e.type === "notice" ? [e.text] : []))
+      assert.strictEqual(notices.length, 1)
+      assert.include(notices[0] ?? "", "Tools are off in this conversation: Docker is not reachable (connect ENOENT /var/run/docker.sock)")
+      assert.strictEqual(started.count, 0, "nothing was started")
+      const second = yield* turn(user("ann"), "again")
+      assert.deepStrictEqual(second.events.filter((e) => e.type === "notice"), [], "said once")
+
+      // Docker comes back: within the minute nothing changes, after it the next turn has the tools.
+      started.unavailable = undefined
+      yield* turn(user("ann"), "still none")
+      assert.deepStrictEqual(tools(2), ["memory", "agent"])
+      yield* TestClock.adjust("61 seconds")
+      yield* turn(user("ann"), "now?")
+      assert.deepStrictEqual(tools(3), ["bash", "read", "write", "edit", "memory", "agent"])
+      assert.strictEqual(started.count, 1)
     }).pipe(Effect.provide(stack(home, started)))
   })
 
