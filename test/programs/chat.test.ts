@@ -5,7 +5,7 @@
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Queue, Sink, Stdio, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Sink, Stdio, Stream } from "effect"
 import { Command } from "effect/cli"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir, userInfo } from "node:os"
@@ -337,6 +337,17 @@ describe("anna chat on a terminal", () => {
       assert.deepStrictEqual(fake.recorded.messages, ["hang", "x"])
       assert.strictEqual(fake.recorded.aborts, 1)
     }))
+
+  it.effect("Ctrl-D that closes the terminal while a reply streams: the prompt asked for afterwards is not shown and nothing fails", () =>
+    Effect.gen(function*() {
+      const t = yield* terminal()
+      t.input.write("\x04")
+      const end = yield* Queue.take(t.source.inputs)
+      assert.strictEqual(end._tag, "end")
+      // The loop asks for the prompt when the turn ends; readline is closed by then (it used to throw).
+      const prompted = yield* Effect.exit(t.source.prompt(false))
+      assert.isTrue(Exit.isSuccess(prompted), String(prompted))
+    }).pipe(Effect.scoped))
 
   it.effect("Ctrl-D and /exit leave; the input history survives a restart", () =>
     Effect.gen(function*() {

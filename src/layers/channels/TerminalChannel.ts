@@ -15,12 +15,14 @@
 import { Context, Deferred, Effect, Fiber, Layer, Option, Queue, Stdio, Stream } from "effect"
 import { userInfo } from "node:os"
 import { ChannelError } from "../../domain/channels/errors.ts"
-import type { ResolvedChat, TurnEvent } from "../../domain/runtime/types.ts"
+import type { ChatTarget, ResolvedChat, TurnEvent } from "../../domain/runtime/types.ts"
 import { Channel } from "../../services/Channel.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { Runtime } from "../../services/Runtime.ts"
 import { feedLine, flushPending, type Input, isPending, type LineSource, nothingPending, pipedSource, terminalSource } from "./terminal/input.ts"
 import { makeCollector, makeRenderer, terminalJson, terminalSafe, type TurnResult, type Writer } from "./terminal/render.ts"
+
+const isSlashCommand = (text: string): boolean => /^\/[a-z]+(\s|$)/i.test(text.trim())
 
 /** The platform name of this channel in chat targets and session keys. */
 export const PLATFORM = "cli"
@@ -168,35 +170,56 @@ export const chatLoop = (
   runtime: Runtime["Service"],
   chat: ResolvedChat,
   source: LineSource,
-  options: { readonly json: boolean; readonly writer: Writer }
+  options: {
+    readonly json: boolean
+    readonly writer: Writer
+    /**
+     * Where the conversation stands after a slash command (/new moves the session on, /model and
+     * /agent change what answers): the next message goes there at once, not at the next start.
+     */
+    readonly reroute?: ((current: ResolvedChat, command: string) => Effect.Effect<ResolvedChat>) | undefined
+  }
 ) =>
   Effect.gen(function*() {
     const w = options.writer
+    let current = chat
     const line = yield* sessionLine(chat)
     yield* w.err(
       source.interactive
         ? `anna chat with ${terminalSafe(chat.agentId)}: ${line}\n/help lists commands; """ starts a multi-line block; Ctrl-C stops a reply; /exit or Ctrl-D leaves.\n`
         : `${line}\n`
     )
-    const turn = (message: string) =>
+    const send = (message: string) =>
       options.json
-        ? consumeTurn(runtime, chat, message, () => Effect.void).pipe(
+        ? consumeTurn(runtime, current, message, () => Effect.void).pipe(
           Effect.flatMap((r) => w.out(`${terminalJson(r)}\n`))
         )
         : Effect.suspend(() => {
           const renderer = makeRenderer(w)
-          return consumeTurn(runtime, chat, message, renderer.event).pipe(Effect.andThen(renderer.end))
+          return consumeTurn(runtime, current, message, renderer.event).pipe(Effect.andThen(renderer.end))
         })
-    yield* converse(source, turn, runtime.abort(chat))
+    const turn = (message: string) =>
+      Effect.gen(function*() {
+        yield* send(message)
+        if (options.reroute !== undefined && isSlashCommand(message)) current = yield* options.reroute(current, message)
+      })
+    yield* converse(source, turn, Effect.suspend(() => runtime.abort(current)))
   })
 
-const interactive = (runtime: Runtime["Service"], chat: ResolvedChat, json: boolean, w: Writer, historyFile: string | undefined) =>
+const interactive = (
+  runtime: Runtime["Service"],
+  chat: ResolvedChat,
+  json: boolean,
+  w: Writer,
+  historyFile: string | undefined,
+  reroute: (current: ResolvedChat, command: string) => Effect.Effect<ResolvedChat>
+) =>
   Effect.scoped(Effect.gen(function*() {
     const tty = yield* (yield* Stdio.Stdio).stdinIsTerminal
     const source = tty
       ? yield* terminalSource({ input: process.stdin, output: process.stdout, historyFile })
       : yield* pipedSource
-    yield* chatLoop(runtime, chat, source, { json, writer: w })
+    yield* chatLoop(runtime, chat, source, { json, writer: w, reroute })
     yield* (yield* ExitCode)(0)
   }))
 
@@ -222,17 +245,25 @@ export const layer = (options: TerminalOptions) =>
   Layer.effect(Channel, Effect.gen(function*() {
     const runtime = yield* Runtime
     const user = localUser()
-    const chat = yield* runtime.resolve({
-      platform: PLATFORM,
-      externalUserId: user,
-      userName: user,
-      chatId: options.session,
-      agentId: options.agent
-    })
+    const target = (agentId: string | undefined): ChatTarget => ({ platform: PLATFORM, externalUserId: user, userName: user, chatId: options.session, agentId })
+    const chat = yield* runtime.resolve(target(options.agent))
+    // After a command the chat is resolved again; `/agent ID` also replaces a --agent choice.
+    let pinned = options.agent
+    const reroute = (current: ResolvedChat, command: string) => {
+      const switched = /^\/agent\s+(\S+)\s*$/i.exec(command.trim())?.[1]
+      return runtime.resolve(target(switched ?? pinned)).pipe(
+        Effect.tap(() =>
+          Effect.sync(() => {
+            if (switched !== undefined) pinned = switched
+          })
+        ),
+        Effect.orElseSucceed(() => current)
+      )
+    }
     const w = yield* stdioWriter
     const conversation = options.prompt !== undefined
       ? oneTurn(runtime, chat, options.prompt, options.json, w)
-      : interactive(runtime, chat, options.json, w, options.historyFile)
+      : interactive(runtime, chat, options.json, w, options.historyFile, reroute)
     // Forked in the layer's scope (with the layer's services): stopping the channel stops the conversation.
     yield* conversation.pipe(
       Effect.exit,

@@ -40,6 +40,9 @@ export const nextContext = (chatId: string, current: string): string => {
   return `${chatId}${CONTEXT_MARK}${(number(CONTEXT_MARK) ?? number("-") ?? 1) + 1}`
 }
 
+/** At most this many summaries made by one `/compact` are shown whole; the rest by id. */
+const SHOWN_SUMMARIES = 3
+
 /** At most this many models are shown in a reply (a provider can list hundreds). */
 const SHOWN_MODELS = 40
 
@@ -89,13 +92,17 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         if (report.summary !== undefined) {
           return `Compacted: ${report.tokensBefore} → ${report.tokensAfter} tokens. The recent messages stay as they are; everything before them is now this summary (${report.summary.id}):\n\n${report.summary.content}`
         }
-        const assembled = yield* memory.assemble(chat.sessionKey, { budget: 1_000_000 })
-        const first = assembled.messages[0]
-        const id = typeof first?.content === "string" ? /id="(sum_\d+)"/.exec(first.content)?.[1] : undefined
+        // memory/lcm: the summaries this run made that stand in the context now (a leaf it made may
+        // already be inside a condensed one it made after), oldest first; an older summary is not news.
         const explorer = yield* Effect.serviceOption(Explorer)
-        const summary = id === undefined || Option.isNone(explorer)
-          ? ""
-          : yield* explorer.value.describe(id).pipe(Effect.map((d) => `\n\nSummary (${d.id}):\n${d.content}`), Effect.orElseSucceed(() => ""))
+        const made = Option.isNone(explorer) ? [] : yield* Effect.forEach(
+          report.summaryIds,
+          (id) => explorer.value.describe(id).pipe(Effect.option)
+        ).pipe(Effect.map((ds) => ds.flatMap((d) => Option.isSome(d) && d.value.live ? [d.value] : [])))
+        const shown = made.toSorted((a, b) => a.sourceRange.firstSeq - b.sourceRange.firstSeq)
+        const more = shown.slice(SHOWN_SUMMARIES).map((d) => d.id)
+        const summary = shown.slice(0, SHOWN_SUMMARIES).map((d) => `\n\nSummary (${d.id}):\n${d.content}`).join("") +
+          (more.length > 0 ? `\n\n… and ${more.length} more made now: ${more.join(", ")}` : "")
         return `Compacted: ${report.tokensBefore} → ${report.tokensAfter} tokens (${report.leafSummaries} leaf + ${report.condensedSummaries} condensed summaries).${summary}`
       }
       case "model": {
@@ -142,6 +149,10 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         }
         const target = agents.find((a) => a.id === arg)
         if (target === undefined) return `No enabled agent "${arg}". ${agents.length > 0 ? `Agents: ${agents.map((a) => a.id).join(", ")}.` : ""}`
+        // Over HTTP the agent is the request's `model`: nothing here can change that, so say so plainly.
+        if (chat.platform === "http") {
+          return `Over HTTP the agent is the request's "model": send "model": "${target.id}" to talk to ${target.id} (GET /v1/models lists the agents). Nothing was changed.`
+        }
         if (chat.isGroup) yield* config.bindChat(chat.platform, chat.chatId, target.id)
         else yield* config.setDefaultAgent(chat.userId, target.id)
         return `You are now talking to ${target.id}${chat.isGroup ? " in this group" : ""}.`

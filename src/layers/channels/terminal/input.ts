@@ -105,6 +105,8 @@ export const terminalSource = (options: TerminalOptions) =>
     const size = options.historySize ?? 1000
     /** The prompt is showing: leaving then ends its line, as a shell does. */
     let atPrompt = false
+    /** Ctrl-D (or the end of input) closed readline: it must not be used again (it throws). */
+    let closed = false
     const rl = yield* Effect.acquireRelease(
       Effect.sync(() =>
         createInterface({
@@ -118,7 +120,7 @@ export const terminalSource = (options: TerminalOptions) =>
       ),
       (rl) =>
         Effect.sync(() => {
-          if (atPrompt) options.output.write("\n")
+          if (atPrompt && !closed) options.output.write("\n")
           rl.close()
         })
     )
@@ -145,12 +147,16 @@ export const terminalSource = (options: TerminalOptions) =>
       Queue.offerUnsafe(inputs, { _tag: "interrupt", typed })
     })
     rl.on("close", () => {
+      closed = true
       Queue.offerUnsafe(inputs, { _tag: "end" })
     })
     const source: LineSource = {
       inputs,
+      // Ctrl-D can close readline while a reply is still streaming; the loop then asks for a prompt
+      // that must not be shown (the end of input is already queued and ends the chat).
       prompt: (continuation) =>
         Effect.sync(() => {
+          if (closed) return
           rl.setPrompt(continuation ? "… " : "> ")
           rl.prompt()
           atPrompt = true
