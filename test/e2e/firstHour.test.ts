@@ -1,0 +1,163 @@
+/**
+ * The first hour with anna, as a newcomer meets it, through the real CLI (spawned processes; a pty for
+ * the terminal chat): an agent without a sandbox still says hello; slash commands act at once inside
+ * a running `anna chat`; Ctrl-D as a reply ends never crashes it; `npm start` stops cleanly on signals.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import { rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { resolve } from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import { annaEnv, finish, newHome } from "../support/cli.ts"
+import type { RecordedRequest } from "../support/fakeLlm/script.ts"
+import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { ptyAnna } from "../support/pty.ts"
+
+let fake: FakeLlm
+const homes: Array<string> = []
+beforeAll(async () => {
+  fake = await startFakeLlm()
+})
+afterAll(async () => {
+  await fake.close()
+  for (const h of homes) rmSync(h, { recursive: true, force: true })
+})
+
+/** No Docker engine answers here, whatever the machine has. */
+const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
+
+interface Body {
+  readonly model?: string
+  readonly messages?: ReadonlyArray<{ readonly role: string; readonly content?: unknown }>
+  readonly tools?: ReadonlyArray<{ readonly function: { readonly name: string } }>
+}
+const body = (r: RecordedRequest | undefined) => (r?.body ?? {}) as Body
+const lastUser = (b: Body) => [...(b.messages ?? [])].reverse().find((m) => m.role === "user")?.content
+
+/** Answers "echo: <the user's last message> (<model>)". */
+const echo = () => fake.respondWith((r) => ({ kind: "reply", parts: [{ type: "text", text: `echo: ${String(lastUser(body(r)))} (${body(r).model})` }] }))
+
+const onboarded = async () => {
+  const home = newHome()
+  homes.push(home)
+  const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-first-hour", ...NO_DOCKER }
+  const cli = async (...args: Array<string>) => {
+    const r = await annaEnv(home, env, ...args)
+    assert.strictEqual(r.code, 0, `anna ${args.join(" ")}: ${r.stderr}`)
+    return r
+  }
+  await cli("onboard", "--from-env")
+  return { home, env, cli }
+}
+
+describe("e2e: the first hour", () => {
+  it("an agent without Docker still says hello, without its workspace tools, and says why once", async () => {
+    const { cli } = await onboarded()
+    echo()
+    const before = fake.requests.length
+    const r = await cli("chat", "-p", "just say hello")
+    assert.strictEqual(r.stdout.trim(), "echo: just say hello (fake-large)")
+    assert.include(r.stderr, "Tools are off in this conversation: Docker is not reachable")
+    assert.include(r.stderr, "anna doctor")
+    assert.deepStrictEqual((body(fake.requests[before]).tools ?? []).map((t) => t.function.name), ["memory", "agent"])
+  }, 60_000)
+
+  it("slash commands act at once in a running anna chat: /model, /new, /agent", async () => {
+    const { home, env, cli } = await onboarded()
+    await cli("agent", "set", "default", "--allowed-models", "fake-small")
+    await cli("agent", "set", "helper", "--model", "openai/fake-large")
+    echo()
+    const chat = ptyAnna(home, ["chat"], env)
+    await chat.screen("> ")
+    chat.type("first\r")
+    await chat.screen("echo: first (fake-large)")
+    chat.type("/model fake-small\r")
+    await chat.screen("now uses fake-small")
+    chat.type("second\r")
+    await chat.screen("echo: second (fake-small)")
+    chat.type("/new\r")
+    await chat.screen("Started a new conversation")
+    const before = fake.requests.length
+    chat.type("third\r")
+    await chat.screen("echo: third")
+    assert.deepStrictEqual((body(fake.requests[before]).messages ?? []).filter((m) => m.role !== "system").map((m) => m.content), ["third"], "a fresh conversation")
+    chat.type("/agent helper\r")
+    await chat.screen("You are now talking to helper")
+    chat.type("/whoami\r")
+    await chat.screen("agent: helper")
+    chat.type("/exit\r")
+    const done = await chat.done
+    assert.strictEqual(done.code, 0, chat.output())
+    assert.notInclude(chat.output(), "internal error")
+  }, 60_000)
+
+  it("Ctrl-D typed while a reply is still on its way ends the chat cleanly, every time", async () => {
+    const { home, env } = await onboarded()
+    for (let round = 0; round < 4; round++) {
+      // A reply streamed in many small pieces; Ctrl-D goes in as soon as the first piece shows.
+      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: `piece ${"of the answer ".repeat(60)}done.` }], chunk: 4 }))
+      const chat = ptyAnna(home, ["chat"], env)
+      await chat.screen("> ")
+      chat.type("tell me\r")
+      await chat.screen("piece")
+      chat.type("\x04")
+      const done = await chat.done
+      assert.strictEqual(done.code, 0, chat.output())
+      assert.notInclude(chat.output(), "internal error")
+    }
+  }, 90_000)
+})
+
+describe("e2e: npm start", () => {
+  const ROOT = resolve(import.meta.dirname, "../..")
+
+  /** A port nothing listens on right now. */
+  const freePort = () =>
+    new Promise<number>((done, fail) => {
+      const server = createServer()
+      server.on("error", fail)
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        server.close(() => done(typeof address === "object" && address !== null ? address.port : 0))
+      })
+    })
+
+  const reachable = (port: number) =>
+    new Promise<boolean>((done) => {
+      fetch(`http://127.0.0.1:${port}/health`).then(() => done(true), () => done(false))
+    })
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    it(`${signal} to npm start stops the gateway cleanly: exit 0, nothing left running`, async () => {
+      const home = newHome()
+      homes.push(home)
+      const port = await freePort()
+      // npm on PATH runs the package's start script (its prestart builds dist/ first).
+      const npm = spawn("npm", ["start", "--silent", "--", "gateway", "--port", String(port)], {
+        cwd: ROOT,
+        env: { ...process.env, ANNA_HOME: home, ...NO_DOCKER },
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true
+      })
+      const done = finish(npm)
+      let seen = ""
+      await new Promise<void>((ready, fail) => {
+        const check = (d: Buffer) => {
+          seen += d.toString()
+          if (seen.includes("press Ctrl+C")) ready()
+        }
+        npm.stdout?.on("data", check)
+        npm.stderr?.on("data", check)
+        npm.on("close", () => fail(new Error(`npm start ended first:\n${seen}`)))
+      })
+      assert.isTrue(await reachable(port))
+      // SIGTERM goes to npm's PID (a service manager); SIGINT to the whole group (Ctrl+C at a terminal).
+      if (signal === "SIGTERM") npm.kill("SIGTERM")
+      else process.kill(-(npm.pid ?? 0), "SIGINT")
+      const r = await done
+      assert.strictEqual(r.code, 0, `${r.stdout}\n${r.stderr}`)
+      assert.isFalse(await reachable(port), "the gateway is gone with npm")
+    }, 120_000)
+  }
+})
