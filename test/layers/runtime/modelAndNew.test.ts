@@ -19,6 +19,7 @@ import * as Compose from "../../../src/programs/compose.ts"
 import { nextContext } from "../../../src/layers/runtime/commands.ts"
 import { allowedModels, modelAllowed, turnModel } from "../../../src/layers/runtime/models.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
+import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
@@ -228,4 +229,19 @@ describe("/new", () => {
     for (const bad of ["w2y#2", "", "  ", "a\u001b]0;x\u0007", "a\u009bb", "x".repeat(129)]) assert.isDefined(chatNameProblem(bad), JSON.stringify(bad))
     for (const ok of ["dm", "w2y-2", "Work: Q3 plans", "x".repeat(128), "日本語"]) assert.isUndefined(chatNameProblem(ok), ok)
   })
+})
+
+describe("/agent over HTTP", () => {
+  it.effect("says plainly that the HTTP channel routes by the request's model, and changes nothing", () =>
+    Effect.gen(function*() {
+      yield* setup([])
+      yield* (yield* AgentStore).create("helper", { providerId: "local" })
+      const http: ChatTarget = { platform: "http", externalUserId: "carol", userName: "Carol", agentId: "a1", chatId: "default" }
+      const reply = yield* say(http, "/agent helper")
+      assert.include(reply.text, `Over HTTP the agent is the request's "model": send "model": "helper"`)
+      const user = yield* (yield* ConfigStore).getUser(reply.chat.userId)
+      assert.strictEqual(user._tag === "Some" ? user.value.defaultAgentId : "missing", null, "the user's default agent is unchanged")
+      const cli = yield* say(alice, "/agent helper")
+      assert.include(cli.text, "You are now talking to helper", "other channels still switch")
+    }).pipe(Effect.provide(stack())))
 })
