@@ -9,6 +9,18 @@ import type { ProviderDisabled, ProviderNotFound } from "../domain/config/errors
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { ChatModelClient } from "./ChatModel.ts"
 
+/**
+ * Tighter retries for one caller than the registry's transport (each limit is the smaller of the
+ * two): a summary made before a turn should not hold the turn for the whole chat retry budget.
+ */
+export interface RetryLimits {
+  readonly maxRetries?: number | undefined
+  readonly retryBudgetMs?: number | undefined
+}
+
 export class ProviderRegistry extends Context.Service<ProviderRegistry, {
-  readonly client: (providerId: string) => Effect.Effect<ChatModelClient, ProviderNotFound | ProviderDisabled | StorageError>
+  readonly client: (
+    providerId: string,
+    limits?: RetryLimits
+  ) => Effect.Effect<ChatModelClient, ProviderNotFound | ProviderDisabled | StorageError>
 }>()("anna/ProviderRegistry") {}

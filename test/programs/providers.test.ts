@@ -100,16 +100,24 @@ describe("providers from the command line", () => {
     assert.strictEqual((fake.requests[next]?.body as { model?: string } | undefined)?.model, "fake-small")
   })
 
-  it("a provider answering 500 to every summary leaves the session untouched and reports it", async () => {
+  it("a provider answering 500 to every summary: one call (retried twice), then deterministic summaries, one warning", async () => {
     fake.respondWith(() => ({ kind: "error", status: 500, message: "summarizer exploded" }))
     const { run, json, file } = await setupHome()
     await json("onboard", "--from-env")
     await json("memory", "import", "default:cli:u1:main", file)
-    const r = await run("memory", "compact", "default:cli:u1:main", "--full")
-    assert.strictEqual(r.code, 1)
-    assert.match(r.stderr, /anna: compaction of "default:cli:u1:main" stopped after 0 committed step\(s\): .*summarizer exploded/)
+    const before = fake.requests.length
+    const r = await run("memory", "compact", "default:cli:u1:main", "--full", "--json")
+    assert.strictEqual(r.code, 0, r.stderr)
+    assert.strictEqual(fake.requests.length - before, 3, "the provider's breaker opened after the first call")
+    const report = JSON.parse(r.stdout) as CompactionReport
+    assert.isTrue(report.compacted)
+    assert.isAbove(report.leafSummaries + report.condensedSummaries, 1)
+    const warnings = r.stderr.split("\n").filter((l) => l.includes("summarizer exploded"))
+    assert.strictEqual(warnings.length, 1, r.stderr)
+    assert.include(warnings[0] ?? "", "no summary calls to provider openai for 60 s")
     const stats = await json<SessionStats>("memory", "stats", "default:cli:u1:main")
-    assert.deepStrictEqual([stats.summaries, stats.contextItems, stats.messages], [0, 600, 600])
+    assert.strictEqual(stats.messages, 600)
+    assert.isAbove(stats.summaries, 0)
     assert.strictEqual((await run("memory", "verify")).code, 0)
   })
 

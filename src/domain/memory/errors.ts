@@ -36,9 +36,23 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
 }
 
 /**
+ * The summarizer did not call its model at all: the provider failed recently (its retries spent) and
+ * its circuit breaker stays open until `retryAtMs` (epoch ms). `reason` is the failure that opened it.
+ */
+export class SummarizerCircuitOpen extends Schema.TaggedError<SummarizerCircuitOpen>()("SummarizerCircuitOpen", {
+  provider: Schema.String,
+  retryAtMs: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `no summary call to provider ${this.provider} before ${new Date(this.retryAtMs).toISOString()}: ${this.reason}`
+  }
+}
+
+/**
  * What made the summarizer's model unusable, as data: the provider's typed failure (its `detail`
- * scrubbed of the provider's secrets by the summarizer), or the provider missing or disabled. Lets
- * compaction tell a rate limit (wait and try again) from bad credentials (no model call will work).
+ * scrubbed of the provider's secrets by the summarizer), the provider missing or disabled, or its
+ * breaker open after such failures. Lets compaction tell a rate limit from bad credentials.
  */
 export const SummarizerCause = Schema.Union([
   ProviderAuthError,
@@ -48,7 +62,8 @@ export const SummarizerCause = Schema.Union([
   ProviderServerError,
   ProviderNetworkError,
   ProviderNotFound,
-  ProviderDisabled
+  ProviderDisabled,
+  SummarizerCircuitOpen
 ])
 export type SummarizerCause = typeof SummarizerCause.Type
 

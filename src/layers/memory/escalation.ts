@@ -7,8 +7,11 @@
  * A summarizer failure that no further model call can fix (the provider refused the credentials or
  * the request, the request does not fit the model, the provider is missing or disabled) goes
  * straight to the deterministic rung: the extractive summary of the deterministic summarizer, cut
- * the same way, with one warning. Any other failure (rate limit, server, network: the transport has
- * already retried those) fails the step, as it always did.
+ * the same way, with one warning. So does an outage (rate limit, server, network: the transport has
+ * already retried those, and the summarizer's breaker has opened on it) and a call the breaker did
+ * not make (`SummarizerCircuitOpen`), quietly: the breaker warned once when it opened, and a warning
+ * per step would be one per turn. Any other failure (no cause: storage, an empty response) fails the
+ * step, as it always did.
  */
 import { Effect } from "effect"
 import { type SummarizerCause, SummarizerError, SummaryTooLong } from "../../domain/memory/errors.ts"
@@ -26,8 +29,11 @@ export interface Summarized {
   readonly mode: "normal" | "aggressive" | "truncated"
 }
 
-/** What went wrong, for the causes that another model call cannot fix; undefined for the others. */
-const unfixableBy = (cause: SummarizerCause): string | undefined => {
+/**
+ * Why compaction goes on without the model after `cause`: a warning for the causes that another
+ * model call cannot fix, "quiet" for an outage (the summarizer's breaker has warned).
+ */
+const withoutModelBecause = (cause: SummarizerCause): string | "quiet" => {
   switch (cause._tag) {
     case "ProviderAuthError":
       return `provider ${cause.provider} refused the credentials`
@@ -42,7 +48,8 @@ const unfixableBy = (cause: SummarizerCause): string | undefined => {
     case "ProviderRateLimited":
     case "ProviderServerError":
     case "ProviderNetworkError":
-      return undefined
+    case "SummarizerCircuitOpen":
+      return "quiet"
   }
 }
 
@@ -61,12 +68,12 @@ export const summarizeEscalating = (summarizer: Summarizer["Service"], request: 
   const cut = request.style === "handoff" ? truncateSections : truncateAtSentence
   const truncated = (text: string): Summarized => ({ content: cut(text, request.targetTokens), mode: "truncated" })
   const withoutModel = (e: SummarizerError): Effect.Effect<Summarized, SummarizerError> => {
-    const why = e.cause === undefined ? undefined : unfixableBy(e.cause)
-    return why === undefined || e.cause === undefined
-      ? Effect.fail(e)
-      : Effect.logWarning(`summarizer: ${why} (${e.cause._tag}); using deterministic truncation`).pipe(
-        Effect.as(truncated(summarizeText({ ...request, mode: "normal" })))
-      )
+    if (e.cause === undefined) return Effect.fail(e)
+    const why = withoutModelBecause(e.cause)
+    const log = why === "quiet"
+      ? Effect.logDebug(`summarizer: ${e.cause.message} (${e.cause._tag}); using deterministic truncation`)
+      : Effect.logWarning(`summarizer: ${why} (${e.cause._tag}); using deterministic truncation`)
+    return log.pipe(Effect.as(truncated(summarizeText({ ...request, mode: "normal" }))))
   }
   return attempt("normal").pipe(
     Effect.catchTag("SummaryTooLong", () => attempt("aggressive")),

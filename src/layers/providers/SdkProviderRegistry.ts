@@ -8,9 +8,9 @@
  */
 import { Effect, Layer } from "effect"
 import { ProviderDisabled } from "../../domain/config/errors.ts"
-import { defaultTransport, type ProviderConfig, type TransportOptions } from "../../domain/model/types.ts"
+import { DEFAULT_RETRY_BUDGET_MS, defaultTransport, type ProviderConfig, type TransportOptions } from "../../domain/model/types.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
-import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
+import { ProviderRegistry, type RetryLimits } from "../../services/ProviderRegistry.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
 
 /** The client of the provider's type (its SDK loaded on first use). */
@@ -25,14 +25,21 @@ export const clientFor = (config: ProviderConfig, transport: TransportOptions = 
   }
 }
 
+/** `transport` with `limits` applied: each the smaller of the two. */
+export const limited = (transport: TransportOptions, limits: RetryLimits): TransportOptions => ({
+  ...transport,
+  maxRetries: Math.min(transport.maxRetries, limits.maxRetries ?? transport.maxRetries),
+  retryBudgetMs: Math.min(transport.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS, limits.retryBudgetMs ?? Number.POSITIVE_INFINITY)
+})
+
 export const make = (transport: TransportOptions = defaultTransport) =>
   Effect.gen(function*() {
     const store = yield* ProviderStore
     return ProviderRegistry.of({
-      client: Effect.fn("ProviderRegistry.client")(function*(id: string) {
+      client: Effect.fn("ProviderRegistry.client")(function*(id: string, limits?: RetryLimits) {
         const config = yield* store.get(id)
         if (!config.enabled) return yield* new ProviderDisabled({ id })
-        return yield* clientFor(config, transport)
+        return yield* clientFor(config, limits === undefined ? transport : limited(transport, limits))
       })
     })
   })

@@ -1,14 +1,16 @@
 /**
  * The model-backed summarizer driving real compaction: OpenAI Chat Completions SDK → fake server on
- * 127.0.0.1, real SQLite. Summary tier, usage accounting, escalation, failures and the spend guard.
+ * 127.0.0.1, real SQLite. Summary tier, usage accounting, escalation, failures, the spend guard, and
+ * the summary provider's circuit breaker (TestClock: the transports here have no backoff to wait for).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Logger, Schema } from "effect"
+import { Effect, Fiber, Layer, Logger, Schema } from "effect"
+import { TestClock } from "effect/testing"
 import { afterAll, beforeAll } from "vitest"
 import { SummarizerError } from "../../../src/domain/memory/errors.ts"
 import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
 import type { NewMessage } from "../../../src/domain/message.ts"
-import type { ProviderConfig } from "../../../src/domain/model/types.ts"
+import type { ProviderConfig, TransportOptions } from "../../../src/domain/model/types.ts"
 import { HANDOFF_SECTIONS } from "../../../src/domain/memory/handoff.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ModelSummarizer from "../../../src/layers/memory/ModelSummarizer.ts"
@@ -35,15 +37,18 @@ beforeAll(async () => {
 afterAll(() => fake.close())
 
 const base = () => Layer.mergeAll(modelStores, SqliteMemoryStore.layer).pipe(Layer.provideMerge(sqliteTemp))
-const modelSummarizer = () => ModelSummarizer.layer().pipe(Layer.provide(ProviderClients.layer(fastTransport)))
-const stack = () => LcmMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
+const modelSummarizer = (transport: TransportOptions = fastTransport) =>
+  ModelSummarizer.layer().pipe(Layer.provide(ProviderClients.layer(transport)))
+const stack = (transport: TransportOptions = fastTransport) =>
+  LcmMemory.layerSqlite.pipe(Layer.provide(modelSummarizer(transport)), Layer.provideMerge(base()))
 const simpleStack = () => SimpleMemory.layerSqlite.pipe(Layer.provide(modelSummarizer()), Layer.provideMerge(base()))
 const summarizerStack = () => modelSummarizer().pipe(Layer.provideMerge(base()))
 
-/** Runs `self` with its warnings collected into `into`. */
-const collectingWarnings = (into: Array<string>) =>
+/** Runs `self` with its warnings (or, with `levels`, the lines of those levels) collected into `into`. */
+const collectingWarnings = (into: Array<string>, levels: ReadonlyArray<string> = ["Warn"]) =>
   Effect.provide(Logger.layer([Logger.make((o) => {
-    if (o.logLevel === "Warn") into.push(Array.isArray(o.message) ? o.message.join(" ") : String(o.message))
+    const text = Array.isArray(o.message) ? o.message.join(" ") : String(o.message)
+    if (levels.includes(o.logLevel)) into.push(levels.length === 1 ? text : `${o.logLevel}: ${text}`)
   })]))
 
 const KEY = "a1:cli:u1:main"
@@ -74,6 +79,15 @@ const setup = (agent: Parameters<AgentStore["Service"]["create"]>[1] = { provide
     yield* (yield* AgentStore).create("a1", agent)
     yield* (yield* MemoryProvider).append(sessionRefFromKey(KEY), conversation(80))
   })
+
+/** The modes of the session's live summaries. */
+const storedModes = Effect.gen(function*() {
+  const store = yield* MemoryStore
+  const c = yield* store.getConversation(KEY)
+  const input = yield* store.verifyInput(c.id, KEY)
+  const stored = yield* store.summariesByIds(input.summaries.map((s) => s.id))
+  return [...new Set(stored.map((s) => s.mode))].sort()
+})
 
 const snapshot = Effect.gen(function*() {
   const store = yield* MemoryStore
@@ -138,21 +152,6 @@ describe("ModelSummarizer", () => {
       const input = yield* store.verifyInput(c.id, KEY)
       const stored = yield* store.summariesByIds(input.summaries.map((s) => s.id))
       assert.deepStrictEqual([...new Set(stored.map((s) => s.mode))], ["aggressive"])
-    }).pipe(Effect.provide(stack())))
-
-  // Live clock: the retries' backoff waits are real (milliseconds with fastTransport).
-  it.live("a provider failing every request leaves the session untouched and says why", () =>
-    Effect.gen(function*() {
-      fake.respondWith(() => ({ kind: "error", status: 500, message: "the summarizer is down" }))
-      yield* setup()
-      const before = yield* snapshot
-      const e = yield* Effect.flip((yield* Compactor).compact(KEY, { full: true, freshTail: 10 }))
-      assert.strictEqual(e._tag, "CompactionFailed")
-      assert.include(e.message, "the summarizer is down")
-      assert.include(e.message, "0 committed step")
-      assert.deepStrictEqual(yield* snapshot, before)
-      const totals = yield* (yield* UsageLog).totals({ sessionKey: KEY })
-      assert.strictEqual(totals[0]?.failed, 1)
     }).pipe(Effect.provide(stack())))
 
   it.effect("retries a rate-limited provider to success", () =>
@@ -224,13 +223,6 @@ describe("ModelSummarizer", () => {
 
   describe("a failure no second model call can fix", () => {
     const REFUSED = "summarizer: provider local refused the credentials (ProviderAuthError); using deterministic truncation"
-    const storedModes = Effect.gen(function*() {
-      const store = yield* MemoryStore
-      const c = yield* store.getConversation(KEY)
-      const input = yield* store.verifyInput(c.id, KEY)
-      const stored = yield* store.summariesByIds(input.summaries.map((s) => s.id))
-      return [...new Set(stored.map((s) => s.mode))]
-    })
 
     it.effect("the SummarizerError carries the provider's typed error as Schema data, its detail scrubbed of the key", () =>
       Effect.gen(function*() {
@@ -310,20 +302,108 @@ describe("ModelSummarizer", () => {
         assert.strictEqual(fake.requests.length, calls)
         assert.include(warnings[0] ?? "", "provider off is disabled (ProviderDisabled); using deterministic truncation")
       }).pipe(Effect.provide(stack())))
+  })
 
-    it.effect("a rate limit is not such a failure: once the transport's retries are spent, compaction stops as before", () =>
-      Effect.gen(function*() {
-        fake.respondWith(() => ({ kind: "error", status: 429, retryAfter: 0, message: "slow down" }))
+  describe("a summary provider that is down: its circuit breaker", () => {
+    // No backoff between the transport's retries: under the TestClock they need no clock.
+    const noBackoff: TransportOptions = { ...fastTransport, baseBackoffMs: 0 }
+    const more = (n: number) => MemoryProvider.use((m) => m.append(sessionRefFromKey(KEY), conversation(n)))
+    /** A full compaction and the requests it made. */
+    const compacting = Effect.gen(function*() {
+      const before = fake.requests.length
+      const report = yield* (yield* Compactor).compact(KEY, { full: true, freshTail: 10 })
+      return { report, requests: fake.requests.length - before }
+    })
+    const DOWN = "provider local failed (HTTP 500): the summarizer is down"
+
+    it.effect("the first failure's calls, deterministic summaries without calls, one probe per cooldown, one warning; the model again once it answers", () => {
+      const logs: Array<string> = []
+      return Effect.gen(function*() {
+        fake.respondWith(() => ({ kind: "error", status: 500, message: "the summarizer is down" }))
         yield* setup()
-        const before = yield* snapshot
-        const calls = fake.requests.length
-        const warnings: Array<string> = []
-        const e = yield* Effect.flip((yield* Compactor).compact(KEY, { full: true, freshTail: 10 }).pipe(collectingWarnings(warnings)))
-        assert.strictEqual(e._tag, "CompactionFailed")
-        assert.include(e.message, "slow down")
-        assert.strictEqual(fake.requests.length - calls, fastTransport.maxRetries + 1, "one summarizer call, retried by the transport")
-        assert.deepStrictEqual(warnings, [])
-        assert.deepStrictEqual(yield* snapshot, before)
-      }).pipe(Effect.provide(stack())))
+        yield* more(600)
+        const first = yield* compacting
+        assert.isTrue(first.report.compacted, "an outage no longer stops compaction")
+        assert.isAbove(first.report.leafSummaries + first.report.condensedSummaries, 1)
+        assert.strictEqual(first.requests, ModelSummarizer.SUMMARY_LIMITS.maxRetries + 1, "one call (retried twice), then none")
+        assert.deepStrictEqual(yield* storedModes, ["truncated"])
+        assert.deepStrictEqual(logs, [
+          `Warn: summarizer: ${DOWN}; no summary calls to provider local for 60 s (deterministic summaries, mode truncated), then one call to see whether it is back`
+        ])
+        // Within the cooldown, every compaction is deterministic and makes no request.
+        for (let i = 0; i < 3; i++) {
+          yield* TestClock.adjust("19 seconds")
+          yield* more(200)
+          const next = yield* compacting
+          assert.isTrue(next.report.compacted)
+          assert.strictEqual(next.requests, 0)
+        }
+        // 60 s after the failure: one probe, one request without retries. It fails: 120 s more.
+        yield* TestClock.adjust("3 seconds")
+        yield* more(200)
+        const probe = yield* compacting
+        assert.deepStrictEqual([probe.report.compacted, probe.requests], [true, 1])
+        yield* TestClock.adjust("119 seconds")
+        yield* more(200)
+        assert.strictEqual((yield* compacting).requests, 0, "the cooldown doubled")
+        assert.strictEqual(logs.length, 1, "one warning for the whole outage")
+        // The provider is back: the next probe closes the breaker and the model writes every summary.
+        fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }] }))
+        yield* TestClock.adjust("1 second")
+        yield* more(200)
+        const back = yield* compacting
+        const steps = back.report.leafSummaries + back.report.condensedSummaries
+        assert.isAbove(steps, 1)
+        assert.strictEqual(back.requests, steps)
+        assert.include(yield* storedModes, "normal")
+        assert.deepStrictEqual(logs.slice(1), ["Info: summarizer: provider local answers again; summaries come from its model again"])
+        // Calls not made are not calls: the usage log has the failed call, the failed probe and the model's summaries.
+        const totals = yield* (yield* UsageLog).totals({ sessionKey: KEY })
+        assert.deepStrictEqual(totals.map((t) => [t.purpose, t.calls, t.failed]), [["summary", 2 + steps, 2]])
+      }).pipe(collectingWarnings(logs, ["Warn", "Info"]), Effect.provide(stack(noBackoff)))
+    })
+
+    it.effect("a rate limit asking for longer than the cooldown keeps the breaker open that long", () => {
+      const logs: Array<string> = []
+      return Effect.gen(function*() {
+        fake.respondWith(() => ({ kind: "error", status: 429, retryAfter: 300, message: "slow down" }))
+        yield* setup()
+        const first = yield* compacting
+        // The transport does not wait 5 minutes: it gives up at once, and the breaker waits instead.
+        assert.deepStrictEqual([first.report.compacted, first.requests], [true, 1])
+        assert.strictEqual(logs.length, 1)
+        assert.include(logs[0] ?? "", "provider local is rate limiting")
+        assert.include(logs[0] ?? "", "no summary calls to provider local for 300 s")
+        yield* TestClock.adjust("61 seconds")
+        yield* more(200)
+        assert.strictEqual((yield* compacting).requests, 0, "no probe after the usual 60 s")
+        yield* TestClock.adjust("238 seconds")
+        yield* more(200)
+        assert.strictEqual((yield* compacting).requests, 0)
+        yield* TestClock.adjust("1 second")
+        yield* more(200)
+        assert.strictEqual((yield* compacting).requests, 1, "the probe, once the retry-after has passed")
+        assert.strictEqual(logs.length, 1)
+      }).pipe(collectingWarnings(logs), Effect.provide(stack(noBackoff)))
+    })
+
+    it.effect("a provider that never answers holds compaction for the summary budget of 20 s, not the chat transport's 150 s", () => {
+      const logs: Array<string> = []
+      return Effect.gen(function*() {
+        fake.respondWith(() => ({ kind: "hang" }))
+        yield* setup()
+        const before = fake.requests.length
+        const fiber = yield* Effect.forkChild((yield* Compactor).compact(KEY, { full: true, freshTail: 10 }))
+        const request = yield* Effect.promise(() => fake.request(before))
+        yield* TestClock.adjust("20 seconds")
+        yield* Effect.promise(() => fake.when(() => request.aborted, { what: "the summary request given up after 20 s", timeoutMs: 5_000 }))
+        const report = yield* Fiber.join(fiber)
+        assert.isTrue(report.compacted)
+        assert.strictEqual(fake.requests.length - before, 1, "no retry once the 20 s are spent")
+        assert.strictEqual(logs.length, 1)
+        assert.include(logs[0] ?? "", "timed out talking to provider local")
+        // A chat call on this transport waits up to 60 s per attempt, 150 s in all (the default budget).
+      }).pipe(collectingWarnings(logs), Effect.provide(stack({ ...noBackoff, firstByteTimeoutMs: 60_000 })))
+    })
   })
 })
