@@ -48,6 +48,7 @@ rmSync(`${out}/help.txt`, { force: true })
 rmSync(`${out}/help.ansi`, { force: true })
 const env = { ...process.env }
 delete env.NO_COLOR
+delete env.ANNA_LOG_LEVEL // a value the CLI refuses must not break the build
 const render = (tty) =>
   execFileSync(process.execPath, [...(tty ? ["--import", "data:text/javascript,process.stdout.isTTY=true"] : []), `${out}/main.js`, "-h"], { env, encoding: "utf8" })
 writeFileSync(`${out}/help.txt`, render(false))

@@ -1,12 +1,19 @@
 /**
- * The `anna` command tree and its edge: errors become one line on stderr and an exit code (1 for
- * a refused operation, 2 for a usage error); a stack trace appears only for a real defect.
+ * The `anna` command tree and its edge:
+ *
+ * - Errors become one line on stderr and an exit code (1 for a refused operation, 2 for a usage
+ *   error or a bad environment variable); a stack trace appears only for a real defect.
+ * - A usage error (unknown command or flag, missing or bad argument) is that line, the command's
+ *   short usage and where to read more, on stderr — not the whole help (`usagePresenter`).
+ * - Every log line goes to stderr, for every command and the gateway (`Logger.LogToStderr`, set
+ *   here once): stdout carries only a command's output, so `--json` prints exactly one document.
+ * - `anna help [command…]` prints what `anna [command…] --help` prints.
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Cause, Effect, Exit } from "effect"
-import { Command } from "effect/cli"
-import { withLogLevel } from "./env.ts"
+import { Cause, Effect, Exit, Logger, References } from "effect"
+import { CliError, CliOutput, Command, type HelpDoc } from "effect/cli"
+import { InvalidEnvironment, logLevelSetting } from "./env.ts"
 
 export const VERSION = "0.1.0"
 
@@ -61,17 +68,17 @@ const exitWith = (code: number, line?: string) =>
     process.exitCode = code
   })
 
+const isShowHelp = (e: unknown): e is CliError.ShowHelp => CliError.isCliError(e) && e._tag === "ShowHelp"
+
 /** Renders a failure for a person; returns the exit code. */
 export const reportFailure = <E>(cause: Cause.Cause<E>) => {
   if (Cause.hasInterruptsOnly(cause)) return exitWith(130)
   const failure = cause.reasons.find(Cause.isFailReason)
   if (failure !== undefined) {
     const e: unknown = failure.error
-    if (typeof e === "object" && e !== null && "_tag" in e && e._tag === "ShowHelp") {
-      // Help was already printed (with the parse errors under it, if any).
-      const errors = "errors" in e && Array.isArray(e.errors) ? e.errors : []
-      return exitWith(errors.length > 0 ? 2 : 0)
-    }
+    // Help, or a usage error, was already printed (see usagePresenter).
+    if (isShowHelp(e)) return exitWith(e.errors.length > 0 ? 2 : 0)
+    if (e instanceof InvalidEnvironment) return exitWith(2, `anna: ${e.message}`)
     const message = e instanceof Error ? e.message : String(e)
     return exitWith(1, `anna: ${message}`)
   }
@@ -83,10 +90,111 @@ export const reportFailure = <E>(cause: Cause.Cause<E>) => {
   )
 }
 
+/** A flag's value placeholder in a usage line. */
+const placeholder = (flag: HelpDoc.FlagDoc): string => {
+  if (flag.type === "boolean") return ""
+  if (flag.type === "integer" || flag.type === "number") return " N"
+  if (flag.type === "key=value") return " KEY=VALUE"
+  return ` ${flag.name.replaceAll("-", "_").toUpperCase()}`
+}
+
+/** More optional flags than this show as `[flags]` (the help lists them). */
+const MAX_LISTED_FLAGS = 5
+
+/**
+ * A command's usage on one line, e.g. `anna memory search <query> [--session SESSION] [--limit N]
+ * [--json]` or `anna memory <sessions|import|…>`, from the help document effect/cli builds.
+ */
+export const usageLine = (path: ReadonlyArray<string>, doc: HelpDoc.HelpDoc): string => {
+  const subcommands = (doc.subcommands ?? []).flatMap((g) => g.commands.map((c) => c.name))
+  const args = (doc.args ?? []).map((a) => {
+    const name = `<${a.name}>${a.variadic ? "..." : ""}`
+    return a.required ? name : `[${name}]`
+  })
+  const optional = doc.flags.filter((f) => !f.required)
+  const flags = [
+    ...doc.flags.filter((f) => f.required).map((f) => `--${f.name}${placeholder(f)}`),
+    ...(optional.length > MAX_LISTED_FLAGS ? ["[flags]"] : optional.map((f) => `[--${f.name}${placeholder(f)}]`))
+  ]
+  const commands = subcommands.length > 0 ? [`<${subcommands.join("|")}>`] : []
+  // Flags go before a variadic argument, which takes the rest of the line (`-- command…`).
+  const variadic = (doc.args ?? []).some((a) => a.variadic)
+  return [...path, ...commands, ...(variadic ? [...flags, ...args] : [...args, ...flags])].join(" ")
+}
+
+/** An effect/cli parse error as one line (its "Did you mean" block folded in). */
+const errorLine = (error: CliError.CliError): string => {
+  const first = error.message.split("\n")[0] ?? error.message
+  const suggestions = "suggestions" in error && Array.isArray(error.suggestions) ? (error.suggestions as ReadonlyArray<string>) : []
+  return suggestions.length > 0 ? `${first} (did you mean ${suggestions.join(" or ")}?)` : first
+}
+
+/** What anna prints for a usage error: the problem, the usage, where to read more — on stderr. */
+const printUsageError = (path: ReadonlyArray<string>, doc: HelpDoc.HelpDoc, errors: ReadonlyArray<CliError.CliError>) =>
+  Effect.sync(() => {
+    const lines = [...errors.map((e) => `anna: ${errorLine(e)}`), `usage: ${usageLine(path, doc)}`, `run \`${path.join(" ")} --help\` for more`]
+    process.stderr.write(`${lines.join("\n")}\n`)
+  })
+
+/** effect/cli's presenter, except that a usage error is short and on stderr (help and version as before). */
+export const usagePresenter: CliOutput.Presenter = {
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? printUsageError(event.helpDoc.commandPath ?? event.commandPath, event.helpDoc, event.errors)
+      : CliOutput.defaultPresenter.present(event)
+}
+
+type Root = Effect.Success<ReturnType<typeof rootCommand>>
+
+const run = (root: Root, argv: ReadonlyArray<string>) =>
+  Command.runWith(root, { version: VERSION })(argv)
+
+/**
+ * `anna help [command…]`: the help of that command, as `anna [command…] --help` prints it; a name
+ * that is not a command is a usage error (exit 2) with the usage of the last command that exists.
+ */
+const help = (words: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const root = yield* rootCommand(groupsFor(words))
+    let command: Command.Command.Any = root
+    const path: Array<string> = []
+    for (const word of words) {
+      const next: Command.Command.Any | undefined = command.subcommands.flatMap((g) => g.commands).find((c) => c.name === word || c.alias === word)
+      if (next === undefined) {
+        const error = new CliError.UnknownSubcommand({ subcommand: word, parent: ["anna", ...path], suggestions: [] })
+        // The help document of the command that does exist, for its usage line.
+        let shown: CliOutput.Presenter.Event | undefined
+        yield* run(root, [...path, "--help"]).pipe(
+          Effect.provideService(CliOutput.Presenter, {
+            present: (event) =>
+              Effect.sync(() => {
+                shown = event
+              })
+          })
+        )
+        if (shown?._tag === "Help") yield* printUsageError(["anna", ...path], shown.helpDoc, [error])
+        return yield* new CliError.ShowHelp({ commandPath: ["anna", ...path], errors: [error] })
+      }
+      path.push(word)
+      command = next
+    }
+    return yield* run(root, [...path, "--help"])
+  })
+
 export const main = (argv: ReadonlyArray<string>) =>
-  Effect.flatMap(rootCommand(groupsFor(argv)), (root) => Command.runWith(root, { version: VERSION })(argv)).pipe(
+  Effect.gen(function*() {
+    const level = yield* logLevelSetting
+    const program = argv[0] === "help" ? help(argv.slice(1)) : Effect.flatMap(rootCommand(groupsFor(argv)), (root) => run(root, argv))
+    return yield* program.pipe(
+      Effect.provideService(CliOutput.Presenter, usagePresenter),
+      Effect.catchCause(reportFailure),
+      Effect.provideService(References.MinimumLogLevel, level)
+    )
+  }).pipe(
+    // ANNA_LOG_LEVEL not understood.
     Effect.catchCause(reportFailure),
-    withLogLevel,
+    // The one place that decides where logs go: stderr, never stdout.
+    Effect.provideService(Logger.LogToStderr, true),
     Effect.provide(NodeServices.layer)
   )
 

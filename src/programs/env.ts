@@ -7,7 +7,7 @@
  * 0700, tightened at every start (with `workspaces/`, whose contents are the sandboxes' and are not
  * touched), and checked by `anna doctor`.
  */
-import { Config, Effect, Layer, type LogLevel, References } from "effect"
+import { Config, Data, Effect, Layer, type LogLevel } from "effect"
 import { AppConfig, pathsAt } from "../services/AppConfig.ts"
 import { existsSync, mkdirSync, statSync } from "node:fs"
 import { homedir } from "node:os"
@@ -18,14 +18,27 @@ export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(
 
 const LEVELS = ["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"] as const
 
-/** `ANNA_LOG_LEVEL` (trace, debug, info, warn, error, none; default info), case-insensitive. */
-export const logLevel = Config.String("ANNA_LOG_LEVEL").pipe(
-  Config.withDefault("info"),
-  Config.map((s): LogLevel.LogLevel => LEVELS.find((l) => l.toLowerCase() === s.trim().toLowerCase()) ?? "Info")
-)
+/** An environment variable anna cannot use; the CLI reports it like a usage error (exit 2). */
+export class InvalidEnvironment extends Data.TaggedError("InvalidEnvironment")<{ readonly message: string }> {}
 
-export const withLogLevel = <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(logLevel, (level) => Effect.provideService(self, References.MinimumLogLevel, level))
+/** A log level's name (case-insensitive; empty means the default, info), or undefined. */
+export const parseLogLevel = (s: string): LogLevel.LogLevel | undefined =>
+  s.trim() === "" ? "Info" : LEVELS.find((l) => l.toLowerCase() === s.trim().toLowerCase())
+
+const rawLogLevel = Config.String("ANNA_LOG_LEVEL").pipe(Config.withDefault(""))
+
+/** `ANNA_LOG_LEVEL` (trace, debug, info, warn, error, fatal, none, all; default info), case-insensitive. */
+export const logLevel = rawLogLevel.pipe(Config.map((s): LogLevel.LogLevel => parseLogLevel(s) ?? "Info"))
+
+/** `ANNA_LOG_LEVEL`, failing with one line that names the allowed values when it is not one. */
+export const logLevelSetting: Effect.Effect<LogLevel.LogLevel, InvalidEnvironment> = Effect.gen(function*() {
+  const s = yield* Effect.orDie(rawLogLevel)
+  const level = parseLogLevel(s)
+  if (level !== undefined) return level
+  return yield* new InvalidEnvironment({
+    message: `ANNA_LOG_LEVEL=${JSON.stringify(s)} is not a log level; use one of ${LEVELS.map((l) => l.toLowerCase()).join(", ")}`
+  })
+})
 
 /** A folder others share (sticky, like /tmp) or the filesystem root: chmod-ing it would break other users. */
 const sharedFolder = (dir: string): boolean => {

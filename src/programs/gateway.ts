@@ -8,6 +8,10 @@
  * the HTTP server stops taking requests and lets answers in flight end (up to 10 s), turns still
  * running are aborted cleanly (pending tool calls get an "aborted" result), sandbox containers are
  * removed, and the database is closed — each by its own layer's finalizer.
+ *
+ * Its log lines (INFO by default) go to stderr, as every log line of anna (src/programs/cli.ts).
+ * When no model provider or no agent is enabled, the start says so in one WARN line with what to
+ * run: the gateway then runs, but nothing can answer.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { Command, Flag } from "effect/cli"
@@ -15,12 +19,35 @@ import { Channels } from "../services/Channels.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
+import { AgentStore } from "../services/AgentStore.ts"
+import { ProviderStore } from "../services/ProviderStore.ts"
+import type { ProviderConfig } from "../domain/model/types.ts"
 import { AgentRuntime, GatewayChannels } from "./layers.ts"
 import { onboardOnFirstStart } from "./onboard.ts"
 
 export interface GatewayOptions {
   readonly host?: string | undefined
   readonly port?: number | undefined
+}
+
+const FROM_ENV = "set OPENAI_BASE_URL and OPENAI_API_KEY (any OpenAI-compatible server) or ANTHROPIC_API_KEY and run `anna onboard --from-env`"
+
+/**
+ * The start's warning when nothing could answer a message (no enabled provider, no enabled agent),
+ * saying what to run; undefined when both exist.
+ */
+export const setupWarning = (providers: ReadonlyArray<ProviderConfig>, agents: number): string | undefined => {
+  const provider = providers.find((p) => p.enabled)
+  if (provider === undefined && agents === 0) {
+    return `no model provider and no agent are configured, so no agent can answer: ${FROM_ENV} (it creates both), or add a provider with \`anna provider add\``
+  }
+  if (provider === undefined) {
+    return `no model provider is enabled, so the agents cannot answer: ${FROM_ENV}, or add one with \`anna provider add\``
+  }
+  if (agents === 0) {
+    return `no agent is enabled, so nothing can answer: run \`anna agent set default --model ${provider.id}/${provider.defaultModel}\` (see \`anna provider models\` for the models)`
+  }
+  return undefined
 }
 
 export const runGateway = (options: GatewayOptions = {}) =>
@@ -33,6 +60,10 @@ export const runGateway = (options: GatewayOptions = {}) =>
       }
       if (onboarded.value.createdAgent !== null) yield* Effect.logInfo(`first start: created agent ${onboarded.value.createdAgent}`)
     }
+    const providers = yield* (yield* ProviderStore).list
+    const agents = (yield* (yield* AgentStore).list).filter((a) => a.enabled).length
+    const missing = setupWarning(providers, agents)
+    if (missing !== undefined) yield* Effect.logWarning(missing)
     const memoryPlugin = yield* (yield* PluginStore).enabledMemory
     const sessions = yield* (yield* MemoryStore).listConversations({})
     yield* Effect.logInfo(`anna gateway: database ${file} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)

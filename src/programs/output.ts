@@ -1,7 +1,16 @@
 /** Printing for the CLI: JSON for `--json`, aligned tables and progress lines for people. */
 import { Console, Effect } from "effect"
+import { CliError } from "effect/cli"
 
 export const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
+
+/**
+ * A usage error found by a command's handler (flags that only make sense together, say): reported
+ * like a parse error — the message, the command's usage and where to read more, on stderr — and
+ * exit code 2. `path` is the command's, e.g. ["anna", "sandbox", "build-image"].
+ */
+export const usageError = (path: ReadonlyArray<string>, message: string) =>
+  Effect.fail(new CliError.ShowHelp({ commandPath: path, errors: [new CliError.ValidationError({ message })] }))
 
 export const iso = (ms: number | null | undefined): string =>
   ms === null || ms === undefined ? "-" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")

@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type Agent, isValidId } from "../domain/config/agent.ts"
-import { InvalidConfig } from "../domain/config/errors.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
 import { busyboxRootfs, importRootfs, makeDocker, ping, smokeTest } from "../layers/sandbox/docker/client.ts"
@@ -16,6 +15,7 @@ import { AgentStore } from "../services/AgentStore.ts"
 import { Sandbox } from "../services/Sandbox.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import * as Layers from "./layers.ts"
+import { usageError } from "./output.ts"
 
 /** An argument list as one shell command line (each argument quoted unless it is plainly safe). */
 export const shellJoin = (args: ReadonlyArray<string>): string =>
@@ -81,7 +81,7 @@ const buildImage = Command.make("build-image", {
 }, (f) =>
   Effect.gen(function*() {
     if (Option.isSome(f.rootfs) === Option.isSome(f.busybox)) {
-      return yield* new InvalidConfig({ reason: "give exactly one of --rootfs <folder-or-tar> and --busybox <path>" })
+      return yield* usageError(["anna", "sandbox", "build-image"], "give exactly one of --rootfs <folder-or-tar> and --busybox <path>")
     }
     const docker = yield* makeDocker(600_000)
     yield* ping(docker)

@@ -1,14 +1,16 @@
 /**
  * The `anna` binary as `npm run build` makes it (scripts/bundle.mjs, built here into a folder of its
  * own): `anna --help` printed from the pre-rendered file is byte for byte what the CLI renders
- * (`anna -h`), on a terminal too; a memory command works from the bundle and starts without loading
- * a model SDK or the Docker client.
+ * (`anna -h`), on a terminal too, and so is `anna help`; a memory command works from the bundle and
+ * starts without loading a model SDK or the Docker client; an older Node than anna needs gets one line
+ * saying so, not a stack trace.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFileSync, spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { MIN_NODE } from "../../src/programs/start.ts"
 import { newHome } from "../support/cli.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
@@ -31,13 +33,16 @@ const TRACE = `data:text/javascript,${encodeURIComponent(
   'import { registerHooks } from "node:module"; registerHooks({ resolve(s, c, n) { const r = n(s, c); process.stderr.write("LOADED " + r.url + "\\n"); return r } })'
 )}`
 
-const run = (args: ReadonlyArray<string>, options: { readonly tty?: boolean; readonly trace?: boolean; readonly home?: string } = {}) => {
+const run = (
+  args: ReadonlyArray<string>,
+  options: { readonly tty?: boolean; readonly trace?: boolean; readonly home?: string; readonly node?: string } = {}
+) => {
   const home = options.home ?? newHome()
   homes.push(home)
   const flags = [...(options.tty === true ? ["--import", "data:text/javascript,process.stdout.isTTY=true"] : []), ...(options.trace === true ? ["--import", TRACE] : [])]
   const env: Record<string, string | undefined> = { ...process.env, ANNA_HOME: home }
   delete env.NO_COLOR
-  return spawnSync(process.execPath, [...flags, join(out, "main.js"), ...args], { env, encoding: "utf8" })
+  return spawnSync(options.node ?? process.execPath, [...flags, join(out, "main.js"), ...args], { env, encoding: "utf8" })
 }
 
 const loaded = (stderr: string) => stderr.split("\n").filter((l) => l.startsWith("LOADED ")).map((l) => l.slice(7))
@@ -56,6 +61,32 @@ describe("the bundled anna binary", () => {
     const ttyLive = run(["-h"], { tty: true })
     assert.strictEqual(ttyCached.stdout, ttyLive.stdout)
     assert.include(ttyCached.stdout, "\x1b[", "colors on a terminal")
+  })
+
+  it("prints the same for anna help", () => {
+    const help = run(["help"])
+    assert.strictEqual(help.status, 0)
+    assert.strictEqual(help.stdout, run(["-h"]).stdout)
+    const memory = run(["help", "memory"])
+    assert.strictEqual(memory.status, 0)
+    assert.strictEqual(memory.stdout, run(["memory", "-h"]).stdout)
+  })
+
+  it("says in one line that an older Node cannot run it, exit 1 (the system's Node 20 here)", (ctx) => {
+    const engines = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { engines: { node: string } }).engines.node
+    assert.strictEqual(engines, `>=${MIN_NODE}`)
+    const old = "/usr/bin/node"
+    const version = existsSync(old) ? spawnSync(old, ["-p", "process.versions.node"], { encoding: "utf8" }).stdout.trim() : ""
+    const [major = 0, minor = 0] = version.split(".").map(Number)
+    if (version === "" || major > 22 || (major === 22 && minor >= 19)) return ctx.skip(`no Node older than ${MIN_NODE} at ${old}`)
+    for (const args of [["memory", "sessions"], ["--help"], []]) {
+      const r = run(args, { node: old })
+      assert.deepStrictEqual([r.status, r.stdout, r.stderr], [
+        1,
+        "",
+        `anna: needs Node.js ${MIN_NODE.replace(/\.0$/, "")} or newer (this is ${version}); run it with npm start or npx node dist/main.js, which use the Node 24 this project installs\n`
+      ], `anna ${args.join(" ")}`)
+    }
   })
 
   it("runs a memory command without loading a model SDK or the Docker client; a provider command loads its SDK", () => {

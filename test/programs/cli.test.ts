@@ -2,12 +2,12 @@
  * The `anna` CLI as a user runs it: real processes, a real ANNA_HOME, real SQLite files.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { rmSync, writeFileSync } from "node:fs"
+import { chmodSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { Assembled, CompactionReport, SearchHit, SessionStats, SummaryDescription, ExpandResult } from "../../src/domain/memory/types.ts"
-import { anna, annaJson, finish, newHome, start, waitForLine, waitForOutput } from "../support/cli.ts"
+import { anna, annaEnv, annaJson, finish, newHome, start, waitForLine, waitForOutput } from "../support/cli.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
 const homes: Array<string> = []
@@ -68,6 +68,103 @@ describe("anna CLI", () => {
     assert.strictEqual(noFile.code, 1)
     assert.include(noFile.stderr, "no such file")
     assert.notInclude(noFile.stderr, "    at ")
+  })
+
+  it("answers a usage error with the problem, the command's usage and where to read more, on stderr, exit 2", async () => {
+    const h = home()
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string, string, string]> = [
+      [
+        ["nosuch"],
+        "anna: Unknown subcommand \"nosuch\" for \"anna\"",
+        "usage: anna <gateway|chat|onboard|provider|agent|user|channel|sandbox|memory|plugin|settings|doctor>",
+        "run `anna --help` for more"
+      ],
+      [
+        ["memory", "srch", "x"],
+        "anna: Unknown subcommand \"srch\" for \"anna memory\" (did you mean search?)",
+        "usage: anna memory <sessions|import|delete|assemble|compact|search|describe|expand|verify|stats>",
+        "run `anna memory --help` for more"
+      ],
+      [
+        ["memory", "sessions", "--bogus"],
+        "anna: Unrecognized flag: --bogus in command anna memory sessions",
+        "usage: anna memory sessions [--agent AGENT] [--user USER] [--limit N] [--json]",
+        "run `anna memory sessions --help` for more"
+      ],
+      [
+        ["memory", "search"],
+        "anna: Missing required argument: query",
+        "usage: anna memory search <query> [--session SESSION] [--user USER] [--limit N] [--json]",
+        "run `anna memory search --help` for more"
+      ],
+      [
+        ["memory", "assemble", "k", "--budget", "lots"],
+        "anna: Invalid value for flag --budget: \"lots\". Expected a string representing a finite number",
+        "usage: anna memory assemble <sessionKey> --budget N [--fresh-tail N] [--json]",
+        "run `anna memory assemble --help` for more"
+      ],
+      [
+        ["sandbox", "build-image"],
+        "anna: give exactly one of --rootfs <folder-or-tar> and --busybox <path>",
+        "usage: anna sandbox build-image [--rootfs ROOTFS] [--busybox BUSYBOX] [--tag TAG]",
+        "run `anna sandbox build-image --help` for more"
+      ]
+    ]
+    for (const [args, problem, usage, more] of cases) {
+      const r = await anna(h, ...args)
+      const what = `anna ${args.join(" ")}`
+      assert.strictEqual(r.code, 2, what)
+      assert.strictEqual(r.stdout, "", what)
+      assert.deepStrictEqual(r.stderr.trimEnd().split("\n"), [problem, usage, more], what)
+    }
+  })
+
+  it("refuses an ANNA_LOG_LEVEL it does not know in one line naming the levels, exit 2", async () => {
+    const h = home()
+    const r = await annaEnv(h, { ANNA_LOG_LEVEL: "bogus" }, "memory", "sessions")
+    assert.deepStrictEqual([r.code, r.stdout, r.stderr], [
+      2,
+      "",
+      "anna: ANNA_LOG_LEVEL=\"bogus\" is not a log level; use one of all, trace, debug, info, warn, error, fatal, none\n"
+    ])
+    const fine = await annaEnv(h, { ANNA_LOG_LEVEL: "DEBUG" }, "memory", "sessions", "--json")
+    assert.strictEqual(fine.code, 0, fine.stderr)
+  })
+
+  it("anna help [command] prints that command's --help; a name that is no command is a usage error", async () => {
+    const h = home()
+    for (const cmd of [[], ["memory"], ["memory", "search"], ["sandbox", "build-image"]]) {
+      const help = await anna(h, "help", ...cmd)
+      const flag = await anna(h, ...cmd, "--help")
+      assert.strictEqual(help.code, 0, `anna help ${cmd.join(" ")}`)
+      assert.strictEqual(help.stdout, flag.stdout, `anna help ${cmd.join(" ")}`)
+      assert.include(help.stdout, `USAGE\n  anna${cmd.length > 0 ? " " + cmd.join(" ") : ""}`)
+    }
+    const nosuch = await anna(h, "help", "nosuch")
+    assert.deepStrictEqual([nosuch.code, nosuch.stdout], [2, ""])
+    assert.strictEqual(nosuch.stderr.split("\n")[0], "anna: Unknown subcommand \"nosuch\" for \"anna\"")
+    // Words after a command that has no subcommands are not run as its arguments.
+    const extra = await anna(h, "help", "memory", "delete", "k")
+    assert.deepStrictEqual([extra.code, extra.stdout], [2, ""])
+    assert.deepStrictEqual(extra.stderr.trimEnd().split("\n"), [
+      "anna: Unknown subcommand \"k\" for \"anna memory delete\"",
+      "usage: anna memory delete <sessionKey> [--yes] [--json]",
+      "run `anna memory delete --help` for more"
+    ])
+  })
+
+  it("writes log lines to stderr only: --json prints exactly one JSON document on stdout", async () => {
+    const h = home()
+    // A shared (sticky) ANNA_HOME makes every command that opens the database log a warning.
+    chmodSync(h, 0o1777)
+    for (const args of [["memory", "sessions", "--json"], ["plugin", "list", "--json"]]) {
+      const r = await anna(h, ...args)
+      assert.strictEqual(r.code, 0, r.stderr)
+      assert.doesNotThrow(() => JSON.parse(r.stdout), undefined, undefined, `stdout of anna ${args.join(" ")}: ${r.stdout}`)
+      assert.match(r.stderr, /^\[[\d:.]+\] WARN \(#\d+\): ANNA_HOME .* is a shared folder/m)
+    }
+    const sessions = await anna(h, "memory", "sessions", "--json")
+    assert.deepStrictEqual(JSON.parse(sessions.stdout), [])
   })
 
   it("imports a transcript once, refuses a second import unless --append, and loses nothing on a bad file", async () => {
@@ -195,7 +292,7 @@ describe("anna CLI", () => {
     child.kill("SIGTERM")
     const r = await done
     assert.strictEqual(r.code, 0, r.stdout + r.stderr)
-    assert.include(r.stdout + r.stderr, "anna gateway: stopping")
+    assert.include(r.stderr, "anna gateway: stopping")
   })
 
   it("survives SIGKILL during compact --full: verify passes and no message is lost", async () => {
