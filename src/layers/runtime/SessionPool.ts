@@ -154,7 +154,11 @@ export const make = (options: SessionPoolOptions = {}) =>
                 if (entry !== undefined && entry.key === key) entry.sandbox = s
               })
             ),
-            Effect.tapError((e) => Effect.sync(() => void (sandboxProblem = e.message)))
+            Effect.tapError((e) =>
+              Effect.sync(() => {
+                sandboxProblem = e.message
+              })
+            )
           ))
           let dirty = true
           let cached: ReadonlyArray<Preset> = []

@@ -151,7 +151,7 @@ describe("SessionPool", () => {
       yield* (yield* ProviderStore).add(provider())
       yield* (yield* AgentStore).create("a1", { providerId: "local" })
       const base = fake.requests.length
-      const tools = (i: number) => ((fake.requests[base + i]?.body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
+      const tools = (i: number) => ((fake.requests[base + i]?.body as { tools?: Array<{ function: { name: string } }> } | undefined)?.tools ?? []).map((t) => t.function.name)
       fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hello" }] }))
       const first = yield* turn(user("ann"), "just say hello")
       assert.deepStrictEqual(tools(0), ["memory", "agent"])
