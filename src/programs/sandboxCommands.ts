@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { type Agent, isValidId } from "../domain/config/agent.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
-import { busyboxRootfs, importRootfs, makeDocker, ping, smokeTest } from "../layers/sandbox/docker/client.ts"
+import { busyboxRootfs, findStaticBusybox, importRootfs, makeDocker, ping, smokeTest } from "../layers/sandbox/docker/client.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { Sandbox } from "../services/Sandbox.ts"
 import { AppConfig } from "../services/AppConfig.ts"
@@ -80,15 +80,28 @@ const buildImage = Command.make("build-image", {
   tag: Flag.String("tag").pipe(Flag.withDescription(`Image tag (default ${DEFAULT_IMAGE})`), Flag.withDefault(DEFAULT_IMAGE))
 }, (f) =>
   Effect.gen(function*() {
-    if (Option.isSome(f.rootfs) === Option.isSome(f.busybox)) {
-      return yield* usageError(["anna", "sandbox", "build-image"], "give exactly one of --rootfs <folder-or-tar> and --busybox <path>")
+    if (Option.isSome(f.rootfs) && Option.isSome(f.busybox)) {
+      return yield* usageError(["anna", "sandbox", "build-image"], "give at most one of --rootfs <folder-or-tar> and --busybox <path>")
+    }
+    // Neither: the static busybox this machine has (Debian/Ubuntu: the busybox-static package).
+    let busybox = Option.getOrUndefined(f.busybox)
+    if (busybox === undefined && Option.isNone(f.rootfs)) {
+      const search = findStaticBusybox(process.env.PATH ?? "")
+      if (search.found === undefined) {
+        return yield* usageError(
+          ["anna", "sandbox", "build-image"],
+          `no statically linked busybox on PATH${search.passed.length === 0 ? "" : ` (${search.passed.join(", ")})`}: install one (Debian/Ubuntu: sudo apt-get install busybox-static) and run this again, or give --busybox PATH or --rootfs DIR-OR-TAR`
+        )
+      }
+      busybox = search.found
+      yield* Console.error(`Using the static busybox at ${busybox}.`)
     }
     const docker = yield* makeDocker(600_000)
     yield* ping(docker)
-    if (Option.isSome(f.busybox)) {
+    if (busybox !== undefined) {
       const dir = mkdtempSync(join(tmpdir(), "anna-rootfs-"))
       yield* Effect.ensuring(
-        busyboxRootfs(f.busybox.value, dir).pipe(Effect.andThen(importRootfs(docker, dir, f.tag))),
+        busyboxRootfs(busybox, dir).pipe(Effect.andThen(importRootfs(docker, dir, f.tag))),
         Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
       )
     } else if (Option.isSome(f.rootfs)) {
@@ -96,7 +109,9 @@ const buildImage = Command.make("build-image", {
     }
     yield* smokeTest(docker, f.tag)
     yield* Console.log(`Built image ${f.tag}; /bin/sh runs in it.`)
-  })).pipe(Command.withDescription("Build a local sandbox image from a root filesystem (docker import; no registry needed)"))
+  })).pipe(Command.withDescription(
+  "Build a local sandbox image (docker import; no registry needed): from a root filesystem, a static busybox, or — with neither flag — the static busybox found on PATH (Debian/Ubuntu: apt-get install busybox-static)"
+))
 
 export const sandboxCommand = Command.make("sandbox").pipe(
   Command.withDescription("The Docker sandbox: exec, build-image"),

@@ -104,8 +104,8 @@ describe("anna CLI", () => {
         "run `anna memory assemble --help` for more"
       ],
       [
-        ["sandbox", "build-image"],
-        "anna: give exactly one of --rootfs <folder-or-tar> and --busybox <path>",
+        ["sandbox", "build-image", "--rootfs", "/tmp", "--busybox", "/bin/busybox"],
+        "anna: give at most one of --rootfs <folder-or-tar> and --busybox <path>",
         "usage: anna sandbox build-image [--rootfs ROOTFS] [--busybox BUSYBOX] [--tag TAG]",
         "run `anna sandbox build-image --help` for more"
       ]

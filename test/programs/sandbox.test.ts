@@ -3,12 +3,13 @@
  * a warning without one, unless ANNA_REQUIRE_DOCKER=1).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { mkdirSync, rmSync, writeFileSync } from "node:fs"
+import Docker from "dockerode"
+import { copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { annaEnv, newHome } from "../support/cli.ts"
-import { dockerReady, TEST_IMAGE } from "../support/docker.ts"
+import { BUSYBOX, dockerReady, TEST_IMAGE } from "../support/docker.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -68,4 +69,40 @@ describe.skipIf(!dockerReady)("anna sandbox and doctor (real Docker engine)", ()
     const doctor = await annaEnv(h, { DOCKER_HOST: "unix:///nonexistent/docker.sock" }, "doctor")
     assert.include(doctor.stdout, "FIX  sandbox/docker")
   })
+})
+
+describe("anna sandbox build-image without a source flag", () => {
+  it("says how to get a static busybox when PATH has none (a dynamic one is named and passed over)", async () => {
+    const h = home()
+    const bin = join(h, "bin")
+    mkdirSync(bin)
+    // A dynamically linked program named busybox: it would not run in an image without libc.
+    copyFileSync("/bin/ls", join(bin, "busybox"))
+    const r = await annaEnv(h, { PATH: bin }, "sandbox", "build-image")
+    assert.strictEqual(r.code, 2)
+    const first = r.stderr.split("\n")[0] ?? ""
+    assert.include(first, "no statically linked busybox on PATH")
+    assert.include(first, `${join(bin, "busybox")} (not statically linked)`)
+    assert.include(first, "apt-get install busybox-static")
+  })
+})
+
+describe.skipIf(!dockerReady)("anna sandbox build-image finds the machine's static busybox (real Docker engine)", () => {
+  it("builds a working image from the static busybox on PATH", async () => {
+    const h = home()
+    const bin = join(h, "bin")
+    mkdirSync(bin)
+    symlinkSync(BUSYBOX, join(bin, "busybox"))
+    const tag = `anna-sandbox:auto-${process.pid}`
+    try {
+      const r = await annaEnv(h, { PATH: `${bin}:${process.env.PATH ?? ""}` }, "sandbox", "build-image", "--tag", tag)
+      assert.strictEqual(r.code, 0, r.stderr)
+      assert.include(r.stderr, `Using the static busybox at ${join(bin, "busybox")}.`)
+      assert.include(r.stdout, `Built image ${tag}; /bin/sh runs in it.`)
+      const ran = await annaEnv(h, {}, "sandbox", "exec", "--image", tag, "--", "echo", "works")
+      assert.strictEqual(ran.stdout.trim(), "works", ran.stderr)
+    } finally {
+      await new Docker().getImage(tag).remove({ force: true }).catch(() => undefined)
+    }
+  }, 120_000)
 })

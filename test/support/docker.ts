@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { busyboxRootfs, imagePresent, importRootfs, smokeTest } from "../../src/layers/sandbox/docker/client.ts"
 
 export const TEST_IMAGE = process.env.ANNA_TEST_IMAGE ?? "anna-sandbox:test"
-const BUSYBOX = process.env.ANNA_TEST_BUSYBOX ?? "/bin/busybox"
+export const BUSYBOX = process.env.ANNA_TEST_BUSYBOX ?? "/bin/busybox"
 
 const reachable = async (): Promise<boolean> => {
   try {

@@ -6,7 +6,7 @@
 import type Docker from "dockerode"
 import { Duration, Effect } from "effect"
 import { execFileSync, spawn } from "node:child_process"
-import { chmodSync, copyFileSync, createReadStream, mkdirSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, mkdirSync, openSync, readSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import type { Readable } from "node:stream"
@@ -286,3 +286,44 @@ export const smokeTest = (docker: Docker, image: string) =>
     }).pipe(Effect.ensuring(call(() => c.remove({ force: true }), (e) => e).pipe(Effect.ignore)))
     if (result !== 0) return yield* fail(`/bin/sh exited with ${result} (is busybox statically linked? try the busybox-static package)`)
   })
+
+/**
+ * Whether `path` is a statically linked ELF executable: no program header asks for an interpreter
+ * (PT_INTERP), so it runs in an image with no libc. Reads the ELF header and program headers only.
+ */
+export const isStaticElf = (path: string): boolean => {
+  let fd: number | undefined
+  try {
+    fd = openSync(path, "r")
+    const head = Buffer.alloc(64)
+    if (readSync(fd, head, 0, 64, 0) < 52 || head.readUInt32BE(0) !== 0x7f454c46) return false
+    const is64 = head[4] === 2
+    const little = head[5] === 1
+    const u16 = (b: Buffer, o: number) => (little ? b.readUInt16LE(o) : b.readUInt16BE(o))
+    const u32 = (b: Buffer, o: number) => (little ? b.readUInt32LE(o) : b.readUInt32BE(o))
+    const phoff = is64 ? Number(little ? head.readBigUInt64LE(32) : head.readBigUInt64BE(32)) : u32(head, 28)
+    const phentsize = u16(head, is64 ? 54 : 42)
+    const phnum = u16(head, is64 ? 56 : 44)
+    if (phnum === 0 || phentsize < 4 || phnum > 256) return false
+    const table = Buffer.alloc(phentsize * phnum)
+    if (readSync(fd, table, 0, table.length, phoff) < table.length) return false
+    for (let i = 0; i < phnum; i++) if (u32(table, i * phentsize) === 3) return false
+    return true
+  } catch {
+    return false
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+/** The statically linked busybox binaries found on `searchPath` (a PATH value), in its order, and why others were passed over. */
+export const findStaticBusybox = (searchPath: string): { readonly found: string | undefined; readonly passed: ReadonlyArray<string> } => {
+  const passed: Array<string> = []
+  for (const dir of searchPath.split(":").filter((d) => d !== "")) {
+    const candidate = join(dir, "busybox")
+    if (!existsSync(candidate)) continue
+    if (isStaticElf(candidate)) return { found: candidate, passed }
+    passed.push(`${candidate} (not statically linked)`)
+  }
+  return { found: undefined, passed }
+}
