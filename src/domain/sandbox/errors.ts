@@ -17,7 +17,7 @@ export class ImageMissing extends Schema.TaggedError<ImageMissing>()("ImageMissi
   detail: Schema.String
 }) {
   override get message() {
-    return `sandbox image ${this.image} is not available (${this.detail}); build one with \`anna sandbox build-image --rootfs <dir-or-tar>\` (see README, "Sandbox image"), or pull it where a registry is reachable`
+    return `sandbox image ${this.image} is not available (${this.detail}); build one with \`anna sandbox build-image\` (from the static busybox on PATH: apt-get install busybox-static; or --rootfs <dir-or-tar>, see README, "Sandbox image"), or pull it where a registry is reachable`
   }
 }
 

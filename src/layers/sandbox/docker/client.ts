@@ -11,7 +11,7 @@ import { hostname } from "node:os"
 import { join } from "node:path"
 import type { Readable } from "node:stream"
 import { DockerUnavailable, ImageMissing, PolicyUnenforceable, SandboxFailure } from "../../../domain/sandbox/errors.ts"
-import { type NetworkPolicy, SANDBOX_LABEL } from "../../../domain/sandbox/types.ts"
+import { DEFAULT_IMAGE, type NetworkPolicy, SANDBOX_LABEL } from "../../../domain/sandbox/types.ts"
 import { AGENT_LABEL, OWNER_LABEL } from "./policy.ts"
 
 /**
@@ -172,7 +172,7 @@ export const diagnose = (docker: Docker, image: string, network: string) =>
           name: "image",
           ok: false,
           detail: present._tag === "Failure" ? present.failure.detail : `${image} is missing`,
-          fix: `anna sandbox build-image --rootfs <folder-or-tar> --tag ${image} (README: "Sandbox image"), or docker pull ${image} where a registry is reachable`
+          fix: `anna sandbox build-image${image === DEFAULT_IMAGE ? "" : ` --tag ${image}`} (from the static busybox on PATH: apt-get install busybox-static; or --rootfs <folder-or-tar>, README: "Sandbox image"), or docker pull ${image} where a registry is reachable`
         }
     )
     if (network !== "disabled" && network !== "allow_all") {
