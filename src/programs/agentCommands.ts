@@ -1,16 +1,33 @@
 /**
- * `anna agent list|show|set`: agents' models (main and summary tier), summarization spend guard,
- * sandbox, and what the runtime gives them (context budget, tools, turn limit).
+ * `anna agent list|show|set|enable|disable|remove`: agents' models (main and summary tier), system
+ * prompt, summarization spend guard, sandbox, what the runtime gives them (context budget, tools,
+ * turn limit), whether they are enabled, and their removal. An agent created without a usable model
+ * is disabled until `set --model` gives it one (then it is enabled); `enable` is refused without
+ * one; an agent disabled with `disable` stays disabled until `enable`. `remove` needs `--yes` (like
+ * `anna memory delete`): the agent's sessions (memory's) and its folder stay.
  */
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, FileSystem, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { type Agent, ANY_PROVIDER_MODEL, formatModelRef, parseModelRef, parseToolList, TOOL_NAMES, WORKSPACE_MODES } from "../domain/config/agent.ts"
+import type { PlatformError } from "effect/PlatformError"
+import {
+  type Agent,
+  ANY_PROVIDER_MODEL,
+  formatModelRef,
+  MAX_SYSTEM_PROMPT_BYTES,
+  parseModelRef,
+  parseToolList,
+  TOOL_NAMES,
+  WORKSPACE_MODES
+} from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
+import { agentFolder } from "../domain/sandbox/spec.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
 import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
+import { AppConfig } from "../services/AppConfig.ts"
 import { DEFAULT_CONTEXT_TOKENS } from "../services/ConfigStore.ts"
+import { MemoryStore } from "../services/MemoryStore.ts"
 import { printJson, table } from "./output.ts"
-import { Providers } from "./layers.ts"
+import { StoresWithMemory } from "./layers.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 
@@ -33,10 +50,20 @@ const parseModelList = (text: string): ReadonlyArray<string> => {
   return [...new Set(t.split(",").map((s) => s.trim()).filter((s) => s !== ""))]
 }
 
+const state = (a: Agent) => (a.enabled ? "enabled" : a.awaitingModel === true ? "disabled (no model)" : "disabled")
+
+/** The system prompt on one line, shortened (`show --json` has it whole). */
+const promptLine = (a: Agent) => {
+  const text = a.systemPrompt.trim().replace(/\s+/g, " ")
+  if (text === "") return "(none)"
+  return text.length <= 60 ? text : `${text.slice(0, 59)}… (${a.systemPrompt.length} characters)`
+}
+
 const describeAgent = (a: Agent) =>
   table(["", ""], [
-    ["agent", `${a.id} (${a.name})${a.enabled ? "" : ", disabled"}`],
+    ["agent", `${a.id} (${a.name})${a.enabled ? "" : a.awaitingModel === true ? ", disabled until it has a model" : ", disabled"}`],
     ["model", main(a)],
+    ["system prompt", promptLine(a)],
     ["summary model", summary(a)],
     ["summary limit", `${guard(a)} per session`],
     ["sandbox", `${a.sandboxImage || DEFAULT_IMAGE}, network ${a.sandboxNetwork}, ${a.sandboxMemoryMb} MiB, ${a.sandboxCpus} CPU, ${a.sandboxPids} processes`],
@@ -52,10 +79,10 @@ const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {
     const agents = yield* (yield* AgentStore).list
     if (f.json) return yield* printJson(agents)
-    if (agents.length === 0) return yield* Console.log("No agents. Run anna onboard --from-env, or anna agent set default --model PROVIDER/MODEL.")
+    if (agents.length === 0) return yield* Console.log("No agents. Run anna onboard (or anna onboard --from-env), or anna agent set default --model PROVIDER/MODEL.")
     yield* Console.log(table(
       ["AGENT", "MODEL", "SUMMARY MODEL", "SUMMARY LIMIT", "CONTEXT", "TOOLS", "TURNS", "STATE"],
-      agents.map((a) => [a.id, main(a), summary(a), guard(a), context(a), tools(a), String(a.maxTurns), a.enabled ? "enabled" : "disabled"])
+      agents.map((a) => [a.id, main(a), summary(a), guard(a), context(a), tools(a), String(a.maxTurns), state(a)])
     ))
   })).pipe(Command.withDescription("List agents and their models"))
 
@@ -81,9 +108,42 @@ const modelFlag = (name: string, description: string) =>
     Flag.optional
   )
 
+const whyUnreadable = (e: PlatformError) =>
+  e.reason._tag === "NotFound" ? "no such file" : e.reason._tag === "PermissionDenied" ? "permission denied" : e.message
+
+/**
+ * `--system-prompt` text: the prompt itself, or `@FILE` for the contents of a regular file of UTF-8
+ * text, at most MAX_SYSTEM_PROMPT_BYTES (the store checks the text's size too).
+ */
+const systemPromptFrom = (value: string) =>
+  Effect.gen(function*() {
+    if (!value.startsWith("@")) return value
+    const path = value.slice(1)
+    if (path === "") return yield* new InvalidConfig({ reason: "--system-prompt @FILE needs a file name after the @" })
+    const fs = yield* FileSystem.FileSystem
+    const unreadable = (e: PlatformError) => new InvalidConfig({ reason: `cannot read the system prompt file ${path}: ${whyUnreadable(e)}` })
+    const tooBig = (bytes: number) =>
+      new InvalidConfig({ reason: `the system prompt file ${path} is ${bytes} bytes; at most ${MAX_SYSTEM_PROMPT_BYTES} (64 KiB) are allowed` })
+    const info = yield* fs.stat(path).pipe(Effect.mapError(unreadable))
+    if (info.type !== "File") return yield* new InvalidConfig({ reason: `the system prompt file ${path} is not a regular file` })
+    if (Number(info.size) > MAX_SYSTEM_PROMPT_BYTES) return yield* tooBig(Number(info.size))
+    const bytes = yield* fs.readFile(path).pipe(Effect.mapError(unreadable))
+    if (bytes.length > MAX_SYSTEM_PROMPT_BYTES) return yield* tooBig(bytes.length)
+    return yield* Effect.try({
+      try: () => new TextDecoder("utf-8", { fatal: true }).decode(bytes),
+      catch: () => new InvalidConfig({ reason: `the system prompt file ${path} is not UTF-8 text` })
+    })
+  })
+
 const set = Command.make("set", {
   id,
   name: Flag.String("name").pipe(Flag.withDescription("Display name"), Flag.optional),
+  systemPrompt: Flag.String("system-prompt").pipe(
+    Flag.withDescription(
+      `The agent's system prompt: TEXT, or @FILE to read it from a UTF-8 file (at most ${MAX_SYSTEM_PROMPT_BYTES / 1024} KiB); "" clears it. SOUL.md in the agent's folder takes precedence`
+    ),
+    Flag.optional
+  ),
   model: modelFlag("model", "Main model, PROVIDER/MODEL (PROVIDER alone: its default model)"),
   summaryModel: modelFlag("summary-model", "Cheaper model for summaries and background work, PROVIDER/MODEL"),
   noSummaryModel: Flag.Boolean("no-summary-model").pipe(
@@ -137,8 +197,10 @@ const set = Command.make("set", {
     if (f.noSummaryModel && Option.isSome(f.summaryModel)) {
       return yield* new InvalidConfig({ reason: "--summary-model and --no-summary-model contradict each other" })
     }
+    const systemPrompt = Option.isSome(f.systemPrompt) ? yield* systemPromptFrom(f.systemPrompt.value) : undefined
     const patch: AgentPatch = {
       ...(Option.isSome(f.name) ? { name: f.name.value } : {}),
+      ...(systemPrompt !== undefined ? { systemPrompt } : {}),
       ...(Option.isSome(f.model) ? { providerId: f.model.value.providerId, model: f.model.value.model } : {}),
       ...(Option.isSome(f.summaryModel)
         ? { summaryProviderId: f.summaryModel.value.providerId, summaryModel: f.summaryModel.value.model }
@@ -159,14 +221,76 @@ const set = Command.make("set", {
       ...(Option.isSome(f.allowedModels) ? { allowedModels: f.allowedModels.value } : {}),
       ...(Option.isSome(f.turnTimeout) ? { turnTimeoutSeconds: f.turnTimeout.value } : {})
     }
-    const exists = Option.isSome(yield* store.get(f.id).pipe(Effect.option))
-    const agent = exists ? yield* store.update(f.id, patch) : yield* store.create(f.id, patch)
+    const before = Option.getOrUndefined(yield* store.get(f.id).pipe(Effect.option))
+    // A new agent is enabled once it has a usable model: at once when it has one, else when it gets one.
+    const agent = before !== undefined ? yield* store.update(f.id, patch) : yield* store.create(f.id, { ...patch, awaitingModel: true })
     if (f.json) return yield* printJson(agent)
-    yield* Console.log(`${exists ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent)}`)
-  })).pipe(Command.withDescription("Create or change an agent's models, summary limit, sandbox, context budget, tools and turn limit"))
+    yield* Console.log(`${before !== undefined ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent)}`)
+    if (agent.awaitingModel === true) {
+      yield* Console.log(`Agent ${agent.id} is disabled until it has a model: anna agent set ${agent.id} --model PROVIDER/MODEL`)
+    } else if (before?.awaitingModel === true && agent.enabled) {
+      yield* Console.log(`Agent ${agent.id} has a model now, so it is enabled.`)
+    }
+  })).pipe(Command.withDescription("Create or change an agent's models, system prompt, summary limit, sandbox, context budget, tools and turn limit"))
+
+const toggle = (name: "enable" | "disable") =>
+  Command.make(name, { id, json }, (f) =>
+    Effect.gen(function*() {
+      const agent = yield* (yield* AgentStore).update(f.id, { enabled: name === "enable", awaitingModel: false })
+      if (f.json) return yield* printJson(agent)
+      yield* Console.log(
+        name === "enable"
+          ? `Enabled agent ${agent.id}: it answers from its next turn.`
+          : `Disabled agent ${agent.id}: it answers no more turns (its live sandboxes close) until anna agent enable ${agent.id}.`
+      )
+    })).pipe(
+      Command.withDescription(
+        name === "enable"
+          ? "Enable an agent (refused while it has no usable model: give it one with anna agent set ID --model PROVIDER/MODEL)"
+          : "Disable an agent: it answers nothing until enabled again (it keeps its settings, sessions and bindings)"
+      )
+    )
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`
+
+const remove = Command.make("remove", {
+  id,
+  yes: Flag.Boolean("yes").pipe(
+    Flag.withDescription("Confirm: the agent's settings, bindings and chat states go for good (its sessions and folder stay)"),
+    Flag.withDefault(false)
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const store = yield* AgentStore
+    // Checked first, so a mistyped id says so even without --yes.
+    const agent = yield* store.get(f.id)
+    const sessions = (yield* (yield* MemoryStore).listConversations({ agentId: agent.id })).length
+    const fs = yield* FileSystem.FileSystem
+    const path = agentFolder((yield* AppConfig).home, agent.id)
+    const folder = (yield* fs.exists(path).pipe(Effect.orElseSucceed(() => false))) ? path : null
+    if (!f.yes) {
+      return yield* new InvalidConfig({
+        reason: `removing agent ${agent.id} cannot be undone (its sessions and folder stay); pass --yes to do it`
+      })
+    }
+    const r = yield* store.remove(agent.id)
+    if (f.json) {
+      return yield* printJson({ removed: r.agentId, usersDefaulted: r.usersDefaulted, bindings: r.bindings, chatStates: r.chatStates, keptSessions: sessions, folder })
+    }
+    yield* Console.log([
+      `Removed agent ${r.agentId}.` +
+      (r.bindings > 0 ? ` Unbound ${plural(r.bindings, "group chat")} from it.` : "") +
+      (r.usersDefaulted > 0 ? ` ${plural(r.usersDefaulted, "user")} had it as default agent and now get the first enabled agent.` : ""),
+      sessions === 0
+        ? "It had no sessions."
+        : `Its ${plural(sessions, "session")} ${sessions === 1 ? "stays" : "stay"} in memory (anna memory sessions --agent ${r.agentId}); anna memory delete removes one.`,
+      folder === null ? "It had no folder." : `Its folder ${folder} is left in place; delete it yourself if you no longer need it.`
+    ].join("\n"))
+  })).pipe(Command.withDescription("Remove an agent (needs --yes); its sessions and its folder stay"))
 
 export const agentCommand = Command.make("agent").pipe(
-  Command.withDescription("Agents: list, show, set (models, summarization limits, sandbox, context, tools, turns)"),
-  Command.withSubcommands([list, show, set]),
-  Command.provide(Providers)
+  Command.withDescription("Agents: list, show, set (models, system prompt, summarization limits, sandbox, context, tools, turns), enable, disable, remove"),
+  Command.withSubcommands([list, show, set, toggle("enable"), toggle("disable"), remove]),
+  Command.provide(StoresWithMemory)
 )

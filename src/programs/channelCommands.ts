@@ -1,5 +1,5 @@
 /**
- * `anna channel list|enable|disable|set|bind|unbind`: which channels the gateway runs, their
+ * `anna channel list|enable|disable|set|bind|unbind|bindings`: which channels the gateway runs, their
  * settings (secret-looking values always masked), and which agent answers a group chat.
  */
 import { Console, Effect, Option } from "effect"
@@ -105,8 +105,21 @@ const unbind = Command.make("unbind", { platform, chatId, json }, (f) =>
     )
   })).pipe(Command.withDescription("Remove a group chat's binding"))
 
+const bindings = Command.make("bindings", { json }, (f) =>
+  Effect.gen(function*() {
+    const all = yield* (yield* ConfigStore).listBindings
+    const agents = yield* (yield* AgentStore).list
+    const enabled = (agentId: string) => agents.some((a) => a.id === agentId && a.enabled)
+    if (f.json) return yield* printJson(all.map((b) => ({ ...b, agentEnabled: enabled(b.agentId) })))
+    if (all.length === 0) return yield* Console.log("No group chat is bound to an agent (bind one with anna channel bind PLATFORM CHAT_ID AGENT).")
+    yield* Console.log(table(
+      ["PLATFORM", "CHAT", "AGENT"],
+      all.map((b) => [b.platform, b.chatId, enabled(b.agentId) ? b.agentId : `${b.agentId} (disabled: the chat follows the routing rules)`])
+    ))
+  })).pipe(Command.withDescription("List group chats bound to an agent"))
+
 export const channelCommand = Command.make("channel").pipe(
-  Command.withDescription("Channels: list, enable, disable, set (settings), bind/unbind (group chat → agent)"),
-  Command.withSubcommands([list, toggle("enable"), toggle("disable"), set, bind, unbind]),
+  Command.withDescription("Channels: list, enable, disable, set (settings), bind/unbind (group chat → agent), bindings"),
+  Command.withSubcommands([list, toggle("enable"), toggle("disable"), set, bind, unbind, bindings]),
   Command.provide(Stores)
 )

@@ -3,8 +3,9 @@
  * full (text or JSON): API keys and extra header values as `sk-…abcd`, URL user info and query values
  * as `***`, and error messages scrubbed of the provider's secrets (an SDK error can quote a request).
  */
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, Option, Stdio } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { formatModelRef } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import {
   DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS,
@@ -24,7 +25,7 @@ import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { UsageLog } from "../services/UsageLog.ts"
 import { Providers } from "./layers.ts"
-import { onboardFromEnv } from "./onboard.ts"
+import { onboardFromEnv, onboardWizard } from "./onboard.ts"
 import { printJson, table } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
@@ -199,20 +200,48 @@ export const providerCommand = Command.make("provider").pipe(
   Command.provide(Providers)
 )
 
+/** Without a terminal the wizard cannot ask: what to do instead (a usage error, exit 2). */
+const NO_TERMINAL =
+  "anna: onboard asks its questions on a terminal, and stdin is not one: set ANTHROPIC_API_KEY and/or OPENAI_API_KEY (and *_BASE_URL for a compatible server) and run anna onboard --from-env, or add a provider with anna provider add"
+
+const wizard = (json: boolean) =>
+  Effect.gen(function*() {
+    if (!(yield* (yield* Stdio.Stdio).stdinIsTerminal)) {
+      yield* Console.error(NO_TERMINAL)
+      return yield* Effect.sync(() => {
+        process.exitCode = 2
+      })
+    }
+    const done = yield* onboardWizard.pipe(
+      // Leaving a prompt (Ctrl-C, Esc, Ctrl-D) is an interruption: exit 130, nothing created.
+      Effect.catchTag("QuitError", () => Console.error("anna: onboarding cancelled; nothing was created.").pipe(Effect.andThen(Effect.interrupt)))
+    )
+    if (json) return yield* printJson(Option.getOrNull(done))
+    if (Option.isNone(done)) return yield* Console.log("Nothing was created.")
+    const r = done.value
+    // Masked already (shownProvider).
+    const p = r.provider
+    yield* Console.log(`Created provider ${p.id} (${p.type}, ${p.baseUrl || "official API"}, default model ${r.model}, key ${p.apiKey}).`)
+    const ref = formatModelRef({ providerId: p.id, model: r.model })
+    yield* Console.log(
+      r.agent.outcome === "created"
+        ? `Created agent ${r.agent.id} on ${ref}.`
+        : r.agent.outcome === "updated"
+        ? `Agent ${r.agent.id} now uses ${ref}${r.agent.enabled ? "" : " (it is disabled: anna agent enable " + r.agent.id + ")"}.`
+        : `Agent ${r.agent.id} already exists; unchanged (anna agent set ${r.agent.id} --model ${ref} to use this provider).`
+    )
+    yield* Console.log("Next: anna chat (talk to the agent in this terminal), or anna to run the gateway.")
+  })
+
 export const onboardCommand = Command.make("onboard", {
   fromEnv: Flag.Boolean("from-env").pipe(
-    Flag.withDescription("Create providers from ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL and OPENAI_API_KEY/OPENAI_BASE_URL"),
+    Flag.withDescription("Create providers from ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL and OPENAI_API_KEY/OPENAI_BASE_URL instead of asking"),
     Flag.withDefault(false)
   ),
   json
 }, (f) =>
   Effect.gen(function*() {
-    if (!f.fromEnv) {
-      return yield* new InvalidConfig({
-        reason:
-          "interactive onboarding is not available yet: set ANTHROPIC_API_KEY and/or OPENAI_API_KEY (and *_BASE_URL for a compatible server) and run anna onboard --from-env, or use anna provider add"
-      })
-    }
+    if (!f.fromEnv) return yield* wizard(f.json)
     const r = yield* onboardFromEnv
     if (f.json) return yield* printJson(r)
     for (const p of r.createdProviders) {
@@ -223,4 +252,9 @@ export const onboardCommand = Command.make("onboard", {
     if (r.createdProviders.length === 0 && r.existingProviders.length === 0) {
       yield* Console.log(`Nothing to do: none of ${r.missing.join(", ")} (or their *_BASE_URL) is set.`)
     }
-  })).pipe(Command.withDescription("First-run setup: providers and a default agent (idempotent)"), Command.provide(Providers))
+  })).pipe(
+    Command.withDescription(
+      "First-run setup: on a terminal, a wizard (provider type, base URL, key, a model from the server's list) that creates a provider and the agent default; --from-env takes them from the environment (idempotent)"
+    ),
+    Command.provide(Providers)
+  )

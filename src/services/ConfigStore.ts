@@ -29,6 +29,13 @@ export interface Channel {
   readonly config: Readonly<Record<string, unknown>>
 }
 
+/** A group chat bound to an agent (`anna channel bind`). */
+export interface ChatBinding {
+  readonly platform: string
+  readonly chatId: string
+  readonly agentId: string
+}
+
 export interface ChatState {
   readonly context: string
   readonly model: string
@@ -101,6 +108,8 @@ export class ConfigStore extends Context.Service<ConfigStore, {
 
   readonly bindChat: (platform: string, chatId: string, agentId: string | null) => Effect.Effect<void, AgentNotFound | StorageError>
   readonly chatBinding: (platform: string, chatId: string) => Effect.Effect<Option.Option<string>, StorageError>
+  /** Every group-chat binding, by platform and chat id. */
+  readonly listBindings: Effect.Effect<ReadonlyArray<ChatBinding>, StorageError>
 
   /** The chat's current context and model, created ("main", agent's model) on first use. */
   readonly chatState: (agentId: string, platform: string, userId: string, chatId: string) => Effect.Effect<ChatState, StorageError>

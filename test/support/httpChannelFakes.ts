@@ -140,6 +140,7 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   setChannel: () => unused,
   bindChat: () => unused,
   chatBinding: () => unused,
+  listBindings: unused,
   chatState: () => unused,
   setChatState: () => unused,
   getSetting: () => unused,
@@ -186,7 +187,8 @@ export const fakeAgents = Layer.succeed(AgentStore, AgentStore.of({
   },
   defaultAgent: Effect.succeed(Option.fromNullishOr(agents[0])),
   create: () => unused,
-  update: () => unused
+  update: () => unused,
+  remove: () => unused
 }))
 
 export const fakeServices = Layer.mergeAll(fakeRuntime, fakeConfig, fakeAgents)

@@ -37,6 +37,11 @@ export interface Agent {
   /** Model calls allowed in one turn before it stops with `max_turns`. */
   readonly maxTurns: number
   readonly enabled: boolean
+  /**
+   * Disabled only because it has no model (created without one): it is enabled as soon as it gets
+   * one. Always set by the store; optional so that hand-made agents (tests, fakes) need not say it.
+   */
+  readonly awaitingModel?: boolean
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -101,3 +106,55 @@ export const summaryModelOf = (agent: Agent): ModelRef | undefined =>
     : agent.providerId !== null
     ? { providerId: agent.providerId, model: agent.model }
     : undefined
+
+/** What the model rule needs of an agent's provider. */
+export interface ModelSource {
+  readonly enabled: boolean
+  readonly defaultModel: string
+}
+
+/**
+ * Whether an agent can call a model, and which: `lacksModel` says the agent itself has none (no
+ * provider, a provider that is gone, or no model named by the agent or its provider), which keeps
+ * it from being enabled; a disabled provider is the provider's state, so it stops turns but does
+ * not keep the agent disabled.
+ */
+export type ModelCheck<P extends ModelSource> =
+  | { readonly ok: true; readonly provider: P; readonly model: string }
+  | { readonly ok: false; readonly reason: string; readonly lacksModel: boolean }
+
+/** The one rule for an agent's model (ConfigStore.snapshot and AgentStore's enabling both use it). */
+export const checkAgentModel = <P extends ModelSource>(
+  agent: Pick<Agent, "providerId" | "model">,
+  provider: P | undefined
+): ModelCheck<P> => {
+  if (agent.providerId === null) return { ok: false, reason: "no provider is set", lacksModel: true }
+  if (provider === undefined) return { ok: false, reason: `its provider "${agent.providerId}" is missing`, lacksModel: true }
+  const model = agent.model !== "" ? agent.model : provider.defaultModel
+  if (model === "") {
+    return { ok: false, reason: `neither the agent nor provider "${agent.providerId}" names a model`, lacksModel: true }
+  }
+  if (!provider.enabled) return { ok: false, reason: `its provider "${agent.providerId}" is disabled`, lacksModel: false }
+  return { ok: true, provider, model }
+}
+
+/** Whether an agent is switched on, and whether it is off only until it has a model. */
+export interface Enablement {
+  readonly enabled: boolean
+  /** Disabled only because it has no model: it is enabled as soon as it gets one. */
+  readonly awaitingModel: boolean
+}
+
+/**
+ * The state an agent is stored with: one awaiting a model is enabled when it has one and stays
+ * disabled until then; being switched on (`enableAsked`) without a model is refused (undefined);
+ * anything else is kept as asked (an agent the operator disabled stays disabled when it gets a model).
+ */
+export const settleEnablement = (asked: Enablement, enableAsked: boolean, hasModel: boolean): Enablement | undefined => {
+  if (asked.awaitingModel) return hasModel ? { enabled: true, awaitingModel: false } : { enabled: false, awaitingModel: true }
+  if (asked.enabled && enableAsked && !hasModel) return undefined
+  return asked
+}
+
+/** An agent's system prompt is sent with every turn: this many bytes (UTF-8) at most. */
+export const MAX_SYSTEM_PROMPT_BYTES = 64 * 1024

@@ -1,20 +1,29 @@
 /**
  * AgentStore on SQLite (the `agents` table of migrations/0002_providers.sql and later): rows decoded
  * with Schema (./agentRows.ts); a patch is checked before it is stored, the providers it names must
- * exist (ProviderStore).
+ * exist (ProviderStore), and the agent's enabled state is settled by the model rule of
+ * src/domain/config/agent.ts. Every read-then-write is one IMMEDIATE transaction.
  */
 import { Clock, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { isValidId } from "../../domain/config/agent.ts"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import { type Agent, checkAgentModel, type Enablement, isValidId, settleEnablement } from "../../domain/config/agent.ts"
 import { AgentNotFound, InvalidConfig } from "../../domain/config/errors.ts"
-import { type AgentPatch, AgentStore } from "../../services/AgentStore.ts"
+import type { ProviderConfig } from "../../domain/model/types.ts"
+import { type AgentPatch, AgentStore, type RemovedAgent } from "../../services/AgentStore.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
+import * as Sqlite from "../sql/Sqlite.ts"
 import { storageError } from "../sql/errors.ts"
 import { agentColumns, agentPatchProblem, decodeAgents, toAgent } from "./agentRows.ts"
+
+/** A failed BEGIN/COMMIT (or a statement left unmapped) becomes StorageError; domain errors pass. */
+const sqlFailure = (operation: string) => <A, E, R>(self: Effect.Effect<A, E | SqlError, R>) =>
+  Effect.catchIf(self, isSqlError, (e) => Effect.fail(storageError(operation)(e)))
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const providers = yield* ProviderStore
+  const immediate = Sqlite.immediate(sql)
 
   const listAgents = sql`SELECT * FROM agents ORDER BY created_at, rowid`.pipe(
     Effect.flatMap(decodeAgents),
@@ -33,6 +42,53 @@ export const make = Effect.gen(function*() {
       if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
     })
 
+  /** The provider the model rule reads: undefined when none is set or it is gone. */
+  const providerOf = (id: string | null) =>
+    id === null
+      ? Effect.succeed(undefined)
+      : providers.get(id).pipe(
+        Effect.map((p): ProviderConfig | undefined => p),
+        Effect.catchTag("ProviderNotFound", () => Effect.succeed(undefined))
+      )
+
+  /** The enabled state `current` (undefined: a new agent) is stored with once `patch` applies. */
+  const settle = (id: string, current: Agent | undefined, patch: AgentPatch) =>
+    Effect.gen(function*() {
+      const providerId = patch.providerId !== undefined ? patch.providerId : current?.providerId ?? null
+      const check = checkAgentModel({ providerId, model: patch.model ?? current?.model ?? "" }, yield* providerOf(providerId))
+      const asked: Enablement = {
+        enabled: patch.enabled ?? current?.enabled ?? true,
+        // A state the patch names replaces "awaiting a model" unless it asks for that again.
+        awaitingModel: patch.awaitingModel ?? (patch.enabled !== undefined ? false : current?.awaitingModel ?? false)
+      }
+      const settled = settleEnablement(asked, patch.enabled === true, check.ok || !check.lacksModel)
+      if (settled === undefined) {
+        return yield* new InvalidConfig({
+          reason: `agent ${id} has no usable model (${check.ok ? "none" : check.reason}); give it one first: anna agent set ${id} --model PROVIDER/MODEL`
+        })
+      }
+      return settled
+    })
+
+  const remove = Effect.fn("AgentStore.remove")(function*(id: string) {
+    return yield* immediate(Effect.gen(function*() {
+      yield* getAgent(id)
+      const count = (rows: ReadonlyArray<{ readonly n: number }>) => rows[0]?.n ?? 0
+      const usersDefaulted = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM users WHERE default_agent_id = ${id}`)
+      const bindings = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM chat_agents WHERE agent_id = ${id}`)
+      const chatStates = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM chat_contexts WHERE agent_id = ${id}`)
+      const now = yield* Clock.currentTimeMillis
+      // The foreign keys would do the first two; said here so it does not depend on the pragma.
+      yield* sql`UPDATE users SET default_agent_id = NULL, updated_at = ${now} WHERE default_agent_id = ${id}`
+      yield* sql`DELETE FROM chat_agents WHERE agent_id = ${id}`
+      // No foreign key: a later agent with the same id must not inherit these chats' contexts.
+      yield* sql`DELETE FROM chat_contexts WHERE agent_id = ${id}`
+      yield* sql`DELETE FROM agents WHERE id = ${id}`
+      const removed: RemovedAgent = { agentId: id, usersDefaulted, bindings, chatStates }
+      return removed
+    })).pipe(sqlFailure("remove agent"))
+  })
+
   return AgentStore.of({
     list: listAgents,
     get: getAgent,
@@ -42,22 +98,26 @@ export const make = Effect.gen(function*() {
         return yield* new InvalidConfig({ reason: `agent id "${id}" must be 1–64 letters, digits, '.', '_' or '-'` })
       }
       yield* checkPatch(patch)
-      const now = yield* Clock.currentTimeMillis
-      yield* sql`INSERT INTO agents ${
-        sql.insert({ id, name: patch.name ?? id, ...agentColumns(patch), created_at: now, updated_at: now })
-      }`.pipe(Effect.mapError(storageError("create agent")))
+      yield* immediate(Effect.gen(function*() {
+        const state = yield* settle(id, undefined, patch)
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO agents ${
+          sql.insert({ id, name: patch.name ?? id, ...agentColumns({ ...patch, ...state }), created_at: now, updated_at: now })
+        }`
+      })).pipe(sqlFailure("create agent"))
       return yield* getAgent(id).pipe(Effect.catchTag("AgentNotFound", () => Effect.die("agent vanished after insert")))
     }),
     update: Effect.fn("AgentStore.update")(function*(id: string, patch: AgentPatch) {
-      yield* getAgent(id)
-      yield* checkPatch(patch)
-      const set = agentColumns(patch)
-      const now = yield* Clock.currentTimeMillis
-      yield* sql`UPDATE agents SET ${sql.update({ ...set, updated_at: now })} WHERE id = ${id}`.pipe(
-        Effect.mapError(storageError("update agent"))
-      )
+      yield* immediate(Effect.gen(function*() {
+        const current = yield* getAgent(id)
+        yield* checkPatch(patch)
+        const state = yield* settle(id, current, patch)
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`UPDATE agents SET ${sql.update({ ...agentColumns({ ...patch, ...state }), updated_at: now })} WHERE id = ${id}`
+      })).pipe(sqlFailure("update agent"))
       return yield* getAgent(id)
-    })
+    }),
+    remove
   })
 })
 

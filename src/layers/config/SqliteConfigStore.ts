@@ -12,7 +12,7 @@ import { Clock, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { createHash, randomBytes } from "node:crypto"
-import { isValidId } from "../../domain/config/agent.ts"
+import { checkAgentModel, isValidId } from "../../domain/config/agent.ts"
 import { InvalidConfig } from "../../domain/config/errors.ts"
 import { NoModel, Unauthorized } from "../../domain/runtime/errors.ts"
 import { agentFolder, specFor } from "../../domain/sandbox/spec.ts"
@@ -20,6 +20,7 @@ import { AgentStore } from "../../services/AgentStore.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
 import {
   type Channel,
+  type ChatBinding,
   type ChatState,
   ConfigStore,
   DEFAULT_CONTEXT_TOKENS,
@@ -48,10 +49,12 @@ const ChannelRow = Schema.Struct({
   config: Schema.fromJsonString(Schema.Record(Schema.String, Schema.Unknown))
 })
 const ChatStateRow = Schema.Struct({ context: Schema.String, model: Schema.String })
+const BindingRow = Schema.Struct({ platform: Schema.String, chat_id: Schema.String, agent_id: Schema.String })
 const decodeUsers = Schema.decodeUnknownEffect(Schema.Array(UserRow))
 const decodeIdentities = Schema.decodeUnknownEffect(Schema.Array(IdentityRow))
 const decodeChannels = Schema.decodeUnknownEffect(Schema.Array(ChannelRow))
 const decodeChatStates = Schema.decodeUnknownEffect(Schema.Array(ChatStateRow))
+const decodeBindings = Schema.decodeUnknownEffect(Schema.Array(BindingRow))
 
 const toChannel = (r: typeof ChannelRow.Type): Channel => ({ id: r.id, enabled: r.enabled === 1, config: r.config })
 
@@ -280,6 +283,12 @@ export const make = Effect.gen(function*() {
       return Option.fromNullishOr(rows[0]?.agent_id)
     }, storage("read chat binding"))
 
+    const listBindings = sql`SELECT platform, chat_id, agent_id FROM chat_agents ORDER BY platform, chat_id`.pipe(
+      Effect.flatMap(decodeBindings),
+      Effect.map((rows) => rows.map((r): ChatBinding => ({ platform: r.platform, chatId: r.chat_id, agentId: r.agent_id }))),
+      storage("list chat bindings")
+    )
+
     const readState = (agentId: string, platform: string, userId: string, chatId: string) =>
       sql`SELECT context, model FROM chat_contexts
         WHERE agent_id = ${agentId} AND platform = ${platform} AND user_id = ${userId} AND chat_id = ${chatId}`.pipe(
@@ -334,18 +343,15 @@ export const make = Effect.gen(function*() {
     const snapshot = Effect.fn("ConfigStore.snapshot")(function*(agentId: string) {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const agent = yield* agents.get(agentId)
-        const noModel = (reason: string) => new NoModel({ agentId, reason })
-        if (agent.providerId === null) return yield* noModel("no provider is set")
-        const providerId = agent.providerId
-        const provider = yield* providers.get(providerId).pipe(
-          Effect.catchTag("ProviderNotFound", () => Effect.fail(noModel(`its provider "${providerId}" is missing`)))
-        )
-        if (!provider.enabled) return yield* noModel(`its provider "${providerId}" is disabled`)
-        const model = agent.model !== "" ? agent.model : provider.defaultModel
-        if (model === "") return yield* noModel(`neither the agent nor provider "${providerId}" names a model`)
+        const provider = agent.providerId === null
+          ? undefined
+          : yield* providers.get(agent.providerId).pipe(Effect.catchTag("ProviderNotFound", () => Effect.succeed(undefined)))
+        const check = checkAgentModel(agent, provider)
+        if (!check.ok) return yield* new NoModel({ agentId, reason: check.reason })
+        const model = check.model
         return {
           agent,
-          provider,
+          provider: check.provider,
           model,
           contextTokens: agent.contextTokens > 0 ? agent.contextTokens : DEFAULT_CONTEXT_TOKENS,
           maxTurns: agent.maxTurns,
@@ -377,6 +383,7 @@ export const make = Effect.gen(function*() {
       setChannel,
       bindChat,
       chatBinding,
+      listBindings,
       chatState,
       setChatState,
       getSetting,

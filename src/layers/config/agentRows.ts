@@ -3,7 +3,7 @@
  * row → Agent, a patch → columns, and the checks a patch must pass before it is stored.
  */
 import { Schema } from "effect"
-import { type Agent, toolListProblem } from "../../domain/config/agent.ts"
+import { type Agent, MAX_SYSTEM_PROMPT_BYTES, toolListProblem } from "../../domain/config/agent.ts"
 import type { AgentPatch } from "../../services/AgentStore.ts"
 
 export const AgentRow = Schema.Struct({
@@ -29,6 +29,7 @@ export const AgentRow = Schema.Struct({
   tools: Schema.NullOr(Schema.fromJsonString(Schema.Array(Schema.String))),
   max_turns: Schema.Number,
   enabled: Schema.Number,
+  awaiting_model: Schema.Number,
   created_at: Schema.Number,
   updated_at: Schema.Number
 })
@@ -57,6 +58,7 @@ export const toAgent = (r: typeof AgentRow.Type): Agent => ({
   tools: r.tools,
   maxTurns: r.max_turns,
   enabled: r.enabled === 1,
+  awaitingModel: r.awaiting_model === 1,
   createdAt: r.created_at,
   updatedAt: r.updated_at
 })
@@ -86,11 +88,13 @@ export const agentColumns = (p: AgentPatch): Record<string, unknown> =>
       // null (every tool) must reach the column, so only `undefined` means "not in the patch".
       tools: p.tools === undefined ? undefined : p.tools === null ? null : JSON.stringify(p.tools),
       max_turns: p.maxTurns,
-      enabled: p.enabled === undefined ? undefined : p.enabled ? 1 : 0
+      enabled: p.enabled === undefined ? undefined : p.enabled ? 1 : 0,
+      awaiting_model: p.awaitingModel === undefined ? undefined : p.awaitingModel ? 1 : 0
     }).filter(([, v]) => v !== undefined)
   )
 
 const isWhole = (n: number) => Number.isInteger(n)
+const utf8Bytes = (s: string) => new TextEncoder().encode(s).length
 
 /** Why a patch cannot be stored (the reason says what to change), or undefined. */
 export const agentPatchProblem = (patch: AgentPatch): string | undefined => {
@@ -132,6 +136,9 @@ export const agentPatchProblem = (patch: AgentPatch): string | undefined => {
   if (patch.tools !== undefined && patch.tools !== null) {
     const problem = toolListProblem(patch.tools)
     if (problem !== undefined) return problem
+  }
+  if (patch.systemPrompt !== undefined && utf8Bytes(patch.systemPrompt) > MAX_SYSTEM_PROMPT_BYTES) {
+    return `the system prompt is ${utf8Bytes(patch.systemPrompt)} bytes; at most ${MAX_SYSTEM_PROMPT_BYTES} (64 KiB) are allowed`
   }
   if (patch.maxTurns !== undefined && (!isWhole(patch.maxTurns) || patch.maxTurns < 1 || patch.maxTurns > 1000)) {
     return "the turn limit must be a whole number from 1 to 1000"
