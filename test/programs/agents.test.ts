@@ -83,10 +83,10 @@ describe("an agent without a model", () => {
     assert.deepStrictEqual(await agentState(h, "z3"), { enabled: false, awaitingModel: true })
     assert.match(ok(await anna(h, "agent", "list")).stdout, /z3\s+-\s+.*disabled \(no model\)/)
 
-    // With no other agent, a new user is told there is none (not "z3 has no usable model").
+    // With no other agent, a new user is told none is enabled and how to fix it (not "z3 has no usable model").
     const none = await anna(h, "chat", "-p", "hi")
     assert.strictEqual(none.code, 1, none.stdout + none.stderr)
-    assert.include(none.stderr, "no agent is configured")
+    assert.include(none.stderr, "no agent is enabled (z3): anna agent enable <id>, or give one a model")
 
     // z3 was created first, yet a new user's turn goes to the enabled agent created after it.
     ok(await anna(h, "agent", "set", "good", "--model", "local/fake-large"))

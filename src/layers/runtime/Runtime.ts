@@ -30,7 +30,8 @@ export const make = Effect.gen(function*() {
         ? Option.getOrUndefined(yield* config.getUser(target.userId))
         : yield* config.upsertUser(target.platform, target.externalUserId, target.userName)
       if (user === undefined) return yield* new NoAgent({ reason: `unknown user ${target.userId ?? ""}` })
-      const enabled = (yield* agents.list).filter((a) => a.enabled)
+      const all = yield* agents.list
+      const enabled = all.filter((a) => a.enabled)
       const isEnabled = (id: string | null | undefined) => id !== null && id !== undefined && enabled.some((a) => a.id === id)
       let agentId: string | undefined
       if (target.agentId !== undefined) {
@@ -44,7 +45,9 @@ export const make = Effect.gen(function*() {
       agentId ??= enabled[0]?.id
       if (agentId === undefined) {
         return yield* new NoAgent({
-          reason: "no agent is configured: run anna onboard --from-env with a provider's key set, or anna agent set default --model PROVIDER/MODEL"
+          reason: all.length === 0
+            ? "no agent is configured: run anna onboard (or anna onboard --from-env with a provider's key set), or anna agent set default --model PROVIDER/MODEL"
+            : `no agent is enabled (${all.map((a) => a.id).join(", ")}): anna agent enable <id>, or give one a model with anna agent set <id> --model PROVIDER/MODEL`
         })
       }
       const chatId = target.chatId ?? "dm"
