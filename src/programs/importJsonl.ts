@@ -8,7 +8,8 @@
  * import or all of it. The second pass checks every line again and stores exactly the messages the
  * first one counted (a file changed in between is refused); only a regular file can be read twice,
  * so a pipe is refused up front. A session that already has messages is refused unless `--append`,
- * so a repeated command never duplicates a transcript.
+ * so a repeated command never duplicates a transcript. A message without `ts` takes the time of the
+ * message before it (the first `ts` of the file, before that one).
  */
 import { Clock, Effect, FileSystem, Schema, Stream } from "effect"
 import { InvalidInput } from "../domain/memory/errors.ts"
@@ -172,6 +173,8 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
 
   // Pass 1: check everything before storing anything.
   let total = 0
+  // The first `ts` of the file: the time of the undated messages before it.
+  let firstAt: number | undefined
   const problems: Array<string> = []
   const report = (no: number, problem: string) => {
     if (problems.length < MAX_REPORTED) problems.push(`line ${no}: ${problem}`)
@@ -186,8 +189,9 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
         if (line.invalidUtf8) return report(line.no, "not valid UTF-8")
         if (line.text.trim() === "") return
         const parsed = parseImportLine(line.text)
-        if (typeof parsed === "string") report(line.no, parsed)
-        else total++
+        if (typeof parsed === "string") return report(line.no, parsed)
+        total++
+        firstAt ??= parsed.createdAt
       })
     )
   )
@@ -201,6 +205,10 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
   const changed = (reason: string) =>
     new InvalidInput({ reason: `${file} changed while it was being imported (${reason}); nothing was imported` })
   let stored = 0
+  // A message without `ts` takes the time of the one before it (before the first dated one, that
+  // one's), so times stay in order and summary ranges cover the transcript, not the day of the
+  // import; a file with no `ts` at all takes the import time.
+  let lastAt = firstAt
   const messages = fileLines(fs, file).pipe(
     Stream.mapError((e) => changed(e.reason)),
     Stream.filter((line) => line.invalidUtf8 || line.text.trim() !== ""),
@@ -209,7 +217,8 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
       if (typeof parsed === "string") return Effect.fail(changed(`line ${line.no}: ${parsed}`))
       // Exactly the messages that were checked: a file that grew or shrank since is refused.
       if (++stored > total) return Effect.fail(changed(`it now has more than the ${total} messages checked`))
-      return Effect.succeed(parsed)
+      lastAt = parsed.createdAt ?? lastAt
+      return Effect.succeed(parsed.createdAt !== undefined || lastAt === undefined ? parsed : { ...parsed, createdAt: lastAt })
     }),
     Stream.concat(Stream.suspend(() =>
       stored === total ? Stream.empty : Stream.fail(changed(`it now has ${stored} messages, not the ${total} checked`))

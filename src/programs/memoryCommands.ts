@@ -268,7 +268,8 @@ const stats = Command.make("stats", { sessionKey, json }, (f) =>
       ["session", s.sessionKey],
       ["agent / user", `${s.agentId || "-"} / ${s.userId || "-"}`],
       ["messages", `${s.messages} (${s.messageTokens} tokens)`],
-      ["summaries", `${s.summaries} (max depth ${s.maxDepth})`],
+      // JSON keeps maxDepth -1 for "none" (a number, as documented); the text says it in words.
+      ["summaries", s.summaries === 0 ? "0 (no summaries yet)" : `${s.summaries} (max depth ${s.maxDepth})`],
       ["live context", `${s.contextItems} items, ${s.contextTokens} tokens`],
       ["first / last", `${iso(s.firstMessageAt)} / ${iso(s.lastMessageAt)}`]
     ]).split("\n").slice(1).join("\n"))

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 import { PassThrough } from "node:stream"
-import type { ResolvedChat } from "../../src/domain/runtime/types.ts"
+import type { ResolvedChat, TurnEvent } from "../../src/domain/runtime/types.ts"
 import * as TerminalChannel from "../../src/layers/channels/TerminalChannel.ts"
 import { Channel } from "../../src/services/Channel.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
@@ -267,6 +267,40 @@ describe("rendering on one terminal", () => {
       const dimmed = makeRenderer({ out: write, err: write, color: true, sameTerminal: true })
       yield* dimmed.event({ type: "notice", text: "stopped" })
       assert.strictEqual(screen, "\x1b[2m[stopped]\x1b[22m\n")
+    }))
+
+  it.effect("says which of several calls in flight finished", () =>
+    Effect.gen(function*() {
+      let screen = ""
+      const write = (s: string) =>
+        Effect.sync(() => {
+          screen += s
+        })
+      const r = makeRenderer({ out: write, err: write, color: false, sameTerminal: true })
+      const events: ReadonlyArray<TurnEvent> = [
+        { type: "tool_start", id: "a", name: "bash", input: { command: "sleep 5" } },
+        { type: "tool_start", id: "b", name: "bash", input: { command: "ls" } },
+        { type: "tool_start", id: "c", name: "bash", input: { command: "ls" } },
+        { type: "tool_end", id: "b", name: "bash", output: "x", isError: false },
+        { type: "tool_end", id: "a", name: "bash", output: "killed", isError: true },
+        { type: "tool_end", id: "c", name: "bash", output: "y", isError: false },
+        { type: "tool_start", id: "d", name: "read", input: { path: "a.txt" } },
+        { type: "tool_end", id: "d", name: "read", output: "z", isError: false }
+      ]
+      for (const e of events) yield* r.event(e)
+      assert.strictEqual(
+        screen,
+        [
+          "⚙ bash sleep 5",
+          "⚙ bash ls",
+          "⚙ bash ls #2",
+          "⚙ bash ls ✓",
+          "⚙ bash sleep 5 ✗ killed",
+          "⚙ bash ls #2 ✓",
+          "⚙ read a.txt ✓",
+          ""
+        ].join("\n")
+      )
     }))
 })
 

@@ -52,26 +52,63 @@ export const firstSentence = (text: string, maxTokens: number): string => {
   return estimateTextTokens(s) <= maxTokens ? s : prefixWithin(s, Math.max(1, maxTokens - 1)).trimEnd() + "…"
 }
 
+/** Words that say nothing about a topic: function words, chat fillers, and the roles. */
 const STOP = new Set(
-  "the a an and or but if then of to in on at for with is are was were be been it this that these those i you we they he she my your our not no yes do does did have has had will would can could should from by as so".split(
-    " "
-  )
+  ("the a an and or but if then of to in on at for with is are was were be been it this that these those i you we they he she " +
+    "my your our not no yes do does did have has had will would can could should from by as so " +
+    "about above after again all also any because before being below between both each few further here how into its " +
+    "just more most much must now off once only other over own same some such than their them there through too under " +
+    "until very what when where which while who whom why yet " +
+    "okay ok please thanks thank sure well like get got make made use used using need want know think see look let " +
+    "one two three first last next new good right still even really maybe something anything thing things way " +
+    "user assistant tool_result")
+    .split(" ")
 )
 
 /** Longer "words" are runs without spaces (CJK clauses, hashes, URLs), not keywords: 32 bytes. */
 const MAX_KEYWORD_TOKENS = 8
 
-/** Most frequent content words, for the "Expand for details about" line. */
+/** Dates, times and plain numbers are when, not what. */
+const NOT_A_TOPIC = /^(?:\d+(?:[-./:]\d+)*|\d{4}-\d{2}-\d{2}t[\d:.]*z?)$/
+
+/** Identifiers, paths, file names, versions (FACT-3003, src/main.ts, v2.1, max_tokens): the most specific words. */
+const identifierLike = (w: string) => /[./_]/.test(w) || (/\p{N}/u.test(w) && /\p{L}/u.test(w))
+
+/**
+ * The most distinctive words of `text`, for the "Expand for details about" line: content words by
+ * frequency, identifiers, paths and file names counting double; never stop words, roles, dates or
+ * plain numbers. Each is shown in its most frequent spelling.
+ */
 export const keywords = (text: string, n: number): Array<string> => {
-  const counts = new Map<string, number>()
-  for (const raw of text.toLowerCase().match(/[\p{L}\p{N}_./-]{3,}/gu) ?? []) {
-    // "docker." at the end of a sentence is the word "docker"; paths such as src/main.ts stay whole.
-    const w = raw.replace(/^[./-]+|[./-]+$/g, "")
-    if (w.length < 3 || estimateTextTokens(w) > MAX_KEYWORD_TOKENS || STOP.has(w)) continue
-    counts.set(w, (counts.get(w) ?? 0) + 1)
+  const found = new Map<string, { count: number; spellings: Map<string, number> }>()
+  for (const raw of text.match(/[\p{L}\p{N}_./-]{3,}/gu) ?? []) {
+    // "docker." at the end of a sentence is the word "docker"; paths such as src/main.ts and
+    // /srv/backups stay whole.
+    const spelling = raw.replace(/[./-]+$/, "").replace(/^[./-]+/, () => /^\/[^/]+\/./.test(raw) ? "/" : "")
+    const w = spelling.toLowerCase()
+    if (w.length < 3 || estimateTextTokens(w) > MAX_KEYWORD_TOKENS || STOP.has(w) || NOT_A_TOPIC.test(w)) continue
+    const entry = found.get(w) ?? { count: 0, spellings: new Map<string, number>() }
+    entry.count++
+    entry.spellings.set(spelling, (entry.spellings.get(spelling) ?? 0) + 1)
+    found.set(w, entry)
   }
-  return [...counts.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, n).map(([w]) => w)
+  const score = (w: string, count: number) => count * (identifierLike(w) ? 2 : 1)
+  return [...found.entries()]
+    .map(([w, e]) => ({ w, score: score(w, e.count), shown: [...e.spellings].sort((a, b) => b[1] - a[1])[0]?.[0] ?? w }))
+    .sort((a, b) => b.score - a.score || (a.w < b.w ? -1 : 1))
+    .slice(0, n)
+    .map((k) => k.shown)
 }
+
+/**
+ * The scaffolding of the extractive summaries below, which a condensed summary reads back in its
+ * sources: entry labels (`- user 2026-03-01 09:30: `, `- sum_4 2026-03-01 09:30–2026-03-01 10:10: `,
+ * nested at the start of a line) and the footer's lead-in. They name roles, ids and dates, not topics.
+ */
+const DATE = String.raw`\d{4}-\d{2}-\d{2} \d{2}:\d{2}`
+const LABELS = new RegExp(String.raw`^(?:- [^\n:]{0,40}?${DATE}(?:–${DATE})?: )+`, "gm")
+const FOOTER_LEAD = /^Expand for details about: /gm
+const withoutScaffolding = (text: string) => text.replace(LABELS, "").replace(FOOTER_LEAD, "")
 
 /**
  * Extractive summary: the first sentence of each entry, shortened evenly so that all entries keep
@@ -83,7 +120,7 @@ export const extractiveSummary = (
   targetTokens: number,
   aggressive: boolean
 ): string => {
-  const all = entries.map((e) => e.text).join("\n")
+  const all = entries.map((e) => withoutScaffolding(e.text)).join("\n")
   // The footer gets at most a quarter of the target, so the entries keep most of it.
   const words = keywords(all, aggressive ? 4 : 8)
   const footerOf = (ws: ReadonlyArray<string>) =>

@@ -64,6 +64,12 @@ export interface CompactionReport {
   readonly tokensBefore: number
   readonly tokensAfter: number
   readonly stopReason: StopReason
+  /**
+   * The summaries this run committed (`sum_<n>`), in commit order; some may already be inside a
+   * condensed summary committed later in the same run. Added after the first release: readers of
+   * older reports may not find it.
+   */
+  readonly summaryIds: ReadonlyArray<string>
   /** Handoff compaction (memory/simple) only: the summary it wrote, which `/compact` shows. */
   readonly summary?: { readonly id: string; readonly content: string } | undefined
 }

@@ -24,6 +24,10 @@
  *   `context_length_exceeded`, 502 or 503 (http/openaiWire.ts `ApiError.turnFailed`). A streamed
  *   answer's 200 is sent with its first output, so a turn failing before any gets the same status;
  *   one failing later ends with an OpenAI error frame instead.
+ * - When the gateway stops (or restarts this channel), answers in flight get the server's grace
+ *   (10 s) to end; a client still waiting then gets 503 `service_unavailable` saying the answer was
+ *   cut off (an error frame and `[DONE]` in a stream already answering), never an empty response.
+ *   The turn itself is the runtime's: stopped with the gateway, or run to its end and stored.
  * - Bodies over 10 MiB, or a user message larger than memory keeps (8 MiB as stored) → 413;
  *   malformed JSON or wrong types → 400; unknown routes → 404; all with OpenAI error bodies.
  */
@@ -34,15 +38,23 @@ import { randomUUID } from "node:crypto"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import type { Agent } from "../../domain/config/agent.ts"
 import { type HttpSettings as Settings, HttpSettings, httpOptions } from "../../domain/config/channel.ts"
-import type { TurnEvent } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore, type User } from "../../services/ConfigStore.ts"
 import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
 import { HttpAddress } from "../../services/HttpAddress.ts"
 import { Runtime } from "../../services/Runtime.ts"
 import { newestUserMessage, parseChatRequest, sessionName } from "./http/openaiRequest.ts"
-import { ApiError, collectTurn, completionBody, type CompletionMeta, failedTurn, sseFrames } from "./http/openaiWire.ts"
-import { DEFAULT_HOST, DEFAULT_PORT, errorResponse, serve, type ServeOptions } from "./http/server.ts"
+import {
+  ApiError,
+  collectTurn,
+  completionBody,
+  type CompletionMeta,
+  SHUTDOWN,
+  sseFrames,
+  turnError,
+  type WireEvent
+} from "./http/openaiWire.ts"
+import { DEFAULT_HOST, DEFAULT_PORT, errorResponse, serve, type ServeOptions, ShutdownDeadline } from "./http/server.ts"
 
 export { DEFAULT_HOST, DEFAULT_PORT, type ServeOptions }
 
@@ -69,9 +81,9 @@ const header = (request: HttpServerRequest.HttpServerRequest, name: string): str
 
 /** A turn's events up to the first that starts the answer (text, tool activity) or ends the turn; notices are held. */
 const untilAnswerStarts = Sink.fold(
-  (): ReadonlyArray<TurnEvent> => [],
+  (): ReadonlyArray<WireEvent> => [],
   (held) => held.every((e) => e.type === "notice"),
-  (held, event: TurnEvent) => Effect.succeed([...held, event])
+  (held, event: WireEvent) => Effect.succeed([...held, event])
 )
 
 /** Answers ApiErrors with their OpenAI error body (logging server-side failures). */
@@ -85,6 +97,17 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const runtime = yield* Runtime
   const config = yield* ConfigStore
   const agents = yield* AgentStore
+  const deadline = yield* Effect.serviceOption(ShutdownDeadline)
+
+  /**
+   * A turn's events, cut by a `shutdown` event when the server is shutting down and the turn has
+   * had its grace: the client then gets an error now, rather than nothing when the server gives up
+   * on the request. The turn itself runs on in the runtime until the runtime stops it.
+   */
+  const untilShutdown = (events: Stream.Stream<WireEvent>): Stream.Stream<WireEvent> =>
+    Option.isNone(deadline)
+      ? events
+      : Stream.merge(events, Stream.fromEffect(Effect.as(deadline.value.reached, SHUTDOWN)), { haltStrategy: "either" })
 
   const authenticate = Effect.fn("HttpChannel.authenticate")(function*(request: HttpServerRequest.HttpServerRequest) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header(request, "authorization") ?? "")
@@ -155,14 +178,20 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       created: Math.floor((yield* Clock.currentTimeMillis) / 1000),
       model: body.model
     }
-    const events = runtime.send(chat, message)
+    const events = untilShutdown(runtime.send(chat, message))
     if (body.stream === true) {
       // The 200 waits for the turn's first output, so that a turn failing before any (a provider's
       // 429 on its first call, say) gets its real status, which clients back off on; once the answer
       // has started, a failure can only be an error frame (see http/openaiWire.ts).
       const [held, rest] = yield* Stream.peel(events, untilAnswerStarts)
       const last = held.at(-1)
-      const failed = last?.type === "done" ? failedTurn(last, held.flatMap((e) => (e.type === "notice" ? [e.text] : []))) : undefined
+      const failed = last?.type === "done" || last?.type === "shutdown"
+        ? turnError({
+          done: last.type === "done" ? last : undefined,
+          shutdown: last.type === "shutdown",
+          notices: held.flatMap((e) => (e.type === "notice" ? [e.text] : []))
+        })
+        : undefined
       if (failed !== undefined) return yield* failed
       const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
         sseFrames(meta, body.stream_options?.include_usage === true),
@@ -174,7 +203,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       })
     }
     const collected = yield* collectTurn(events)
-    const failed = failedTurn(collected.done, collected.notices)
+    const failed = turnError(collected)
     if (failed !== undefined) return yield* failed
     return HttpServerResponse.jsonUnsafe(completionBody(meta, collected))
   }, answerErrors)

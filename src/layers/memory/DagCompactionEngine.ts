@@ -55,7 +55,7 @@ export const make = (config: CompactionConfig = defaultConfig) =>
     const summarizer = yield* Summarizer
     const locks = yield* SessionLocks
 
-    /** One step: summarize `chunk` and commit it. Returns whether a summary was committed. */
+    /** One step: summarize `chunk` and commit it. Returns the committed summary's id, if any. */
     const step = Effect.fn("CompactionEngine.step")(function*(
       conversation: Conversation,
       kind: "leaf" | "condensed",
@@ -68,7 +68,7 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       let depth: number
       if (kind === "leaf") {
         const messages = yield* store.messagesByIds(ids)
-        if (messages.length !== ids.length) return false
+        if (messages.length !== ids.length) return undefined
         input = {
           kind,
           messages: messages.map((m) => ({ role: m.role, text: messageText(m.message), createdAt: m.createdAt }))
@@ -83,7 +83,7 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         depth = 0
       } else {
         const summaries = yield* store.summariesByIds(ids)
-        if (summaries.length !== ids.length) return false
+        if (summaries.length !== ids.length) return undefined
         const childDepth = summaries[0]?.depth ?? 0
         input = {
           kind,
@@ -113,7 +113,7 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       const render = (id: number) =>
         summaryContextTokens({ id, kind, depth, earliestAt: source.earliest, latestAt: source.latest, content })
       // A summary that would cost as much context as what it replaces is not worth committing.
-      if (render(Number.MAX_SAFE_INTEGER) >= chunkTokens) return false
+      if (render(Number.MAX_SAFE_INTEGER) >= chunkTokens) return undefined
       return yield* store.commitSummary(conversation.id, {
         kind,
         depth,
@@ -126,8 +126,8 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         lastSeq: source.lastSeq,
         replaces: chunk
       }, render).pipe(
-        Effect.as(true),
-        Effect.catchTag("StaleContext", () => Effect.succeed(false))
+        Effect.map((c): number | undefined => c.summaryId),
+        Effect.catchTag("StaleContext", () => Effect.succeed(undefined))
       )
     }, (effect, conversation) => locks.withLock(conversation.sessionKey)(effect))
 
@@ -151,6 +151,7 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       let passes = 0
       let leafSummaries = 0
       let condensedSummaries = 0
+      const summaryIds: Array<string> = []
       let stopReason: StopReason | undefined
       // Set when the summarizer refuses on the session's spend guard: stop, keep what is committed.
       let guarded = false
@@ -165,11 +166,11 @@ export const make = (config: CompactionConfig = defaultConfig) =>
           for (const chunk of chunks) {
             if (guarded) break
             index++
-            const ok = yield* step(conversation, kind, chunk).pipe(
+            const id = yield* step(conversation, kind, chunk).pipe(
               Effect.catchTag("SpendGuardExceeded", (e) =>
                 Effect.logWarning(e.message).pipe(Effect.andThen(Effect.sync(() => {
                   guarded = true
-                  return false
+                  return undefined
                 })))
               ),
               Effect.catchTag("SummarizerError", (e) =>
@@ -181,7 +182,11 @@ export const make = (config: CompactionConfig = defaultConfig) =>
                   })
                 ))
             )
-            if (ok) made++
+            const ok = id !== undefined
+            if (ok) {
+              made++
+              summaryIds.push(formatSummaryId(id))
+            }
             if (ok && options.onProgress !== undefined) {
               yield* options.onProgress({
                 pass: passes + 1,
@@ -222,7 +227,8 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         condensedSummaries,
         tokensBefore,
         tokensAfter: tokens,
-        stopReason
+        stopReason,
+        summaryIds
       }
       return report
     })

@@ -56,7 +56,8 @@ export const make = (shared: Shared) =>
         condensedSummaries: 0,
         tokensBefore,
         tokensAfter: tokensBefore,
-        stopReason
+        stopReason,
+        summaryIds: []
       })
       if (limit !== undefined && tokensBefore <= limit) return unchanged("below_threshold", 0)
       const run = items.slice(plan.run.start, plan.run.end)
@@ -125,6 +126,7 @@ export const make = (shared: Shared) =>
         tokensAfter,
         // One summary is all a handoff makes: below threshold, or nothing left that it could do.
         stopReason: limit !== undefined && tokensAfter <= limit ? "below_threshold" : "no_candidates",
+        summaryIds: [formatSummaryId(committed.value.summaryId)],
         summary: { id: formatSummaryId(committed.value.summaryId), content: stored?.content ?? content }
       }
       return report

@@ -8,6 +8,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import { makeSnippet, type SearchPlan } from "../../domain/search/query.ts"
+import { MARK_CLOSE, MARK_OPEN, snippetAround } from "../../domain/search/snippet.ts"
 import type { RawHit } from "../../services/MemoryStore.ts"
 
 interface Source {
@@ -60,14 +61,17 @@ export const makeSearch = (sql: SqlClient) =>
     if (plan._tag === "Latin" || plan.match !== null) {
       const fts = plan._tag === "Latin" ? src.porter : src.trigram
       const match = plan._tag === "Latin" ? plan.match : plan.match ?? ""
+      // The whole text with its matches marked, cut around the first match here (not FTS5's
+      // snippet(), which can end right after the match: see domain/search/snippet.ts). SQLite
+      // computes it for the rows within the limit only, after sorting.
       query = sql.unsafe<Row>(
         `SELECT t.id, c.session_key, t.${src.time} AS created_at,
-           snippet(${fts}, 0, '«', '»', '…', 16) AS snippet, -bm25(${fts}) AS score
+           highlight(${fts}, 0, ?, ?) AS snippet, -bm25(${fts}) AS score
          FROM ${fts} f JOIN ${src.table} t ON t.id = f.rowid JOIN ctx_conversations c ON c.id = t.conversation_id
          WHERE ${fts} MATCH ? AND ${scopeSql}${filterSql}
          ORDER BY score DESC, t.id DESC LIMIT ?`,
-        [match, ...scopeParams, ...filterParams, limit]
-      )
+        [MARK_OPEN, MARK_CLOSE, match, ...scopeParams, ...filterParams, limit]
+      ).pipe(Effect.map((rows) => rows.map((r) => ({ ...r, snippet: snippetAround(r.snippet) }))))
     } else {
       // Only short terms (e.g. two-character Chinese words): scan the scope's CJK rows, rank by
       // number of occurrences, then recency.

@@ -102,7 +102,9 @@ export const make = Effect.gen(function*() {
       case "status":
         return provider.stats(ctx.sessionKey).pipe(
           Effect.map((s) =>
-            `${s.messages} messages (${s.messageTokens} tokens) stored; live context ${s.contextTokens} tokens in ${s.contextItems} items; ${s.summaries} summaries, max depth ${s.maxDepth}.`
+            `${s.messages} messages (${s.messageTokens} tokens) stored; live context ${s.contextTokens} tokens in ${s.contextItems} items; ${
+              s.summaries === 0 ? "no summaries yet" : `${s.summaries} ${s.summaries === 1 ? "summary" : "summaries"}, max depth ${s.maxDepth}`
+            }.`
           ),
           Effect.catchTag("SessionNotFound", () => Effect.succeed("This conversation has no stored messages yet."))
         ).pipe(Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message })))

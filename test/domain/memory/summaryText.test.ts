@@ -85,6 +85,14 @@ describe("keywords", () => {
   it("keeps file paths and dotted names", () => {
     assert.include(keywords("edit src/main.ts then src/main.ts again", 2), "src/main.ts")
   })
+
+  it("prefers identifiers to common words and shows their spelling; never dates, numbers or roles", () => {
+    const text = "The user asked about the deploy. The assistant said the deploy of FACT-3003 failed on 2026-03-01 " +
+      "at 10:30, port 6543. The user asked again about the deploy and FACT-3003."
+    // FACT-3003 twice (an identifier counts double) beats deploy three times
+    assert.deepStrictEqual(keywords(text, 3), ["FACT-3003", "deploy", "asked"])
+    for (const k of keywords(text, 20)) assert.notMatch(k, /^(user|assistant|about|2026-03-01|6543|10|30)$/i)
+  })
 })
 
 describe("extractiveSummary", () => {
@@ -147,6 +155,39 @@ describe("extractiveSummary", () => {
     }
     // CJK clauses are not keywords
     assert.notInclude(out, "关于记忆系统的压缩算法如何在长时间运行的会话中保持上下文,")
+  })
+
+  it("names the topics of a condensed summary, not the roles, ids and dates of its sources' lines", () => {
+    // Leaf summaries as the deterministic summarizer writes them, then one made of those.
+    const leaf = (texts: ReadonlyArray<string>, day: string) =>
+      extractiveSummary(
+        texts.map((text, i) => ({ label: `${i % 2 === 0 ? "user" : "assistant"} ${day} 09:${String(30 + i)}`, text })),
+        1000,
+        false
+      )
+    const first = leaf([
+      "The staging database FACT-3003 is on port 6543.",
+      "Noted: staging points at FACT-3003, see deploy/staging.env.",
+      "Can you rotate the backups of the wiki too?",
+      "Backups now rotate weekly under /srv/backups."
+    ], "2026-03-01")
+    const second = leaf([
+      "The nginx.conf needs the new upstream.",
+      "I added the upstream to nginx.conf and reloaded nginx.",
+      "Does the wiki backup still run?",
+      "Yes, /srv/backups has last night's wiki backup."
+    ], "2026-03-02")
+    const condensed = extractiveSummary([
+      { label: "sum_1 2026-03-01 09:30–2026-03-01 09:33", text: first },
+      { label: "sum_2 2026-03-02 09:30–2026-03-02 09:33", text: second }
+    ], 1000, false)
+    const footer = condensed.split("\n").at(-1) ?? ""
+    assert.match(footer, /^Expand for details about: /)
+    const topics = footer.slice("Expand for details about: ".length).split(", ")
+    for (const noise of ["user", "assistant", "2026-03-01", "2026-03-02", "sum_1", "expand", "details", "about"]) {
+      assert.notInclude(topics.map((t) => t.toLowerCase()), noise, footer)
+    }
+    for (const topic of ["FACT-3003", "nginx.conf", "/srv/backups"]) assert.include(topics, topic, footer)
   })
 
   it("gives the footer at most a quarter of the target", () => {

@@ -54,7 +54,8 @@ describe("LcmMemory compaction", () => {
         condensedSummaries: 0,
         tokensBefore: before.contextTokens,
         tokensAfter: before.contextTokens,
-        stopReason: "below_threshold"
+        stopReason: "below_threshold",
+        summaryIds: []
       })
       assert.strictEqual((yield* memory.stats(KEY)).summaries, 0)
     }).pipe(Effect.provide(lcmTemp)))
@@ -100,6 +101,7 @@ describe("LcmMemory compaction", () => {
       // one summary for messages 1..40, then the 20 tail messages untouched
       assert.strictEqual(items.length, 21)
       assert.strictEqual(items[0]?.kind, "summary")
+      assert.deepStrictEqual(report.summaryIds, [`sum_${items[0]?.refId}`])
       assert.isTrue(items.slice(1).every((it) => it.kind === "message"))
       assert.deepStrictEqual(yield* verify(KEY), [])
     }).pipe(Effect.provide(lcmTemp)))
@@ -122,6 +124,7 @@ describe("LcmMemory compaction", () => {
       assert.oneOf(report.stopReason, ["no_candidates", "no_progress"])
       assert.isAbove(stats.maxDepth, 0)
       assert.strictEqual(stats.summaries, report.leafSummaries + report.condensedSummaries)
+      assert.strictEqual(new Set(report.summaryIds).size, stats.summaries)
       assert.strictEqual(stats.messages, 400)
       assert.strictEqual(stats.messageTokens, stats0.messageTokens)
       assert.deepStrictEqual(yield* verify(KEY), [])

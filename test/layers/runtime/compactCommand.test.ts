@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql/SqlClient"
 import { HANDOFF_SECTIONS } from "../../../src/domain/memory/handoff.ts"
 import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
 import type { ResolvedChat } from "../../../src/domain/runtime/types.ts"
@@ -66,5 +67,29 @@ describe("/compact", () => {
       yield* (yield* MemoryProvider).append(sessionRefFromKey(KEY), chat(80))
       const reply = yield* compact
       assert.match(reply, /^Compacted: \d+ → \d+ tokens \(\d+ leaf \+ \d+ condensed summaries\)\.\n\nSummary \(sum_\d+\):\n/)
+    }).pipe(Effect.provide(lcm())))
+
+  it.effect("with memory/lcm shows the summaries this compaction made, not the oldest live one", () =>
+    Effect.gen(function*() {
+      const memory = yield* MemoryProvider
+      const sql = yield* SqlClient
+      // Two rounds leave a condensed summary (depth 1) at the head of the context.
+      yield* memory.append(sessionRefFromKey(KEY), chat(80))
+      yield* compact
+      yield* memory.append(sessionRefFromKey(KEY), chat(40, 80))
+      yield* compact
+      const [before] = yield* sql<{ last: number }>`SELECT max(id) AS last FROM ctx_summaries`
+      const older = before?.last ?? 0
+      assert.isAbove(older, 0)
+      // New messages, then /compact again: its leaf summary follows the older one in the context.
+      yield* memory.append(sessionRefFromKey(KEY), chat(40, 120))
+      const reply = yield* compact
+      const shown = [...reply.matchAll(/\n\nSummary \(sum_(\d+)\):\n/g)].map((m) => Number(m[1]))
+      assert.isNotEmpty(shown, reply)
+      for (const id of shown) assert.isAbove(id, older, `shows sum_${id}, made before this /compact:\n${reply}`)
+      const assembled = yield* memory.assemble(KEY, { budget: 1_000_000 })
+      const live = assembled.messages.flatMap((m) => typeof m.content === "string" ? [...m.content.matchAll(/id="sum_(\d+)"/g)].map((x) => Number(x[1])) : [])
+      for (const id of shown) assert.include(live, id)
+      assert.include(reply, "Message 100.")
     }).pipe(Effect.provide(lcm())))
 })

@@ -63,7 +63,7 @@ describe("memory tool with LcmMemory", () => {
       assert.strictEqual(yield* tool.execute({ action: "status" }, alice), "This conversation has no stored messages yet.")
       yield* aliceCompacted
       const status = yield* tool.execute({ action: "status" }, alice)
-      assert.match(status, /^40 messages \(\d+ tokens\) stored; live context \d+ tokens in 21 items; 1 summaries, max depth 0\.$/)
+      assert.match(status, /^40 messages \(\d+ tokens\) stored; live context \d+ tokens in 21 items; 1 summary, max depth 0\.$/)
     }).pipe(Effect.provide(lcmTemp)))
 
   it.effect("search finds the calling user's messages only", () =>
@@ -180,7 +180,7 @@ describe("memory tool with SimpleMemory", () => {
       const memory = yield* MemoryProvider
       const tool = yield* MemoryTool.make
       yield* memory.append(sessionRefFromKey(alice.sessionKey), chat(4))
-      assert.match(yield* tool.execute({ action: "status" }, alice), /^4 messages .* 0 summaries, max depth -1\.$/)
+      assert.match(yield* tool.execute({ action: "status" }, alice), /^4 messages .* no summaries yet\.$/)
       yield* tool.execute({ action: "profile_update", content: "n" }, alice)
       assert.strictEqual(yield* tool.execute({ action: "profile_get" }, alice), "n")
       for (const action of ["search", "describe", "expand"]) {

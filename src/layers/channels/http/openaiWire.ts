@@ -23,6 +23,10 @@
  *   in a stream whose answer had started, the 200 is out, so it ends with one
  *   `data: {"error":{"message","type","param","code"}}` frame (what OpenAI sends mid-stream; its
  *   SDKs throw an APIError on it) and then `data: [DONE]`, with no finish chunk;
+ * - a turn still running when the server shuts down (after its grace) is an error too: 503
+ *   `service_unavailable`, `ApiError.shuttingDown` (on a `shutdown` event, see `WireEvent`), or that
+ *   error frame and `[DONE]` in a stream already answering. An `/abort` the user asked for is not an
+ *   error: its completion says `[stopped]`;
  * - `finish_reason` is "length" when the model stopped at its output cap, "stop" otherwise;
  *   usage comes from the turn's `done` event (prompt = input tokens as the provider reports them,
  *   cached reads under `prompt_tokens_details.cached_tokens`).
@@ -88,6 +92,17 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
     return new ApiError({ status: 404, errorType: "invalid_request_error", code: null, param: null, reason: `Invalid URL (${method} ${path})` })
   }
 
+  /** The server shut down while the turn ran (the gateway stopping, or the channel restarting). */
+  static shuttingDown(): ApiError {
+    return new ApiError({
+      status: 503,
+      errorType: "server_error",
+      code: "service_unavailable",
+      param: null,
+      reason: "the gateway is shutting down (or restarting the HTTP channel); the answer was cut off before the turn ended"
+    })
+  }
+
   static server(reason: string): ApiError {
     return new ApiError({ status: 500, errorType: "server_error", code: null, param: null, reason })
   }
@@ -128,6 +143,15 @@ export const errorBody = (e: ApiError) => ({
 })
 
 type DoneEvent = Extract<TurnEvent, { type: "done" }>
+
+/** The server is shutting down and the turn had its grace: the answer ends now, with an error. */
+export interface ShutdownEvent {
+  readonly type: "shutdown"
+}
+export const SHUTDOWN: ShutdownEvent = { type: "shutdown" }
+
+/** What the channel reads: a turn's events, maybe cut by a `shutdown` (the first of it or `done` ends the turn). */
+export type WireEvent = TurnEvent | ShutdownEvent
 export type FinishReason = "stop" | "length"
 
 /** What every object of one completion shares. */
@@ -171,7 +195,7 @@ export interface RenderState {
 export const initialRender: RenderState = { last: "", afterNotice: false }
 
 /** The text one event adds to the answer ('' for events a client does not see). */
-export const renderEvent = (state: RenderState, event: TurnEvent): readonly [RenderState, string] => {
+export const renderEvent = (state: RenderState, event: WireEvent): readonly [RenderState, string] => {
   switch (event.type) {
     case "text": {
       if (event.text === "") return [state, ""]
@@ -190,6 +214,8 @@ export const renderEvent = (state: RenderState, event: TurnEvent): readonly [Ren
 export interface Collected {
   readonly content: string
   readonly done: DoneEvent | undefined
+  /** Cut by the gateway's shutdown before the turn was done. */
+  readonly shutdown: boolean
   /** The notices' texts, for the error message of a failed turn. */
   readonly notices: ReadonlyArray<string>
 }
@@ -198,18 +224,32 @@ interface CollectState extends Collected {
   readonly render: RenderState
 }
 
-const noticesAfter = (notices: ReadonlyArray<string>, event: TurnEvent): ReadonlyArray<string> =>
+const noticesAfter = (notices: ReadonlyArray<string>, event: WireEvent): ReadonlyArray<string> =>
   event.type === "notice" ? [...notices, event.text] : notices
 
-const collectStep = (s: CollectState, event: TurnEvent): CollectState => {
-  if (event.type === "done") return { ...s, done: s.done ?? event }
+/** The turn is over: done, or cut by the shutdown (whichever came first). */
+const ended = (s: { readonly done: DoneEvent | undefined; readonly shutdown: boolean }) => s.done !== undefined || s.shutdown
+
+const collectStep = (s: CollectState, event: WireEvent): CollectState => {
+  if (event.type === "done" || event.type === "shutdown") {
+    if (ended(s)) return s
+    return event.type === "done" ? { ...s, done: event } : { ...s, shutdown: true }
+  }
   const [render, delta] = renderEvent(s.render, event)
-  return { render, content: s.content + delta, done: s.done, notices: noticesAfter(s.notices, event) }
+  return { ...s, render, content: s.content + delta, notices: noticesAfter(s.notices, event) }
 }
 
 /** Runs a turn to its end and keeps what a non-streaming answer needs. */
-export const collectTurn = (events: Stream.Stream<TurnEvent>) =>
-  Stream.runFold(events, (): CollectState => ({ render: initialRender, content: "", done: undefined, notices: [] }), collectStep)
+export const collectTurn = (events: Stream.Stream<WireEvent>) =>
+  Stream.runFold(
+    events,
+    (): CollectState => ({ render: initialRender, content: "", done: undefined, shutdown: false, notices: [] }),
+    collectStep
+  )
+
+/** The error that answers a turn instead of a completion, if any (the shutdown, or a failed turn). */
+export const turnError = (s: Pick<Collected, "done" | "shutdown" | "notices">): ApiError | undefined =>
+  s.shutdown ? ApiError.shuttingDown() : failedTurn(s.done, s.notices)
 
 export const completionBody = (meta: CompletionMeta, collected: Collected) => ({
   id: meta.id,
@@ -252,25 +292,29 @@ const choice = (delta: Record<string, unknown>, finish: FinishReason | null = nu
 interface SseState {
   readonly render: RenderState
   readonly done: DoneEvent | undefined
+  readonly shutdown: boolean
   readonly notices: ReadonlyArray<string>
 }
 
 /** The SSE frames of a streamed completion, one per turn event that shows, ending with `[DONE]`. */
-export const sseFrames = (meta: CompletionMeta, includeUsage: boolean) => (events: Stream.Stream<TurnEvent>): Stream.Stream<string> =>
+export const sseFrames = (meta: CompletionMeta, includeUsage: boolean) => (events: Stream.Stream<WireEvent>): Stream.Stream<string> =>
   Stream.concat(
     Stream.succeed(frame(chunk(meta, includeUsage, [choice({ role: "assistant", content: "", refusal: null })]))),
     events.pipe(
       Stream.mapAccum(
-        (): SseState => ({ render: initialRender, done: undefined, notices: [] }),
+        (): SseState => ({ render: initialRender, done: undefined, shutdown: false, notices: [] }),
         (s, event): readonly [SseState, ReadonlyArray<string>] => {
-          if (event.type === "done") return [{ ...s, done: s.done ?? event }, []]
+          if (event.type === "done" || event.type === "shutdown") {
+            if (ended(s)) return [s, []]
+            return [event.type === "done" ? { ...s, done: event } : { ...s, shutdown: true }, []]
+          }
           const [render, delta] = renderEvent(s.render, event)
           const next = { ...s, render, notices: noticesAfter(s.notices, event) }
           return [next, delta === "" ? [] : [frame(chunk(meta, includeUsage, [choice({ content: delta })]))]]
         },
         {
           onHalt: (s) => {
-            const failed = failedTurn(s.done, s.notices)
+            const failed = turnError(s)
             // The 200 is already out: say it as OpenAI does mid-stream (the SDKs throw on this frame).
             return failed !== undefined ? [frame(errorBody(failed)), DONE_FRAME] : [
             frame(chunk(meta, includeUsage, [choice({}, finishReasonOf(s.done))])),

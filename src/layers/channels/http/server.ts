@@ -4,16 +4,18 @@
  * layers (`HttpRouter.add`/`use`), merged and served together; a request no route matches gets a
  * 404 with an OpenAI-style error body (the OpenAI-compatible API is the main client).
  *
- * Lifetime is the layer's scope: on close the server stops accepting connections, lets requests in
- * flight (a streamed answer, say) finish for up to `gracefulShutdown` (default 10 s), then
- * interrupts what is left. Per-request logs are off (a chatty client would flood the gateway's
- * log); the bound address is logged once and provided as `HttpAddress`.
+ * Lifetime is the layer's scope: on close the server stops accepting connections and lets requests
+ * in flight (a streamed answer, say) finish for up to `gracefulShutdown` (default 10 s). A handler
+ * still waiting then (on a turn, say) is told so by `ShutdownDeadline` and answers with an error of
+ * its own, rather than being cut off with an empty response; what is left 5 s later is interrupted.
+ * Per-request logs are off (a chatty client would flood the gateway's log); the bound address is
+ * logged once and provided as `HttpAddress`.
  *
  * Slow or greedy clients are bounded (`ServeOptions`; the http channel's `request_timeout_seconds`,
  * `headers_timeout_seconds`, `max_connections`): a request must arrive whole within its timeout
  * (else 408 and close), and connections beyond the cap are closed as they come.
  */
-import { Duration, Effect, Layer } from "effect"
+import { Context, Deferred, Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
 import * as NetAddress from "effect/net/NetAddress"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -30,7 +32,7 @@ export interface ServeOptions {
   readonly host?: string | undefined
   /** Port (default 8787; 0 = any free port, see `HttpAddress`). */
   readonly port?: number | undefined
-  /** How long requests in flight may run on after close (default 10 s). */
+  /** How long requests in flight may run on after close (default 10 s); see `ShutdownDeadline`. */
   readonly gracefulShutdown?: Duration.Input | undefined
   /**
    * Seconds a client has to send a whole request (default 60); then it gets 408 and is closed. Node
@@ -42,6 +44,21 @@ export interface ServeOptions {
   /** Connections open at once (default 512); Node closes any connection beyond it at once. */
   readonly maxConnections?: number | undefined
 }
+
+/**
+ * The shutdown deadline of the server a handler runs in: `reached` resolves once the server is
+ * closing and requests in flight have had their grace (`gracefulShutdown`), and never before the
+ * server closes. A handler still waiting then should answer now (its error, not nothing).
+ */
+export class ShutdownDeadline extends Context.Service<ShutdownDeadline, {
+  readonly reached: Effect.Effect<void>
+}>()("anna/http/ShutdownDeadline") {}
+
+/** Completed when the server starts closing (one per server). */
+class Closing extends Context.Service<Closing, Deferred.Deferred<void>>()("anna/http/Closing") {}
+
+/** How long after the grace the server interrupts what is still running: handlers answer within it. */
+const INTERRUPT_AFTER_GRACE = Duration.seconds(5)
 
 /** An OpenAI-style error response (with `Retry-After` when the error carries one). */
 export const errorResponse = (e: ApiError): HttpServerResponse.HttpServerResponse =>
@@ -101,15 +118,39 @@ const makeServer = (options: ServeOptions) => () => {
   return server
 }
 
-/** Serves the given route layers on one Node HTTP server; provides the bound address. */
-export const serve = <E, R>(routes: Layer.Layer<never, E, R>, options: ServeOptions = {}) =>
-  Layer.merge(
-    HttpRouter.serve(Layer.merge(routes, fallback), { disableLogger: true, disableListenLog: true }),
-    addressLayer
-  ).pipe(
-    Layer.provide(NodeHttpServer.layerServer(makeServer(options), {
-      host: options.host ?? DEFAULT_HOST,
-      port: options.port ?? DEFAULT_PORT,
-      gracefulShutdownTimeout: options.gracefulShutdown ?? Duration.seconds(10)
-    }))
+/**
+ * Serves the given route layers on one Node HTTP server; provides the bound address. The routes'
+ * handlers may read `ShutdownDeadline`.
+ */
+export const serve = <E, R>(routes: Layer.Layer<never, E, R>, options: ServeOptions = {}) => {
+  const grace = Duration.fromInputUnsafe(options.gracefulShutdown ?? Duration.seconds(10))
+  const closing = Layer.effect(Closing, Deferred.make<void>())
+  const deadline = Layer.effect(
+    ShutdownDeadline,
+    Effect.gen(function*() {
+      const closing = yield* Closing
+      return ShutdownDeadline.of({ reached: Effect.andThen(Deferred.await(closing), Effect.sleep(grace)) })
+    })
   )
+  // Built after the server, so released before it: the deadline's clock starts as the server
+  // starts closing (the server's finalizer then waits for the requests in flight).
+  const startClock = Layer.effectDiscard(Effect.gen(function*() {
+    const closing = yield* Closing
+    yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
+  }))
+  return startClock.pipe(
+    Layer.provideMerge(Layer.merge(
+      HttpRouter.serve(Layer.merge(routes, fallback), { disableLogger: true, disableListenLog: true }),
+      addressLayer
+    )),
+    Layer.provide(Layer.merge(
+      NodeHttpServer.layerServer(makeServer(options), {
+        host: options.host ?? DEFAULT_HOST,
+        port: options.port ?? DEFAULT_PORT,
+        gracefulShutdownTimeout: Duration.sum(grace, INTERRUPT_AFTER_GRACE)
+      }),
+      deadline
+    )),
+    Layer.provide(closing)
+  )
+}

@@ -119,7 +119,9 @@ export interface Writer {
 
 /**
  * Renders events as they arrive. A tool line opens on `tool_start` ("⚙ bash ls -la") and is closed
- * with ✓ / ✗ by the matching `tool_end` when nothing was printed in between. Line breaks that only
+ * with ✓ / ✗ by the matching `tool_end` when nothing was printed in between; otherwise (calls run in
+ * parallel) the ✓ / ✗ gets a line of its own that repeats the call ("⚙ bash ls -la ✓"), and a call
+ * started while an identical one is in flight is numbered ("⚙ bash ls -la #2"). Line breaks that only
  * matter on screen go to stderr, so a reply redirected to a file is exactly the model's text plus
  * a final newline.
  */
@@ -129,6 +131,16 @@ export const makeRenderer = (w: Writer) => {
   let outOpen = false
   /** The id of the tool whose line is open on stderr. */
   let openTool: string | undefined
+  /** Calls in flight: id → what their start line showed. */
+  const inFlight = new Map<string, string>()
+  /** "bash ls", or "bash ls #2" while another "bash ls" is in flight. */
+  const label = (summary: string): string => {
+    const taken = new Set(inFlight.values())
+    if (!taken.has(summary)) return summary
+    let n = 2
+    while (taken.has(`${summary} #${n}`)) n++
+    return `${summary} #${n}`
+  }
   /** What stderr needs before a new line of its own. */
   const lead = (): string => {
     const needed = openTool !== undefined || (w.sameTerminal && outOpen)
@@ -150,17 +162,21 @@ export const makeRenderer = (w: Writer) => {
           return Effect.andThen(close, w.out(text))
         }
         case "tool_start": {
-          const text = `${lead()}${dim(`⚙ ${toolSummary(e.name, e.input)}`)}`
+          const shown = label(toolSummary(e.name, e.input))
+          inFlight.set(e.id, shown)
+          const text = `${lead()}${dim(`⚙ ${shown}`)}`
           openTool = e.id
           return w.err(text)
         }
         case "tool_end": {
           const mark = e.isError ? `✗ ${oneLine(terminalSafe(e.output), 80)}` : "✓"
+          const shown = inFlight.get(e.id) ?? oneLine(terminalSafe(e.name), 100)
+          inFlight.delete(e.id)
           if (openTool === e.id) {
             openTool = undefined
             return w.err(`${dim(` ${mark}`)}\n`)
           }
-          return errLine(`⚙ ${terminalSafe(e.name)} ${mark}`)
+          return errLine(`⚙ ${shown} ${mark}`)
         }
         case "notice":
           return errLine(`[${terminalSafe(e.text)}]`)

@@ -3,7 +3,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema, Stream } from "effect"
 import type { TurnEvent } from "../../../../src/domain/runtime/types.ts"
 import { type ChatCompletionRequest, newestUserMessage, parseChatRequest, sessionName } from "../../../../src/layers/channels/http/openaiRequest.ts"
-import { collectTurn, completionBody, sseFrames } from "../../../../src/layers/channels/http/openaiWire.ts"
+import {
+  collectTurn,
+  completionBody,
+  errorBody,
+  SHUTDOWN,
+  sseFrames,
+  turnError,
+  type WireEvent
+} from "../../../../src/layers/channels/http/openaiWire.ts"
 
 const request = (messages: ChatCompletionRequest["messages"], user?: string): ChatCompletionRequest => ({
   model: "default",
@@ -104,6 +112,24 @@ describe("openaiWire", () => {
       const deltas = frames.slice(1, -2).map((f) => decodeChunk(f.slice("data: ".length).trim()).choices[0]?.delta.content)
       assert.strictEqual(deltas.join(""), collected.content)
       assert.strictEqual(frames.at(-1), "data: [DONE]\n\n")
+    }))
+
+  it.effect("a turn cut by the gateway's shutdown is a 503 error, or an error frame after what was sent; after done it changes nothing", () =>
+    Effect.gen(function*() {
+      const shutdown = { error: { message: "the gateway is shutting down (or restarting the HTTP channel); the answer was cut off before the turn ended", type: "server_error", param: null, code: "service_unavailable" } }
+      const cut: Array<WireEvent> = [{ type: "text", text: "Half an ans" }, SHUTDOWN, done]
+      const collected = yield* collectTurn(Stream.fromIterable(cut))
+      const error = turnError(collected)
+      assert.strictEqual(error?.status, 503)
+      assert.deepStrictEqual(error === undefined ? undefined : errorBody(error), shutdown)
+      const frames = yield* Stream.runCollect(sseFrames(meta, true)(Stream.fromIterable(cut)))
+      assert.include(frames[1] ?? "", "Half an ans")
+      assert.deepStrictEqual(frames.slice(2), [`data: ${JSON.stringify(shutdown)}\n\n`, "data: [DONE]\n\n"])
+      // done first: the turn was over, the answer is the completion
+      const finished: Array<WireEvent> = [{ type: "text", text: "All of it." }, done, SHUTDOWN]
+      assert.isUndefined(turnError(yield* collectTurn(Stream.fromIterable(finished))))
+      const normal = yield* Stream.runCollect(sseFrames(meta, false)(Stream.fromIterable(finished)))
+      assert.include(normal.at(-2) ?? "", "\"finish_reason\":\"stop\"")
     }))
 
   it.effect("a turn that ends without done still finishes the answer", () =>
