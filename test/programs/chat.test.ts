@@ -378,9 +378,11 @@ describe("anna chat on a terminal", () => {
       t.input.write("\x04")
       const end = yield* Queue.take(t.source.inputs)
       assert.strictEqual(end._tag, "end")
-      // The loop asks for the prompt when the turn ends; readline is closed by then (it used to throw).
+      // The loop asks for the prompt when the turn ends; readline is closed by then (it used to throw),
+      // and the end of input is what the loop reads next (even if it had taken it once already).
       const prompted = yield* Effect.exit(t.source.prompt(false))
       assert.isTrue(Exit.isSuccess(prompted), String(prompted))
+      assert.strictEqual((yield* Queue.take(t.source.inputs))._tag, "end")
     }).pipe(Effect.scoped))
 
   it.effect("Ctrl-D and /exit leave; the input history survives a restart", () =>

@@ -90,15 +90,17 @@ export const converse = (
     const backlog: Array<Input> = []
     const run = (message: string) =>
       Effect.gen(function*() {
-        const watcher = yield* Queue.take(source.inputs).pipe(
-          Effect.flatMap((i) =>
-            i._tag === "interrupt" ? Effect.asVoid(abort) : Effect.sync(() => {
-              backlog.push(i)
-            })
-          ),
-          Effect.forever,
-          Effect.forkChild
-        )
+        // An input taken while the turn ends is kept, not lost with the watcher: Ctrl-D typed just as
+        // a reply ends must still end the chat.
+        const watcher = yield* Effect.uninterruptibleMask((restore) =>
+          restore(Queue.take(source.inputs)).pipe(
+            Effect.flatMap((i) =>
+              i._tag === "interrupt" ? Effect.asVoid(abort) : Effect.sync(() => {
+                backlog.push(i)
+              })
+            )
+          )
+        ).pipe(Effect.forever, Effect.forkChild)
         yield* turn(message).pipe(Effect.ensuring(Fiber.interrupt(watcher)))
       })
     let pending = nothingPending

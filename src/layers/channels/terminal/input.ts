@@ -156,7 +156,11 @@ export const terminalSource = (options: TerminalOptions) =>
       // that must not be shown (the end of input is already queued and ends the chat).
       prompt: (continuation) =>
         Effect.sync(() => {
-          if (closed) return
+          if (closed) {
+            // The end of input is what comes next, even if the loop already took it once.
+            Queue.offerUnsafe(inputs, { _tag: "end" })
+            return
+          }
           rl.setPrompt(continuation ? "… " : "> ")
           rl.prompt()
           atPrompt = true
