@@ -5,11 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { rmSync } from "node:fs"
+import { rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
-import { resolve } from "node:path"
+import { join, resolve } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { annaEnv, finish, newHome } from "../support/cli.ts"
+import { annaEnv, finish, newHome, start } from "../support/cli.ts"
 import type { RecordedRequest } from "../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { ptyAnna } from "../support/pty.ts"
@@ -161,4 +161,65 @@ describe("e2e: npm start", () => {
       assert.isFalse(await reachable(port), "the gateway is gone with npm")
     }, 120_000)
   }
+})
+
+describe("e2e: what an operator reads", () => {
+  it("search snippets show what follows the match; deterministic summaries list topics, not roles and dates", async () => {
+    const home = newHome()
+    homes.push(home)
+    const lines = Array.from({ length: 30 }, (_, i) =>
+      JSON.stringify(
+        i === 3
+          ? { role: "user", content: "Remember this one: the staging database FACT-3003 is on port 6543 behind nginx.conf", ts: "2026-05-01T10:00:00Z" }
+          : { role: i % 2 === 0 ? "user" : "assistant", content: `ordinary message number ${i} about the weather and lunch plans` }
+      )
+    )
+    const file = join(home, "t.jsonl")
+    writeFileSync(file, `${lines.join("\n")}\n`)
+    const key = "a1:cli:u1:dm"
+    const cli = async (...args: Array<string>) => {
+      const r = await annaEnv(home, NO_DOCKER, ...args)
+      assert.strictEqual(r.code, 0, `anna ${args.join(" ")}: ${r.stderr}`)
+      return r.stdout
+    }
+    await cli("memory", "import", key, file)
+    const hits = JSON.parse(await cli("memory", "search", "FACT-3003", "--json")) as Array<{ snippet: string }>
+    assert.include(hits[0]?.snippet ?? "", "«FACT-3003» is on port 6543")
+    await cli("memory", "compact", key, "--full")
+    const summary = await cli("memory", "describe", "sum_1")
+    const expand = summary.split("\n").find((l) => l.startsWith("Expand for details about:")) ?? ""
+    assert.notStrictEqual(expand, "")
+    for (const noise of ["user", "assistant", "2026"]) assert.notInclude(expand, noise)
+  }, 60_000)
+
+  it("/agent over the HTTP channel of a running gateway says the channel routes by model", async () => {
+    const { home, env, cli } = await onboarded()
+    await cli("agent", "set", "helper", "--model", "openai/fake-large")
+    await cli("user", "add", "ida")
+    const token = (await cli("user", "token", "ida")).stdout.trim()
+    const gateway = start(home, ["gateway", "--port", "0"], "info", env)
+    const done = finish(gateway)
+    try {
+      let log = ""
+      await new Promise<void>((ready) => {
+        const check = (d: Buffer) => {
+          log += d.toString()
+          if (log.includes("press Ctrl+C")) ready()
+        }
+        gateway.stdout?.on("data", check)
+        gateway.stderr?.on("data", check)
+      })
+      const url = /HTTP channel \(OpenAI-compatible\) on (\S+)\/v1;/.exec(log)?.[1] ?? ""
+      const response = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "default", messages: [{ role: "user", content: "/agent helper" }] })
+      })
+      const answer = (await response.json()) as { choices?: Array<{ message?: { content?: string } }> }
+      assert.include(answer.choices?.[0]?.message?.content ?? "", `Over HTTP the agent is the request's "model": send "model": "helper"`)
+    } finally {
+      gateway.kill("SIGTERM")
+    }
+    assert.strictEqual((await done).code, 0)
+  }, 60_000)
 })
