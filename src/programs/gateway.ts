@@ -39,7 +39,7 @@ const FROM_ENV = "set OPENAI_BASE_URL and OPENAI_API_KEY (any OpenAI-compatible 
 export const setupWarning = (providers: ReadonlyArray<ProviderConfig>, agents: number): string | undefined => {
   const provider = providers.find((p) => p.enabled)
   if (provider === undefined && agents === 0) {
-    return `no model provider and no agent are configured, so no agent can answer: ${FROM_ENV} (it creates both), or add a provider with \`anna provider add\``
+    return `no model provider and no agent are configured, so no agent can answer: run \`anna onboard\` on a terminal (a wizard), or ${FROM_ENV} (either creates both)`
   }
   if (provider === undefined) {
     return `no model provider is enabled, so the agents cannot answer: ${FROM_ENV}, or add one with \`anna provider add\``

@@ -50,7 +50,7 @@ describe("anna gateway", () => {
     assert.strictEqual(warned.length, 1, r.stderr)
     assert.include(
       warned[0],
-      "no model provider and no agent are configured, so no agent can answer: set OPENAI_BASE_URL and OPENAI_API_KEY (any OpenAI-compatible server) or ANTHROPIC_API_KEY and run `anna onboard --from-env`"
+      "no model provider and no agent are configured, so no agent can answer: run `anna onboard` on a terminal (a wizard), or set OPENAI_BASE_URL and OPENAI_API_KEY (any OpenAI-compatible server) or ANTHROPIC_API_KEY and run `anna onboard --from-env` (either creates both)"
     )
   }, 30_000)
 

@@ -47,6 +47,9 @@ export interface SessionPoolOptions {
   readonly runnerIdle?: Duration.Input | undefined
 }
 
+/** `text` ending as a sentence does. */
+const sentence = (text: string): string => (/[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`)
+
 /** A runner built while the sandbox could not start is replaced after this long (the next turn tries again). */
 const SANDBOX_RETRY_MS = 60_000
 
@@ -297,7 +300,7 @@ export const make = (options: SessionPoolOptions = {}) =>
           runner.success.told = true
           yield* emit({
             type: "notice",
-            text: `Tools are off in this conversation: ${runner.success.sandboxProblem} The agent answers without bash, read, write and edit; \`anna doctor\` says how to fix it.`
+            text: `Tools are off in this conversation: ${sentence(runner.success.sandboxProblem)} The agent answers without bash, read, write and edit; \`anna doctor\` says how to fix it.`
           })
         }
         const own = yield* files.files(snapshot.folder)
