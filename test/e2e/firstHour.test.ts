@@ -223,3 +223,54 @@ describe("e2e: what an operator reads", () => {
     assert.strictEqual((await done).code, 0)
   }, 60_000)
 })
+
+describe("e2e: anna chat shows what happened", () => {
+  it("/compact shows the summary it just made, not an older one; parallel tool lines say which call finished", async () => {
+    const { home, env, cli } = await onboarded()
+    echo()
+    const first = JSON.parse((await cli("chat", "-p", "hello", "--json")).stdout) as { sessionKey: string }
+    const transcript = join(home, "more.jsonl")
+    let n = 0
+    const append = async (count: number) => {
+      const lines = Array.from({ length: count }, () => {
+        n++
+        return JSON.stringify({ role: n % 2 === 1 ? "user" : "assistant", content: `Message ${n} with enough words to be worth summarizing later on.` })
+      })
+      writeFileSync(transcript, `${lines.join("\n")}\n`)
+      await cli("memory", "import", first.sessionKey, transcript, "--append")
+    }
+    // Two rounds leave an older (condensed) summary at the head of the context …
+    await append(80)
+    await cli("chat", "-p", "/compact")
+    await append(40)
+    await cli("chat", "-p", "/compact")
+    const assembled = (await cli("memory", "assemble", first.sessionKey, "--budget", "1000000", "--json")).stdout
+    const older = Math.max(...[...assembled.matchAll(/sum_(\d+)/g)].map((m) => Number(m[1])))
+    assert.isAbove(older, 0, assembled)
+    // … so the third /compact must show what it made itself, not that one.
+    await append(40)
+    const reply = (await cli("chat", "-p", "/compact")).stdout
+    const shown = [...reply.matchAll(/Summary \(sum_(\d+)\)/g)].map((m) => Number(m[1]))
+    assert.isNotEmpty(shown, reply)
+    for (const id of shown) assert.isAbove(id, older, `shows sum_${id}, made before this /compact:\n${reply}`)
+
+    // Two identical calls of a slow tool (sub-agents: each asks the model) run at once: the second line
+    // is numbered, and each ✓ names its call.
+    const task = { tasks: [{ task: "Say ok." }] }
+    fake.respondWith((r) => {
+      const b = body(r)
+      const names = (b.tools ?? []).map((t) => t.function.name)
+      const last = b.messages?.at(-1)
+      if (names.includes("agent") && last?.role === "user") {
+        return { kind: "reply", parts: [{ type: "tool_call", id: "c1", name: "agent", input: task }, { type: "tool_call", id: "c2", name: "agent", input: task }] }
+      }
+      return { kind: "reply", parts: [{ type: "text", text: names.includes("agent") ? "delegated twice" : "ok" }] }
+    })
+    const tools = await annaEnv(home, env, "chat", "-p", "delegate twice")
+    assert.strictEqual(tools.code, 0, tools.stderr)
+    const lines = tools.stderr.split("\n").filter((l) => l.startsWith("⚙ agent"))
+    assert.isTrue(lines.some((l) => l.includes("#2")), tools.stderr)
+    assert.strictEqual(lines.filter((l) => l.endsWith("✓")).length, 2, tools.stderr)
+    assert.strictEqual(tools.stdout.trim(), "delegated twice")
+  }, 90_000)
+})
