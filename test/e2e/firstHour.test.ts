@@ -5,24 +5,15 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { rmSync, writeFileSync } from "node:fs"
+import { writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join, resolve } from "node:path"
-import { afterAll, beforeAll } from "vitest"
 import { annaEnv, finish, newHome, start } from "../support/cli.ts"
 import type { RecordedRequest } from "../support/fakeLlm/script.ts"
-import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { ptyAnna } from "../support/pty.ts"
 
-let fake: FakeLlm
-const homes: Array<string> = []
-beforeAll(async () => {
-  fake = await startFakeLlm()
-})
-afterAll(async () => {
-  await fake.close()
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
-})
+const suite = fakeLlmSuite({ reset: false })
 
 /** No Docker engine answers here, whatever the machine has. */
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -36,12 +27,12 @@ const body = (r: RecordedRequest | undefined) => (r?.body ?? {}) as Body
 const lastUser = (b: Body) => [...(b.messages ?? [])].reverse().find((m) => m.role === "user")?.content
 
 /** Answers "echo: <the user's last message> (<model>)". */
-const echo = () => fake.respondWith((r) => ({ kind: "reply", parts: [{ type: "text", text: `echo: ${String(lastUser(body(r)))} (${body(r).model})` }] }))
+const echo = () => suite.fake.respondWith((r) => ({ kind: "reply", parts: [{ type: "text", text: `echo: ${String(lastUser(body(r)))} (${body(r).model})` }] }))
 
 const onboarded = async () => {
   const home = newHome()
-  homes.push(home)
-  const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-first-hour", ...NO_DOCKER }
+  suite.keep(home)
+  const env = { OPENAI_BASE_URL: suite.fake.openAiUrl, OPENAI_API_KEY: "sk-first-hour", ...NO_DOCKER }
   const cli = async (...args: Array<string>) => {
     const r = await annaEnv(home, env, ...args)
     assert.strictEqual(r.code, 0, `anna ${args.join(" ")}: ${r.stderr}`)
@@ -55,12 +46,12 @@ describe("e2e: the first hour", () => {
   it("an agent without Docker still says hello, without its workspace tools, and says why once", async () => {
     const { cli } = await onboarded()
     echo()
-    const before = fake.requests.length
+    const before = suite.fake.requests.length
     const r = await cli("chat", "-p", "just say hello")
     assert.strictEqual(r.stdout.trim(), "echo: just say hello (fake-large)")
     assert.include(r.stderr, "Tools are off in this conversation: Docker is not reachable")
     assert.include(r.stderr, "anna doctor")
-    assert.deepStrictEqual((body(fake.requests[before]).tools ?? []).map((t) => t.function.name), ["memory", "agent"])
+    assert.deepStrictEqual((body(suite.fake.requests[before]).tools ?? []).map((t) => t.function.name), ["memory", "agent"])
   }, 60_000)
 
   it("slash commands act at once in a running anna chat: /model, /new, /agent", async () => {
@@ -78,10 +69,10 @@ describe("e2e: the first hour", () => {
     await chat.screen("echo: second (fake-small)")
     chat.type("/new\r")
     await chat.screen("Started a new conversation")
-    const before = fake.requests.length
+    const before = suite.fake.requests.length
     chat.type("third\r")
     await chat.screen("echo: third")
-    assert.deepStrictEqual((body(fake.requests[before]).messages ?? []).filter((m) => m.role !== "system").map((m) => m.content), ["third"], "a fresh conversation")
+    assert.deepStrictEqual((body(suite.fake.requests[before]).messages ?? []).filter((m) => m.role !== "system").map((m) => m.content), ["third"], "a fresh conversation")
     chat.type("/agent helper\r")
     await chat.screen("You are now talking to helper")
     chat.type("/whoami\r")
@@ -97,7 +88,7 @@ describe("e2e: the first hour", () => {
     for (let round = 0; round < 4; round++) {
       // A reply streamed in many small pieces; Ctrl-D goes in as soon as its last piece shows, while the
       // turn is ending (rounds alternate with Ctrl-D at its first piece, mid-stream).
-      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: `piece ${"of the answer ".repeat(60)}done.` }], chunk: 4 }))
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: `piece ${"of the answer ".repeat(60)}done.` }], chunk: 4 }))
       const chat = ptyAnna(home, ["chat"], env)
       await chat.screen("> ")
       chat.type("tell me\r")
@@ -132,7 +123,7 @@ describe("e2e: npm start", () => {
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     it(`${signal} to npm start stops the gateway cleanly: exit 0, nothing left running`, async () => {
       const home = newHome()
-      homes.push(home)
+      suite.keep(home)
       const port = await freePort()
       // npm on PATH runs the package's start script (its prestart builds dist/ first).
       const npm = spawn("npm", ["start", "--silent", "--", "gateway", "--port", String(port)], {
@@ -166,7 +157,7 @@ describe("e2e: npm start", () => {
 describe("e2e: what an operator reads", () => {
   it("search snippets show what follows the match; deterministic summaries list topics, not roles and dates", async () => {
     const home = newHome()
-    homes.push(home)
+    suite.keep(home)
     const lines = Array.from({ length: 30 }, (_, i) =>
       JSON.stringify(
         i === 3
@@ -257,7 +248,7 @@ describe("e2e: anna chat shows what happened", () => {
     // Two identical calls of a slow tool (sub-agents: each asks the model) run at once: the second line
     // is numbered, and each ✓ names its call.
     const task = { tasks: [{ task: "Say ok." }] }
-    fake.respondWith((r) => {
+    suite.fake.respondWith((r) => {
       const b = body(r)
       const names = (b.tools ?? []).map((t) => t.function.name)
       const last = b.messages?.at(-1)

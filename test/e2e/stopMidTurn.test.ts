@@ -4,26 +4,17 @@
  * an error frame and `[DONE]` in a stream — never an empty 200. Real gateway process, real HTTP.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { rmSync } from "node:fs"
-import { afterAll, beforeAll } from "vitest"
-import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
-import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 
-let fake: FakeLlm
-const homes: Array<string> = []
-beforeAll(async () => {
-  fake = await startFakeLlm()
-})
-afterAll(async () => {
-  await fake.close()
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
-})
+import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
+import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
+
+const suite = fakeLlmSuite({ reset: false })
 
 describe("e2e: the gateway stops during a turn", () => {
   it("answers the waiting clients with an error, streamed or not, and exits 0", async () => {
     const home = newHome()
-    homes.push(home)
-    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-stop" }
+    suite.keep(home)
+    const env = { OPENAI_BASE_URL: suite.fake.openAiUrl, OPENAI_API_KEY: "sk-stop" }
     assert.strictEqual((await annaEnv(home, env, "onboard", "--from-env")).code, 0)
     assert.strictEqual((await annaEnv(home, env, "agent", "set", "default", "--tools", "memory")).code, 0)
     assert.strictEqual((await annaEnv(home, env, "user", "add", "gina")).code, 0)
@@ -40,7 +31,7 @@ describe("e2e: the gateway stops during a turn", () => {
 
     // A plain request whose model call never answers; a streamed one whose answer stalls after
     // its first words (so its 200 and those words are out when the gateway stops).
-    fake.respondWith((req) =>
+    suite.fake.respondWith((req) =>
       JSON.stringify(req.body).includes("Stream it.")
         ? { kind: "disconnect", parts: [{ type: "text", text: "The first words of an answer that stalls." }], afterEvents: 3, stall: true }
         : { kind: "hang" }
@@ -64,8 +55,8 @@ describe("e2e: the gateway stops during a turn", () => {
       if (chunk === undefined || chunk.done) break
       sse += decoder.decode(chunk.value, { stream: true })
     }
-    const posts = () => fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/chat/completions")).length
-    await fake.when(() => posts() >= 2, { what: "both model calls" })
+    const posts = () => suite.fake.requests.filter((r) => r.method === "POST" && r.path.endsWith("/chat/completions")).length
+    await suite.fake.when(() => posts() >= 2, { what: "both model calls" })
     child.kill("SIGTERM")
     for (;;) {
       const chunk = await reader?.read()

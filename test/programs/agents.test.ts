@@ -9,9 +9,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { Agent } from "../../src/domain/config/agent.ts"
 import type { ChatTarget } from "../../src/domain/runtime/types.ts"
 import * as SqliteConfigStore from "../../src/layers/config/SqliteConfigStore.ts"
@@ -26,26 +25,17 @@ import { SessionPool } from "../../src/services/SessionPool.ts"
 import { fastTransport } from "../layers/providers/contract.ts"
 import { anna, annaJson, newHome, type Run } from "../support/cli.ts"
 import { sqliteTemp } from "../support/db.ts"
-import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import * as LocalSandbox from "../support/localSandbox.ts"
 import { localProvider } from "../support/runtimeStack.ts"
 
-let fake: FakeLlm
-const homes: Array<string> = []
-beforeAll(async () => {
-  fake = await startFakeLlm()
-})
-beforeEach(() => fake.reset())
-afterAll(async () => {
-  await fake.close()
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
-})
+const suite = fakeLlmSuite()
 
 /** A fresh home with the fake server as provider `local` (default model fake-large). */
 const setup = async () => {
   const h = newHome()
-  homes.push(h)
-  const added = await anna(h, "provider", "add", "local", "--type", "openai", "--base-url", fake.openAiUrl, "--api-key", "sk-x", "--default-model", "fake-large")
+  suite.keep(h)
+  const added = await anna(h, "provider", "add", "local", "--type", "openai", "--base-url", suite.fake.openAiUrl, "--api-key", "sk-x", "--default-model", "fake-large")
   assert.strictEqual(added.code, 0, added.stderr)
   return h
 }
@@ -91,7 +81,7 @@ describe("an agent without a model", () => {
     // z3 was created first, yet a new user's turn goes to the enabled agent created after it.
     ok(await anna(h, "agent", "set", "good", "--model", "local/fake-large"))
     assert.deepStrictEqual(await agentState(h, "good"), { enabled: true, awaitingModel: false })
-    fake.script({ kind: "reply", parts: [{ type: "text", text: "good here" }] })
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "good here" }] })
     const turn = await annaJson<ChatJson>(h, "chat", "-p", "hi")
     assert.strictEqual(turn.reply, "good here")
     assert.match(turn.sessionKey, /^good:cli:/)
@@ -120,7 +110,7 @@ describe("an agent without a model", () => {
     assert.match(ok(await anna(h, "agent", "list")).stdout, /a1\s+local\/fake-small.*\sdisabled\n/)
 
     // A disabled agent answers nobody: the fallback is a2, and naming a1 is refused.
-    fake.script({ kind: "reply", parts: [{ type: "text", text: "from a2" }] })
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "from a2" }] })
     assert.match((await annaJson<ChatJson>(h, "chat", "-p", "hi")).sessionKey, /^a2:cli:/)
     const named = await anna(h, "chat", "-p", "hi", "--agent", "a1")
     assert.strictEqual(named.code, 1, named.stdout + named.stderr)
@@ -128,7 +118,7 @@ describe("an agent without a model", () => {
 
     const on = await annaJson<Agent>(h, "agent", "enable", "a1")
     assert.strictEqual(on.enabled, true)
-    fake.script({ kind: "reply", parts: [{ type: "text", text: "from a1" }] })
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "from a1" }] })
     assert.match((await annaJson<ChatJson>(h, "chat", "-p", "hi")).sessionKey, /^a1:cli:/)
 
     refused(await anna(h, "agent", "disable", "ghost"), `no agent "ghost"`)
@@ -143,7 +133,7 @@ describe("anna agent remove", () => {
     ok(await anna(h, "agent", "set", "a1", "--model", "local/fake-large"))
     ok(await anna(h, "user", "add", "alice", "--default-agent", "a1"))
     ok(await anna(h, "channel", "bind", "telegram", "-100", "a1"))
-    fake.script({ kind: "reply", parts: [{ type: "text", text: "remember me" }] })
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "remember me" }] })
     const turn = await annaJson<ChatJson>(h, "chat", "-p", "hi")
     const folder = join(h, "workspaces", "a1")
     mkdirSync(folder, { recursive: true })
@@ -167,7 +157,7 @@ describe("anna agent remove", () => {
 
     // The JSON report, on an agent re-created with the same id: it inherits none of the old chat states.
     ok(await anna(h, "agent", "set", "a1", "--model", "local/fake-large"))
-    fake.script({ kind: "reply", parts: [{ type: "text", text: "again" }] })
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "again" }] })
     await annaJson<ChatJson>(h, "chat", "-p", "hi")
     const report = await annaJson<Record<string, unknown>>(h, "agent", "remove", "a1", "--yes")
     assert.deepStrictEqual(report, { removed: "a1", usersDefaulted: 0, bindings: 0, chatStates: 1, keptSessions: 1, folder })
@@ -187,9 +177,9 @@ describe("anna agent set --system-prompt", () => {
     const file = join(h, "prompt.md")
     writeFileSync(file, "Ты — Зигги.\nSecond line from a file.\n")
     assert.strictEqual((await annaJson<Agent>(h, "agent", "set", "a1", "--system-prompt", `@${file}`)).systemPrompt, "Ты — Зигги.\nSecond line from a file.\n")
-    fake.script({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
     await annaJson<ChatJson>(h, "chat", "-p", "hi")
-    assert.include(JSON.stringify(fake.requests.at(-1)?.body), "Second line from a file.")
+    assert.include(JSON.stringify(suite.fake.requests.at(-1)?.body), "Second line from a file.")
 
     refused(await anna(h, "agent", "set", "a1", "--system-prompt", `@${join(h, "missing.md")}`), `cannot read the system prompt file ${join(h, "missing.md")}: no such file`)
     refused(await anna(h, "agent", "set", "a1", "--system-prompt", `@${h}`), "is not a regular file")
@@ -250,13 +240,13 @@ describe("a running runtime and the agent verbs", () => {
   it.effect("disabling or removing an agent closes its live sandboxes at the next configuration check", () => {
     const started = { count: 0 }
     const home = newHome()
-    homes.push(home)
+    suite.keep(home)
     return Effect.gen(function*() {
-      yield* (yield* ProviderStore).add(localProvider(fake))
+      yield* (yield* ProviderStore).add(localProvider(suite.fake))
       const agents = yield* AgentStore
       yield* agents.create("a1", { providerId: "local", tools: ["bash", "memory"] })
       const pool = yield* SessionPool
-      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] }))
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] }))
       yield* turn(user("ann"), "one")
       assert.deepStrictEqual((yield* pool.live).map((s) => [s.agentId, s.sandbox]), [["a1", true]])
 

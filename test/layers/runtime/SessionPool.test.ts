@@ -8,10 +8,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { ChatTarget } from "../../../src/domain/runtime/types.ts"
 import { DockerUnavailable } from "../../../src/domain/sandbox/errors.ts"
 import * as SqliteConfigStore from "../../../src/layers/config/SqliteConfigStore.ts"
@@ -25,25 +24,16 @@ import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { SessionPool } from "../../../src/services/SessionPool.ts"
 import { sqliteTemp } from "../../support/db.ts"
-import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
+import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { localProvider } from "../../support/runtimeStack.ts"
 import * as LocalSandbox from "../../support/localSandbox.ts"
 import { fastTransport } from "../providers/contract.ts"
 
-let fake: FakeLlm
-const dirs: Array<string> = []
-beforeAll(async () => {
-  fake = await startFakeLlm()
-})
-beforeEach(() => fake.reset())
-afterAll(async () => {
-  await fake.close()
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const suite = fakeLlmSuite()
 
 const tempDir = (prefix: string) => {
   const dir = mkdtempSync(join(tmpdir(), prefix))
-  dirs.push(dir)
+  suite.keep(dir)
   return dir
 }
 
@@ -56,7 +46,7 @@ const stack = (home: string, started: { count: number; unavailable?: DockerUnava
     Layer.provideMerge(sqliteTemp)
   )
 
-const provider = () => localProvider(fake)
+const provider = () => localProvider(suite.fake)
 
 const user = (name: string): ChatTarget => ({ platform: "cli", externalUserId: name, userName: name })
 
@@ -78,7 +68,7 @@ describe("SessionPool", () => {
       const pool = yield* SessionPool
       assert.deepStrictEqual(yield* pool.live, [])
 
-      fake.script({ kind: "reply", parts: [{ type: "text", text: "hi" }] })
+      suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "hi" }] })
       const first = yield* turn(user("ann"), "hello")
       const live = yield* pool.live
       assert.deepStrictEqual(live.map((s) => [s.sessionKey, s.agentId, s.running, s.sandbox]), [[first.chat.sessionKey, "a1", false, true]])
@@ -86,9 +76,9 @@ describe("SessionPool", () => {
 
       // A consumer of the pool (a scheduler, say) sends a turn itself; it hangs in the model call, the
       // pool lists it as running, and abort by session key stops it.
-      fake.script({ kind: "hang" })
+      suite.fake.script({ kind: "hang" })
       const running = yield* Effect.forkChild(Stream.runCollect(pool.send(first.chat, "take your time")))
-      yield* Effect.promise(() => fake.request(1))
+      yield* Effect.promise(() => suite.fake.request(1))
       assert.isTrue((yield* pool.live)[0]?.running)
       assert.isTrue(yield* pool.abort(first.chat.sessionKey))
       const aborted = yield* Fiber.join(running)
@@ -105,7 +95,7 @@ describe("SessionPool", () => {
       assert.isTrue(yield* pool.release(first.chat.sessionKey, "operator asked"))
       assert.deepStrictEqual(yield* pool.live, [])
       assert.isFalse(yield* pool.release(first.chat.sessionKey, "again"))
-      fake.script({ kind: "reply", parts: [{ type: "text", text: "back" }] })
+      suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "back" }] })
       yield* turn(user("ann"), "again")
       assert.strictEqual(started.count, 2)
 
@@ -123,7 +113,7 @@ describe("SessionPool", () => {
       const agents = yield* AgentStore
       yield* agents.create("a1", { providerId: "local", tools: ["bash", "memory"] })
       const pool = yield* SessionPool
-      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] }))
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] }))
       yield* turn(user("ann"), "one")
       yield* turn(user("bob"), "one")
       assert.strictEqual((yield* pool.live).length, 2)
@@ -150,9 +140,9 @@ describe("SessionPool", () => {
     return Effect.gen(function*() {
       yield* (yield* ProviderStore).add(provider())
       yield* (yield* AgentStore).create("a1", { providerId: "local" })
-      const base = fake.requests.length
-      const tools = (i: number) => ((fake.requests[base + i]?.body as { tools?: Array<{ function: { name: string } }> } | undefined)?.tools ?? []).map((t) => t.function.name)
-      fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hello" }] }))
+      const base = suite.fake.requests.length
+      const tools = (i: number) => ((suite.fake.requests[base + i]?.body as { tools?: Array<{ function: { name: string } }> } | undefined)?.tools ?? []).map((t) => t.function.name)
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hello" }] }))
       const first = yield* turn(user("ann"), "just say hello")
       assert.deepStrictEqual(tools(0), ["memory", "agent"])
       const notices = first.events.flatMap((e) => (e.type === "notice" ? [e.text] : []))

@@ -7,10 +7,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, beforeAll, beforeEach } from "vitest"
 import type { ChatTarget } from "../../../src/domain/runtime/types.ts"
 import { verifySession } from "../../../src/domain/memory/verify.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
@@ -26,27 +25,18 @@ import { Runtime } from "../../../src/services/Runtime.ts"
 import { UsageLog } from "../../../src/services/UsageLog.ts"
 import { sqliteTemp } from "../../support/db.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
-import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
+import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { localProvider } from "../../support/runtimeStack.ts"
 import { fastTransport } from "../providers/contract.ts"
 
-let fake: FakeLlm
-const homes: Array<string> = []
-beforeAll(async () => {
-  fake = await startFakeLlm()
-})
-beforeEach(() => fake.reset())
-afterAll(async () => {
-  await fake.close()
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
-})
+const suite = fakeLlmSuite()
 
 // No backoff, so that the transport's retries need no clock: the TestClock moves only when told.
 const transport = { ...fastTransport, baseBackoffMs: 0 }
 
 const stack = () => {
   const home = mkdtempSync(join(tmpdir(), "anna-outage-"))
-  homes.push(home)
+  suite.keep(home)
   const registry = ProviderClients.layer(transport)
   const memory = LcmMemory.layerSqlite.pipe(
     Layer.provide(ModelSummarizer.layer().pipe(Layer.provide(registry))),
@@ -77,7 +67,7 @@ describe("a summarizer outage during turns", () => {
   it.effect("40 turns make a bounded number of summary requests, compact deterministically, and warn once", () => {
     const logs: Array<{ level: string; text: string }> = []
     return Effect.gen(function*() {
-      yield* (yield* ProviderStore).add(localProvider(fake))
+      yield* (yield* ProviderStore).add(localProvider(suite.fake))
       yield* (yield* AgentStore).create("a1", {
         providerId: "local",
         summaryProviderId: "local",
@@ -85,7 +75,7 @@ describe("a summarizer outage during turns", () => {
         contextTokens: 6_000,
         tools: []
       })
-      fake.respondWith((req) =>
+      suite.fake.respondWith((req) =>
         isSummary(req)
           ? { kind: "error", status: 500, message: "the summarizer is down" }
           : { kind: "reply", parts: [{ type: "text", text: "Noted. ".repeat(40) }] }
@@ -95,21 +85,21 @@ describe("a summarizer outage during turns", () => {
       // Summary requests made by each turn that compacted.
       const compactions: Array<number> = []
       for (let i = 0; i < 40; i++) {
-        const before = fake.requests.filter(isSummary).length
+        const before = suite.fake.requests.filter(isSummary).length
         const events = yield* Stream.runCollect(
           runtime.send(chat, `Fact number ${i}: the cabin code is ${1000 + i}. ${"Some more words to take space. ".repeat(40)}`)
         )
         const done = events[events.length - 1]
         assert.strictEqual(done?.type === "done" ? done.stopReason : "", "end_turn")
         if (events.some((e) => e.type === "notice" && e.text.startsWith("compacted"))) {
-          compactions.push(fake.requests.filter(isSummary).length - before)
+          compactions.push(suite.fake.requests.filter(isSummary).length - before)
         }
         // Ten seconds between messages, 400 s in all: the breaker's first cooldowns (60 s, then
         // 120 s) pass while the outage lasts, so it probes the provider again.
         yield* TestClock.adjust("10 seconds")
       }
-      const summaryRequests = fake.requests.filter(isSummary).length
-      assert.strictEqual(fake.requests.length - summaryRequests, 40, "one chat request per turn")
+      const summaryRequests = suite.fake.requests.filter(isSummary).length
+      assert.strictEqual(suite.fake.requests.length - summaryRequests, 40, "one chat request per turn")
       // Without the breaker no turn compacted (each failed after 4 requests: 100 in all, 25 warnings).
       assert.isAtLeast(compactions.length, 4, "the turns compacted, deterministically")
       // The first compaction: one request and the 2 retries of a summary call. Later ones: none,
