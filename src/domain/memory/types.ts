@@ -103,6 +103,11 @@ export type SearchScope =
 export interface SearchOptions {
   readonly scope: SearchScope
   readonly limit?: number | undefined
+  /**
+   * `ranked` (the default): the query is analysed (stop words dropped, terms stemmed and OR-ed) and
+   * results ranked by relevance; `strict`: every term must match (the syntax of README "Search syntax").
+   */
+  readonly mode?: "ranked" | "strict" | undefined
 }
 
 export interface SearchHit {
