@@ -6,8 +6,11 @@
  * startup times whole `anna` processes (dist/main.js, rebuilt first: `--help`, `-h`, `agent list`,
  * `memory stats` and `memory search` on a 100k-message database) against `node -e 0`.
  *
+ * retrieval evaluates search quality rather than speed: paraphrased questions about facts planted in
+ * generated multi-session chat, recall@5/10/20 and MRR of the strict and ranked modes (bench/retrieval.ts).
+ *
  * BENCH_QUICK=1 skips the 1M-message search case and runs each start-up command fewer times.
- * BENCH_ONLY=append,assemble,search,runtime,sandbox,startup limits phases.
+ * BENCH_ONLY=append,assemble,search,retrieval,runtime,sandbox,startup limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -16,6 +19,7 @@ import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
+import { runRetrieval } from "./retrieval.ts"
 import { runRuntime } from "./runtime.ts"
 import { runSandboxOutput } from "./sandboxOutput.ts"
 import { runSearch } from "./search.ts"
@@ -24,7 +28,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search,runtime,sandbox,startup").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search,retrieval,runtime,sandbox,startup").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -73,6 +77,10 @@ const main = async () => {
         await runSearch(dir, { sessions: 1_000, perSession: 1_000, users: 100 })
         markRss("after search 1M")
       }
+    }
+    if (only.has("retrieval")) {
+      await runRetrieval(dir)
+      markRss("after retrieval")
     }
     if (only.has("runtime")) {
       await runRuntime(dir)

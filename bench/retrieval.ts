@@ -1,0 +1,266 @@
+/**
+ * Retrieval evaluation: does search find the message that answers a question asked later, in other
+ * words? A generated dataset (bench/support/retrievalData.ts: users × sessions of everyday chat with
+ * planted facts, and paraphrased questions with the seqs of their evidence) is appended through
+ * LcmMemory into a real, migrated database; one session per user is then fully compacted (the
+ * deterministic summarizer, a small budget), so summaries are searched too. Every question is searched with
+ * `limit: 20` in its session and in its user's sessions, in `strict` mode (every term must match:
+ * the all-terms baseline) and `ranked` mode.
+ *
+ * A hit is relevant when it is an evidence message, or a summary whose source range covers one
+ * (from `Explorer.describe`). Reported: recall@5/10/20 (share of questions with a relevant hit in
+ * the top k), MRR (1 / rank of the first relevant hit, 0 when none in 20), per mode and scope,
+ * overall and per category; apart: recall@10 when a neighbour of the evidence (the message just
+ * before or after it) also counts, and the hard slice (questions sharing no content word with their
+ * evidence). Query latency p50/p95 per mode and scope. Same seed, same data, same figures.
+ *
+ * For whoever tunes search: the run ends with sample misses of `ranked` in session scope, two per
+ * category; RETRIEVAL_MISSES=ref shows the reference's instead, RETRIEVAL_SCOPE=user the user scope,
+ * RETRIEVAL_MISS_COUNT=n more of them; RETRIEVAL_DEBUG=1 prints every candidate question the
+ * dataset's checks drop, and why.
+ */
+import { Effect } from "effect"
+import { join } from "node:path"
+import type { SearchHit, SearchScope } from "../src/domain/memory/types.ts"
+import { messageText } from "../src/domain/message.ts"
+import { Compactor } from "../src/services/Compactor.ts"
+import { Explorer } from "../src/services/Explorer.ts"
+import { MemoryProvider } from "../src/services/MemoryProvider.ts"
+import { MemoryStore } from "../src/services/MemoryStore.ts"
+import { Searcher } from "../src/services/Searcher.ts"
+import { removeDb } from "./support/common.ts"
+import { openEngine } from "./support/engine.ts"
+import { CATEGORIES } from "./support/facts.ts"
+import { int, ms, print, progress, seconds, section, summarize, table } from "./support/measure.ts"
+import { makeDataset, orTerms, type Question } from "./support/retrievalData.ts"
+
+const SEED = 11
+const LIMIT = 20
+/**
+ * The two modes of `Searcher.search`, and a reference that is not an engine: the question reduced to
+ * its content words joined with OR (`orTerms`), searched in strict mode, i.e. plain bm25 over OR-ed
+ * keywords. It shows what the harness measures when hits do come back, and is a floor for `ranked`.
+ */
+const RUNS = [
+  { name: "strict", mode: "strict", query: (q: string) => q },
+  { name: "ranked", mode: "ranked", query: (q: string) => q },
+  { name: "or-terms (ref.)", mode: "strict", query: orTerms }
+] as const
+const MODES = RUNS.map((r) => r.name)
+const SCOPES = ["session", "user"] as const
+type Mode = (typeof RUNS)[number]["name"]
+type ScopeName = (typeof SCOPES)[number]
+
+interface Outcome {
+  readonly question: Question
+  readonly mode: Mode
+  readonly scope: ScopeName
+  /** 1-based rank of the first relevant hit, null when none in the top 20. */
+  readonly rank: number | null
+  /** The same, when a message next to an evidence message also counts. */
+  readonly nearRank: number | null
+  readonly firstIsSummary: boolean
+  readonly hits: number
+  readonly top: string
+  readonly ms: number
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`
+const recall = (os: ReadonlyArray<Outcome>, k: number, near = false) =>
+  os.filter((o) => {
+    const r = near ? o.nearRank : o.rank
+    return r !== null && r <= k
+  }).length / Math.max(1, os.length)
+const mrr = (os: ReadonlyArray<Outcome>) => os.reduce((s, o) => s + (o.rank === null ? 0 : 1 / o.rank), 0) / Math.max(1, os.length)
+const compact = (os: ReadonlyArray<Outcome>) =>
+  os.length === 0 ? "–" : `${pct(recall(os, 5))} / ${pct(recall(os, 10))} / ${pct(recall(os, 20))} · ${mrr(os).toFixed(3)}`
+
+export const runRetrieval = async (dir: string): Promise<void> => {
+  const t0 = performance.now()
+  const data = makeDataset({ seed: SEED, users: 8, sessionsPerUser: 4, fillerExchanges: 160 })
+  const messages = data.sessions.reduce((n, s) => n + s.messages.length, 0)
+  progress(`retrieval: ${data.sessions.length} sessions, ${int(messages)} messages, ${data.questions.length} questions`)
+  const file = join(dir, "retrieval.db")
+  const engine = openEngine(file)
+  try {
+    const built = await engine.runPromise(Effect.gen(function*() {
+      const provider = yield* MemoryProvider
+      const store = yield* MemoryStore
+      const compactor = yield* Compactor
+      for (const s of data.sessions) {
+        yield* provider.append(s.ref, s.messages)
+        // The evidence is addressed by seq: check that the store kept every message at its position.
+        const c = yield* store.getConversation(s.ref.key)
+        const stored = yield* store.messagesBySeq(c.id, 1, s.messages.length + 1)
+        const same = stored.length === s.messages.length &&
+          stored.every((m, i) => m.seq === i + 1 && messageText(m.message) === messageText(s.messages[i] ?? m.message))
+        if (!same) return yield* Effect.die(new Error(`retrieval: ${s.ref.key} was not stored in order`))
+      }
+      const t1 = performance.now()
+      // One session per user, compacted for a 2,000-token budget so that leaf summaries cover about 25
+      // messages each. Without a budget a leaf may take 20k tokens, i.e. a whole session here, and a hit
+      // on that one summary would "cover" the evidence of every question of the session.
+      let summaries = 0
+      for (const s of data.sessions.filter((_, i) => i % 4 === 1)) {
+        summaries += (yield* compactor.compact(s.ref.key, { full: true, budget: 2_000 })).summaryIds.length
+      }
+      return { summaries, compactMs: performance.now() - t1 }
+    }))
+    const buildMs = performance.now() - t0
+
+    const outcomes = await engine.runPromise(Effect.gen(function*() {
+      const searcher = yield* Searcher
+      const explorer = yield* Explorer
+      const sources = new Map<string, { readonly sessionKey: string; readonly first: number; readonly last: number }>()
+      const sourceOf = (id: string) =>
+        Effect.gen(function*() {
+          const known = sources.get(id)
+          if (known !== undefined) return known
+          const d = yield* explorer.describe(id)
+          const range = { sessionKey: d.sessionKey, first: d.sourceRange.firstSeq, last: d.sourceRange.lastSeq }
+          sources.set(id, range)
+          return range
+        })
+      const store = yield* MemoryStore
+      const seqOf = new Map<number, { readonly sessionKey: string; readonly seq: number }>()
+      for (const s of data.sessions) {
+        const c = yield* store.getConversation(s.ref.key)
+        for (const m of yield* store.messagesBySeq(c.id, 1, s.messages.length)) seqOf.set(m.id, { sessionKey: s.ref.key, seq: m.seq })
+      }
+      /** How close a hit is to the evidence: 0 relevant, 1 a neighbouring message, null neither. */
+      const distance = (q: Question, hit: SearchHit) =>
+        Effect.gen(function*() {
+          if (hit.kind === "summary") {
+            const r = yield* sourceOf(hit.id)
+            return r.sessionKey === q.sessionKey && q.evidence.some((e) => e >= r.first && e <= r.last) ? 0 : null
+          }
+          const m = seqOf.get(Number(hit.id.replace(/^msg_/, "")))
+          if (m === undefined || m.sessionKey !== q.sessionKey) return null
+          const d = Math.min(...q.evidence.map((e) => Math.abs(e - m.seq)))
+          return d === 0 ? 0 : d === 1 ? 1 : null
+        })
+      const out: Array<Outcome> = []
+      for (const run of RUNS) {
+        const { mode, name } = run
+        for (const scopeName of SCOPES) {
+          progress(`retrieval: ${name}, ${scopeName} scope`)
+          const scopeOf = (q: Question): SearchScope =>
+            scopeName === "session" ? { _tag: "Session", sessionKey: q.sessionKey } : { _tag: "User", userId: q.userId }
+          const first = data.questions[0]
+          if (first !== undefined) yield* searcher.search(run.query(first.text), { scope: scopeOf(first), limit: LIMIT, mode }) // warm-up
+          for (const q of data.questions) {
+            const started = performance.now()
+            const hits = yield* searcher.search(run.query(q.text), { scope: scopeOf(q), limit: LIMIT, mode })
+            const took = performance.now() - started
+            let rank: number | null = null
+            let nearRank: number | null = null
+            let firstIsSummary = false
+            for (let i = 0; i < hits.length && rank === null; i++) {
+              const hit = hits[i]
+              if (hit === undefined) continue
+              const d = yield* distance(q, hit)
+              if (d !== null && nearRank === null) nearRank = i + 1
+              if (d === 0) {
+                rank = i + 1
+                firstIsSummary = hit.kind === "summary"
+              }
+            }
+            out.push({ question: q, mode: name, scope: scopeName, rank, nearRank, firstIsSummary, hits: hits.length, top: hits[0]?.snippet ?? "", ms: took })
+          }
+        }
+      }
+      return out
+    }))
+    report(data, messages, built, buildMs, outcomes)
+  } finally {
+    await engine.dispose()
+    removeDb(file)
+  }
+}
+
+const report = (
+  data: ReturnType<typeof makeDataset>,
+  messages: number,
+  built: { readonly summaries: number; readonly compactMs: number },
+  buildMs: number,
+  outcomes: ReadonlyArray<Outcome>
+): void => {
+  const main = data.questions.filter((q) => !q.hard)
+  const hard = data.questions.length - main.length
+  const of = (mode: Mode, scope: ScopeName, hardSlice = false) =>
+    outcomes.filter((o) => o.mode === mode && o.scope === scope && o.question.hard === hardSlice)
+  const users = new Set(data.sessions.map((s) => s.ref.userId)).size
+  const meanShared = main.reduce((n, q) => n + q.shared.length, 0) / Math.max(1, main.length)
+  const dropped = data.dropped.unfair + data.dropped.notHard + data.dropped.copies
+
+  const rows = MODES.flatMap((mode) =>
+    SCOPES.map((scope) => {
+      const os = of(mode, scope)
+      const lat = summarize(outcomes.filter((o) => o.mode === mode && o.scope === scope).map((o) => o.ms))
+      return [
+        mode,
+        scope,
+        String(os.length),
+        pct(recall(os, 5)),
+        pct(recall(os, 10)),
+        pct(recall(os, 20)),
+        mrr(os).toFixed(3),
+        pct(recall(os, 10, true)),
+        String(os.filter((o) => o.firstIsSummary).length),
+        String(os.filter((o) => o.hits === 0).length),
+        ms(lat.p50),
+        ms(lat.p95)
+      ]
+    })
+  )
+  section(
+    `Retrieval evaluation (${main.length} questions, top ${LIMIT})`,
+    table(
+      ["mode", "scope", "questions", "recall@5", "recall@10", "recall@20", "MRR", "recall@10 incl. neighbours", "first hit a summary", "no result", "p50 (ms)", "p95 (ms)"],
+      rows
+    ),
+    `Dataset (seed ${SEED}): ${users} users × ${data.sessions.length / users} sessions, ${int(messages)} messages ` +
+      `(${data.facts} planted facts, ${data.distractors} distractor messages), ${built.summaries} summaries from the full ` +
+      `compaction of ${users} sessions; ${main.length} questions (${hard} more in the hard slice), sharing ` +
+      `${meanShared.toFixed(1)} content words with their evidence on average; ${dropped} candidate questions dropped by the ` +
+      `checks (${data.dropped.copies} too close to the stored wording, ${data.dropped.unfair} sharing no word, ` +
+      `${data.dropped.notHard} hard ones sharing a word). Build ${seconds(buildMs)} (compaction ${seconds(built.compactMs)}).\n` +
+      "recall@k: share of questions with an evidence message (or a summary covering one) in the top k; MRR: mean of\n" +
+      "1 / rank of the first such hit (0 when none in 20). Neighbours: the message just before or after an evidence message.\n" +
+      "Latency: every question once, after one warm-up query."
+  )
+  const catRows = CATEGORIES.flatMap((c) =>
+    SCOPES.map((scope) => [
+      c,
+      scope,
+      String(main.filter((q) => q.category === c).length),
+      ...MODES.map((mode) => compact(of(mode, scope).filter((o) => o.question.category === c)))
+    ])
+  )
+  section("Retrieval by category (recall@5 / @10 / @20 · MRR)", table(["category", "scope", "questions", ...MODES], catRows))
+  section(
+    `Retrieval, hard slice (${hard} questions with no content word in common with their evidence)`,
+    table(
+      ["mode", "scope", "recall@5", "recall@10", "recall@20", "MRR"],
+      MODES.flatMap((mode) =>
+        SCOPES.map((scope) => {
+          const os = of(mode, scope, true)
+          return [mode, scope, pct(recall(os, 5)), pct(recall(os, 10)), pct(recall(os, 20)), mrr(os).toFixed(3)]
+        })
+      )
+    )
+  )
+  const missRun: Mode = process.env["RETRIEVAL_MISSES"] === "ref" ? "or-terms (ref.)" : "ranked"
+  const missScope: ScopeName = process.env["RETRIEVAL_SCOPE"] === "user" ? "user" : "session"
+  const misses = CATEGORIES.flatMap((c) =>
+    of(missRun, missScope)
+      .filter((o) => o.question.category === c && (o.rank === null || o.rank > 10))
+      .slice(0, Number(process.env["RETRIEVAL_MISS_COUNT"] ?? 2))
+  )
+  if (misses.length > 0) {
+    print(`\nSample misses (${missRun}, ${missScope} scope, not in the top 10):`)
+    for (const o of misses) {
+      print(`- [${o.question.category}] "${o.question.text}": ${o.hits === 0 ? "no result" : `rank ${o.rank ?? "> 20"}, top hit "${o.top.slice(0, 80)}"`}`)
+    }
+  }
+}
