@@ -3,7 +3,7 @@
  * words? A generated dataset (bench/support/retrievalData.ts: users × sessions of everyday chat with
  * planted facts, and paraphrased questions with the seqs of their evidence) is appended through
  * LcmMemory into a real, migrated database; one session per user is then fully compacted (the
- * deterministic summarizer, a small budget), so summaries are searched too. Every question is searched with
+ * deterministic summarizer, leaf summaries of about 25 messages), so summaries are searched too. Every question is searched with
  * `limit: 20` in its session and in its user's sessions, in `strict` mode (every term must match:
  * the all-terms baseline) and `ranked` mode.
  *
@@ -19,17 +19,22 @@
  * RETRIEVAL_MISS_COUNT=n more of them; RETRIEVAL_DEBUG=1 prints every candidate question the
  * dataset's checks drop, and why.
  */
-import { Effect } from "effect"
+import { Effect, Layer, ManagedRuntime } from "effect"
 import { join } from "node:path"
 import type { SearchHit, SearchScope } from "../src/domain/memory/types.ts"
 import { messageText } from "../src/domain/message.ts"
+import * as DagCompactionEngine from "../src/layers/memory/DagCompactionEngine.ts"
+import * as DeterministicSummarizer from "../src/layers/memory/DeterministicSummarizer.ts"
+import * as LcmMemory from "../src/layers/memory/LcmMemory.ts"
+import * as SessionLocks from "../src/layers/memory/SessionLocks.ts"
+import * as SqliteMemoryStore from "../src/layers/memory/SqliteMemoryStore.ts"
+import * as Sqlite from "../src/layers/sql/Sqlite.ts"
 import { Compactor } from "../src/services/Compactor.ts"
 import { Explorer } from "../src/services/Explorer.ts"
 import { MemoryProvider } from "../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../src/services/MemoryStore.ts"
 import { Searcher } from "../src/services/Searcher.ts"
 import { removeDb } from "./support/common.ts"
-import { openEngine } from "./support/engine.ts"
 import { CATEGORIES } from "./support/facts.ts"
 import { int, ms, print, progress, seconds, section, summarize, table } from "./support/measure.ts"
 import { makeDataset, orTerms, type Question } from "./support/retrievalData.ts"
@@ -65,6 +70,22 @@ interface Outcome {
   readonly ms: number
 }
 
+/**
+ * LcmMemory.layerSqlite as in bench/support/engine.ts, but with summarizer inputs of at most 1,000
+ * tokens, so that a leaf summary covers about 25 messages. With the default (20,000) one leaf takes
+ * a whole session of this dataset, and a hit on it would "cover" the evidence of every question of
+ * the session.
+ */
+const openRetrievalEngine = (file: string) =>
+  ManagedRuntime.make(
+    LcmMemory.layer.pipe(
+      Layer.provide(DagCompactionEngine.layer({ ...DagCompactionEngine.defaultConfig, chunkTokens: 1_000 })),
+      Layer.provideMerge(Layer.merge(SqliteMemoryStore.layer, SessionLocks.layer)),
+      Layer.provide(DeterministicSummarizer.layer),
+      Layer.provideMerge(Sqlite.layer(file))
+    )
+  )
+
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`
 const recall = (os: ReadonlyArray<Outcome>, k: number, near = false) =>
   os.filter((o) => {
@@ -77,11 +98,11 @@ const compact = (os: ReadonlyArray<Outcome>) =>
 
 export const runRetrieval = async (dir: string): Promise<void> => {
   const t0 = performance.now()
-  const data = makeDataset({ seed: SEED, users: 8, sessionsPerUser: 4, fillerExchanges: 160 })
+  const data = makeDataset({ seed: SEED, users: 8, sessionsPerUser: 6, fillerExchanges: 160 })
   const messages = data.sessions.reduce((n, s) => n + s.messages.length, 0)
   progress(`retrieval: ${data.sessions.length} sessions, ${int(messages)} messages, ${data.questions.length} questions`)
   const file = join(dir, "retrieval.db")
-  const engine = openEngine(file)
+  const engine = openRetrievalEngine(file)
   try {
     const built = await engine.runPromise(Effect.gen(function*() {
       const provider = yield* MemoryProvider
@@ -97,12 +118,10 @@ export const runRetrieval = async (dir: string): Promise<void> => {
         if (!same) return yield* Effect.die(new Error(`retrieval: ${s.ref.key} was not stored in order`))
       }
       const t1 = performance.now()
-      // One session per user, compacted for a 2,000-token budget so that leaf summaries cover about 25
-      // messages each. Without a budget a leaf may take 20k tokens, i.e. a whole session here, and a hit
-      // on that one summary would "cover" the evidence of every question of the session.
+      // One session per user, fully compacted (small leaves: see openRetrievalEngine).
       let summaries = 0
-      for (const s of data.sessions.filter((_, i) => i % 4 === 1)) {
-        summaries += (yield* compactor.compact(s.ref.key, { full: true, budget: 2_000 })).summaryIds.length
+      for (const s of data.sessions.filter((_, i) => i % 6 === 1)) {
+        summaries += (yield* compactor.compact(s.ref.key, { full: true })).summaryIds.length
       }
       return { summaries, compactMs: performance.now() - t1 }
     }))
