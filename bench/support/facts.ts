@@ -458,7 +458,7 @@ export const PREFERENCES: ReadonlyArray<Template> = [
       const day = weekday(g)
       return {
         turns: [user(g.pad(`${sport[0]?.toUpperCase()}${sport.slice(1)} on ${day}s is the highlight of my week.`)), assistant(g.ack())],
-        questions: [`Which day do I play ${sport}?`, `What do I do on ${day}s?`],
+        questions: [`What day is my ${sport} session?`, `What do I do on ${day}s?`],
         hard: [`Which sport am I into at the moment?`],
         distractors: [`I'm sore from ${sport}, every muscle hurts.`, `Should I take ${sport} lessons to improve?`]
       }
@@ -516,7 +516,7 @@ export const EVENTS: ReadonlyArray<Template> = [
     make: (g) => {
       const [part, sport] = [g.pick(["ankle", "wrist", "knee", "shoulder"]), g.take("sport")]
       return {
-        turns: [user(g.pad(`I sprained my ${part} playing ${sport} on ${weekday(g)}.`)), assistant(g.ack())],
+        turns: [user(g.pad(`I sprained my ${part} ${sport === "climbing" ? "climbing" : `playing ${sport}`} on ${weekday(g)}.`)), assistant(g.ack())],
         questions: [`How did I hurt my ${part}?`, `What happened to my ${part}?`],
         hard: [`Why was I injured last week?`],
         distractors: [`My ${part} still hurts, should I see someone?`, `Is ice or heat better for a swollen ${part}?`]
