@@ -96,13 +96,17 @@ describe("provider transport", () => {
         calls++
         return Effect.fail(new ProviderServerError({ provider: "p", status: 500, detail: "x" }))
       })
+      // The lowest jitter draw (×0.5): waits of 500, 1,000 and 2,000 ms. A real Random here made the
+      // test depend on the draw (two low draws put the second retry before a fixed check time).
       const fiber = yield* Effect.forkChild(
-        Effect.flip(withRetries({ timeoutMs: 1, maxRetries: 3, baseBackoffMs: 1000, maxBackoffMs: 60_000 }, failing))
+        Effect.flip(withRetries({ timeoutMs: 1, maxRetries: 3, baseBackoffMs: 1000, maxBackoffMs: 60_000 }, failing)).pipe(
+          fixedRandom(0)
+        )
       )
       yield* TestClock.adjust(400)
       assert.strictEqual(calls, 1, "the first retry waits at least 500 ms (1 s ± 50 %)")
-      yield* TestClock.adjust(1_200)
-      assert.strictEqual(calls, 2)
+      yield* TestClock.adjust(600)
+      assert.strictEqual(calls, 2, "the second waits at least 1,000 ms more")
       yield* TestClock.adjust(10_000)
       const e = yield* Fiber.join(fiber)
       assert.strictEqual(calls, 4)
