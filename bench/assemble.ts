@@ -1,8 +1,8 @@
 /**
- * Assembly latency at 1k / 10k / 100k messages (budget 100k tokens), before and after a full
- * compaction, and the full compaction itself with the deterministic summarizer, split into time
- * inside the summarizer and time outside it. Each size is one session of one database; the floor
- * holds the same messages.
+ * Assembly latency at 1k / 10k / 100k messages (and 1M with BENCH_ASSEMBLE_1M=1, about 3 more
+ * minutes) (budget 100k tokens), before and after a full compaction, and the full compaction itself
+ * with the deterministic summarizer, split into time inside the summarizer and time outside it. Each
+ * size is one session of one database; the floor holds the same messages.
  */
 import { Effect } from "effect"
 import { join } from "node:path"
@@ -28,7 +28,9 @@ import {
 } from "./support/measure.ts"
 import { makeTranscript } from "./support/transcript.ts"
 
-const SIZES = [1_000, 10_000, 100_000] as const
+const SIZES: ReadonlyArray<number> = process.env["BENCH_ASSEMBLE_1M"] === "1"
+  ? [1_000, 10_000, 100_000, 1_000_000]
+  : [1_000, 10_000, 100_000]
 const BUDGET = 100_000
 const BATCH = 1_000
 const SAMPLES: SampleOptions = { warmup: 3, min: 10, max: 200, budgetMs: 3_000 }
@@ -137,8 +139,9 @@ export const runAssemble = async (dir: string): Promise<void> => {
       [...latencyRows("raw messages", before), ...latencyRows("after full compaction", after)]
     ),
     "Floor: newest messages by seq until the budget is spent (after compaction: messages after the last live\n" +
-      "summary, then live summaries), JSON.parse of each row. Ours reads the live-context items, selects by budget\n" +
-      "keeping tool units whole, loads the chosen rows, decodes blocks with Schema and repairs tool pairing.\n" +
+      "summary, then live summaries), JSON.parse of each row. Ours reads the newest live-context items until the\n" +
+      "budget is spent and the live summaries, selects by budget keeping tool units whole, loads the chosen rows,\n" +
+      "decodes blocks with Schema and repairs tool pairing.\n" +
       `Build: ${int(build.messages)} messages appended in ${seconds(build.ours)} (ours, ${BATCH} per call) vs ` +
       `${seconds(build.floor)} (floor); database ${mib(bytes)} (ours) vs ${mib(floorBytes)} (floor) after compaction.`
   )

@@ -1,7 +1,7 @@
 /**
  * `anna agent list|show|set|enable|disable|remove`: agents' models (main and summary tier), system
- * prompt, summarization spend guard, sandbox, what the runtime gives them (context budget, tools,
- * turn limit), whether they are enabled, and their removal. An agent created without a usable model
+ * prompt, summarization spend guard, sandbox, what the runtime gives them (context budget, output
+ * reserve, tools, turn limit), whether they are enabled, and their removal. An agent created without a usable model
  * is disabled until `set --model` gives it one (then it is enabled); `enable` is refused without
  * one; an agent disabled with `disable` stays disabled until `enable`. `remove` needs `--yes` (like
  * `anna memory delete`): the agent's sessions (memory's) and its folder stay.
@@ -14,6 +14,7 @@ import {
   ANY_PROVIDER_MODEL,
   formatModelRef,
   MAX_SYSTEM_PROMPT_BYTES,
+  outputReserve,
   parseModelRef,
   parseToolList,
   TOOL_NAMES,
@@ -36,6 +37,16 @@ const summary = (a: Agent) =>
   a.summaryProviderId === null ? "(main model)" : formatModelRef({ providerId: a.summaryProviderId, model: a.summaryModel })
 const guard = (a: Agent) => `${a.summaryMaxCalls} calls / ${Math.round(a.summaryWindowSeconds / 60)} min`
 const context = (a: Agent) => (a.contextTokens > 0 ? String(a.contextTokens) : `${DEFAULT_CONTEXT_TOKENS} (default)`)
+/** The output reserve as it applies now: the setting (kept within half the window), or the proportional one. */
+const output = (a: Agent) => {
+  const reserve = outputReserve(a.contextTokens > 0 ? a.contextTokens : DEFAULT_CONTEXT_TOKENS, a.maxOutputTokens ?? 0)
+  const set = a.maxOutputTokens ?? 0
+  return set === 0
+    ? `${reserve} tokens (proportional to the context window)`
+    : set > reserve
+    ? `${reserve} tokens (${set} set; at most half the context window)`
+    : `${reserve} tokens`
+}
 const tools = (a: Agent) => (a.tools === null ? "all" : a.tools.length === 0 ? "none" : a.tools.join(","))
 
 const allowed = (a: Agent) =>
@@ -71,6 +82,7 @@ const describeAgent = (a: Agent) =>
     ["/model may pick", allowed(a)],
     ["turn timeout", `${a.turnTimeoutSeconds} s`],
     ["context", `${context(a)} tokens`],
+    ["output reserve", output(a)],
     ["tools", tools(a)],
     ["max turns", String(a.maxTurns)]
   ]).split("\n").slice(1).join("\n")
@@ -170,6 +182,12 @@ const set = Command.make("set", {
     Flag.withDescription(`Context budget in tokens (0 = the default, ${DEFAULT_CONTEXT_TOKENS})`),
     Flag.optional
   ),
+  maxOutputTokens: Flag.Int("max-output-tokens").pipe(
+    Flag.withDescription(
+      "Output tokens asked of the model per call and kept free in the context window (0 = proportional: a quarter of the window, 256 to 8192; at most half the window)"
+    ),
+    Flag.optional
+  ),
   tools: Flag.String("tools").pipe(
     Flag.withDescription(`Enabled tools, comma-separated (${TOOL_NAMES.join(",")}), or all, or none`),
     Flag.map(parseToolList),
@@ -214,6 +232,7 @@ const set = Command.make("set", {
       ...(Option.isSome(f.cpus) ? { sandboxCpus: f.cpus.value } : {}),
       ...(Option.isSome(f.pids) ? { sandboxPids: f.pids.value } : {}),
       ...(Option.isSome(f.contextTokens) ? { contextTokens: f.contextTokens.value } : {}),
+      ...(Option.isSome(f.maxOutputTokens) ? { maxOutputTokens: f.maxOutputTokens.value } : {}),
       ...(Option.isSome(f.tools) ? { tools: f.tools.value } : {}),
       ...(Option.isSome(f.maxTurns) ? { maxTurns: f.maxTurns.value } : {}),
       ...(Option.isSome(f.workspace) ? { sandboxWorkspace: f.workspace.value } : {}),
@@ -231,7 +250,7 @@ const set = Command.make("set", {
     } else if (before?.awaitingModel === true && agent.enabled) {
       yield* Console.log(`Agent ${agent.id} has a model now, so it is enabled.`)
     }
-  })).pipe(Command.withDescription("Create or change an agent's models, system prompt, summary limit, sandbox, context budget, tools and turn limit"))
+  })).pipe(Command.withDescription("Create or change an agent's models, system prompt, summary limit, sandbox, context budget, output reserve, tools and turn limit"))
 
 const toggle = (name: "enable" | "disable") =>
   Command.make(name, { id, json }, (f) =>

@@ -3,7 +3,7 @@
  * the first checks every line — valid UTF-8, at most MAX_LINE_BYTES (refused as soon as a line
  * passes it, so a runaway line is never buffered whole), valid JSON, the message schema, an
  * ISO-8601 `ts`, the stored-size limit — and reports up to 20 bad lines, storing nothing. The
- * second appends in batches of 2,000 with progress on stderr, all inside ONE transaction
+ * second appends in batches of 1,000 with progress on stderr, all inside ONE transaction
  * (MemoryStore.importMessages): a failure or a SIGKILL at any point leaves either no trace of the
  * import or all of it. The second pass checks every line again and stores exactly the messages the
  * first one counted (a file changed in between is refused); only a regular file can be read twice,
@@ -11,7 +11,7 @@
  * so a repeated command never duplicates a transcript. A message without `ts` takes the time of the
  * message before it (the first `ts` of the file, before that one).
  */
-import { Clock, Effect, FileSystem, Schema, Stream } from "effect"
+import { type Array as Arr, Clock, Effect, FileSystem, Schema, Stream } from "effect"
 import { InvalidInput } from "../domain/memory/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
 import { sizeProblem } from "../domain/memory/storedSize.ts"
@@ -27,7 +27,12 @@ const ImportLine = Schema.Struct({
 })
 const decodeLine = Schema.decodeUnknownResult(ImportLine)
 
-const BATCH = 2_000
+/**
+ * Messages per batch (one INSERT of the store each): large enough that FTS5's flush per statement
+ * is amortized, small enough that a batch dies young. BATCH_BYTES ends a batch of long messages early.
+ */
+const BATCH = 1_000
+const BATCH_BYTES = 4 * 1024 * 1024
 const MAX_REPORTED = 20
 /**
  * The longest line read: twice the stored-message limit leaves room for JSON escapes and the
@@ -73,67 +78,74 @@ export const parseImportLine = (line: string, checkSize = true): NewMessage | st
   return { role, content, createdAt }
 }
 
-interface Line {
-  readonly no: number
-  /** The text, or why the bytes are not text. */
-  readonly text: string
-  readonly invalidUtf8: boolean
-}
-
 /**
- * The file's lines, numbered from 1, split on LF (a CR before it is dropped) in the bytes, so a
- * line over MAX_LINE_BYTES fails as soon as it passes the limit and is never held whole; each line
- * is decoded as strict UTF-8 (invalid bytes are reported, not replaced).
+ * Splits a file's bytes into lines, numbered from 1, on LF (a CR before it is dropped), so a line
+ * over MAX_LINE_BYTES fails as soon as it passes the limit and is never held whole; each line is
+ * decoded as strict UTF-8 (`undefined`: invalid bytes, reported rather than replaced). Lines are
+ * handed to `onLine` one at a time as the chunk is scanned, never collected: only the current line
+ * is a string at any moment, which keeps the import's memory flat in the size of the file (lines
+ * held across chunks survive garbage collections, and survivors are what grows V8's heap).
  */
-const fileLines = (fs: FileSystem.FileSystem, file: string): Stream.Stream<Line, InvalidInput> =>
-  Stream.suspend(() => {
-    const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
-    let parts: Array<Uint8Array> = []
-    let pending = 0
-    let no = 0
-    const tooLong = () =>
-      new InvalidInput({
-        reason: `${file}: line ${no + 1} is longer than ${MAX_LINE_BYTES / 1048576} MiB (a message may be at most ${
-          MAX_MESSAGE_BYTES / 1048576
-        } MiB); nothing was imported`
-      })
-    const finishLine = (): Line => {
-      no++
-      let bytes = parts.length === 1 && parts[0] !== undefined ? parts[0] : Buffer.concat(parts)
-      parts = []
-      pending = 0
-      if (bytes.length > 0 && bytes[bytes.length - 1] === 13) bytes = bytes.subarray(0, bytes.length - 1)
-      try {
-        return { no, text: decoder.decode(bytes), invalidUtf8: false }
-      } catch {
-        return { no, text: "", invalidUtf8: true }
-      }
+const lineSplitter = (file: string, onLine: (no: number, text: string | undefined, bytes: number) => void) => {
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false })
+  let parts: Array<Uint8Array> = []
+  let pending = 0
+  let no = 0
+  const tooLong = () =>
+    new InvalidInput({
+      reason: `${file}: line ${no + 1} is longer than ${MAX_LINE_BYTES / 1048576} MiB (a message may be at most ${
+        MAX_MESSAGE_BYTES / 1048576
+      } MiB); nothing was imported`
+    })
+  const finishLine = (tail: Uint8Array) => {
+    no++
+    let bytes = parts.length === 0 ? tail : Buffer.concat([...parts, tail])
+    parts = []
+    pending = 0
+    if (bytes.length > 0 && bytes[bytes.length - 1] === 13) bytes = bytes.subarray(0, bytes.length - 1)
+    let text: string | undefined
+    try {
+      text = decoder.decode(bytes)
+    } catch {
+      text = undefined
     }
-    const split = (chunk: Uint8Array): Effect.Effect<Array<Line>, InvalidInput> =>
-      Effect.suspend(() => {
-        const out: Array<Line> = []
-        let from = 0
-        for (;;) {
-          const nl = chunk.indexOf(10, from)
-          const end = nl === -1 ? chunk.length : nl
-          if (pending + (end - from) > MAX_LINE_BYTES) return Effect.fail(tooLong())
+    onLine(no, text, bytes.length)
+  }
+  return {
+    /** Hands over every line that `chunk` completes; fails when a line passes MAX_LINE_BYTES. */
+    feed: (chunk: Uint8Array): InvalidInput | undefined => {
+      let from = 0
+      for (;;) {
+        const nl = chunk.indexOf(10, from)
+        const end = nl === -1 ? chunk.length : nl
+        if (pending + (end - from) > MAX_LINE_BYTES) return tooLong()
+        if (nl === -1) {
           if (end > from) {
             parts.push(chunk.subarray(from, end))
             pending += end - from
           }
-          if (nl === -1) return Effect.succeed(out)
-          out.push(finishLine())
-          from = nl + 1
+          return undefined
         }
-      })
-    const last = Stream.suspend(() => (pending > 0 ? Stream.make(finishLine()) : Stream.empty))
-    return fs.stream(file, { chunkSize: 1024 * 1024 }).pipe(
-      Stream.mapError((e) => new InvalidInput({ reason: `cannot read ${file}: ${e.message}` })),
-      Stream.mapEffect(split),
-      Stream.flattenIterable,
-      Stream.concat(last)
-    )
-  })
+        finishLine(chunk.subarray(from, end))
+        from = nl + 1
+      }
+    },
+    /** Hands over the last line when the file does not end with a line feed. */
+    end: () => {
+      if (pending > 0) finishLine(new Uint8Array(0))
+    }
+  }
+}
+
+const CHUNK_BYTES = 1024 * 1024
+
+/** The file's chunks, a read error as InvalidInput. */
+const fileChunks = (fs: FileSystem.FileSystem, file: string) =>
+  fs.stream(file, { chunkSize: CHUNK_BYTES }).pipe(
+    Stream.mapError((e) => new InvalidInput({ reason: `cannot read ${file}: ${e.message}` }))
+  )
+
+const failIf = (e: InvalidInput | undefined): Effect.Effect<void, InvalidInput> => (e === undefined ? Effect.void : Effect.fail(e))
 
 export interface ImportResult {
   readonly sessionKey: string
@@ -180,19 +192,19 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
     if (problems.length < MAX_REPORTED) problems.push(`line ${no}: ${problem}`)
     else if (problems.length === MAX_REPORTED) problems.push("…")
   }
-  yield* fileLines(fs, file).pipe(
-    Stream.mapError((e) =>
+  const check = lineSplitter(file, (no, text) => {
+    if (text === undefined) return report(no, "not valid UTF-8")
+    if (text.trim() === "") return
+    const parsed = parseImportLine(text)
+    if (typeof parsed === "string") return report(no, parsed)
+    total++
+    firstAt ??= parsed.createdAt
+  })
+  yield* fileChunks(fs, file).pipe(
+    Stream.runForEach((chunk) => Effect.suspend(() => failIf(check.feed(chunk)))),
+    Effect.andThen(Effect.sync(check.end)),
+    Effect.mapError((e) =>
       problems.length === 0 ? e : new InvalidInput({ reason: `${e.reason}\n  ${problems.join("\n  ")}` })
-    ),
-    Stream.runForEach((line) =>
-      Effect.sync(() => {
-        if (line.invalidUtf8) return report(line.no, "not valid UTF-8")
-        if (line.text.trim() === "") return
-        const parsed = parseImportLine(line.text)
-        if (typeof parsed === "string") return report(line.no, parsed)
-        total++
-        firstAt ??= parsed.createdAt
-      })
     )
   )
   if (problems.length > 0) {
@@ -209,22 +221,62 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
   // one's), so times stay in order and summary ranges cover the transcript, not the day of the
   // import; a file with no `ts` at all takes the import time.
   let lastAt = firstAt
-  const messages = fileLines(fs, file).pipe(
-    Stream.mapError((e) => changed(e.reason)),
-    Stream.filter((line) => line.invalidUtf8 || line.text.trim() !== ""),
-    Stream.mapEffect((line) => {
-      const parsed = line.invalidUtf8 ? "not valid UTF-8" : parseImportLine(line.text, false)
-      if (typeof parsed === "string") return Effect.fail(changed(`line ${line.no}: ${parsed}`))
+  const messages = Stream.suspend(() => {
+    let failure: InvalidInput | undefined
+    let batch: Array<NewMessage> = []
+    let sizes: Array<number> = []
+    let batchBytes = 0
+    const ready: Array<ReadonlyArray<NewMessage>> = []
+    const cut = (n: number) => {
+      ready.push(batch.slice(0, n))
+      batch = batch.slice(n)
+      sizes = sizes.slice(n)
+      batchBytes = sizes.reduce((x, y) => x + y, 0)
+    }
+    const lines = lineSplitter(file, (no, text, bytes) => {
+      if (failure !== undefined || (text !== undefined && text.trim() === "")) return
+      const parsed = text === undefined ? "not valid UTF-8" : parseImportLine(text, false)
+      if (typeof parsed === "string") {
+        failure = changed(`line ${no}: ${parsed}`)
+        return
+      }
       // Exactly the messages that were checked: a file that grew or shrank since is refused.
-      if (++stored > total) return Effect.fail(changed(`it now has more than the ${total} messages checked`))
+      if (++stored > total) {
+        failure = changed(`it now has more than the ${total} messages checked`)
+        return
+      }
       lastAt = parsed.createdAt ?? lastAt
-      return Effect.succeed(parsed.createdAt !== undefined || lastAt === undefined ? parsed : { ...parsed, createdAt: lastAt })
-    }),
-    Stream.concat(Stream.suspend(() =>
-      stored === total ? Stream.empty : Stream.fail(changed(`it now has ${stored} messages, not the ${total} checked`))
-    )),
-    Stream.grouped(BATCH)
-  )
+      batch.push(parsed.createdAt !== undefined || lastAt === undefined ? parsed : { ...parsed, createdAt: lastAt })
+      sizes.push(bytes)
+      batchBytes += bytes
+      if (batch.length >= BATCH) cut(BATCH)
+      // Long messages: a batch ends at BATCH_BYTES too, cut to a power of two so that the store's
+      // INSERT statements (cached by their text, i.e. their row count) take only a few shapes.
+      else if (batchBytes >= BATCH_BYTES) cut(2 ** Math.floor(Math.log2(batch.length)))
+    })
+    const take = (): ReadonlyArray<ReadonlyArray<NewMessage>> => ready.splice(0, ready.length)
+    return fileChunks(fs, file).pipe(
+      Stream.mapEffect((chunk) =>
+        Effect.suspend(() => {
+          const e = lines.feed(chunk) ?? failure
+          return e === undefined ? Effect.succeed(take()) : Effect.fail(e)
+        })
+      ),
+      Stream.mapError((e) => (e === failure ? e : changed(e.reason))),
+      Stream.concat(Stream.suspend(() => {
+        lines.end()
+        while (batch.length > 0) cut(batch.length)
+        if (failure !== undefined) return Stream.fail(failure)
+        if (stored !== total) return Stream.fail(changed(`it now has ${stored} messages, not the ${total} checked`))
+        return Stream.make(take())
+      })),
+      // Not flattenIterable: its inner stream per element kept every batch alive through the next
+      // minor garbage collections (measured: MiBs surviving each one), which grew the young
+      // generation to its 128 MiB maximum.
+      Stream.filter((bs): bs is Arr.NonEmptyReadonlyArray<ReadonlyArray<NewMessage>> => bs.length > 0),
+      Stream.flattenArray
+    )
+  })
   const r = yield* store.importMessages(session, messages, { append: options.append, onBatch: bar.update })
   yield* bar.finish
   const ended = yield* Clock.currentTimeMillis

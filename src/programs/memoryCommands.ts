@@ -6,7 +6,7 @@ import { Console, Effect, Option, Schema } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { CapabilityMissing } from "../domain/memory/errors.ts"
 import { sessionRefFromKey } from "../domain/memory/session.ts"
-import type { CompactionProgress, SearchScope } from "../domain/memory/types.ts"
+import type { CompactionProgress, SearchHit, SearchScope } from "../domain/memory/types.ts"
 import { verifySession } from "../domain/memory/verify.ts"
 import { messageText } from "../domain/message.ts"
 import { Compactor } from "../services/Compactor.ts"
@@ -160,11 +160,45 @@ const compact = Command.make("compact", {
     )
   )
 
+const MAX_CONTEXT = 10
+
+const seqOf = (h: SearchHit): string =>
+  h.covers !== undefined ? `#${h.covers.firstSeq}–#${h.covers.lastSeq}` : h.seq === undefined ? "-" : `#${h.seq}`
+
+/** `--context N`: each hit as a block, message hits between their neighbours. */
+const hitBlock = (h: SearchHit, n: number): string => {
+  const head = h.kind === "summary"
+    ? `${n}. ${h.id}: summary of messages ${seqOf(h)} in ${h.sessionKey}, ${iso(h.covers?.earliestAt)} → ${iso(h.createdAt)}, score ${
+      h.score.toPrecision(3)
+    }`
+    : `${n}. ${h.id}: message ${seqOf(h)} (${h.role ?? "?"}) in ${h.sessionKey}, ${iso(h.createdAt)}, score ${h.score.toPrecision(3)}`
+  if (h.kind === "summary") return [head, `   ${oneLine(h.snippet, 160)}`, `   (anna memory expand ${h.id} shows what it was made from)`].join("\n")
+  const around = h.context ?? []
+  const line = (mark: string, seq: number, role: string, text: string) => `${mark} #${seq} ${role.padEnd(11)} ${oneLine(text, 140)}`
+  return [
+    head,
+    ...around.filter((m) => m.seq < (h.seq ?? 0)).map((m) => line("    ", m.seq, m.role, m.text)),
+    line("   >", h.seq ?? 0, h.role ?? "?", h.snippet),
+    ...around.filter((m) => m.seq > (h.seq ?? 0)).map((m) => line("    ", m.seq, m.role, m.text))
+  ].join("\n")
+}
+
 const search = Command.make("search", {
-  query: Argument.String("query").pipe(Argument.withDescription("Words to find; \"exact phrase\", prefix*, a OR b")),
+  query: Argument.String("query").pipe(
+    Argument.withDescription("Words or a question; also \"exact phrase\", prefix*, AND, OR, NOT, role:ROLE, tool:NAME (README: Search syntax)")
+  ),
   session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
   user: Flag.String("user").pipe(Flag.withDescription("Only this user's sessions"), Flag.optional),
   limit: positiveInt("limit", "At most this many hits (default 10, max 100)").pipe(Flag.optional),
+  strict: Flag.Boolean("strict").pipe(
+    Flag.withDescription("Every word must match, stop words included (default: ranked, best match of the words first)"),
+    Flag.withDefault(false)
+  ),
+  context: Flag.Int("context").pipe(
+    Flag.withDescription(`Show N messages before and after each message hit (0–${MAX_CONTEXT})`),
+    Flag.filter((n) => n >= 0 && n <= MAX_CONTEXT, (n) => `--context must be between 0 and ${MAX_CONTEXT}, got ${n}`),
+    Flag.optional
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -174,14 +208,25 @@ const search = Command.make("search", {
       : Option.isSome(f.user)
       ? { _tag: "User", userId: f.user.value }
       : { _tag: "All" }
-    const hits = yield* searcher.search(f.query, { scope, limit: Option.getOrUndefined(f.limit) })
+    const context = Option.getOrElse(f.context, () => 0)
+    const hits = yield* searcher.search(f.query, {
+      scope,
+      limit: Option.getOrUndefined(f.limit),
+      mode: f.strict ? "strict" : "ranked",
+      context
+    })
     if (f.json) return yield* printJson(hits)
     if (hits.length === 0) return yield* Console.log("No matches.")
+    if (context > 0) return yield* Console.log(hits.map((h, i) => hitBlock(h, i + 1)).join("\n\n"))
     yield* Console.log(table(
-      ["SCORE", "KIND", "ID", "SESSION", "WHEN", "SNIPPET"],
-      hits.map((h) => [h.score.toPrecision(3), h.kind, h.id, h.sessionKey, iso(h.createdAt), oneLine(h.snippet, 120)])
+      ["SCORE", "KIND", "ID", "SESSION", "WHEN", "SEQ", "SNIPPET"],
+      hits.map((h) => [h.score.toPrecision(3), h.kind, h.id, h.sessionKey, iso(h.createdAt), seqOf(h), oneLine(h.snippet, 120)])
     ))
-  })).pipe(Command.withDescription("Full-text search of messages and summaries, best first"))
+    const summary = hits.find((h) => h.kind === "summary")
+    if (summary !== undefined) {
+      yield* Console.log(`\nA summary covers the messages under SEQ; anna memory expand ${summary.id} shows what it was made from.`)
+    }
+  })).pipe(Command.withDescription("Search messages and summaries: ranked by how well they answer the query (or --strict), best first"))
 
 const summaryId = Argument.String("summaryId").pipe(Argument.withDescription("Summary id, e.g. sum_12"))
 

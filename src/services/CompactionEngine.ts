@@ -10,6 +10,7 @@ import { Context, type Effect } from "effect"
 import type { CompactionFailed } from "../domain/memory/errors.ts"
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { CompactionReport, CompactOptions } from "../domain/memory/types.ts"
+import type { ItemMeta } from "../domain/memory/context.ts"
 import type { Conversation } from "./MemoryStore.ts"
 
 export interface CompactionConfig {
@@ -28,4 +29,9 @@ export class CompactionEngine extends Context.Service<CompactionEngine, {
     conversation: Conversation,
     options: CompactOptions
   ) => Effect.Effect<CompactionReport, CompactionFailed | StorageError>
+  /**
+   * What compacting these live items with `budget` would save, estimated from its plan (each
+   * summary at its target): what `Compactor.worthCompacting` weighs against the least gain.
+   */
+  readonly estimateGain: (items: ReadonlyArray<ItemMeta>, budget: number) => number
 }>()("anna/CompactionEngine") {}

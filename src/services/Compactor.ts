@@ -16,6 +16,13 @@ export class Compactor extends Context.Service<Compactor, {
     budget: number,
     threshold?: number
   ) => Effect.Effect<boolean, StorageError | SessionNotFound>
+  /**
+   * Whether compacting before a turn is worth its summarizer calls (domain/memory/fit.ts
+   * `worthCompacting`): over threshold × budget, a plan that gains a meaningful share of the budget
+   * (anything when the context no longer fits), and not again after a compaction with this budget
+   * that gained less, until the context has grown by that share.
+   */
+  readonly worthCompacting: (sessionKey: string, budget: number) => Effect.Effect<boolean, StorageError | SessionNotFound>
   readonly compact: (
     sessionKey: string,
     options?: CompactOptions

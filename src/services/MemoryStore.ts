@@ -11,7 +11,7 @@ import type { ItemMeta } from "../domain/memory/context.ts"
 import type { InvalidInput, SessionNotFound, StaleContext } from "../domain/memory/errors.ts"
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
-import type { SearchScope } from "../domain/memory/types.ts"
+import type { SearchCoverage, SearchScope } from "../domain/memory/types.ts"
 import type { VerifyInput } from "../domain/memory/verify.ts"
 import type { Message, NewMessage, Role } from "../domain/message.ts"
 import type { SearchPlan } from "../domain/search/query.ts"
@@ -75,6 +75,29 @@ export interface RawHit {
   readonly snippet: string
   readonly score: number
   readonly createdAt: number
+  /** Query terms the row matches, as typed (empty when the query only filtered). */
+  readonly matched: ReadonlyArray<string>
+  /** Messages: position in the session and role. */
+  readonly seq?: number | undefined
+  readonly role?: Role | undefined
+  /** Summaries: the raw messages below the summary. */
+  readonly covers?: SearchCoverage | undefined
+  /** Messages, with `context` > 0: the neighbouring messages, in order (the hit itself left out). */
+  readonly context?: ReadonlyArray<RawContextMessage> | undefined
+}
+
+export interface RawContextMessage {
+  readonly id: number
+  readonly seq: number
+  readonly role: Role
+  readonly createdAt: number
+  readonly text: string
+}
+
+export interface SearchRequest {
+  readonly limit: number
+  /** Messages before and after each message hit to add (0: none). */
+  readonly context: number
 }
 
 export interface ConversationStats {
@@ -145,7 +168,25 @@ export class MemoryStore extends Context.Service<MemoryStore, {
     limit: number
   ) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
 
+  /** Every live item, in position order (what compaction plans over; assembly reads less, below). */
   readonly items: (conversationId: number) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
+  /**
+   * At most `limit` live items with position < `beforePosition` (all when null), newest first: an
+   * indexed range read, so assembly reads what the budget needs, not the whole live context.
+   */
+  readonly itemsNewest: (
+    conversationId: number,
+    beforePosition: number | null,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
+  /**
+   * The live summary items in position order, each with the last seq it covers (a summary item's
+   * position is its first seq), from a partial index of summary items: cheap however long the session.
+   */
+  readonly liveSummaries: (conversationId: number) => Effect.Effect<
+    ReadonlyArray<{ readonly item: ItemMeta; readonly lastSeq: number }>,
+    StorageError
+  >
   readonly stats: (conversationId: number) => Effect.Effect<ConversationStats, StorageError>
   /**
    * Sum of the live items' tokens (one indexed range read; cheap enough for every turn); with
@@ -172,10 +213,14 @@ export class MemoryStore extends Context.Service<MemoryStore, {
     contextTokensOf: (summaryId: number) => number
   ) => Effect.Effect<{ readonly summaryId: number; readonly itemTokens: number }, StorageError | StaleContext>
 
+  /**
+   * Runs a search plan (domain/search/query.ts) inside `scope`: every hit belongs to it. Reads a
+   * bounded number of rows whatever the database size (see layers/memory/memorySearch.ts).
+   */
   readonly search: (
     plan: SearchPlan,
     scope: SearchScope,
-    limit: number
+    request: SearchRequest
   ) => Effect.Effect<ReadonlyArray<RawHit>, StorageError>
 
   readonly verifyInput: (conversationId: number, sessionKey: string) => Effect.Effect<VerifyInput, StorageError>

@@ -201,10 +201,12 @@ describe("tool JSON schemas: the shape providers accept", () => {
     const all: ReadonlyArray<MemoryTool.MemoryAction> = ["status", "search", "describe", "expand", "profile_get", "profile_update"]
     const memory = inputSchemaOf(MemoryTool.inputFor(all))
     assert.deepStrictEqual(memory.required, ["action"])
-    assert.deepStrictEqual(Object.keys(memory.properties), ["action", "query", "limit", "id", "cursor", "content"])
+    assert.deepStrictEqual(Object.keys(memory.properties), ["action", "query", "limit", "strict", "context", "id", "cursor", "content"])
     assert.deepStrictEqual(bounds(property(memory, "action")), { type: "string", enum: all })
     assert.deepStrictEqual(bounds(property(memory, "limit")), { type: "integer", minimum: 1, maximum: MemoryTool.MAX_SEARCH_HITS })
     assert.deepStrictEqual(bounds(property(memory, "cursor")), { type: "integer", minimum: 0 })
+    assert.deepStrictEqual(bounds(property(memory, "context")), { type: "integer", minimum: 0, maximum: MemoryTool.MAX_SEARCH_CONTEXT })
+    assert.deepStrictEqual(bounds(property(memory, "strict")), { type: "boolean" })
     const small = inputSchemaOf(MemoryTool.inputFor(["status", "profile_get", "profile_update"]))
     assert.deepStrictEqual(Object.keys(small.properties), ["action", "content"])
     assert.deepStrictEqual(property(small, "action").enum, ["status", "profile_get", "profile_update"])

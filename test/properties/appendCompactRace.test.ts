@@ -147,7 +147,7 @@ describe("memory properties: appends racing compaction", () => {
                 const budget = ar.chance(0.8) ? Math.max(1, Math.round(tokens * ar.next() * 1.3)) : ar.int(1, 400)
                 const freshTail = ar.chance(0.1) ? 0 : ar.int(1, 30)
                 const assembled = yield* memory.assemble(KEY, { budget, freshTail })
-                assertAssembled({ assembled, snap, appended, budget, freshTail, mode: "greedy" })
+                assertAssembled({ assembled, snap, appended, budget, freshTail, mode: "lcm" })
               }
             })
           yield* check(c.session.seed)

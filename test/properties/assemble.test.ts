@@ -2,7 +2,7 @@
  * Assembly over random sessions, densely: a session cut at a random point (so it may end in a tool
  * call still waiting for its results), compacted a random number of times with random fresh tails
  * (0 included), then more messages appended, then many assemblies with random budgets and fresh
- * tails through LcmMemory (greedy, over summaries) and SimpleMemory (sliding window over its view:
+ * tails through LcmMemory (over its live items) and SimpleMemory (over its view:
  * LCM's newest live summary and the messages after it) on the same file. Each assembly is checked
  * for order (chronological, whole units), the fresh tail verbatim, budget (≤ budget unless the
  * fresh tail alone exceeds it) and tool pairing.
@@ -53,12 +53,12 @@ describe("memory properties: assembly", () => {
         const r = rng(c.session.seed ^ 0x5bd1e995)
         const config = engineConfig(c.engine)
 
-        const assembleMany = (mode: "greedy" | "contiguous") =>
+        const assembleMany = (mode: "lcm" | "simple") =>
           Effect.gen(function*() {
             const memory = yield* MemoryProvider
             const appended = messages.slice(0, total)
             const snap = yield* snapshot(sessionKey)
-            const context = mode === "greedy" ? snap.items.reduce((n, it) => n + it.tokens, 0) : simpleViewTokens(snap)
+            const context = mode === "lcm" ? snap.items.reduce((n, it) => n + it.tokens, 0) : simpleViewTokens(snap)
             for (let i = 0; i < c.assemblies; i++) {
               const budget = r.chance(0.8) ? Math.max(1, Math.round(context * r.next() * 1.3)) : r.int(1, 400)
               const freshTail = r.chance(0.1) ? 0 : r.int(1, 30)
@@ -75,10 +75,10 @@ describe("memory properties: assembly", () => {
           for (const k of c.compactions) yield* compactor.compact(sessionKey, k)
           yield* memory.append(session, messages.slice(first, total))
           yield* checkState(sessionKey, messages.slice(0, total), c.session.seed)
-          yield* assembleMany("greedy")
+          yield* assembleMany("lcm")
         }).pipe(Effect.provide(lcmOn(file, config), { local: true }))
 
-        yield* assembleMany("contiguous").pipe(Effect.provide(simpleOn(file), { local: true }))
+        yield* assembleMany("simple").pipe(Effect.provide(simpleOn(file), { local: true }))
       })),
     { timeout: 170_000, arbitrary: { runs: 60, maxShrinks: 40 } }
   )

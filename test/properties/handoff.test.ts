@@ -82,7 +82,7 @@ describe("memory properties: handoff compaction", () => {
               const budget = r.chance(0.8) ? Math.max(1, Math.round(view * r.next() * 1.3)) : r.int(1, 400)
               const freshTail = r.chance(0.1) ? 0 : r.int(1, 30)
               const assembled = yield* memory.assemble(KEY, { budget, freshTail })
-              assertAssembled({ assembled, snap: after, appended, budget, freshTail, mode: "contiguous" })
+              assertAssembled({ assembled, snap: after, appended, budget, freshTail, mode: "simple" })
             }
           }).pipe(Effect.provide(simpleOn(file, summarizer), { local: true }))
         }

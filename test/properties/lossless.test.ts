@@ -98,7 +98,7 @@ const runOp = (run: Run, op: Op, lcm: boolean, step: number) =>
           appended: run.appended,
           budget,
           freshTail: op.freshTail,
-          mode: lcm ? "greedy" : "contiguous"
+          mode: lcm ? "lcm" : "simple"
         })
         break
       }

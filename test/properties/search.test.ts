@@ -10,6 +10,12 @@
  * soups of query syntax (unbalanced quotes, NOT/OR/NEAR, key:value, *, -, %, _, emoji, CJK) as
  * queries, with arbitrary limits, never produce an error: results or an empty list, within scope
  * and limit. Describe/expand of arbitrary ids fail only with SummaryNotFound.
+ *
+ * Scope (issue 11): no query, whatever its text (words of the stored sessions, syntax, column
+ * filters, CJK, emoji, arbitrary strings), in either mode and with neighbours asked for, returns a
+ * hit outside its scope: every hit of a Session scope is a row of that session and every hit of a
+ * User scope a row of that user's sessions, the neighbours of a message hit are messages of its
+ * session next to it, and a summary hit covers messages of its session.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Arbitrary, Effect, Layer, Result, Schema } from "effect"
@@ -217,5 +223,105 @@ layer(populated, { timeout: "60 seconds", excludeTestServices: true })("memory p
         }
       }),
     { timeout: 120_000, arbitrary: { runs: 150, maxShrinks: 40 } }
+  )
+})
+
+// ---------------------------------------------------------------------------------------------
+// Scope, in both modes, for any query
+
+/** Query pieces: stored words (so queries do find things), syntax, filters, CJK, emoji. */
+const PIECES = [
+  ...SHARED, "says", "docker", "memory", "summary", "tokyo", "记忆", "数据库", "東京", "메모리", "会議", "FACT-1",
+  "OR", "AND", "NOT", "|", "\"", "*", "deplo*", "(", ")", ":", "-", "%", "_", "😀", "👍🏽", "\u0000", "\ud800",
+  "role:user", "role:assistant", "role:tool_result", "role:bogus", "tool:bash", "tool:read", "tool:", "kind:summary",
+  "kind:message", "scope:c1", "body:x", "cjk:记忆", "c1", "u410", "NEAR(a b)", "\"the docker\"", "When did we talk about"
+] as const
+
+const scopeQuery = Arbitrary.all({
+  parts: Arbitrary.array(Arbitrary.schema(Schema.Literals(PIECES)), { minLength: 1, maxLength: 6 }),
+  raw: Arbitrary.schema(Schema.String),
+  withRaw: Arbitrary.schema(Schema.Boolean)
+}).pipe(Arbitrary.map(({ parts, raw, withRaw }) => `${parts.join(" ")}${withRaw ? ` ${raw}` : ""}`))
+
+const scopeCase = Arbitrary.all({
+  specs: Arbitrary.array(sessionSpec, { minLength: 3, maxLength: 3 }),
+  users: Arbitrary.schema(int(0, USER_PAIRS.length - 1)),
+  compact: Arbitrary.array(Arbitrary.schema(Schema.Boolean), { minLength: 3, maxLength: 3 }),
+  queries: Arbitrary.array(scopeQuery, { minLength: 4, maxLength: 8 }),
+  context: Arbitrary.schema(int(0, 3))
+})
+
+describe("memory properties: search scope", () => {
+  it.live.prop(
+    "no query, whatever its text, in either mode, returns a hit (or a neighbour) outside its scope",
+    { c: scopeCase },
+    ({ c }) =>
+      Effect.scoped(Effect.gen(function*() {
+        const file = yield* tempDbFile
+        const [userA, userB] = USER_PAIRS[c.users] ?? ["A", "B"]
+        const sessions: ReadonlyArray<readonly [string, string]> = [
+          [`agent:test:${userA}:one`, userA],
+          [`agent:test:${userB}:one`, userB],
+          [`agent:test:${userB}:two`, userB]
+        ]
+        yield* Effect.gen(function*() {
+          const memory = yield* MemoryProvider
+          const compactor = yield* Compactor
+          const searcher = yield* Searcher
+          const store = yield* MemoryStore
+          const seqs = new Map<string, number>()
+          for (let i = 0; i < sessions.length; i++) {
+            const [key, userId] = sessions[i] ?? ["", ""]
+            const spec = c.specs[i] ?? { seed: i, length: 20, large: 0, tools: 2, cjk: 3, weird: 1, huge: 0 }
+            const messages = sessionMessages({ ...spec, length: spec.length % 80 }, key)
+            yield* memory.append(sessionRefFromKey(key, { userId }), messages)
+            seqs.set(key, messages.length)
+            if (c.compact[i] === true) yield* compactor.compact(key, { full: true, freshTail: 4 })
+          }
+          const owned = new Map<string, Owned>()
+          for (const [key] of sessions) owned.set(key, yield* ownedBy([key]))
+          const scopes: ReadonlyArray<readonly [SearchScope, ReadonlyArray<string>]> = [
+            ...sessions.map(([key]): readonly [SearchScope, ReadonlyArray<string>] => [{ _tag: "Session", sessionKey: key }, [key]]),
+            [{ _tag: "User", userId: userA }, [sessions[0]?.[0] ?? ""]],
+            [{ _tag: "User", userId: userB }, [sessions[1]?.[0] ?? "", sessions[2]?.[0] ?? ""]]
+          ]
+          for (const q of c.queries) {
+            for (const mode of ["ranked", "strict"] as const) {
+              for (const [scope, keys] of scopes) {
+                const what = `${mode} ${JSON.stringify(q)} in ${JSON.stringify(scope)}`
+                const hits = yield* searcher.search(q, { scope, mode, limit: 100, context: c.context })
+                assertWithin(hits, yield* ownedBy(keys), what)
+                for (const h of hits) {
+                  assert.isArray(h.matched, what)
+                  const mine = owned.get(h.sessionKey)
+                  if (h.kind === "summary") {
+                    assert.isDefined(h.covers, `${what}: ${h.id} has no coverage`)
+                    assert.isAtLeast(h.covers?.firstSeq ?? 0, 1, what)
+                    assert.isAtMost(h.covers?.lastSeq ?? Infinity, seqs.get(h.sessionKey) ?? 0, what)
+                    continue
+                  }
+                  if (c.context === 0) {
+                    assert.isUndefined(h.context, what)
+                    continue
+                  }
+                  // Neighbours: messages of the hit's own session, next to it, never the hit itself.
+                  const around = h.context ?? []
+                  const total = seqs.get(h.sessionKey) ?? 0
+                  const expected = Math.min(total, (h.seq ?? 0) + c.context) - Math.max(1, (h.seq ?? 0) - c.context)
+                  assert.strictEqual(around.length, expected, `${what}: ${h.id} #${h.seq} has ${around.length} neighbours`)
+                  for (const m of around) {
+                    assert.isTrue(mine?.messages.has(Number(m.id.slice(4))) === true, `${what}: neighbour ${m.id} of ${h.id} is not in ${h.sessionKey}`)
+                    assert.isAtMost(Math.abs(m.seq - (h.seq ?? 0)), c.context, what)
+                    assert.notStrictEqual(m.seq, h.seq, what)
+                  }
+                }
+              }
+            }
+          }
+          // The search index is in step with the tables after all of it.
+          assert.deepStrictEqual(yield* store.integrityCheck, [])
+        }).pipe(Effect.provide(lcmOn(file), { local: true }))
+      })),
+    { timeout: 170_000, arbitrary: { runs: 12, maxShrinks: 20 } }
   )
 })

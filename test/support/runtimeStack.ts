@@ -13,6 +13,8 @@ import * as DeterministicSummarizer from "../../src/layers/memory/DeterministicS
 import * as DockerSandbox from "../../src/layers/sandbox/DockerSandbox.ts"
 import * as HttpChannel from "../../src/layers/channels/HttpChannel.ts"
 import * as LcmMemory from "../../src/layers/memory/LcmMemory.ts"
+import * as ModelSummarizer from "../../src/layers/memory/ModelSummarizer.ts"
+import * as SqliteMemoryStore from "../../src/layers/memory/SqliteMemoryStore.ts"
 import * as ProviderClients from "../../src/layers/providers/SdkProviderRegistry.ts"
 import * as Compose from "../../src/programs/compose.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
@@ -21,6 +23,7 @@ import { AgentStore } from "../../src/services/AgentStore.ts"
 import { ProviderStore } from "../../src/services/ProviderStore.ts"
 import { Sandbox } from "../../src/services/Sandbox.ts"
 import { fastTransport } from "../layers/providers/contract.ts"
+import { sqliteTemp } from "./db.ts"
 import type { FakeLlm } from "./fakeLlm/server.ts"
 
 /** A scoped temporary ANNA_HOME. */
@@ -40,6 +43,24 @@ export const runtimeStack = (home: string, options: { readonly sandbox?: boolean
     Layer.provideMerge(stores)
   )
   return base.pipe(Layer.provideMerge(database))
+}
+
+/**
+ * The runtime on a temporary database with LCM memory summarized by the agent's own model (the
+ * production ModelSummarizer), provider clients on `transport`; configuration under `home`.
+ */
+export const modelSummarizerRuntime = (home: string, transport: typeof fastTransport = fastTransport) => {
+  const registry = ProviderClients.layer(transport)
+  const memory = LcmMemory.layerSqlite.pipe(
+    Layer.provide(ModelSummarizer.layer().pipe(Layer.provide(registry))),
+    Layer.provideMerge(SqliteMemoryStore.layer)
+  )
+  return Compose.agentRuntime({ runnerIdle: "1 hour", configPoll: "1 hour" }).pipe(
+    Layer.provide(registry),
+    Layer.provideMerge(memory),
+    Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),
+    Layer.provideMerge(sqliteTemp)
+  )
 }
 
 /** The runtime with the HTTP channel on an ephemeral port (see HttpAddress). */

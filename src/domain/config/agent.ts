@@ -32,6 +32,11 @@ export interface Agent {
   readonly turnTimeoutSeconds: number
   /** Context budget in tokens; 0 = unset (the runtime then uses 128,000). */
   readonly contextTokens: number
+  /**
+   * Output tokens asked of the model per call and kept free in the window; 0 = proportional to the
+   * window (see `outputReserve`). Always set by the store; optional so hand-made agents need not say it.
+   */
+  readonly maxOutputTokens?: number
   /** Enabled tools (names from TOOL_NAMES); null = every available tool. */
   readonly tools: ReadonlyArray<string> | null
   /** Model calls allowed in one turn before it stops with `max_turns`. */
@@ -52,6 +57,23 @@ export const WORKSPACE_MODES: ReadonlyArray<WorkspaceMode> = ["user", "shared"]
 export const ANY_PROVIDER_MODEL = "*"
 export const DEFAULT_TURN_TIMEOUT_SECONDS = 900
 export const DEFAULT_DISK_MB = 1024
+
+/** The output reserve of a large window when the agent sets none (what every model call asked for before). */
+export const MAX_DEFAULT_OUTPUT_TOKENS = 8_192
+/** The smallest output reserve the proportional rule gives (unless that is more than half the window). */
+export const MIN_DEFAULT_OUTPUT_TOKENS = 256
+
+/**
+ * The output reserve for a context window: what each model call asks for (`max_tokens`) and what
+ * the context budget leaves free. Set (`maxOutputTokens` > 0): that, but at most half the window —
+ * a server cannot give more output than its window holds beside the prompt. Unset: a quarter of the
+ * window, between 256 and 8,192 tokens (6,000 → 1,500; 32,768 and more → 8,192).
+ */
+export const outputReserve = (contextTokens: number, maxOutputTokens: number = 0): number => {
+  const half = Math.max(1, Math.floor(contextTokens / 2))
+  if (maxOutputTokens > 0) return Math.min(maxOutputTokens, half)
+  return Math.min(half, MAX_DEFAULT_OUTPUT_TOKENS, Math.max(MIN_DEFAULT_OUTPUT_TOKENS, Math.floor(contextTokens / 4)))
+}
 
 export const DEFAULT_AGENT_ID = "default"
 export const DEFAULT_MAX_TURNS = 25

@@ -10,6 +10,7 @@
  */
 import { estimateMessageTokens, estimateTextTokens, type Message } from "../message.ts"
 import { freshTailStart, type ItemMeta, type Span } from "./context.ts"
+import { summaryCapOf } from "./fit.ts"
 
 export const HANDOFF_SECTIONS = [
   "Goal",
@@ -27,9 +28,14 @@ export const HANDOFF_MAX_TARGET = 2_000
 
 export const HANDOFF_ACK = "Understood — continuing from the summary above."
 
-/** Target of a handoff summary: min(input / 3, 2000) tokens, input = messages + previous summary. */
-export const handoffTarget = (inputTokens: number): number =>
-  Math.max(1, Math.min(Math.floor(inputTokens / 3), HANDOFF_MAX_TARGET))
+/**
+ * Target of a handoff summary: min(input / 3, 2000) tokens, input = messages + previous summary;
+ * with a budget, also at most its summary share (fit.ts), but never below what the seven sections need.
+ */
+export const handoffTarget = (inputTokens: number, budget?: number): number => {
+  const plain = Math.max(1, Math.min(Math.floor(inputTokens / 3), HANDOFF_MAX_TARGET))
+  return budget === undefined ? plain : Math.min(plain, Math.max(HANDOFF_MIN_TARGET, summaryCapOf(budget)))
+}
 
 export interface HandoffSummary {
   readonly content: string
@@ -94,14 +100,14 @@ export interface HandoffPlan {
 
 /**
  * The one step of a handoff compaction: every message of the view outside the fresh tail
- * (`freshTailStart` over the view, so the run ends on a unit boundary and never separates a
- * tool_use from its results).
+ * (`freshTailStart` over the view, capped at `tailTokens` when given, so the run ends on a unit
+ * boundary and never separates a tool_use from its results).
  */
-export const planHandoff = (items: ReadonlyArray<ItemMeta>, freshTail: number): HandoffPlan => {
+export const planHandoff = (items: ReadonlyArray<ItemMeta>, freshTail: number, tailTokens?: number): HandoffPlan => {
   const start = viewStart(items)
   const previous = items[start]?.kind === "summary" ? start : undefined
   const first = previous === undefined ? start : start + 1
-  const end = first + freshTailStart(items.slice(first), freshTail)
+  const end = first + freshTailStart(items.slice(first), freshTail, tailTokens)
   return { previous, run: { start: first, end } }
 }
 

@@ -1,6 +1,6 @@
 /** Values exchanged with the memory services (results, reports, options). */
 import type { Effect } from "effect"
-import type { Message } from "../message.ts"
+import type { Message, Role } from "../message.ts"
 
 export const DEFAULT_FRESH_TAIL = 20
 export const DEFAULT_CONTEXT_THRESHOLD = 0.75
@@ -16,7 +16,10 @@ export const MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 export interface AssembleOptions {
   readonly budget: number
+  /** At most this many messages in the fresh tail (default 20). */
   readonly freshTail?: number | undefined
+  /** And at most this share of the budget (default 0.4, see fit.ts); the newest unit always. */
+  readonly tailShare?: number | undefined
 }
 
 export interface Assembled {
@@ -54,7 +57,14 @@ export interface SessionInfo {
   readonly info: Readonly<Record<string, unknown>>
 }
 
-export type StopReason = "below_threshold" | "no_candidates" | "no_progress" | "max_iterations" | "spend_guard"
+export type StopReason =
+  | "below_threshold"
+  | "no_candidates"
+  | "no_progress"
+  | "max_iterations"
+  | "spend_guard"
+  /** `maxSummarizerCalls` reached: the rest waits for the next compaction. */
+  | "call_limit"
 
 export interface CompactionReport {
   readonly compacted: boolean
@@ -72,14 +82,27 @@ export interface CompactionReport {
   readonly summaryIds: ReadonlyArray<string>
   /** Handoff compaction (memory/simple) only: the summary it wrote, which `/compact` shows. */
   readonly summary?: { readonly id: string; readonly content: string } | undefined
+  /** Summarizer calls this run made (an escalation to aggressive is a second call); added with issue 11. */
+  readonly summarizerCalls?: number | undefined
 }
 
 export interface CompactOptions {
   /** Full mode repeats leaf + condensed passes until nothing is left to do (at most 10 iterations). */
   readonly full?: boolean | undefined
-  /** With a budget, compaction stops as soon as the context is at or below threshold × budget. */
+  /**
+   * With a budget, compaction stops as soon as the context is at or below threshold × budget, and
+   * fits it (fresh tail, summary and input sizes as shares of it; see domain/memory/fit.ts).
+   */
   readonly budget?: number | undefined
+  /**
+   * With a budget: stop once the context is at or below this many tokens instead of threshold ×
+   * budget (the runtime asks for a little below it, so that one compaction frees a meaningful share
+   * and the next turns do not compact again at once).
+   */
+  readonly target?: number | undefined
   readonly freshTail?: number | undefined
+  /** Stop before a step that could take the run past this many summarizer calls (at least 2 to make any). */
+  readonly maxSummarizerCalls?: number | undefined
   /** Called after every committed summary (for progress displays). */
   readonly onProgress?: ((progress: CompactionProgress) => Effect.Effect<void>) | undefined
 }
@@ -108,6 +131,26 @@ export interface SearchOptions {
    * results ranked by relevance; `strict`: every term must match (the syntax of README "Search syntax").
    */
   readonly mode?: "ranked" | "strict" | undefined
+  /** Add this many messages before and after each message hit (0, the default, to 10). */
+  readonly context?: number | undefined
+}
+
+/** The raw messages below a summary (`anna memory expand` shows them). */
+export interface SearchCoverage {
+  readonly firstSeq: number
+  readonly lastSeq: number
+  readonly earliestAt: number
+  readonly latestAt: number
+}
+
+/** A message next to a message hit (`SearchOptions.context`); `text` is cut at 600 characters. */
+export interface SearchContextMessage {
+  /** `msg_<n>`. */
+  readonly id: string
+  readonly seq: number
+  readonly role: Role
+  readonly createdAt: number
+  readonly text: string
 }
 
 export interface SearchHit {
@@ -116,9 +159,18 @@ export interface SearchHit {
   readonly id: string
   readonly sessionKey: string
   readonly snippet: string
-  /** Higher is better (negated bm25; recency-ordered matches without a rank score 0). */
+  /** Higher is better (relevance; matches of a query with filters only score 0, newest first). */
   readonly score: number
   readonly createdAt: number
+  /** Query terms this hit matches, as typed (added with issue 11). */
+  readonly matched: ReadonlyArray<string>
+  /** Message hits: the message's position in its session and its role. */
+  readonly seq?: number | undefined
+  readonly role?: Role | undefined
+  /** Summary hits: the messages the summary covers. */
+  readonly covers?: SearchCoverage | undefined
+  /** Message hits, with `context`: the messages around it, in order (the hit itself left out). */
+  readonly context?: ReadonlyArray<SearchContextMessage> | undefined
 }
 
 export interface SummaryDescription {

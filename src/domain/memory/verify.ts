@@ -3,9 +3,10 @@
  *
  * Lossless: the live context items, each expanded through the DAG to the raw messages below it,
  * give back every message exactly once and in order (seq 1..N). DAG: a leaf summary covers a run of
- * consecutive messages; a condensed summary covers ≥ 2 consecutive summaries of depth d and has
- * depth d + 1 (so the graph is acyclic); a summary has at most one parent and is either live or has
- * one; its time range covers its sources.
+ * consecutive messages; a condensed summary covers ≥ 2 consecutive summaries and is one deeper than
+ * the deepest of them (so the graph is acyclic; they share a depth unless compaction folded mixed
+ * depths to fit a small budget); a summary has at most one parent and is either live or has one; its
+ * time range covers its sources.
  */
 
 export interface VerifyInput {
@@ -90,6 +91,10 @@ export const verifySession = (input: VerifyInput): Array<string> => {
     } else if (s.kind === "condensed") {
       if (srcs.length > 0) p(`condensed summary ${s.id} links directly to messages`)
       if (subs.length < 2) p(`condensed summary ${s.id} has ${subs.length} constituent(s), expected at least 2`)
+      const deepest = Math.max(...subs.map((id) => sumById.get(id)?.depth ?? Number.NEGATIVE_INFINITY))
+      if (subs.length > 0 && deepest + 1 !== s.depth) {
+        p(`condensed summary ${s.id} has depth ${s.depth}, but its deepest constituent has depth ${deepest}`)
+      }
       for (const id of subs) {
         const child = sumById.get(id)
         const cc = cover.get(id)
@@ -98,7 +103,7 @@ export const verifySession = (input: VerifyInput): Array<string> => {
           c = null
           break
         }
-        if (child.depth + 1 !== s.depth) {
+        if (child.depth >= s.depth) {
           p(`condensed summary ${s.id} (depth ${s.depth}) contains summary ${id} of depth ${child.depth}`)
         }
         if (c !== null && cc.first !== c.last + 1) p(`condensed summary ${s.id} constituents are not consecutive at seq ${cc.first}`)

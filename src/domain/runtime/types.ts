@@ -55,8 +55,12 @@ export type TurnEvent =
   | { readonly type: "text"; readonly text: string }
   | { readonly type: "tool_start"; readonly id: string; readonly name: string; readonly input: unknown }
   | { readonly type: "tool_end"; readonly id: string; readonly name: string; readonly output: string; readonly isError: boolean }
-  /** Something the user should know that is not the model's answer (compaction ran, sandbox down, …). */
-  | { readonly type: "notice"; readonly text: string }
+  /**
+   * Something the user should know that is not the model's answer (compaction ran, sandbox down, …).
+   * `status`: a line about what anna did (compaction ran) rather than about this answer; terminals and
+   * chat platforms show it like any notice, the HTTP channel never puts it in the message content.
+   */
+  | { readonly type: "notice"; readonly text: string; readonly status?: boolean | undefined }
   | {
     readonly type: "done"
     readonly stopReason: StopReason | "aborted" | "max_turns" | "command" | "unavailable"

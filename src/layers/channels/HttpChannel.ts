@@ -15,7 +15,8 @@
  * - Only the newest user message of `messages` is sent (anna keeps the history; see
  *   http/openaiRequest.ts); slash commands typed there ("/new", "/abort") go to the runtime as on
  *   every channel. How the turn's events become OpenAI text is in http/openaiWire.ts (notices as
- *   bracketed lines, tool activity not shown).
+ *   bracketed lines, status notices such as "compacted …" kept out of the content, tool activity
+ *   not shown).
  * - A client that disconnects mid-answer does not abort the turn: the runtime runs turns in its
  *   own scope, so the turn finishes and is stored; only our reading of its events stops (the
  *   request fiber is interrupted, which is not an error). `/abort` stops a turn on purpose.
@@ -49,6 +50,7 @@ import {
   collectTurn,
   completionBody,
   type CompletionMeta,
+  errorNotices,
   SHUTDOWN,
   sseFrames,
   turnError,
@@ -189,7 +191,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
         ? turnError({
           done: last.type === "done" ? last : undefined,
           shutdown: last.type === "shutdown",
-          notices: held.flatMap((e) => (e.type === "notice" ? [e.text] : []))
+          notices: errorNotices(held)
         })
         : undefined
       if (failed !== undefined) return yield* failed

@@ -26,6 +26,7 @@ export const AgentRow = Schema.Struct({
   allowed_models: Schema.fromJsonString(Schema.Array(Schema.String)),
   turn_timeout_seconds: Schema.Number,
   context_tokens: Schema.Number,
+  max_output_tokens: Schema.Number,
   tools: Schema.NullOr(Schema.fromJsonString(Schema.Array(Schema.String))),
   max_turns: Schema.Number,
   enabled: Schema.Number,
@@ -55,6 +56,7 @@ export const toAgent = (r: typeof AgentRow.Type): Agent => ({
   allowedModels: r.allowed_models,
   turnTimeoutSeconds: r.turn_timeout_seconds,
   contextTokens: r.context_tokens,
+  maxOutputTokens: r.max_output_tokens,
   tools: r.tools,
   maxTurns: r.max_turns,
   enabled: r.enabled === 1,
@@ -85,6 +87,7 @@ export const agentColumns = (p: AgentPatch): Record<string, unknown> =>
       allowed_models: p.allowedModels === undefined ? undefined : JSON.stringify(p.allowedModels),
       turn_timeout_seconds: p.turnTimeoutSeconds,
       context_tokens: p.contextTokens,
+      max_output_tokens: p.maxOutputTokens,
       // null (every tool) must reach the column, so only `undefined` means "not in the patch".
       tools: p.tools === undefined ? undefined : p.tools === null ? null : JSON.stringify(p.tools),
       max_turns: p.maxTurns,
@@ -132,6 +135,10 @@ export const agentPatchProblem = (patch: AgentPatch): string | undefined => {
   // A lower bound catches `--context-tokens 128` meant as thousands.
   if (ctx !== undefined && (!isWhole(ctx) || (ctx !== 0 && (ctx < 1000 || ctx > 10_000_000)))) {
     return "the context budget must be a whole number of tokens from 1000 to 10000000 (0 = the default, 128000)"
+  }
+  const out = patch.maxOutputTokens
+  if (out !== undefined && (!isWhole(out) || out < 0 || out > 1_000_000)) {
+    return "the output reserve must be a whole number of tokens from 0 to 1000000 (0 = proportional to the context window)"
   }
   if (patch.tools !== undefined && patch.tools !== null) {
     const problem = toolListProblem(patch.tools)

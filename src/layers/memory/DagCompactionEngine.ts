@@ -2,7 +2,14 @@
  * The compaction engine of LCM: plans chunks with the pure planners of domain/memory/context.ts,
  * summarizes each chunk through the escalation pipeline (memory/escalation.ts), and commits one
  * summary per transaction under the session lock. Stops on: below threshold, nothing left to compact, an iteration that did
- * not shrink the context, or the iteration bound; the report says which.
+ * not shrink the context, the iteration bound, or the cap on summarizer calls; the report says which
+ * and counts the calls.
+ *
+ * With a budget, compaction fits it (domain/memory/fit.ts): the fresh tail is also capped by a share
+ * of the budget, summary targets and summarizer inputs by other shares, and when the ordinary plan
+ * has nothing left while the context is still over threshold × budget, an iteration plans "to fit":
+ * leaf chunks of any length (not `leafMinMessages`) and condensed chunks of adjacent summaries of any
+ * depths, so the summaries older than the tail always fold into fewer, smaller ones.
  */
 import { Effect, Layer } from "effect"
 import {
@@ -14,6 +21,7 @@ import {
 } from "../../domain/memory/context.ts"
 import { CompactionFailed } from "../../domain/memory/errors.ts"
 import { renderSummary, summaryContextTokens } from "../../domain/memory/render.ts"
+import { chunkCapOf, summaryTarget, tailTokensOf } from "../../domain/memory/fit.ts"
 import { formatSummaryId } from "../../domain/memory/session.ts"
 import {
   type CompactionReport,
@@ -52,14 +60,16 @@ const FRAME_TOKENS = estimateMessageTokens(
 export const make = (config: CompactionConfig = defaultConfig) =>
   Effect.gen(function*() {
     const store = yield* MemoryStore
-    const summarizer = yield* Summarizer
+    const baseSummarizer = yield* Summarizer
     const locks = yield* SessionLocks
 
     /** One step: summarize `chunk` and commit it. Returns the committed summary's id, if any. */
     const step = Effect.fn("CompactionEngine.step")(function*(
       conversation: Conversation,
       kind: "leaf" | "condensed",
-      chunk: ReadonlyArray<ItemMeta>
+      chunk: ReadonlyArray<ItemMeta>,
+      budget: number | undefined,
+      summarizer: Summarizer["Service"]
     ) {
       const chunkTokens = chunk.reduce((n, it) => n + it.tokens, 0)
       const ids = chunk.map((it) => it.refId)
@@ -84,7 +94,8 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       } else {
         const summaries = yield* store.summariesByIds(ids)
         if (summaries.length !== ids.length) return undefined
-        const childDepth = summaries[0]?.depth ?? 0
+        // One deeper than the deepest: runs planned to fit a budget may mix depths.
+        const childDepth = Math.max(...summaries.map((s) => s.depth))
         input = {
           kind,
           depth: childDepth,
@@ -104,7 +115,7 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         }
         depth = childDepth + 1
       }
-      const target = Math.max(1, Math.floor(source.tokens / 3))
+      const target = summaryTarget(source.tokens, budget)
       const { content, mode } = yield* summarizeEscalating(summarizer, {
         sessionKey: conversation.sessionKey,
         targetTokens: target,
@@ -131,21 +142,57 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       )
     }, (effect, conversation) => locks.withLock(conversation.sessionKey)(effect))
 
-    const limits = (kind: "leaf" | "condensed", freshTail: number): ChunkLimits =>
-      kind === "leaf"
-        ? { freshTail, minItems: config.leafMinMessages, maxTokens: config.chunkTokens, maxItems: Number.MAX_SAFE_INTEGER }
-        : { freshTail, minItems: config.condensedMin, maxTokens: config.chunkTokens, maxItems: config.condensedFanIn }
+    /** How chunks are planned: ordinary, or "to fit" a budget when the ordinary plan is used up. */
+    interface Planning {
+      readonly freshTail: number
+      readonly budget: number | undefined
+      readonly fit: boolean
+    }
 
-    const plan = (items: ReadonlyArray<ItemMeta>, kind: "leaf" | "condensed", freshTail: number) =>
-      (kind === "leaf" ? planLeafChunks : planCondensedChunks)(items, limits(kind, freshTail))
+    const limits = (kind: "leaf" | "condensed", p: Planning): ChunkLimits => {
+      const tailTokens = p.budget === undefined ? undefined : tailTokensOf(p.budget)
+      const maxTokens = p.budget === undefined ? config.chunkTokens : chunkCapOf(p.budget, config.chunkTokens)
+      return kind === "leaf"
+        ? { freshTail: p.freshTail, tailTokens, minItems: p.fit ? 1 : config.leafMinMessages, maxTokens, maxItems: Number.MAX_SAFE_INTEGER }
+        : { freshTail: p.freshTail, tailTokens, minItems: p.fit ? 2 : config.condensedMin, maxTokens, maxItems: config.condensedFanIn, anyDepth: p.fit }
+    }
+
+    const plan = (items: ReadonlyArray<ItemMeta>, kind: "leaf" | "condensed", p: Planning) =>
+      (kind === "leaf" ? planLeafChunks : planCondensedChunks)(items, limits(kind, p))
         .map((span) => items.slice(span.start, span.end))
         .filter((chunk) => chunk.reduce((n, it) => n + it.tokens, 0) > 2 * FRAME_TOKENS)
+
+    const planned = (items: ReadonlyArray<ItemMeta>, p: Planning) => [...plan(items, "leaf", p), ...plan(items, "condensed", p)]
+
+    /** Whether the ordinary plan is used up while the context is still over `limit` (then plan to fit). */
+    const mustFit = (items: ReadonlyArray<ItemMeta>, p: Omit<Planning, "fit">, limit: number | undefined) =>
+      p.budget !== undefined && limit !== undefined && contextTokens(items) > limit && planned(items, { ...p, fit: false }).length === 0
+
+    const estimateGain = (items: ReadonlyArray<ItemMeta>, budget: number): number => {
+      const base = { freshTail: Math.max(1, config.freshTail), budget }
+      const chunks = planned(items, { ...base, fit: mustFit(items, base, config.threshold * budget) })
+      return chunks.reduce((n, chunk) => {
+        const tokens = chunk.reduce((t, it) => t + it.tokens, 0)
+        return n + Math.max(0, tokens - summaryTarget(tokens, budget) - FRAME_TOKENS)
+      }, 0)
+    }
 
     const compact = Effect.fn("CompactionEngine.compact")(function*(conversation: Conversation, options: CompactOptions) {
       // At least the last unit stays raw, even with a fresh tail of 0: its tool calls may still be
       // waiting for their results, which must find their tool_use live, not inside a summary.
       const freshTail = Math.max(1, options.freshTail ?? config.freshTail)
-      const limit = options.budget === undefined ? undefined : config.threshold * options.budget
+      const budget = options.budget
+      const limit = budget === undefined ? undefined : options.target ?? config.threshold * budget
+      const maxCalls = options.maxSummarizerCalls ?? Number.POSITIVE_INFINITY
+      let calls = 0
+      const summarizer = Summarizer.of({
+        summarize: (request) => Effect.suspend(() => {
+          calls++
+          return baseSummarizer.summarize(request)
+        })
+      })
+      /** A step may call the summarizer twice (normal, then aggressive): it starts only when both fit the cap. */
+      const capped = () => calls + 2 > maxCalls
       const tokensBefore = contextTokens(yield* store.items(conversation.id))
       let tokens = tokensBefore
       let passes = 0
@@ -158,15 +205,15 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       const below = () => limit !== undefined && tokens <= limit
       const maxIterations = options.full === true ? config.maxIterations : 1
 
-      const runPass = (kind: "leaf" | "condensed") =>
+      const runPass = (kind: "leaf" | "condensed", fit: boolean) =>
         Effect.gen(function*() {
-          const chunks = plan(yield* store.items(conversation.id), kind, freshTail)
+          const chunks = plan(yield* store.items(conversation.id), kind, { freshTail, budget, fit })
           let made = 0
           let index = 0
           for (const chunk of chunks) {
-            if (guarded) break
+            if (guarded || capped()) break
             index++
-            const id = yield* step(conversation, kind, chunk).pipe(
+            const id = yield* step(conversation, kind, chunk, budget, summarizer).pipe(
               Effect.catchTag("SpendGuardExceeded", (e) =>
                 Effect.logWarning(e.message).pipe(Effect.andThen(Effect.sync(() => {
                   guarded = true
@@ -208,16 +255,18 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       if (below()) stopReason = "below_threshold"
       for (let iteration = 1; stopReason === undefined && iteration <= maxIterations; iteration++) {
         const start = tokens
-        const made = (yield* runPass("leaf")) + (below() || guarded ? 0 : yield* runPass("condensed"))
+        const fit = mustFit(yield* store.items(conversation.id), { freshTail, budget }, limit)
+        const made = (yield* runPass("leaf", fit)) + (below() || guarded || capped() ? 0 : yield* runPass("condensed", fit))
         if (guarded) stopReason = "spend_guard"
         else if (below()) stopReason = "below_threshold"
+        else if (capped()) stopReason = "call_limit"
         else if (made === 0) stopReason = "no_candidates"
         else if (tokens >= start) stopReason = "no_progress"
       }
       if (stopReason === undefined) {
         // Out of iterations: say truthfully whether anything was left to do.
         const items = yield* store.items(conversation.id)
-        const left = plan(items, "leaf", freshTail).length + plan(items, "condensed", freshTail).length
+        const left = planned(items, { freshTail, budget, fit: mustFit(items, { freshTail, budget }, limit) }).length
         stopReason = left === 0 ? "no_candidates" : "max_iterations"
       }
       const report: CompactionReport = {
@@ -228,12 +277,13 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         tokensBefore,
         tokensAfter: tokens,
         stopReason,
-        summaryIds
+        summaryIds,
+        summarizerCalls: calls
       }
       return report
     })
 
-    return CompactionEngine.of({ config, compact })
+    return CompactionEngine.of({ config, compact, estimateGain })
   })
 
 export const layer = (config: CompactionConfig = defaultConfig) => Layer.effect(CompactionEngine, make(config))

@@ -5,7 +5,9 @@
  * ReviewSource).
  */
 import { Context, Effect, Layer } from "effect"
+import type { ItemMeta } from "../../domain/memory/context.ts"
 import { SummaryNotFound } from "../../domain/memory/errors.ts"
+import { worthCompacting } from "../../domain/memory/fit.ts"
 import { formatSummaryId, parseSummaryId } from "../../domain/memory/session.ts"
 import type {
   AssembleOptions,
@@ -13,6 +15,7 @@ import type {
   ExpandedItem,
   ExpandOptions,
   ReviewBatch,
+  SearchHit,
   SearchOptions,
   SearchScope,
   SummaryDescription
@@ -29,15 +32,20 @@ import { ReviewSource } from "../../services/ReviewSource.ts"
 import { Searcher } from "../../services/Searcher.ts"
 import { SessionManager } from "../../services/SessionManager.ts"
 import * as DagCompactionEngine from "./DagCompactionEngine.ts"
-import { makeShared, validateAssemble } from "./shared.ts"
+import { makeFutileMemo, makeShared, validateAssemble } from "./shared.ts"
 import * as SessionLocks from "./SessionLocks.ts"
 import * as SqliteMemoryStore from "./SqliteMemoryStore.ts"
 
 export const NAME = "memory/lcm"
 const DEFAULT_SEARCH_LIMIT = 10
 const MAX_SEARCH_LIMIT = 100
+const MAX_SEARCH_CONTEXT = 10
+const finite = (n: number | undefined, fallback: number) => (n !== undefined && Number.isFinite(n) ? n : fallback)
 const DEFAULT_EXPAND_TOKENS = 4_000
 const DEFAULT_REVIEW_TOKENS = 8_000
+/** Live items read by assembly's first page, newest first; later pages follow the budget, up to MAX_PAGE. */
+const FIRST_PAGE = 256
+const MAX_PAGE = 4_096
 
 type UnreviewedOptions = Parameters<ReviewSource["Service"]["listUnreviewed"]>[0]
 type ReviewContextOptions = Parameters<ReviewSource["Service"]["buildReviewContext"]>[1]
@@ -51,15 +59,54 @@ export const make = Effect.gen(function*() {
   const { store, locks } = shared
   const engine = yield* CompactionEngine
 
+  /**
+   * Assembly reads what the budget needs, not the whole live context: the live items newest first,
+   * in pages, until the raw messages read cost more than the budget and the oldest item read starts
+   * a unit (or the session's start), plus the live summaries older than that (an index holds them).
+   * The choice over that (selectForBudget) is the choice over every item: the fresh tail (at most the
+   * budget) lies in what was read, every summary is there, and the raw window before the tail, which
+   * stops at the first unit that does not fit, ends inside it. So a 100k-message session assembles
+   * in the time of a budget's worth of rows.
+   */
   const assemble = Effect.fn("LcmMemory.assemble")(function*(
     sessionKey: string,
     options: AssembleOptions
   ) {
-    const { budget, freshTail } = yield* validateAssemble(options)
+    const { budget, freshTail, tailTokens } = yield* validateAssemble(options)
     const conversation = yield* store.getConversation(sessionKey)
-    return yield* shared.render(yield* store.items(conversation.id), budget, freshTail, "greedy")
+    const newestFirst: Array<ItemMeta> = []
+    let messageTokens = 0
+    let before: number | null = null
+    let complete = false
+    for (let page = FIRST_PAGE;;) {
+      const rows: ReadonlyArray<ItemMeta> = yield* store.itemsNewest(conversation.id, before, page)
+      for (const it of rows) {
+        newestFirst.push(it)
+        if (it.kind === "message") messageTokens += it.tokens
+      }
+      const oldest = newestFirst[newestFirst.length - 1]
+      if (rows.length < page || oldest === undefined) {
+        complete = true
+        break
+      }
+      if (messageTokens > budget && !oldest.continuesUnit) break
+      before = oldest.position
+      // The next page: what the rest of the budget needs at the tokens per item seen so far, plus a
+      // fifth (so most assemblies take two reads), between 16 and MAX_PAGE items.
+      const perItem = Math.max(1, messageTokens / newestFirst.length)
+      page = Math.min(MAX_PAGE, Math.max(16, Math.ceil((1.2 * Math.max(0, budget - messageTokens)) / perItem)))
+    }
+    const read = newestFirst.reverse()
+    const from = read[0]?.position ?? 0
+    const older = complete ? [] : (yield* store.liveSummaries(conversation.id)).filter((s) => s.item.position < from)
+    const assembled = yield* shared.render(conversation.id, [...older.map((s) => s.item), ...read], budget, freshTail, tailTokens)
+    // Live items partition seqs 1..N in order, a summary item's position being its first seq: the
+    // raw messages before `from` that were not read are the seqs there that no older summary covers.
+    const unread = from - 1 - older.reduce((n, s) => n + s.lastSeq - s.item.position + 1, 0)
+    return complete ? assembled : { ...assembled, omittedItems: assembled.omittedItems + unread }
   })
 
+  const futile = makeFutileMemo()
   const compactor = Compactor.of({
     needsCompaction: Effect.fn("Compactor.needsCompaction")(function*(
       sessionKey: string,
@@ -70,17 +117,37 @@ export const make = Effect.gen(function*() {
       const tokens = yield* store.contextTokens(c.id)
       return tokens > threshold * budget
     }),
+    worthCompacting: Effect.fn("Compactor.worthCompacting")(function*(sessionKey: string, budget: number) {
+      const c = yield* store.getConversation(sessionKey)
+      const tokens = yield* store.contextTokens(c.id)
+      const threshold = engine.config.threshold
+      const futileAt = futile.get(c.id)
+      // The plan reads the live items: only when the cheap checks have not said no already.
+      if (!worthCompacting({ tokens, budget, threshold, gain: Number.MAX_SAFE_INTEGER, futileAt })) return false
+      const gain = engine.estimateGain(yield* store.items(c.id), budget)
+      return worthCompacting({ tokens, budget, threshold, gain, futileAt })
+    }),
     compact: Effect.fn("Compactor.compact")(function*(sessionKey: string, options: CompactOptions = {}) {
       const c = yield* store.getConversation(sessionKey)
-      return yield* engine.compact(c, options)
+      const report = yield* engine.compact(c, options)
+      futile.record(c.id, options, report)
+      return report
     })
   })
 
   const searcher = Searcher.of({
     search: Effect.fn("Searcher.search")(function*(query: string, options: SearchOptions) {
-      const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(options.limit ?? DEFAULT_SEARCH_LIMIT)))
-      const hits = yield* store.search(planSearch(query), options.scope, limit)
-      return hits.map((h) => ({ ...h, id: `${h.kind === "message" ? "msg" : "sum"}_${h.id}` }))
+      const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(finite(options.limit, DEFAULT_SEARCH_LIMIT))))
+      const context = Math.min(MAX_SEARCH_CONTEXT, Math.max(0, Math.floor(finite(options.context, 0))))
+      const hits = yield* store.search(planSearch(query, options.mode ?? "ranked"), options.scope, { limit, context })
+      return hits.map((h): SearchHit => {
+        const { context: around, ...hit } = h
+        return {
+          ...hit,
+          id: `${h.kind === "message" ? "msg" : "sum"}_${h.id}`,
+          ...(around === undefined ? {} : { context: around.map((m) => ({ ...m, id: `msg_${m.id}` })) })
+        }
+      })
     })
   })
 

@@ -1,8 +1,8 @@
 /**
  * SimpleMemory — a sliding window with handoff compaction (seed 003). Its view of a session is the
- * newest live summary, if any, followed by every message after it; it assembles the newest part of
- * that view that fits the budget (the fresh tail always, contiguous: no gaps), the summary as a
- * user message plus an assistant acknowledgement. Compaction (memory/handoffCompactor.ts) turns the
+ * newest live summary, if any, followed by every message after it; it assembles the fresh tail
+ * always, then the summary (it holds everything before), then the newest messages before the tail
+ * that fit (contiguous: no gaps), the summary as a user message plus an assistant acknowledgement. Compaction (memory/handoffCompactor.ts) turns the
  * view's messages outside the fresh tail into one structured leaf summary. Same tables as
  * LcmMemory, so switching loses nothing: Simple reads LCM's newest live summary the same way, and
  * LCM reads Simple's summaries as ordinary depth-0 summaries.
@@ -57,24 +57,20 @@ export const make = Effect.gen(function*() {
     })
 
   const assemble = Effect.fn("SimpleMemory.assemble")(function*(sessionKey: string, options: AssembleOptions) {
-    const { budget, freshTail } = yield* validateAssemble(options)
+    const { budget, freshTail, tailTokens } = yield* validateAssemble(options)
     const conversation = yield* store.getConversation(sessionKey)
     const last = yield* shared.lastSummary(conversation.id)
     const afterSeq = Option.match(last, { onNone: () => 0, onSome: (l) => l.summary.lastSeq })
     const suffix = yield* newestSuffix(conversation.id, budget, freshTail, afterSeq)
-    // The view's summary is its oldest item, priced as Simple renders it.
-    const head = suffix.complete
-      ? Option.match(last, {
-        onNone: () => [],
-        onSome: (l): Array<ItemMeta> => [{ ...l.item, tokens: handoffContextTokens(l.summary) }]
-      })
-      : []
-    const assembled = yield* shared.render([...head, ...suffix.metas], budget, freshTail, "contiguous", renderHandoff)
-    // Seqs are 1..N without gaps: the view's messages older than the suffix are all unread, and so
-    // is its summary when the suffix does not reach it.
-    const unread = suffix.complete
-      ? 0
-      : (suffix.metas[0]?.position ?? afterSeq + 1) - afterSeq - 1 + (Option.isSome(last) ? 1 : 0)
+    // The view's summary is its oldest item, priced as Simple renders it. It holds everything before
+    // the messages, so it is chosen first (selectForBudget), even when the suffix does not reach it.
+    const head = Option.match(last, {
+      onNone: () => [],
+      onSome: (l): Array<ItemMeta> => [{ ...l.item, tokens: handoffContextTokens(l.summary) }]
+    })
+    const assembled = yield* shared.render(conversation.id, [...head, ...suffix.metas], budget, freshTail, tailTokens, renderHandoff)
+    // Seqs are 1..N without gaps: the view's messages older than the suffix are all unread.
+    const unread = suffix.complete ? 0 : (suffix.metas[0]?.position ?? afterSeq + 1) - afterSeq - 1
     return { ...assembled, omittedItems: assembled.omittedItems + unread }
   })
 

@@ -15,9 +15,10 @@ import type { SessionRef } from "../../domain/memory/session.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Role } from "../../domain/message.ts"
 import type { SearchPlan } from "../../domain/search/query.ts"
-import { type Conversation, MemoryStore, type NewSummary } from "../../services/MemoryStore.ts"
+import { type Conversation, MemoryStore, type NewSummary, type SearchRequest } from "../../services/MemoryStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import { makeSearch } from "./memorySearch.ts"
+import { makeSearchIndex } from "./searchIndex.ts"
 import {
   decodeConversation,
   decodeConversationRows,
@@ -38,6 +39,7 @@ const CACHE_LIMIT = 10_000
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const immediate = Sqlite.immediate(sql)
+  const searchIndex = makeSearchIndex(sql)
   /** Multi-row INSERT (nothing for no rows); `returning` adds a RETURNING clause. */
   const insertRows = <A extends object = never>(
     table: string,
@@ -134,49 +136,60 @@ export const make = Effect.gen(function*() {
     yield* sql`UPDATE ctx_conversations SET reviewed_seq = max(reviewed_seq, ${seq}) WHERE id = ${conversationId}`
   }, Effect.mapError(storageError("mark reviewed")))
 
-  /** Inserts encoded messages after the conversation's last one; call inside a write transaction. */
+  /**
+   * Inserts encoded messages after the conversation's last one, and their live-context items; call
+   * inside a write transaction. Few, large statements on purpose: SQLite opens a statement savepoint
+   * for each multi-row INSERT into these tables (constraints, triggers, foreign keys), and FTS5 writes
+   * its pending terms to disk as a new index segment at every savepoint, so every statement costs a
+   * segment (and the merges it brings) whatever its size. So the messages go in INSERT_BATCH rows at
+   * a time, then all their items in one INSERT … SELECT (an item copies its message's id, seq, tokens
+   * and unit flag): one flush per call of up to INSERT_BATCH messages, where a statement per 500
+   * messages and another per 500 items made two per 1,000 (BENCHMARKS.md, 2026-11-25).
+   *
+   * No generator (Effect.gen) here or in the import's per-batch step: V8 keeps whatever a generator
+   * object references alive through minor collections until the next full one, so a batch held by
+   * one survived and was promoted, growing the young generation to its maximum (measured: about
+   * 60 MiB of peak RSS in `anna memory import`).
+   */
   const insertEncoded = (conversationId: number, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
-    Effect.gen(function*() {
-      const last = yield* sql<{ seq: number; role: Role; has_tool_results: number }>`SELECT seq, role, has_tool_results
-        FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1`
-      let prev = last[0] === undefined ? undefined : { role: last[0].role, hasToolResults: last[0].has_tool_results === 1 }
-      const firstSeq = (last[0]?.seq ?? 0) + 1
-      for (let start = 0; start < encoded.length; start += INSERT_BATCH) {
-        const batch = encoded.slice(start, start + INSERT_BATCH)
-        const rows = batch.map((e, i) => {
-          const cont = continuesUnit(e.message, prev)
-          prev = { role: e.role, hasToolResults: e.hasToolResults }
-          return {
-            conversation_id: conversationId,
-            seq: firstSeq + start + i,
-            role: e.role,
-            blocks: e.blocks,
-            text: e.text,
-            token_count: e.tokens,
-            has_tool_results: e.hasToolResults ? 1 : 0,
-            continues_unit: cont ? 1 : 0,
-            has_cjk: e.hasCjk ? 1 : 0,
-            created_at: e.createdAt
-          }
-        })
-        const ids = yield* insertRows<{ id: number; seq: number }>("ctx_messages", rows, "id, seq")
-        const idBySeq = new Map(ids.map((r) => [r.seq, r.id]))
-        yield* insertRows(
-          "ctx_items",
-          rows.map((r) => ({
-            conversation_id: conversationId,
-            position: r.seq,
-            message_id: idBySeq.get(r.seq) ?? null,
-            summary_id: null,
-            tokens: r.token_count,
-            continues_unit: r.continues_unit,
-            depth: -1
-          }))
+    sql<{ seq: number; role: Role; has_tool_results: number }>`SELECT seq, role, has_tool_results
+      FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1`.pipe(
+      Effect.flatMap((last) => {
+        let prev = last[0] === undefined ? undefined : { role: last[0].role, hasToolResults: last[0].has_tool_results === 1 }
+        const firstSeq = (last[0]?.seq ?? 0) + 1
+        const lastSeq = firstSeq + encoded.length - 1
+        if (encoded.length === 0) return Effect.succeed({ firstSeq, lastSeq })
+        const starts = Array.from({ length: Math.ceil(encoded.length / INSERT_BATCH) }, (_, i) => i * INSERT_BATCH)
+        const insertFrom = (start: number) =>
+          Effect.suspend(() =>
+            insertRows("ctx_messages", encoded.slice(start, start + INSERT_BATCH).map((e, i) => {
+              const cont = e.hasToolResults && continuesUnit(e.message, prev)
+              prev = { role: e.role, hasToolResults: e.hasToolResults }
+              return {
+                conversation_id: conversationId,
+                seq: firstSeq + start + i,
+                role: e.role,
+                blocks: e.blocks,
+                text: e.text,
+                token_count: e.tokens,
+                has_tool_results: e.hasToolResults ? 1 : 0,
+                continues_unit: cont ? 1 : 0,
+                has_cjk: e.hasCjk ? 1 : 0,
+                created_at: e.createdAt
+              }
+            }))
+          )
+        return Effect.forEach(starts, insertFrom, { discard: true }).pipe(
+          Effect.andThen(sql`INSERT INTO ctx_items (conversation_id, position, message_id, summary_id, tokens, continues_unit, depth)
+            SELECT conversation_id, seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
+            WHERE conversation_id = ${conversationId} AND seq BETWEEN ${firstSeq} AND ${lastSeq} ORDER BY seq`),
+          // Rows with CJK letters were queued by the insert trigger: index them in this transaction.
+          Effect.andThen(searchIndex.indexQueued),
+          Effect.andThen(sql`UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`),
+          Effect.as({ firstSeq, lastSeq })
         )
-      }
-      yield* sql`UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`
-      return { firstSeq, lastSeq: firstSeq + encoded.length - 1 }
-    })
+      })
+    )
 
   /** Encodes for storage; the first message that cannot be stored fails (`offset` numbers it in a longer input). */
   const encodeAll = (messages: ReadonlyArray<NewMessage>, now: number, offset = 0) => {
@@ -239,12 +252,15 @@ export const make = Effect.gen(function*() {
       }
       let imported = 0
       yield* Stream.runForEach(batches, (batch) =>
-        Effect.gen(function*() {
+        Effect.suspend((): Effect.Effect<void, SqlError | InvalidInput> => {
           const encoded = encodeAll(batch, now, imported)
-          if (encoded instanceof InvalidInput) return yield* encoded
-          yield* insertEncoded(conversation.id, encoded, now)
-          imported += encoded.length
-          yield* options.onBatch(imported)
+          if (encoded instanceof InvalidInput) return Effect.fail(encoded)
+          return insertEncoded(conversation.id, encoded, now).pipe(
+            Effect.andThen(Effect.suspend(() => {
+              imported += encoded.length
+              return options.onBatch(imported)
+            }))
+          )
         }))
       return { firstSeq: conversation.messages + 1, lastSeq: conversation.messages + imported, imported }
     })).pipe(Effect.catchIf(isSqlError, (e) => Effect.fail(storageError("import messages")(e))))
@@ -274,7 +290,9 @@ export const make = Effect.gen(function*() {
     return result
   })
 
-  const messageColumns = sql`id, seq, role, blocks, text, token_count, created_at`
+  // `text` only where it is the content (blocks NULL): for a message with blocks it is derived search
+  // text, often as long as the blocks, and SQLite then never reads it (nor its overflow pages).
+  const messageColumns = sql`id, seq, role, blocks, CASE WHEN blocks IS NULL THEN text ELSE '' END AS text, token_count, created_at`
   const messagesByIds = Effect.fn("MemoryStore.messagesByIds")(function*(ids: ReadonlyArray<number>) {
     if (ids.length === 0) return []
     const rows = yield* sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
@@ -313,6 +331,25 @@ export const make = Effect.gen(function*() {
     const rows = yield* sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
       WHERE conversation_id = ${conversationId} ORDER BY position`.values
     return rows.map(toItem)
+  }, Effect.mapError(storageError("read context")))
+
+  const itemsNewest = Effect.fn("MemoryStore.itemsNewest")(function*(
+    conversationId: number,
+    beforePosition: number | null,
+    limit: number
+  ) {
+    const rows = yield* sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
+      WHERE conversation_id = ${conversationId} AND position < ${beforePosition ?? Number.MAX_SAFE_INTEGER}
+      ORDER BY position DESC LIMIT ${limit}`.values
+    return rows.map(toItem)
+  }, Effect.mapError(storageError("read context")))
+
+  // ctx_items_live_summaries (migrations/0011) holds exactly these columns of the summary items.
+  const liveSummaries = Effect.fn("MemoryStore.liveSummaries")(function*(conversationId: number) {
+    const rows = yield* sql`SELECT i.position, NULL, i.summary_id, i.tokens, i.continues_unit, i.depth, s.last_seq
+      FROM ctx_items i JOIN ctx_summaries s ON s.id = i.summary_id
+      WHERE i.conversation_id = ${conversationId} AND i.summary_id IS NOT NULL ORDER BY i.position`.values
+    return rows.map((r) => ({ item: toItem(r), lastSeq: r[6] as number }))
   }, Effect.mapError(storageError("read context")))
 
   const stats = Effect.fn("MemoryStore.stats")(function*(conversationId: number) {
@@ -432,6 +469,7 @@ export const make = Effect.gen(function*() {
       } RETURNING id`
       const summaryId = inserted[0]?.id
       if (summaryId === undefined) return yield* Effect.die(new Error("INSERT … RETURNING gave no id"))
+      yield* searchIndex.indexQueued
       if (summary.kind === "leaf") {
         yield* insertRows(
           "ctx_summary_messages",
@@ -496,12 +534,20 @@ export const make = Effect.gen(function*() {
     if (triggers.length !== 2) problems.push("the triggers that keep raw messages immutable are missing")
     const marked = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE deleting = 1`
     for (const r of marked) problems.push(`${r.session_key}: marked as being deleted outside a deletion (its messages are unprotected)`)
-    // External-content FTS: porter indexes are checked against their tables; the trigram indexes
-    // hold only CJK rows, so only their internal consistency is checked.
-    for (const [table, rank] of [["ctx_messages_fts", 1], ["ctx_summaries_fts", 1], ["ctx_messages_cjk", 0], ["ctx_summaries_cjk", 0]] as const) {
-      yield* sql.unsafe(`INSERT INTO ${table} (${table}, rank) VALUES ('integrity-check', ${rank})`).pipe(
-        Effect.catchTag("SqlError", (e) => Effect.sync(() => problems.push(`${table}: ${e.message}`)))
+    // The search indexes are contentless (migrations/0010): their own structure is checked, and
+    // every row must be in its index or queued for it.
+    for (const [table, source, fts] of [["ctx_messages", "message", "ctx_messages_search"], ["ctx_summaries", "summary", "ctx_summaries_search"]] as const) {
+      yield* sql.unsafe(`INSERT INTO ${fts} (${fts}, rank) VALUES ('integrity-check', 0)`).pipe(
+        Effect.catchTag("SqlError", (e) => Effect.sync(() => problems.push(`${fts}: ${e.message}`)))
       )
+      const [counts] = yield* sql.unsafe<{ rows: number; indexed: number; queued: number }>(
+        `SELECT (SELECT count(*) FROM ${table}) AS rows, (SELECT count(*) FROM ${fts}) AS indexed,
+           (SELECT count(*) FROM ctx_search_backlog WHERE source = ?) AS queued`,
+        [source]
+      )
+      if (counts !== undefined && counts.rows !== counts.indexed + counts.queued) {
+        problems.push(`${fts}: ${counts.indexed} rows indexed and ${counts.queued} queued for ${counts.rows} in ${table}`)
+      }
     }
     return problems
   }).pipe(Effect.mapError(storageError("integrity check")))
@@ -523,9 +569,15 @@ export const make = Effect.gen(function*() {
   }, Effect.mapError(storageError("delete profiles")))
 
   const searchRows = makeSearch(sql)
-  const search = Effect.fn("MemoryStore.search")(function*(plan: SearchPlan, scope: SearchScope, limit: number) {
-    return yield* searchRows(plan, scope, limit)
+  const search = Effect.fn("MemoryStore.search")(function*(plan: SearchPlan, scope: SearchScope, request: SearchRequest) {
+    return yield* searchRows(plan, scope, request)
   })
+
+  // Rows queued for the search index by migration 0010 (or inserted by something other than this
+  // store) are indexed before the store is used; a failure leaves them queued for the next append.
+  yield* searchIndex.drainQueue(immediate).pipe(
+    Effect.catch((e) => Effect.logWarning(`memory: could not index queued rows for search: ${e.message}`))
+  )
 
   return MemoryStore.of({
     ensureConversation,
@@ -543,6 +595,8 @@ export const make = Effect.gen(function*() {
     messageMetas,
     messageMetasNewest,
     items,
+    itemsNewest,
+    liveSummaries,
     stats,
     contextTokens,
     lastSummaryItem,

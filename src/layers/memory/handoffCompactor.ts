@@ -8,10 +8,19 @@
  * the messages after it), the context memory/simple actually assembles.
  *
  * Nothing is stopped or restarted: compaction only writes rows, and the next assembly reads them.
+ * With a budget, the fresh tail and the summary's target are also capped by shares of it (fit.ts).
  */
 import { Effect, Option } from "effect"
 import { CompactionFailed } from "../../domain/memory/errors.ts"
-import { handoffContextTokens, handoffTarget, planHandoff, viewTokens, worthHandoff } from "../../domain/memory/handoff.ts"
+import { tailTokensOf, worthCompacting } from "../../domain/memory/fit.ts"
+import {
+  HANDOFF_FRAME_TOKENS,
+  handoffContextTokens,
+  handoffTarget,
+  planHandoff,
+  viewTokens,
+  worthHandoff
+} from "../../domain/memory/handoff.ts"
 import { summaryContextTokens } from "../../domain/memory/render.ts"
 import { formatSummaryId } from "../../domain/memory/session.ts"
 import {
@@ -26,7 +35,7 @@ import { Compactor } from "../../services/Compactor.ts"
 import type { Conversation } from "../../services/MemoryStore.ts"
 import { Summarizer } from "../../services/Summarizer.ts"
 import { summarizeEscalating } from "./escalation.ts"
-import type { Shared } from "./shared.ts"
+import { makeFutileMemo, type Shared } from "./shared.ts"
 
 export const make = (shared: Shared) =>
   Effect.gen(function*() {
@@ -43,12 +52,19 @@ export const make = (shared: Shared) =>
     const step = Effect.fn("SimpleMemory.compact")(function*(conversation: Conversation, options: CompactOptions) {
       // At least the last unit stays raw, as in LCM: its tool calls may still wait for their results.
       const freshTail = Math.max(1, options.freshTail ?? DEFAULT_FRESH_TAIL)
-      const limit = options.budget === undefined ? undefined : DEFAULT_CONTEXT_THRESHOLD * options.budget
+      const limit = options.budget === undefined ? undefined : options.target ?? DEFAULT_CONTEXT_THRESHOLD * options.budget
       const items = yield* store.items(conversation.id)
-      const plan = planHandoff(items, freshTail)
+      const plan = planHandoff(items, freshTail, options.budget === undefined ? undefined : tailTokensOf(options.budget))
       const previousItem = plan.previous === undefined ? undefined : items[plan.previous]
       const [previous] = previousItem === undefined ? [] : yield* store.summariesByIds([previousItem.refId])
       const tokensBefore = viewTokens(items, previous === undefined ? 0 : handoffContextTokens(previous))
+      let calls = 0
+      const counted = Summarizer.of({
+        summarize: (request) => Effect.suspend(() => {
+          calls++
+          return summarizer.summarize(request)
+        })
+      })
       const unchanged = (stopReason: StopReason, passes: number): CompactionReport => ({
         compacted: false,
         passes,
@@ -57,7 +73,8 @@ export const make = (shared: Shared) =>
         tokensBefore,
         tokensAfter: tokensBefore,
         stopReason,
-        summaryIds: []
+        summaryIds: [],
+        summarizerCalls: calls
       })
       if (limit !== undefined && tokensBefore <= limit) return unchanged("below_threshold", 0)
       const run = items.slice(plan.run.start, plan.run.end)
@@ -65,6 +82,8 @@ export const make = (shared: Shared) =>
       const previousTokens = previous === undefined ? 0 : estimateTextTokens(previous.content)
       // Too small a run costs more as a summary than as itself, or leaves the sections no room.
       if (!worthHandoff(runTokens, previousTokens)) return unchanged("no_candidates", 0)
+      // The step may call the summarizer twice (normal, then aggressive).
+      if ((options.maxSummarizerCalls ?? Number.POSITIVE_INFINITY) < 2) return unchanged("call_limit", 0)
       const messages = yield* store.messagesByIds(run.map((it) => it.refId))
       const first = messages[0]
       const last = messages[messages.length - 1]
@@ -76,9 +95,9 @@ export const make = (shared: Shared) =>
         messages: messages.map((m) => ({ role: m.role, text: messageText(m.message), createdAt: m.createdAt })),
         ...(previous === undefined ? {} : { previousSummary: previous.content })
       }
-      const targetTokens = handoffTarget(runTokens + previousTokens)
+      const targetTokens = handoffTarget(runTokens + previousTokens, options.budget)
       const result = yield* Effect.result(
-        summarizeEscalating(summarizer, { sessionKey: conversation.sessionKey, targetTokens, input, style: "handoff" })
+        summarizeEscalating(counted, { sessionKey: conversation.sessionKey, targetTokens, input, style: "handoff" })
       )
       if (result._tag === "Failure") {
         const e = result.failure
@@ -127,10 +146,26 @@ export const make = (shared: Shared) =>
         // One summary is all a handoff makes: below threshold, or nothing left that it could do.
         stopReason: limit !== undefined && tokensAfter <= limit ? "below_threshold" : "no_candidates",
         summaryIds: [formatSummaryId(committed.value.summaryId)],
-        summary: { id: formatSummaryId(committed.value.summaryId), content: stored?.content ?? content }
+        summary: { id: formatSummaryId(committed.value.summaryId), content: stored?.content ?? content },
+        summarizerCalls: calls
       }
       return report
     })
+
+    /** What one handoff step would save now (the new summary at its target, the old one replaced). */
+    const estimateGain = Effect.fn("SimpleMemory.estimateGain")(function*(conversationId: number, budget: number) {
+      const items = yield* store.items(conversationId)
+      const plan = planHandoff(items, Math.max(1, DEFAULT_FRESH_TAIL), tailTokensOf(budget))
+      const previousItem = plan.previous === undefined ? undefined : items[plan.previous]
+      const [previous] = previousItem === undefined ? [] : yield* store.summariesByIds([previousItem.refId])
+      const runTokens = items.slice(plan.run.start, plan.run.end).reduce((n, it) => n + it.tokens, 0)
+      const previousTokens = previous === undefined ? 0 : estimateTextTokens(previous.content)
+      if (!worthHandoff(runTokens, previousTokens)) return 0
+      const replaced = runTokens + (previous === undefined ? 0 : handoffContextTokens(previous))
+      return Math.max(0, replaced - handoffTarget(runTokens + previousTokens, budget) - HANDOFF_FRAME_TOKENS)
+    })
+
+    const futile = makeFutileMemo()
 
     return Compactor.of({
       needsCompaction: Effect.fn("Compactor.needsCompaction")(function*(
@@ -142,9 +177,18 @@ export const make = (shared: Shared) =>
         const tokens = yield* viewTokensOf(c.id)
         return tokens > threshold * budget
       }),
+      worthCompacting: Effect.fn("Compactor.worthCompacting")(function*(sessionKey: string, budget: number) {
+        const c = yield* store.getConversation(sessionKey)
+        const tokens = yield* viewTokensOf(c.id)
+        const base = { tokens, budget, threshold: DEFAULT_CONTEXT_THRESHOLD, futileAt: futile.get(c.id) }
+        if (!worthCompacting({ ...base, gain: Number.MAX_SAFE_INTEGER })) return false
+        return worthCompacting({ ...base, gain: yield* estimateGain(c.id, budget) })
+      }),
       compact: Effect.fn("Compactor.compact")(function*(sessionKey: string, options: CompactOptions = {}) {
         const c = yield* store.getConversation(sessionKey)
-        return yield* step(c, options).pipe(locks.withLock(sessionKey))
+        const report = yield* step(c, options).pipe(locks.withLock(sessionKey))
+        futile.record(c.id, options, report)
+        return report
       })
     })
   })

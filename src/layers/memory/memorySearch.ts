@@ -1,109 +1,400 @@
 /**
- * Full-text search over messages and summaries (part of SqliteMemoryStore). The plan comes from
- * `planSearch`, which has already reduced user input to safe, quoted FTS5 expressions; scope is
- * applied through the owning conversation, so a user scope can only see that user's rows.
+ * Full-text search over messages and summaries (part of SqliteMemoryStore), in two stages that
+ * each read a bounded number of rows, so a search costs about the same in a session of a 1k- or a
+ * 1M-message database:
+ *
+ * 1. Candidates. For each term of the plan (domain/search/query.ts), the index (migrations/0010)
+ *    gives the newest PER_TERM rows that match it *and the scope* (the scope is a token of every
+ *    row, ANDed into the MATCH, so a session's search reads the session's matches only). Each term's
+ *    number of matches in the scope (counted up to DF_CAP) gives its idf. Candidates are ordered by
+ *    the idf-weighted share of the query they match, newest first among equals.
+ * 2. Ranking. The best STAGE2 candidates are read (their first TEXT_CHARS characters) and ranked
+ *    in TypeScript (domain/search/rank.ts: BM25 with coverage and proximity); the hits get snippets
+ *    with their matches marked, summary hits the messages they cover, message hits their neighbours
+ *    when asked.
+ *
+ * FTS5's own bm25() is not used: it counts every match of every term in the whole database on each
+ * query (7 ms for a common word at 1M messages, whatever the scope). The scope is also checked on
+ * the rows read in stage 2, so a hit outside it could not get through even with a wrong token.
  */
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
-import { StorageError } from "../../domain/storage/errors.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
-import { makeSnippet, type SearchPlan } from "../../domain/search/query.ts"
-import { MARK_CLOSE, MARK_OPEN, snippetAround } from "../../domain/search/snippet.ts"
-import type { RawHit } from "../../services/MemoryStore.ts"
+import type { Role } from "../../domain/message.ts"
+import type { QueryPlan, SearchKind, SearchPlan } from "../../domain/search/query.ts"
+import { byScore, type Candidate, idf, markSpans, rankCandidates, type Ranked } from "../../domain/search/rank.ts"
+import { snippetAround } from "../../domain/search/snippet.ts"
+import { StorageError } from "../../domain/storage/errors.ts"
+import type { RawContextMessage, RawHit, SearchRequest } from "../../services/MemoryStore.ts"
+
+/** Newest matches of one term considered (a term with more is a common one; its idf says so). */
+const PER_TERM = 2000
+/** Matches of a term counted for its idf, at most. */
+const DF_CAP = 20_000
+/** Rows of a scope counted for idf, at most. */
+const SCOPE_CAP = 200_000
+/** Candidates ranked in TypeScript: this many per hit asked for, within bounds. */
+const stage2Size = (limit: number) => Math.min(250, Math.max(50, limit * 5))
+/** Characters of a row read for ranking and its snippet. */
+const TEXT_CHARS = 4000
+/** Characters of a neighbouring message returned with a hit. */
+const CONTEXT_CHARS = 600
+/** A user id longer than this (bytes) has no token of its own; the scope is then a join. */
+const USER_TOKEN_BYTES = 64
 
 interface Source {
-  readonly kind: "message" | "summary"
+  readonly kind: SearchKind
   readonly table: string
-  readonly porter: string
-  readonly trigram: string
-  readonly column: string
+  readonly fts: string
+  readonly text: string
   /** When the hit happened: a message's time, or the end of a summary's time range. */
   readonly time: string
+  /** Extra columns read in stage 2. */
+  readonly extra: string
 }
 
 const SOURCES: ReadonlyArray<Source> = [
-  { kind: "message", table: "ctx_messages", porter: "ctx_messages_fts", trigram: "ctx_messages_cjk", column: "text", time: "created_at" },
-  { kind: "summary", table: "ctx_summaries", porter: "ctx_summaries_fts", trigram: "ctx_summaries_cjk", column: "content", time: "latest_at" }
+  {
+    kind: "message",
+    table: "ctx_messages",
+    fts: "ctx_messages_search",
+    text: "text",
+    time: "created_at",
+    extra: "t.seq, t.role"
+  },
+  {
+    kind: "summary",
+    table: "ctx_summaries",
+    fts: "ctx_summaries_search",
+    text: "content",
+    time: "latest_at",
+    extra: "t.first_seq, t.last_seq, t.earliest_at, t.latest_at"
+  }
 ]
 
-const scopeClause = (scope: SearchScope): readonly [string, ReadonlyArray<unknown>] => {
-  switch (scope._tag) {
-    case "Session":
-      return ["c.session_key = ?", [scope.sessionKey]]
-    case "User":
-      return ["c.user_id = ?", [scope.userId]]
-    case "All":
-      return ["1 = 1", []]
-  }
+const quote = (s: string) => `"${s.replaceAll("\"", "\"\"")}"`
+const hex = (s: string) => Array.from(new TextEncoder().encode(s), (b) => b.toString(16).padStart(2, "0")).join("")
+
+/** A scope resolved against the database. */
+interface Resolved {
+  /** FTS5 expression selecting the scope's rows, when it has a token. */
+  readonly token: string | null
+  /** SQL condition on `t` (the source row) for the scope, with its parameters. */
+  readonly where: string
+  readonly params: ReadonlyArray<unknown>
+  /** Whether a row read in stage 2 is inside the scope. */
+  readonly owns: (row: { readonly session_key: string; readonly user_id: string }) => boolean
+  readonly sessionConversation: number | null
 }
 
 interface Row {
   readonly id: number
   readonly session_key: string
+  readonly user_id: string
+  readonly conversation_id: number
   readonly created_at: number
-  readonly snippet: string
-  readonly score: number
+  readonly length: number
+  readonly text: string
+  readonly seq?: number
+  readonly role?: Role
+  readonly first_seq?: number
+  readonly last_seq?: number
+  readonly earliest_at?: number
+  readonly latest_at?: number
 }
 
-export const makeSearch = (sql: SqlClient) =>
-(plan: SearchPlan, scope: SearchScope, limit: number): Effect.Effect<ReadonlyArray<RawHit>, StorageError> => {
-  if (plan._tag === "Empty" || limit <= 0) return Effect.succeed([])
-  const [scopeSql, scopeParams] = scopeClause(scope)
-  const one = (src: Source): Effect.Effect<ReadonlyArray<RawHit>, StorageError> => {
-    const col = `t.${src.column}`
-    const clauses = plan._tag === "Cjk" ? plan.substrings : []
-    // Each clause: one of its alternatives occurs (case-insensitively for Latin letters).
-    const filterSql = clauses
-      .map((alts) => ` AND (${alts.map(() => `instr(lower(${col}), ?) > 0`).join(" OR ")})`)
-      .join("")
-    const filterParams = clauses.flat()
-    let query: Effect.Effect<ReadonlyArray<Row>, unknown>
-    if (plan._tag === "Latin" || plan.match !== null) {
-      const fts = plan._tag === "Latin" ? src.porter : src.trigram
-      const match = plan._tag === "Latin" ? plan.match : plan.match ?? ""
-      // The whole text with its matches marked, cut around the first match here (not FTS5's
-      // snippet(), which can end right after the match: see domain/search/snippet.ts). SQLite
-      // computes it for the rows within the limit only, after sorting.
-      query = sql.unsafe<Row>(
-        `SELECT t.id, c.session_key, t.${src.time} AS created_at,
-           highlight(${fts}, 0, ?, ?) AS snippet, -bm25(${fts}) AS score
-         FROM ${fts} f JOIN ${src.table} t ON t.id = f.rowid JOIN ctx_conversations c ON c.id = t.conversation_id
-         WHERE ${fts} MATCH ? AND ${scopeSql}${filterSql}
-         ORDER BY score DESC, t.id DESC LIMIT ?`,
-        [MARK_OPEN, MARK_CLOSE, match, ...scopeParams, ...filterParams, limit]
-      ).pipe(Effect.map((rows) => rows.map((r) => ({ ...r, snippet: snippetAround(r.snippet) }))))
-    } else {
-      // Only short terms (e.g. two-character Chinese words): scan the scope's CJK rows, rank by
-      // number of occurrences, then recency.
-      const needles = clauses.flat()
-      const occurrences = needles
-        .map(() => `(length(${col}) - length(replace(lower(${col}), ?, ''))) / max(length(?), 1)`)
-        .join(" + ")
-      query = sql.unsafe<Row & { readonly body: string }>(
-        `SELECT t.id, c.session_key, t.${src.time} AS created_at, ${col} AS body, '' AS snippet, (${occurrences}) AS score
-         FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id
-         WHERE t.has_cjk = 1 AND ${scopeSql}${filterSql}
-         ORDER BY score DESC, t.id DESC LIMIT ?`,
-        [...needles.flatMap((s) => [s, s]), ...scopeParams, ...filterParams, limit]
-      ).pipe(Effect.map((rows) => rows.map((r) => ({ ...r, snippet: makeSnippet(r.body, needles) }))))
+interface Found extends Candidate {
+  readonly kind: SearchKind
+  readonly row: Row
+}
+
+const and = (parts: ReadonlyArray<string>): string => parts.map((p) => `(${p})`).join(" AND ")
+
+export const makeSearch = (sql: SqlClient) => {
+  const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(text, [...params])
+
+  const resolve = (scope: SearchScope) =>
+    Effect.gen(function*() {
+      switch (scope._tag) {
+        case "Session": {
+          const rows = yield* query<{ id: number }>("SELECT id FROM ctx_conversations WHERE session_key = ?", [scope.sessionKey])
+          const id = rows[0]?.id
+          if (id === undefined) return null
+          const resolved: Resolved = {
+            token: `scope : ${quote(`c${id}`)}`,
+            where: "t.conversation_id = ?",
+            params: [id],
+            owns: (r) => r.session_key === scope.sessionKey,
+            sessionConversation: id
+          }
+          return resolved
+        }
+        case "User": {
+          const bytes = new TextEncoder().encode(scope.userId).length
+          const resolved: Resolved = {
+            token: bytes <= USER_TOKEN_BYTES ? `scope : ${quote(`u${hex(scope.userId)}0`)}` : null,
+            where: "t.conversation_id IN (SELECT id FROM ctx_conversations WHERE user_id = ?)",
+            params: [scope.userId],
+            owns: (r) => r.user_id === scope.userId,
+            sessionConversation: null
+          }
+          return resolved
+        }
+        case "All": {
+          const resolved: Resolved = { token: null, where: "1 = 1", params: [], owns: () => true, sessionConversation: null }
+          return resolved
+        }
+      }
+    })
+
+  /** SQL conditions on `t` for the plan's filters (messages only; summaries have none). */
+  const filterSql = (plan: QueryPlan, src: Source): readonly [string, ReadonlyArray<unknown>] => {
+    if (src.kind !== "message") return ["", []]
+    const f = plan.filters
+    const parts: Array<string> = []
+    const params: Array<unknown> = []
+    if (f.roles !== null) {
+      parts.push(`t.role IN (${f.roles.map(() => "?").join(", ")})`)
+      params.push(...f.roles)
     }
-    return query.pipe(
-      Effect.map((rows) =>
-        rows.map((r): RawHit => ({
-          kind: src.kind,
-          id: r.id,
-          sessionKey: r.session_key,
-          snippet: r.snippet.replace(/\s+/g, " ").trim(),
-          score: Number(r.score),
-          createdAt: r.created_at
-        }))
-      ),
-      Effect.mapError((e) => new StorageError({ operation: "search", reason: e instanceof Error ? e.message : String(e) }))
+    if (f.notRoles.length > 0) {
+      parts.push(`t.role NOT IN (${f.notRoles.map(() => "?").join(", ")})`)
+      params.push(...f.notRoles)
+    }
+    // A tool's call is in the message's text as "[tool call NAME]"; its results answer the message before.
+    const tool = `(CASE WHEN t.has_tool_results = 1 THEN EXISTS (SELECT 1 FROM ctx_messages p
+      WHERE p.conversation_id = t.conversation_id AND p.seq = t.seq - 1 AND instr(p.text, ?) > 0)
+      ELSE instr(t.text, ?) > 0 END)`
+    if (f.tools.length > 0) {
+      parts.push(`(${f.tools.map(() => tool).join(" OR ")})`)
+      for (const name of f.tools) params.push(`[tool call ${name}]`, `[tool call ${name}]`)
+    }
+    for (const name of f.notTools) {
+      parts.push(`NOT ${tool}`)
+      params.push(`[tool call ${name}]`, `[tool call ${name}]`)
+    }
+    return [parts.map((p) => ` AND ${p}`).join(""), params]
+  }
+
+  /** Rows of `src` in scope matching `match`: the newest `limit` ids. */
+  const matching = (
+    src: Source,
+    scope: Resolved,
+    plan: QueryPlan,
+    match: string,
+    limit: number
+  ) => {
+    const [filters, filterParams] = filterSql(plan, src)
+    const joinScope = scope.token === null && scope.where !== "1 = 1"
+    const conditions = `${filters}${joinScope ? ` AND ${scope.where}` : ""}`
+    const params = [match, ...filterParams, ...(joinScope ? scope.params : []), limit]
+    const text = conditions === ""
+      ? `SELECT rowid AS id FROM ${src.fts} WHERE ${src.fts} MATCH ? ORDER BY rowid DESC LIMIT ?`
+      : `SELECT f.rowid AS id FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.rowid
+         WHERE ${src.fts} MATCH ?${conditions} ORDER BY f.rowid DESC LIMIT ?`
+    return Effect.map(query<{ id: number }>(text, params), (rows) => rows.map((r) => r.id))
+  }
+
+  /** Rows in scope matching `match`, counted up to `cap` (filters left out: they do not change a term's rarity). */
+  const countMatching = (src: Source, scope: Resolved, match: string, cap: number) => {
+    const joinScope = scope.token === null && scope.where !== "1 = 1"
+    const text = joinScope
+      ? `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.rowid
+           WHERE ${src.fts} MATCH ? AND ${scope.where} LIMIT ?)`
+      : `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} WHERE ${src.fts} MATCH ? LIMIT ?)`
+    return Effect.map(
+      query<{ n: number }>(text, joinScope ? [match, ...scope.params, cap] : [match, cap]),
+      (rows) => Number(rows[0]?.n ?? 0)
     )
   }
-  return Effect.all(SOURCES.map(one)).pipe(
-    Effect.map((lists) =>
-      lists.flat().sort((a, b) => b.score - a.score || b.createdAt - a.createdAt || b.id - a.id).slice(0, limit)
+
+  /** How many rows the scope has (an estimate for All: the highest id). */
+  const scopeSize = (src: Source, scope: Resolved) => {
+    if (scope.token !== null) return countMatching(src, scope, scope.token, SCOPE_CAP)
+    const text = scope.where === "1 = 1"
+      ? `SELECT coalesce(max(id), 0) AS n FROM ${src.table}`
+      : `SELECT count(*) AS n FROM ${src.table} t WHERE ${scope.where}`
+    return Effect.map(query<{ n: number }>(text, scope.params), (rows) => Number(rows[0]?.n ?? 0))
+  }
+
+  /** Stage 2: the rows of `ids` (in scope), with what ranking and hits need. */
+  const readRows = (src: Source, scope: Resolved, ids: ReadonlyArray<number>) =>
+    Effect.map(
+      query<Row>(
+        `SELECT t.id, t.conversation_id, c.session_key, c.user_id, t.${src.time} AS created_at, t.token_count AS length,
+           substr(t.${src.text}, 1, ${TEXT_CHARS + 1}) AS text, ${src.extra}
+         FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id
+         WHERE t.id IN (SELECT value FROM json_each(?))`,
+        [JSON.stringify(ids)]
+      ),
+      (rows) => rows.filter(scope.owns)
     )
-  )
+
+  const exclusion = (plan: QueryPlan) => (plan.exclude.length === 0 ? "" : ` NOT (${plan.exclude.join(" OR ")})`)
+
+  /** Stages 1 and 2 for one source. */
+  const searchSource = (plan: QueryPlan, src: Source, scope: Resolved, limit: number) =>
+    Effect.gen(function*() {
+      const base = scope.token === null ? [] : [scope.token]
+      const groups = plan.groups
+      const required = groups.flatMap((g, i) => (g.required ? [i] : []))
+      const optional = groups.flatMap((g, i) => (g.required ? [] : [i]))
+      const not = exclusion(plan)
+      const matched = new Map<number, Array<number>>()
+      const add = (ids: ReadonlyArray<number>, gs: ReadonlyArray<number>) => {
+        for (const id of ids) {
+          const seen = matched.get(id)
+          if (seen === undefined) matched.set(id, [...gs])
+          else for (const g of gs) if (!seen.includes(g)) seen.push(g)
+        }
+      }
+      const requiredMatch = required.map((i) => groups[i]?.match ?? "")
+      const df: Array<number | undefined> = groups.map(() => undefined)
+      const simple = required.length === 0 && plan.exclude.length === 0 && filterSql(plan, src)[0] === ""
+      if (optional.length === 0) {
+        add(yield* matching(src, scope, plan, and([...base, ...requiredMatch]) + not, PER_TERM), required)
+      } else {
+        if (required.length > 0) add(yield* matching(src, scope, plan, and([...base, ...requiredMatch]) + not, PER_TERM), required)
+        for (const g of optional) {
+          const ids = yield* matching(src, scope, plan, and([...base, ...requiredMatch, groups[g]?.match ?? ""]) + not, PER_TERM)
+          add(ids, [...required, g])
+          // Alone, unfiltered and below the cap, the list is the term's whole set of matches.
+          if (simple && ids.length < PER_TERM) df[g] = ids.length
+        }
+      }
+      if (matched.size === 0) return []
+      const n = yield* scopeSize(src, scope)
+      const idfs: Array<number> = []
+      for (let g = 0; g < groups.length; g++) {
+        const known = df[g]
+        const count = known ?? (yield* countMatching(src, scope, and([...base, groups[g]?.match ?? ""]), DF_CAP))
+        idfs.push(idf(count, n))
+      }
+      // Best share of the query first, newest first among equals.
+      const weightOf = (gs: ReadonlyArray<number>) => gs.reduce((w, g) => w + (groups[g]?.weight ?? 0) * (idfs[g] ?? 0), 0)
+      const chosen = Array.from(matched, ([id, gs]) => ({ id, w: weightOf(gs) }))
+        .sort((a, b) => b.w - a.w || b.id - a.id)
+        .slice(0, stage2Size(limit))
+      const rows = yield* readRows(src, scope, chosen.map((c) => c.id))
+      const candidates: Array<Found> = rows.map((row) => ({
+        id: row.id,
+        text: row.text.length > TEXT_CHARS ? `${row.text.slice(0, TEXT_CHARS)}…` : row.text,
+        length: row.length,
+        matched: matched.get(row.id) ?? [],
+        createdAt: row.created_at,
+        kind: src.kind,
+        row
+      }))
+      return rankCandidates(plan, idfs, candidates)
+    })
+
+  /** A plan of filters only: the newest rows in scope that pass them. */
+  const listSource = (plan: QueryPlan, src: Source, scope: Resolved, limit: number) =>
+    Effect.gen(function*() {
+      const [filters, filterParams] = filterSql(plan, src)
+      const exclude = plan.exclude.length === 0
+        ? ""
+        : ` AND t.id NOT IN (SELECT rowid FROM ${src.fts} WHERE ${src.fts} MATCH ?)`
+      const excludeParams = plan.exclude.length === 0
+        ? []
+        : [and([...(scope.token === null ? [] : [scope.token]), plan.exclude.join(" OR ")])]
+      // A session's messages come newest first from its (conversation, seq) index.
+      const order = src.kind === "message" && scope.sessionConversation !== null ? "t.seq DESC" : "t.id DESC"
+      const ids = yield* Effect.map(
+        query<{ id: number }>(
+          `SELECT t.id FROM ${src.table} t WHERE ${scope.where}${filters}${exclude} ORDER BY ${order} LIMIT ?`,
+          [...scope.params, ...filterParams, ...excludeParams, limit]
+        ),
+        (rows) => rows.map((r) => r.id)
+      )
+      const rows = yield* readRows(src, scope, ids)
+      return rows.map((row): Ranked<Found> => ({
+        candidate: {
+          id: row.id,
+          text: row.text.length > TEXT_CHARS ? `${row.text.slice(0, TEXT_CHARS)}…` : row.text,
+          length: row.length,
+          matched: [],
+          createdAt: row.created_at,
+          kind: src.kind,
+          row
+        },
+        score: 0,
+        matched: [],
+        spans: []
+      }))
+    })
+
+  const neighbours = (hits: ReadonlyArray<Ranked<Found>>, around: number) =>
+    Effect.gen(function*() {
+      const byHit = new Map<number, Array<RawContextMessage>>()
+      const wanted = hits.filter((h) => h.candidate.kind === "message" && h.candidate.row.seq !== undefined)
+      if (around <= 0 || wanted.length === 0) return byHit
+      const ranges = wanted.map((h) => {
+        const seq = h.candidate.row.seq ?? 0
+        return [h.candidate.row.conversation_id, seq - around, seq + around, h.candidate.id, seq]
+      })
+      const rows = yield* query<{ hit: number; id: number; seq: number; role: Role; created_at: number; text: string }>(
+        `SELECT j.value ->> 3 AS hit, m.id, m.seq, m.role, m.created_at, substr(m.text, 1, ${CONTEXT_CHARS + 1}) AS text
+         FROM json_each(?) j JOIN ctx_messages m
+           ON m.conversation_id = j.value ->> 0 AND m.seq BETWEEN j.value ->> 1 AND j.value ->> 2 AND m.seq <> j.value ->> 4
+         ORDER BY j.key, m.seq`,
+        [JSON.stringify(ranges)]
+      )
+      for (const r of rows) {
+        const list = byHit.get(r.hit) ?? []
+        list.push({
+          id: r.id,
+          seq: r.seq,
+          role: r.role,
+          createdAt: r.created_at,
+          text: r.text.length > CONTEXT_CHARS ? `${r.text.slice(0, CONTEXT_CHARS)}…` : r.text
+        })
+        byHit.set(r.hit, list)
+      }
+      return byHit
+    })
+
+  const toHit = (h: Ranked<Found>, context: Map<number, Array<RawContextMessage>>): RawHit => {
+    const { row } = h.candidate
+    const snippet = snippetAround(markSpans(h.candidate.text, h.spans))
+    const base = {
+      kind: h.candidate.kind,
+      id: row.id,
+      sessionKey: row.session_key,
+      snippet,
+      score: Number.isFinite(h.score) ? h.score : 0,
+      createdAt: row.created_at,
+      matched: h.matched
+    }
+    if (h.candidate.kind === "summary") {
+      return {
+        ...base,
+        covers: {
+          firstSeq: row.first_seq ?? 0,
+          lastSeq: row.last_seq ?? 0,
+          earliestAt: row.earliest_at ?? 0,
+          latestAt: row.latest_at ?? 0
+        }
+      }
+    }
+    const around = context.get(row.id)
+    return { ...base, seq: row.seq, role: row.role, ...(around === undefined ? {} : { context: around }) }
+  }
+
+  return (plan: SearchPlan, scope: SearchScope, request: SearchRequest): Effect.Effect<ReadonlyArray<RawHit>, StorageError> =>
+    Effect.gen(function*() {
+      if (plan._tag === "Empty" || request.limit <= 0) return []
+      const resolved = yield* resolve(scope)
+      if (resolved === null) return []
+      const sources = SOURCES.filter((s) => plan.filters.kinds.includes(s.kind))
+      const lists = yield* Effect.forEach(sources, (src) =>
+        plan.groups.length === 0
+          ? listSource(plan, src, resolved, request.limit)
+          : searchSource(plan, src, resolved, request.limit))
+      const best = lists.flat().sort(byScore).slice(0, request.limit)
+      const context = yield* neighbours(best, request.context)
+      return best.map((h) => toHit(h, context))
+    }).pipe(
+      Effect.mapError((e) => new StorageError({ operation: "search", reason: e instanceof Error ? e.message : String(e) }))
+    )
 }

@@ -22,7 +22,13 @@ import type { Conversation, StoredMessage, StoredSummary } from "../../services/
 export { storageError } from "../sql/errors.ts"
 
 export const decodeContent = Schema.decodeUnknownSync(Content)
-export const INSERT_BATCH = 500
+/**
+ * Messages per INSERT statement (10 parameters each; SQLite allows 32,766). Each statement costs an
+ * FTS5 segment flush (see SqliteMemoryStore.insertEncoded), so larger is faster; but the driver caches
+ * prepared statements by their text, i.e. by row count, and a 1,000-row INSERT is about 1 MiB of
+ * compiled program, so this also bounds what a cache of odd-sized batches can hold.
+ */
+export const INSERT_BATCH = 1_000
 
 export interface EncodedMessage {
   readonly role: Role

@@ -6,9 +6,17 @@
 import { Effect, Option } from "effect"
 import { type ItemMeta, selectForBudget } from "../../domain/memory/context.ts"
 import { InvalidInput, SessionNotFound } from "../../domain/memory/errors.ts"
+import { gainedTooLittle, TAIL_SHARE, tailTokensOf } from "../../domain/memory/fit.ts"
 import { renderSummary, repairPairing } from "../../domain/memory/render.ts"
 import type { SessionRef } from "../../domain/memory/session.ts"
-import { type AssembleOptions, type Assembled, DEFAULT_FRESH_TAIL, type SessionInfo } from "../../domain/memory/types.ts"
+import {
+  type AssembleOptions,
+  type Assembled,
+  type CompactionReport,
+  type CompactOptions,
+  DEFAULT_FRESH_TAIL,
+  type SessionInfo
+} from "../../domain/memory/types.ts"
 import { estimateMessageTokens, type Message, type NewMessage } from "../../domain/message.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { type Conversation, MemoryStore, type StoredSummary } from "../../services/MemoryStore.ts"
@@ -22,15 +30,46 @@ export const MAX_PROFILE_BYTES = 64 * 1024
 type ListInfoFilter = Parameters<SessionManager["Service"]["listInfo"]>[0]
 type LoadHistoryOptions = Parameters<SessionManager["Service"]["loadHistory"]>[1]
 
+/** Checks assembly options; `tailTokens` is the fresh tail's token cap (a share of the budget). */
 export const validateAssemble = (options: AssembleOptions) => {
   const freshTail = options.freshTail ?? DEFAULT_FRESH_TAIL
+  const share = options.tailShare ?? TAIL_SHARE
   if (!Number.isInteger(options.budget) || options.budget <= 0) {
     return Effect.fail(new InvalidInput({ reason: `budget must be a positive integer of tokens, got ${options.budget}` }))
   }
   if (!Number.isInteger(freshTail) || freshTail < 0) {
     return Effect.fail(new InvalidInput({ reason: `fresh tail must be a non-negative integer, got ${freshTail}` }))
   }
-  return Effect.succeed({ budget: options.budget, freshTail })
+  if (!(share > 0 && share <= 1)) {
+    return Effect.fail(new InvalidInput({ reason: `the fresh tail's share of the budget must be in (0, 1], got ${share}` }))
+  }
+  return Effect.succeed({ budget: options.budget, freshTail, tailTokens: tailTokensOf(options.budget, share) })
+}
+
+/** At most this many sessions remember a compaction that gained too little (the oldest is forgotten first). */
+const FUTILE_LIMIT = 10_000
+
+/**
+ * Per conversation, the context tokens after the last compaction with a budget that gained less
+ * than the least worthwhile gain (domain/memory/fit.ts), so `worthCompacting` does not run another
+ * until the context has grown: never twice in a row for nothing. In memory: a restart forgets it,
+ * which costs at most one more such compaction.
+ */
+export const makeFutileMemo = () => {
+  const at = new Map<number, number>()
+  return {
+    get: (conversationId: number): number | undefined => at.get(conversationId),
+    record: (conversationId: number, options: CompactOptions, report: CompactionReport) => {
+      if (options.budget === undefined) return
+      at.delete(conversationId)
+      if (!gainedTooLittle(report.tokensBefore, report.tokensAfter, options.budget)) return
+      if (at.size >= FUTILE_LIMIT) {
+        const oldest = at.keys().next()
+        if (oldest.done !== true) at.delete(oldest.value)
+      }
+      at.set(conversationId, report.tokensAfter)
+    }
+  }
 }
 
 export const makeShared = Effect.gen(function*() {
@@ -68,33 +107,58 @@ export const makeShared = Effect.gen(function*() {
    * summary renders as LCM's delimited message unless `summaryMessages` says otherwise (Simple's
    * summary + acknowledgement). The metas' tokens must be what their rendering costs.
    */
+  /**
+   * The chosen messages. A message item's position is its seq, and the raw messages assembly
+   * chooses are mostly one run of seqs (the window before the tail, and the tail), so they are read
+   * as a seq range — an index range scan — unless the range holds many messages that are not chosen.
+   */
+  const chosenMessages = (conversationId: number, metas: ReadonlyArray<ItemMeta>) => {
+    if (metas.length === 0) return Effect.succeed([])
+    let lo = Number.POSITIVE_INFINITY
+    let hi = 0
+    for (const m of metas) {
+      lo = Math.min(lo, m.position)
+      hi = Math.max(hi, m.position)
+    }
+    const ids = metas.map((m) => m.refId)
+    if (hi - lo + 1 > 2 * metas.length + 16) return store.messagesByIds(ids)
+    const wanted = new Set(ids)
+    return Effect.map(store.messagesBySeq(conversationId, lo, hi - lo + 1), (rows) => rows.filter((r) => wanted.has(r.id)))
+  }
+
   const render = Effect.fn("Memory.render")(function*(
+    conversationId: number,
     metas: ReadonlyArray<ItemMeta>,
     budget: number,
     freshTail: number,
-    mode: "greedy" | "contiguous",
+    tailTokens: number,
     summaryMessages: (s: StoredSummary) => ReadonlyArray<Message> = (s) => [renderSummary(s)]
   ) {
-    const selection = selectForBudget(metas, budget, freshTail, mode)
+    const selection = selectForBudget(metas, budget, freshTail, tailTokens)
     const chosen = selection.indices.flatMap((i) => {
       const m = metas[i]
       return m === undefined ? [] : [m]
     })
     const [messages, summaries] = yield* Effect.all([
-      store.messagesByIds(chosen.filter((m) => m.kind === "message").map((m) => m.refId)),
+      chosenMessages(conversationId, chosen.filter((m) => m.kind === "message")),
       store.summariesByIds(chosen.filter((m) => m.kind === "summary").map((m) => m.refId))
     ])
     const messageById = new Map(messages.map((m) => [m.id, m.message]))
     const summaryById = new Map(summaries.map((s) => [s.id, s]))
     const tailCount = metas.length - selection.tailStart
     const list: Array<Message> = []
+    // A stored message's tokens are its item's (estimated at append, and it comes back exactly as
+    // given); what the repair rewrote and the rendered summaries are estimated afresh.
+    const known = new Map<Message, number>()
     let tailFirstOut = -1
     chosen.forEach((meta, i) => {
       if (i === chosen.length - tailCount) tailFirstOut = list.length
       const message = meta.kind === "message" ? messageById.get(meta.refId) : undefined
       const summary = meta.kind === "summary" ? summaryById.get(meta.refId) : undefined
-      if (message !== undefined) list.push(message)
-      else if (summary !== undefined) list.push(...summaryMessages(summary))
+      if (message !== undefined) {
+        list.push(message)
+        known.set(message, meta.tokens)
+      } else if (summary !== undefined) list.push(...summaryMessages(summary))
     })
     // The tail starts on a unit boundary, so nothing pairs across it: repairing both sides apart is
     // the same as repairing the whole, and tells how many output messages are the tail.
@@ -103,7 +167,7 @@ export const makeShared = Effect.gen(function*() {
     const out = [...repairPairing(list.slice(0, olderOut)), ...tail]
     const assembled: Assembled = {
       messages: out,
-      tokens: out.reduce((n, m) => n + estimateMessageTokens(m), 0),
+      tokens: out.reduce((n, m) => n + (known.get(m) ?? estimateMessageTokens(m)), 0),
       freshTailMessages: tail.length,
       summaries: chosen.filter((m) => m.kind === "summary").length,
       omittedItems: selection.omitted

@@ -334,6 +334,7 @@ export const make = (options: SessionPoolOptions = {}) =>
           system,
           tools,
           contextTokens: snapshot.contextTokens,
+          maxOutputTokens: snapshot.agent.maxOutputTokens,
           maxTurns: snapshot.maxTurns,
           memory,
           compactor,

@@ -21,7 +21,10 @@ import type { ToolRegistry } from "../../domain/tool.ts"
 import type { UsageLog } from "../../services/UsageLog.ts"
 import { runToolCalls } from "./toolCalls.ts"
 
-/** Output tokens asked of the model per call; also kept free in a turn's context budget. */
+/**
+ * Output tokens asked of the model per call when the caller says nothing (the `agent` tool's
+ * children); a session turn asks for its agent's output reserve (domain/config/agent.ts `outputReserve`).
+ */
 export const MAX_OUTPUT_TOKENS = 8_192
 
 /** Where the loop's conversation lives. */
@@ -53,6 +56,8 @@ export interface LoopSetup<E> {
   readonly hooks?: LoopHooks | undefined
   /** Span names: `${span}.model` per model call, `${span}.tool` per tool call. */
   readonly span: string
+  /** Output tokens asked of the model per call (default MAX_OUTPUT_TOKENS). */
+  readonly maxTokens?: number | undefined
 }
 
 export interface LoopResult {
@@ -95,7 +100,7 @@ export const runLoop = <E>(setup: LoopSetup<E>, stats: { usage: Usage; modelCall
     for (let round = 1; round <= setup.maxTurns; round++) {
       const messages = yield* setup.history.messages
       const response = yield* collectResponse(
-        setup.client.stream({ model: setup.model, system: setup.system, messages, tools: setup.tools.definitions, maxTokens: MAX_OUTPUT_TOKENS }),
+        setup.client.stream({ model: setup.model, system: setup.system, messages, tools: setup.tools.definitions, maxTokens: setup.maxTokens ?? MAX_OUTPUT_TOKENS }),
         (event) => (event.type === "text_delta" && hooks.onText !== undefined ? hooks.onText(event.text) : Effect.void)
       ).pipe(Effect.withSpan(`${setup.span}.model`, { attributes: { round } }))
       stats.modelCalls++

@@ -1,11 +1,22 @@
 /**
  * One turn of an agent's session (seed 001, "Agent loop"): the user's message is stored first (so it
- * is never lost), the session is compacted when it needs it (a failure is logged and the turn goes on
- * with the full history — seed 003), then the agent loop (./agentLoop.ts) runs over the session's
- * memory: each round the model gets the context assembled within the budget, and every answer and
- * tool result is stored. Text and tool activity stream to the channel as TurnEvents.
+ * is never lost), the session is compacted when that is worth it (a failure is logged and the turn
+ * goes on with the full history — seed 003), then the agent loop (./agentLoop.ts) runs over the
+ * session's memory: each round the model gets the context assembled within the budget, and every
+ * answer and tool result is stored. Text and tool activity stream to the channel as TurnEvents.
+ *
+ * Windows of any size (issue 11): the output reserve — what each model call asks for and what the
+ * budget leaves free — is the agent's setting or proportional to its window (`outputReserve`), so a
+ * 6k-token local model is neither asked for 8k of output nor left a 1k context. Compaction runs only
+ * when a plan of it gains a meaningful share of the budget (`Compactor.worthCompacting`), goes that
+ * far below the threshold (`compactionTarget`), makes at most MAX_SUMMARIZER_CALLS_PER_TURN summarizer
+ * calls (the rest waits for the next turn), and says what it did as a status notice, which the HTTP
+ * channel keeps out of the answer's content.
  */
 import { Effect, Option } from "effect"
+import { outputReserve } from "../../domain/config/agent.ts"
+import { compactionTarget } from "../../domain/memory/fit.ts"
+import { DEFAULT_CONTEXT_THRESHOLD } from "../../domain/memory/types.ts"
 import { splitForStorage } from "../../domain/memory/storedSize.ts"
 import { estimateTextTokens, type NewMessage } from "../../domain/message.ts"
 import { PROVIDER_ERROR_TAGS } from "../../domain/model/errors.ts"
@@ -28,6 +39,8 @@ export interface TurnSetup {
   readonly system: string
   readonly tools: ToolRegistry
   readonly contextTokens: number
+  /** The agent's output reserve setting (0 or absent: proportional to the window). */
+  readonly maxOutputTokens?: number | undefined
   readonly maxTurns: number
   readonly memory: MemoryProvider["Service"]
   readonly compactor: Option.Option<Compactor["Service"]>
@@ -35,12 +48,27 @@ export interface TurnSetup {
   readonly emit: (event: TurnEvent) => Effect.Effect<void>
 }
 
-/** What the context may hold: the model's window less the answer, the system prompt and the tools. */
-export const assemblyBudget = (setup: Pick<TurnSetup, "contextTokens" | "system" | "tools">): number =>
-  Math.max(
-    1_000,
-    setup.contextTokens - MAX_OUTPUT_TOKENS - estimateTextTokens(setup.system) - estimateTextTokens(JSON.stringify(setup.tools.definitions))
+/** Summarizer calls one turn's compaction may make; what is left waits for the next turn. */
+export const MAX_SUMMARIZER_CALLS_PER_TURN = 8
+
+/** The least assembly budget, unless the window less the output reserve is smaller still. */
+export const MIN_ASSEMBLY_BUDGET = 1_000
+
+/** Output tokens each model call of the turn asks for, also kept free in the window. */
+export const turnOutputTokens = (setup: Pick<TurnSetup, "contextTokens" | "maxOutputTokens">): number =>
+  outputReserve(setup.contextTokens, setup.maxOutputTokens ?? 0)
+
+/**
+ * What the context may hold: the model's window less the output reserve, the system prompt and the
+ * tools; at least MIN_ASSEMBLY_BUDGET (or the window less the reserve, when that is smaller).
+ */
+export const assemblyBudget = (setup: Pick<TurnSetup, "contextTokens" | "maxOutputTokens" | "system" | "tools">): number => {
+  const room = setup.contextTokens - turnOutputTokens(setup)
+  return Math.max(
+    Math.min(MIN_ASSEMBLY_BUDGET, room),
+    room - estimateTextTokens(setup.system) - estimateTextTokens(JSON.stringify(setup.tools.definitions))
   )
+}
 
 export const runTurn = (setup: TurnSetup, message: UserMessage) =>
   Effect.gen(function*() {
@@ -52,12 +80,25 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
 
     if (Option.isSome(setup.compactor)) {
       const compactor = setup.compactor.value
-      yield* compactor.needsCompaction(chat.sessionKey, budget).pipe(
-        Effect.flatMap((needed) => (needed ? compactor.compact(chat.sessionKey, { budget }) : Effect.succeed(undefined))),
+      yield* compactor.worthCompacting(chat.sessionKey, budget).pipe(
+        Effect.flatMap((worth) =>
+          worth
+            ? compactor.compact(chat.sessionKey, {
+              budget,
+              target: compactionTarget(budget, DEFAULT_CONTEXT_THRESHOLD),
+              full: true,
+              maxSummarizerCalls: MAX_SUMMARIZER_CALLS_PER_TURN
+            })
+            : Effect.succeed(undefined)
+        ),
         Effect.tap((report) =>
           report === undefined || !report.compacted
             ? Effect.void
-            : emit({ type: "notice", text: `compacted the conversation: ${report.tokensBefore} → ${report.tokensAfter} tokens` })
+            : emit({
+              type: "notice",
+              status: true,
+              text: `compacted the conversation: ${report.tokensBefore} → ${report.tokensAfter} tokens`
+            })
         ),
         Effect.catch((e) => Effect.logWarning(`compaction before the turn failed, continuing with the full history: ${e.message}`)),
         Effect.withSpan("turn.compaction")
@@ -78,6 +119,7 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       context: { sessionKey: chat.sessionKey, userId: chat.userId, agentId: chat.agentId },
       usage: setup.usage,
       span: "turn",
+      maxTokens: turnOutputTokens(setup),
       history: {
         messages: Effect.map(memory.assemble(chat.sessionKey, { budget }), (a) => a.messages),
         // A reply over the stored-message limit is stored as several messages, so memory keeps all that was shown.

@@ -10,8 +10,9 @@
  */
 import { Effect, Option, Schema, Struct } from "effect"
 import { formatSummaryId } from "../../domain/memory/session.ts"
-import type { SearchScope } from "../../domain/memory/types.ts"
+import type { SearchHit, SearchScope } from "../../domain/memory/types.ts"
 import { messageText } from "../../domain/message.ts"
+import { oneLine } from "../../domain/text.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import { Explorer } from "../../services/Explorer.ts"
@@ -27,13 +28,26 @@ export type MemoryAction = "status" | "search" | "describe" | "expand" | "profil
 
 export const DEFAULT_SEARCH_HITS = 10
 export const MAX_SEARCH_HITS = 50
+export const MAX_SEARCH_CONTEXT = 5
 
 /** The arguments besides `action`; each is offered only with the actions that use it. */
 const Arguments = {
-  query: Schema.optionalKey(Schema.String.annotate({ description: "search: the words to look for." })),
+  query: Schema.optionalKey(
+    Schema.String.annotate({
+      description: "search: a question or key words, e.g. \"when did Caroline go to the support group\" or \"deploy staging database\"."
+    })
+  ),
   limit: Schema.optionalKey(
     Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: MAX_SEARCH_HITS })).annotate({
       description: `search: at most this many hits (${DEFAULT_SEARCH_HITS}).`
+    })
+  ),
+  strict: Schema.optionalKey(
+    Schema.Boolean.annotate({ description: "search: true to require every word (default false: best matches of any of the words first)." })
+  ),
+  context: Schema.optionalKey(
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: MAX_SEARCH_CONTEXT })).annotate({
+      description: `search: also show this many messages before and after each message hit (0–${MAX_SEARCH_CONTEXT}; answers often follow the question).`
     })
   ),
   id: Schema.optionalKey(Schema.String.annotate({ description: "describe/expand: a summary id such as sum_12." })),
@@ -43,7 +57,7 @@ const Arguments = {
 
 const ARGUMENTS_OF: Record<MemoryAction, ReadonlyArray<keyof typeof Arguments>> = {
   status: [],
-  search: ["query", "limit"],
+  search: ["query", "limit", "strict", "context"],
   describe: ["id"],
   expand: ["id", "cursor"],
   profile_get: [],
@@ -63,7 +77,14 @@ type Input = ReturnType<typeof inputFor>["Type"]
 
 const ACTION_TEXT: Record<MemoryAction, string> = {
   status: "status: size of this conversation (messages, tokens, summaries).",
-  search: "search: full-text search of past messages and summaries (\"query\"; \"exact phrase\", prefix*, a OR b).",
+  search: [
+    "search: find past messages and summaries (\"query\"). Ask with the distinctive words of what you need — names, numbers,",
+    "  identifiers, topic words; a whole question works too (small words are ignored, word forms match: \"deploying\" finds \"deployed\").",
+    "  Hits come best first, those with more of your words first. Also: \"exact phrase\", prefix*, a OR b, a AND b, NOT a,",
+    "  role:user|assistant|tool_result, tool:NAME. \"context\": N adds the messages around each hit (an answer is often the next",
+    "  message); a summary hit (sum_N) names the messages it covers: expand it for the details. Nothing found? Try other",
+    "  words or synonyms, or fewer words."
+  ].join("\n"),
   describe: "describe: metadata and lineage of a summary (\"id\", e.g. sum_12).",
   expand: "expand: the messages or summaries a summary was made from (\"id\"; pass \"cursor\" to continue).",
   profile_get: "profile_get: read your persistent notes about this user.",
@@ -71,6 +92,23 @@ const ACTION_TEXT: Record<MemoryAction, string> = {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().slice(0, 16).replace("T", " ")
+
+/** One search hit for the model: a line, then its neighbours (indented) when asked for. */
+const hitText = (h: SearchHit): string => {
+  if (h.covers !== undefined) {
+    const c = h.covers
+    return `${h.id} [summary of messages #${c.firstSeq}–#${c.lastSeq}, ${iso(c.earliestAt)} to ${iso(c.latestAt)}; expand ${h.id} for them] ${h.snippet}`
+  }
+  const line = `${h.id} [${h.kind}, ${iso(h.createdAt)}] ${h.snippet}`
+  const around = h.context ?? []
+  if (around.length === 0) return line
+  const neighbour = (m: (typeof around)[number]) => `  ${m.seq < (h.seq ?? 0) ? "before" : "after"}: ${m.id} [${m.role}] ${oneLine(m.text, 300)}`
+  return [
+    ...around.filter((m) => m.seq < (h.seq ?? 0)).map(neighbour),
+    line,
+    ...around.filter((m) => m.seq > (h.seq ?? 0)).map(neighbour)
+  ].join("\n")
+}
 const fail = (reason: string) => Effect.fail(new ToolError({ tool: TOOL_NAME, reason }))
 
 export const make = Effect.gen(function*() {
@@ -112,11 +150,16 @@ export const make = Effect.gen(function*() {
         if (Option.isNone(searcher)) return fail("search is not available")
         const query = input.query?.trim() ?? ""
         if (query === "") return fail("search needs a non-empty \"query\"")
-        return searcher.value.search(query, { scope: scopeOf(ctx), limit: input.limit ?? DEFAULT_SEARCH_HITS }).pipe(
+        return searcher.value.search(query, {
+          scope: scopeOf(ctx),
+          limit: input.limit ?? DEFAULT_SEARCH_HITS,
+          mode: input.strict === true ? "strict" : "ranked",
+          context: input.context ?? 0
+        }).pipe(
           Effect.map((hits) =>
             hits.length === 0
               ? `No matches for ${JSON.stringify(query)}.`
-              : hits.map((h) => `${h.id} [${h.kind}, ${iso(h.createdAt)}] ${h.snippet}`).join("\n")
+              : hits.map(hitText).join("\n")
           ),
           Effect.mapError((e) => new ToolError({ tool: TOOL_NAME, reason: e.message }))
         )

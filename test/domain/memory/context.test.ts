@@ -91,67 +91,95 @@ describe("unitsOf", () => {
   })
 })
 
+describe("freshTailStart with a token cap", () => {
+  it("moves forward a whole unit at a time until the tail fits the cap", () => {
+    // 0..3 messages of 10; 4 tool_use 10 + 5,6 its results 10 each (one unit of 30); 7 of 10
+    const items = build([...msgs(4), { m: 10 }, { m: 10, cont: true }, { m: 10, cont: true }, { m: 10 }])
+    assert.strictEqual(freshTailStart(items, 20), 0)
+    assert.strictEqual(freshTailStart(items, 20, 80), 0)
+    assert.strictEqual(freshTailStart(items, 20, 79), 1)
+    assert.strictEqual(freshTailStart(items, 20, 40), 4)
+    // 39 cannot hold the unit [4..6] with the last message: only the newest unit stays
+    assert.strictEqual(freshTailStart(items, 20, 39), 7)
+    assert.strictEqual(freshTailStart(items, 2, 1000), freshTailStart(items, 2))
+  })
+
+  it("always keeps the newest unit, however large", () => {
+    const items = build([...msgs(3), { m: 500 }, { m: 500, cont: true }])
+    assert.strictEqual(freshTailStart(items, 20, 10), 3)
+    assert.strictEqual(freshTailStart(build([{ m: 10 }, { m: 900 }]), 20, 5), 1)
+  })
+})
+
 describe("selectForBudget", () => {
   // 0: 10, 1: 100 (a huge paste), 2: 10, then a 2-message tail of 5 each
   const items = build([{ m: 10 }, { m: 100 }, { m: 10 }, { m: 5 }, { m: 5 }])
 
-  it("greedy skips a unit that does not fit and keeps going", () => {
-    const sel = selectForBudget(items, 40, 2, "greedy")
-    assert.deepStrictEqual(sel.indices, [0, 2, 3, 4])
-    assert.strictEqual(sel.tailStart, 3)
-    assert.strictEqual(sel.tokens, 30)
-    assert.strictEqual(sel.omitted, 1)
-  })
-
-  it("contiguous stops at the first unit that does not fit", () => {
-    const sel = selectForBudget(items, 40, 2, "contiguous")
+  it("takes raw units newest first and stops at the first one that does not fit", () => {
+    const sel = selectForBudget(items, 40, 2)
     assert.deepStrictEqual(sel.indices, [2, 3, 4])
+    assert.strictEqual(sel.tailStart, 3)
     assert.strictEqual(sel.tokens, 20)
     assert.strictEqual(sel.omitted, 2)
   })
 
-  it("defaults to greedy", () => {
-    assert.deepStrictEqual(selectForBudget(items, 40, 2), selectForBudget(items, 40, 2, "greedy"))
+  it("keeps the whole fresh tail even over budget", () => {
+    const sel = selectForBudget(items, 1, 2)
+    assert.deepStrictEqual(sel.indices, [3, 4])
+    assert.strictEqual(sel.tokens, 10)
+    assert.strictEqual(sel.omitted, 3)
   })
 
-  it("keeps the whole fresh tail even over budget", () => {
-    for (const mode of ["greedy", "contiguous"] as const) {
-      const sel = selectForBudget(items, 1, 2, mode)
-      assert.deepStrictEqual(sel.indices, [3, 4])
-      assert.strictEqual(sel.tokens, 10)
-      assert.strictEqual(sel.omitted, 3)
-    }
+  it("gives the summaries of the oldest history up last: before any raw message, oldest first", () => {
+    // s0 (oldest, 30), s1 (20), then raw 10 × 4, then a tail of 2 × 5
+    const mixed = build([{ s: 30, depth: 2 }, { s: 20, depth: 0 }, ...msgs(4), { m: 5 }, { m: 5 }])
+    assert.deepStrictEqual(selectForBudget(mixed, 10 + 50 + 20, 2).indices, [0, 1, 4, 5, 6, 7])
+    // room for one summary: the oldest
+    assert.deepStrictEqual(selectForBudget(mixed, 10 + 35, 2).indices, [0, 6, 7])
+    // the oldest does not fit, a newer one does
+    assert.deepStrictEqual(selectForBudget(mixed, 10 + 25, 2).indices, [1, 6, 7])
+  })
+
+  it("caps the fresh tail at tailTokens, which leaves room for the summaries", () => {
+    const mixed = build([{ s: 30, depth: 3 }, ...msgs(6, 20)])
+    // a 20-message tail would be all six messages (120 > budget 100) and nothing older
+    assert.deepStrictEqual(selectForBudget(mixed, 100, 20).indices, [1, 2, 3, 4, 5, 6])
+    const capped = selectForBudget(mixed, 100, 20, 40)
+    assert.strictEqual(capped.tailStart, 5)
+    assert.deepStrictEqual(capped.indices, [0, 4, 5, 6])
+    assert.strictEqual(capped.tokens, 90)
   })
 
   it("respects the budget when the tail fits", () => {
-    const many = build(Array.from({ length: 60 }, (_, i) => ({ m: 1 + ((i * 37) % 23) })))
+    const many = build(Array.from({ length: 60 }, (_, i) => (i % 9 === 4 ? { s: 1 + (i % 13), depth: i % 3 } : { m: 1 + ((i * 37) % 23) })))
     for (const budget of [50, 100, 200, 333, 500]) {
-      for (const mode of ["greedy", "contiguous"] as const) {
-        const sel = selectForBudget(many, budget, 4, mode)
+      for (const cap of [Number.POSITIVE_INFINITY, Math.floor(budget * 0.4)]) {
+        const sel = selectForBudget(many, budget, 4, cap)
         const chosen = sel.indices.reduce((n, i) => n + (many[i]?.tokens ?? 0), 0)
         assert.strictEqual(sel.tokens, chosen)
-        assert.isAtMost(chosen, budget)
+        const tail = many.slice(sel.tailStart).reduce((n, it) => n + it.tokens, 0)
+        if (tail <= budget) assert.isAtMost(chosen, budget)
+        else assert.strictEqual(chosen, tail)
         assert.strictEqual(sel.indices.length + sel.omitted, many.length)
         // ascending, tail included
         for (let i = 1; i < sel.indices.length; i++) assert.isAbove(sel.indices[i] ?? 0, sel.indices[i - 1] ?? 0)
         for (let i = sel.tailStart; i < many.length; i++) assert.include(sel.indices, i)
+        // the raw messages chosen before the tail are a contiguous run ending at the tail
+        const raw = sel.indices.filter((i) => i < sel.tailStart && many[i]?.kind === "message")
+        const first = raw[0]
+        if (first !== undefined) {
+          for (let i = first; i < sel.tailStart; i++) if (many[i]?.kind === "message") assert.include(raw, i)
+        }
       }
     }
-  })
-
-  it("contiguous selection is a suffix of the items", () => {
-    const many = build(Array.from({ length: 30 }, (_, i) => ({ m: 5 + (i % 7) * 3 })))
-    const sel = selectForBudget(many, 120, 3, "contiguous")
-    const first = sel.indices[0] ?? 0
-    assert.deepStrictEqual(sel.indices, Array.from({ length: many.length - first }, (_, i) => first + i))
   })
 
   it("never cuts a tool unit: a unit is taken whole or not at all", () => {
     // unit [1..3] costs 30; with 25 of room it must be left out entirely
     const withUnit = build([{ m: 10 }, { m: 10 }, { m: 10, cont: true }, { m: 10, cont: true }, { m: 5 }])
-    const sel = selectForBudget(withUnit, 30, 1, "greedy")
-    assert.deepStrictEqual(sel.indices, [0, 4])
-    const roomy = selectForBudget(withUnit, 35, 1, "greedy")
+    const sel = selectForBudget(withUnit, 30, 1)
+    assert.deepStrictEqual(sel.indices, [4])
+    const roomy = selectForBudget(withUnit, 35, 1)
     assert.deepStrictEqual(roomy.indices, [1, 2, 3, 4])
   })
 })
@@ -259,6 +287,22 @@ describe("planCondensedChunks", () => {
     assert.deepStrictEqual(planCondensedChunks(items, condLimits()), [{ start: 0, end: 2 }])
     const split = build([...sums(2, 0), ...msgs(1), ...sums(2, 0), ...msgs(1), ...msgs(2)])
     assert.deepStrictEqual(planCondensedChunks(split, condLimits()), [{ start: 0, end: 2 }, { start: 3, end: 5 }])
+  })
+
+  it("with anyDepth, groups adjacent summaries whatever their depths", () => {
+    const items = build([{ s: 10, depth: 3 }, { s: 10, depth: 1 }, { s: 10, depth: 0 }, { m: 10 }, { s: 10, depth: 0 }, ...msgs(2)])
+    assert.deepStrictEqual(planCondensedChunks(items, condLimits()), [])
+    assert.deepStrictEqual(planCondensedChunks(items, condLimits({ anyDepth: true })), [{ start: 0, end: 3 }])
+  })
+
+  it("leaves the token-capped fresh tail alone", () => {
+    const items = build([...sums(2, 0), { m: 30 }, ...sums(2, 0), { m: 30 }, { m: 5 }])
+    // 20 messages: the tail starts at the first message; a cap of 40 tokens keeps the last two only
+    assert.deepStrictEqual(planCondensedChunks(items, condLimits({ freshTail: 20 })), [{ start: 0, end: 2 }])
+    assert.deepStrictEqual(planCondensedChunks(items, condLimits({ freshTail: 20, tailTokens: 40 })), [
+      { start: 0, end: 2 },
+      { start: 3, end: 5 }
+    ])
   })
 })
 

@@ -118,7 +118,37 @@ describe("verifySession", () => {
     const v = valid()
     expectProblem(
       { ...v, summaries: v.summaries.map((s) => (s.id === 3 ? { ...s, depth: 2 } : s)) },
-      "condensed summary 3 (depth 2) contains summary 1 of depth 0"
+      "condensed summary 3 has depth 2, but its deepest constituent has depth 0"
+    )
+    expectProblem(
+      { ...v, summaries: v.summaries.map((s) => (s.id === 3 ? { ...s, depth: 0 } : s)) },
+      "condensed summary 3 (depth 0) contains summary 1 of depth 0"
+    )
+  })
+
+  it("accepts a condensed summary over mixed depths one deeper than the deepest (compaction to fit)", () => {
+    const v = valid()
+    // summary 2 as a condensed summary of depth 1 over a new leaf 4 and leaf 5; summary 3 then mixes depths 0 and 1
+    const mixed: VerifyInput = {
+      ...v,
+      summaries: [
+        v.summaries[0],
+        { id: 4, kind: "leaf", depth: 0, earliestAt: 3000, latestAt: 3000, firstSeq: 3, lastSeq: 3 },
+        { id: 5, kind: "leaf", depth: 0, earliestAt: 4000, latestAt: 4000, firstSeq: 4, lastSeq: 4 },
+        { id: 2, kind: "condensed", depth: 1, earliestAt: 3000, latestAt: 4000, firstSeq: 3, lastSeq: 4 },
+        { id: 3, kind: "condensed", depth: 2, earliestAt: 1000, latestAt: 4000, firstSeq: 1, lastSeq: 4 }
+      ].flatMap((s) => (s === undefined ? [] : [s])),
+      summaryMessages: [
+        ...v.summaryMessages.filter((l) => l.summaryId === 1),
+        { summaryId: 4, messageId: 103 },
+        { summaryId: 5, messageId: 104 }
+      ],
+      summaryParents: [...v.summaryParents, { condensedId: 2, constituentId: 4 }, { condensedId: 2, constituentId: 5 }]
+    }
+    assert.deepStrictEqual(verifySession(mixed), [])
+    expectProblem(
+      { ...mixed, summaries: mixed.summaries.map((s) => (s.id === 3 ? { ...s, depth: 1 } : s)) },
+      "condensed summary 3 (depth 1) contains summary 2 of depth 1"
     )
   })
 

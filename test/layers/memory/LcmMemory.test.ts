@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SummarizerError } from "../../../src/domain/memory/errors.ts"
+import { TAIL_SHARE } from "../../../src/domain/memory/fit.ts"
 import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
 import type { ExpandResult, SearchScope } from "../../../src/domain/memory/types.ts"
 import { verifySession } from "../../../src/domain/memory/verify.ts"
@@ -55,7 +56,8 @@ describe("LcmMemory compaction", () => {
         tokensBefore: before.contextTokens,
         tokensAfter: before.contextTokens,
         stopReason: "below_threshold",
-        summaryIds: []
+        summaryIds: [],
+        summarizerCalls: 0
       })
       assert.strictEqual((yield* memory.stats(KEY)).summaries, 0)
     }).pipe(Effect.provide(lcmTemp)))
@@ -332,17 +334,23 @@ describe("LcmMemory assembly", () => {
       assert.strictEqual(a.tokens, a.messages.reduce((n, m) => n + estimateMessageTokens(m), 0))
     }).pipe(Effect.provide(smallChunks())))
 
-  it.effect("keeps the fresh tail over budget and leaves older items out", () =>
+  it.effect("keeps the newest message over budget and leaves older items out; the tail follows the budget", () =>
     Effect.gen(function*() {
       const memory = yield* MemoryProvider
       const messages = yield* compacted()
       const stats = yield* memory.stats(KEY)
+      const plainOf = (ms: typeof messages) => ms.map((m) => ({ role: m.role, content: m.content }))
       const a = yield* memory.assemble(KEY, { budget: 10 })
       assert.strictEqual(a.summaries, 0)
-      assert.strictEqual(a.omittedItems, stats.contextItems - 20)
-      assert.deepStrictEqual(a.messages, messages.slice(-20).map((m) => ({ role: m.role, content: m.content })))
-      const custom = yield* memory.assemble(KEY, { budget: 10, freshTail: 3 })
-      assert.strictEqual(custom.messages.length, 3)
+      assert.strictEqual(a.omittedItems, stats.contextItems - 1)
+      assert.deepStrictEqual(a.messages, plainOf(messages.slice(-1)))
+      assert.strictEqual(a.freshTailMessages, 1)
+      // A budget whose tail share holds 20 messages keeps them all verbatim; a smaller count, fewer.
+      const twenty = plainOf(messages.slice(-20)).reduce((n, m) => n + estimateMessageTokens(m), 0)
+      const roomy = yield* memory.assemble(KEY, { budget: Math.ceil(twenty / TAIL_SHARE) })
+      assert.strictEqual(roomy.freshTailMessages, 20)
+      assert.deepStrictEqual(roomy.messages.slice(-20), plainOf(messages.slice(-20)))
+      const custom = yield* memory.assemble(KEY, { budget: Math.ceil(twenty / TAIL_SHARE), freshTail: 3 })
       assert.strictEqual(custom.freshTailMessages, 3)
     }).pipe(Effect.provide(smallChunks())))
 
@@ -577,7 +585,10 @@ describe("LcmMemory search", () => {
       assert.strictEqual(yield* count(`"apple pie"`), 1)
       assert.strictEqual(yield* count("apple"), 2)
       assert.strictEqual(yield* count("pie OR tart"), 2)
-      assert.strictEqual(yield* count("apple pie"), 1)
+      // Ranked (the default): either word will do, both rank first; strict: both must match.
+      const ranked = yield* searcher.search("apple pie", { scope })
+      assert.deepStrictEqual(ranked.map((h) => h.matched), [["apple", "pie"], ["apple"]])
+      assert.strictEqual((yield* searcher.search("apple pie", { scope, mode: "strict" })).length, 1)
       assert.strictEqual(yield* count("zebra"), 0)
     }).pipe(Effect.provide(lcmTemp)))
 
@@ -591,7 +602,7 @@ describe("LcmMemory search", () => {
         "an English message about memory"
       ])
       const scope: SearchScope = { _tag: "Session", sessionKey: KEY }
-      const find = (q: string) => searcher.search(q, { scope })
+      const find = (q: string) => searcher.search(q, { scope, mode: "strict" })
       const zh2 = yield* find("记忆")
       assert.strictEqual(zh2.length, 1)
       assert.include(zh2[0]?.snippet ?? "", "«记忆»")
@@ -612,6 +623,9 @@ describe("LcmMemory search", () => {
       assert.strictEqual((yield* find("东京 OR 公园")).length, 1)
       assert.strictEqual((yield* find("東京 OR 公园")).length, 2)
       assert.strictEqual((yield* find("東京で会議 OR 记忆")).length, 2)
+      // Ranked, a question finds its words: 公园 (park) in "what did we do at the Osaka castle park?"
+      const ranked = yield* searcher.search("我们在大阪城公园做了什么", { scope })
+      assert.deepStrictEqual(ranked.map((h) => h.snippet), ["天气很好，我们去«公园»散步"])
     }).pipe(Effect.provide(lcmTemp)))
 
   it.effect("searches summaries too", () =>

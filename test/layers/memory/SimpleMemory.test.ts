@@ -19,6 +19,7 @@ import { SessionManager } from "../../../src/services/SessionManager.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { Summarizer } from "../../../src/services/Summarizer.ts"
 import { selectForBudget } from "../../../src/domain/memory/context.ts"
+import { TAIL_SHARE, tailTokensOf } from "../../../src/domain/memory/fit.ts"
 import { SummarizerError } from "../../../src/domain/memory/errors.ts"
 import { pairingProblems } from "../../properties/support/check.ts"
 import { simpleTemp, sqliteTemp, tempDbFile } from "../../support/db.ts"
@@ -93,7 +94,7 @@ describe("SimpleMemory", () => {
       const all = yield* store.messageMetas(conversation.id)
       for (const [budget, freshTail] of [[50, 20], [2_000, 20], [20_000, 3], [40_000, 0], [90_000, 20], [10_000_000, 20]] as const) {
         const a = yield* memory.assemble(KEY, { budget, freshTail })
-        const expected = selectForBudget(all, budget, freshTail, "contiguous")
+        const expected = selectForBudget(all, budget, freshTail, tailTokensOf(budget))
         const stored = yield* store.messagesByIds(expected.indices.map((i) => all[i]?.refId ?? -1))
         assert.deepStrictEqual(a.messages, stored.map((m) => m.message), `budget ${budget}, fresh tail ${freshTail}`)
         assert.strictEqual(a.omittedItems, expected.omitted, `omitted at budget ${budget}`)
@@ -113,7 +114,9 @@ describe("SimpleMemory", () => {
       assert.deepStrictEqual(a.messages, plain(messages.slice(-30)))
       assert.strictEqual(a.omittedItems, 20)
       assert.strictEqual(a.summaries, 0)
-      assert.strictEqual(a.freshTailMessages, 20)
+      // The fresh tail: 20 messages at most, and at most its share of the budget (12 of these).
+      assert.strictEqual(a.freshTailMessages, Math.floor(tailTokensOf(budget) / perMessage))
+      assert.strictEqual((yield* memory.assemble(KEY, { budget, tailShare: 1 })).freshTailMessages, 20)
     }).pipe(Effect.provide(simpleTemp)))
 
   it.effect("stops at the first message that does not fit (no gaps)", () =>
@@ -131,17 +134,21 @@ describe("SimpleMemory", () => {
       assert.strictEqual(a.omittedItems, 6)
     }).pipe(Effect.provide(simpleTemp)))
 
-  it.effect("always keeps the fresh tail, whatever the budget", () =>
+  it.effect("always keeps the newest unit, whatever the budget; the fresh tail follows the budget", () =>
     Effect.gen(function*() {
       const memory = yield* MemoryProvider
       const messages = chat(30)
       yield* memory.append(session, messages)
       const a = yield* memory.assemble(KEY, { budget: 1 })
-      assert.deepStrictEqual(a.messages, plain(messages.slice(-20)))
-      assert.strictEqual(a.freshTailMessages, 20)
+      assert.deepStrictEqual(a.messages, plain(messages.slice(-1)))
+      assert.strictEqual(a.freshTailMessages, 1)
       assert.isAbove(a.tokens, 1)
-      const b = yield* memory.assemble(KEY, { budget: 1, freshTail: 4 })
-      assert.deepStrictEqual(b.messages, plain(messages.slice(-4)))
+      const twenty = tokensOf(plain(messages.slice(-20)))
+      const b = yield* memory.assemble(KEY, { budget: Math.ceil(twenty / TAIL_SHARE), freshTail: 4 })
+      assert.strictEqual(b.freshTailMessages, 4)
+      const c = yield* memory.assemble(KEY, { budget: Math.ceil(twenty / TAIL_SHARE) })
+      assert.strictEqual(c.freshTailMessages, 20)
+      assert.deepStrictEqual(c.messages, plain(messages))
       const invalid = yield* memory.assemble(KEY, { budget: 0 }).pipe(Effect.flip)
       assert.strictEqual(invalid._tag, "InvalidInput")
       const missing = yield* memory.assemble("nobody", { budget: 100 }).pipe(Effect.flip)
@@ -219,21 +226,28 @@ describe("SimpleMemory handoff compaction (seed 003)", () => {
       assert.deepStrictEqual(ack, { role: "assistant", content: HANDOFF_ACK })
       assert.include(typeof head?.content === "string" ? head.content : "", content)
       assert.deepInclude(all, { summaries: 1, freshTailMessages: 20, omittedItems: 0, tokens: tokensOf(all.messages) })
-      // exactly enough for everything, then one token less: the summary goes first (no gaps)
+      // exactly enough for everything, then one token less: the summary holds everything before the
+      // messages, so it is the last thing given up — the oldest message goes instead (no gaps)
       const whole = yield* memory.assemble(KEY, { budget: all.tokens })
       assert.strictEqual(whole.summaries, 1)
       const tight = yield* memory.assemble(KEY, { budget: all.tokens - 1 })
-      assert.strictEqual(tight.summaries, 0)
-      assert.deepStrictEqual(tight.messages, after)
-      assert.strictEqual(tight.omittedItems, 1)
+      assert.strictEqual(tight.summaries, 1)
+      const kept = tight.messages.slice(2)
+      assert.deepStrictEqual(tight.messages, [head, ack, ...after.slice(after.length - kept.length)])
+      // The oldest unit (here a tool call with its result) went instead.
+      assert.strictEqual(kept.length, after.length - 2)
+      assert.strictEqual(tight.omittedItems, 2)
       for (const budget of [1, 300, 900, all.tokens - 400, all.tokens - 200, all.tokens - 1]) {
         const a = yield* memory.assemble(KEY, { budget })
         assert.deepStrictEqual(pairingProblems(a.messages), [], `pairing at ${budget}`)
-        assert.deepStrictEqual(a.messages, after.slice(after.length - a.messages.length), `a suffix at ${budget}`)
-        assert.strictEqual(a.omittedItems, 1 + after.length - a.messages.length)
+        const rest = a.summaries === 1 ? a.messages.slice(2) : a.messages
+        if (a.summaries === 1) assert.deepStrictEqual(a.messages.slice(0, 2), [head, ack], `summary first at ${budget}`)
+        assert.deepStrictEqual(rest, after.slice(after.length - rest.length), `a suffix at ${budget}`)
+        assert.strictEqual(a.omittedItems, 1 - a.summaries + after.length - rest.length)
         assert.strictEqual(a.tokens, tokensOf(a.messages))
-        if (a.messages.length > 20) assert.isAtMost(a.tokens, budget)
-        else assert.strictEqual(a.messages.length, 20, "the fresh tail always")
+        if (a.messages.length > a.freshTailMessages) assert.isAtMost(a.tokens, budget)
+        assert.isAtMost(a.freshTailMessages, 20)
+        assert.isAtLeast(a.freshTailMessages, 1, "the newest message always")
       }
     }).pipe(Effect.provide(simpleTemp)))
 

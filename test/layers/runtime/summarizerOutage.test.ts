@@ -5,28 +5,21 @@
  * the fake server (OpenAI Chat Completions SDK → 127.0.0.1), on real SQLite, under the TestClock.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Logger, Stream } from "effect"
+import { Effect, Logger, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ChatTarget } from "../../../src/domain/runtime/types.ts"
 import { verifySession } from "../../../src/domain/memory/verify.ts"
-import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
-import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
-import * as ModelSummarizer from "../../../src/layers/memory/ModelSummarizer.ts"
-import * as SqliteMemoryStore from "../../../src/layers/memory/SqliteMemoryStore.ts"
-import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
-import * as Compose from "../../../src/programs/compose.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { UsageLog } from "../../../src/services/UsageLog.ts"
-import { sqliteTemp } from "../../support/db.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
-import { localProvider } from "../../support/runtimeStack.ts"
+import { localProvider, modelSummarizerRuntime } from "../../support/runtimeStack.ts"
 import { fastTransport } from "../providers/contract.ts"
 
 const suite = fakeLlmSuite()
@@ -34,21 +27,7 @@ const suite = fakeLlmSuite()
 // No backoff, so that the transport's retries need no clock: the TestClock moves only when told.
 const transport = { ...fastTransport, baseBackoffMs: 0 }
 
-const stack = () => {
-  const home = mkdtempSync(join(tmpdir(), "anna-outage-"))
-  suite.keep(home)
-  const registry = ProviderClients.layer(transport)
-  const memory = LcmMemory.layerSqlite.pipe(
-    Layer.provide(ModelSummarizer.layer().pipe(Layer.provide(registry))),
-    Layer.provideMerge(SqliteMemoryStore.layer)
-  )
-  return Compose.agentRuntime({ runnerIdle: "1 hour", configPoll: "1 hour" }).pipe(
-    Layer.provide(registry),
-    Layer.provideMerge(memory),
-    Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),
-    Layer.provideMerge(sqliteTemp)
-  )
-}
+const stack = () => modelSummarizerRuntime(suite.keep(mkdtempSync(join(tmpdir(), "anna-outage-"))), transport)
 
 const modelOf = (r: RecordedRequest) => (r.body as { model?: string } | null)?.model
 const isSummary = (r: RecordedRequest) => modelOf(r) === "fake-small"

@@ -84,30 +84,24 @@ describe("Sqlite.layer", () => {
       assert.deepStrictEqual(rows, [{ text: "original" }])
     }).pipe(Effect.provide(sqliteTemp)))
 
-  it.effect("creates the FTS5 tables (porter and trigram) for messages and summaries", () =>
+  it.effect("creates the search indexes (FTS5, porter) for messages and summaries, fed by triggers", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ name: string; sql: string }>`SELECT name, sql FROM sqlite_master
-        WHERE type = 'table' AND name IN ('ctx_messages_fts', 'ctx_messages_cjk', 'ctx_summaries_fts', 'ctx_summaries_cjk')
-        ORDER BY name`
-      assert.deepStrictEqual(rows.map((r) => r.name), [
-        "ctx_messages_cjk",
-        "ctx_messages_fts",
-        "ctx_summaries_cjk",
-        "ctx_summaries_fts"
-      ])
+        WHERE type = 'table' AND name IN ('ctx_messages_search', 'ctx_summaries_search') ORDER BY name`
+      assert.deepStrictEqual(rows.map((r) => r.name), ["ctx_messages_search", "ctx_summaries_search"])
       for (const r of rows) {
         assert.include(r.sql, "fts5")
-        assert.include(r.sql, r.name.endsWith("_cjk") ? "trigram" : "porter")
+        assert.include(r.sql, "porter")
       }
-      // the index answers queries
+      // the index answers queries; rows with CJK letters wait in the backlog for the store (it cuts them)
       yield* sql`INSERT INTO ctx_conversations (id, session_key, created_at, updated_at) VALUES (1, 's', 0, 0)`
       yield* sql`INSERT INTO ctx_messages (conversation_id, seq, role, text, token_count, has_cjk, created_at)
-        VALUES (1, 1, 'user', 'running containers 运行容器', 5, 1, 0)`
-      const porter = yield* sql<{ rowid: number }>`SELECT rowid FROM ctx_messages_fts WHERE ctx_messages_fts MATCH 'container'`
-      const trigram = yield* sql<{ rowid: number }>`SELECT rowid FROM ctx_messages_cjk WHERE ctx_messages_cjk MATCH '运行容'`
-      assert.strictEqual(porter.length, 1)
-      assert.strictEqual(trigram.length, 1)
+        VALUES (1, 1, 'user', 'running containers', 5, 0, 0), (1, 2, 'user', 'running containers 运行容器', 5, 1, 0)`
+      const porter = yield* sql<{ rowid: number }>`SELECT rowid FROM ctx_messages_search WHERE ctx_messages_search MATCH 'container'`
+      const queued = yield* sql<{ source: string; id: number }>`SELECT source, id FROM ctx_search_backlog`
+      assert.deepStrictEqual(porter.map((r) => r.rowid), [1])
+      assert.deepStrictEqual(queued, [{ source: "message", id: 2 }])
     }).pipe(Effect.provide(sqliteTemp)))
 
   it.effect("creates the parent folder of the database file", () =>

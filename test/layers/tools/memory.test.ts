@@ -49,10 +49,12 @@ describe("memory tool with LcmMemory", () => {
       assert.deepStrictEqual(Object.keys(isRecord(properties) ? properties : {}).sort(), [
         "action",
         "content",
+        "context",
         "cursor",
         "id",
         "limit",
-        "query"
+        "query",
+        "strict"
       ])
       for (const a of tool.actions) assert.include(tool.definition.description, `- ${a}:`)
     }).pipe(Effect.provide(lcmTemp)))

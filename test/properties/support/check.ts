@@ -7,6 +7,7 @@
 import { assert } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { type ItemMeta, planCondensedChunks, planLeafChunks, type Span } from "../../../src/domain/memory/context.ts"
+import { chunkCapOf, TAIL_SHARE, tailTokensOf } from "../../../src/domain/memory/fit.ts"
 import { renderHandoff } from "../../../src/domain/memory/handoff.ts"
 import { renderSummary, repairPairing, summaryContextTokens } from "../../../src/domain/memory/render.ts"
 import { formatSummaryId } from "../../../src/domain/memory/session.ts"
@@ -107,12 +108,15 @@ export const pairingProblems = (messages: ReadonlyArray<Message>): Array<string>
 
 /**
  * Start of the fresh tail: the `freshTail`-th message item from the end (or the first message item
- * when there are fewer), moved back while it would start on a message continuing the one before.
+ * when there are fewer), moved back while it would start on a message continuing the one before;
+ * then, with a token cap (issue 11: a share of the budget), the newest whole units from there whose
+ * tokens fit the cap — but at least the newest unit.
  */
 export const tailStartOf = (
   items: ReadonlyArray<ItemMeta>,
   continues: (item: ItemMeta) => boolean,
-  freshTail: number
+  freshTail: number,
+  maxTokens: number = Number.POSITIVE_INFINITY
 ): number => {
   const messageIndices = items.flatMap((it, i) => (it.kind === "message" ? [i] : []))
   let start = freshTail === 0 || messageIndices.length === 0
@@ -123,7 +127,12 @@ export const tailStartOf = (
     if (it === undefined || !continues(it)) break
     start--
   }
-  return start
+  if (start >= items.length) return start
+  // Unit starts at or after `start`, newest first; keep the oldest one whose suffix fits the cap.
+  const unitStarts = unitsBefore(items, continues, items.length).map((u) => u.start).filter((i) => i >= start)
+  const suffixTokens = (from: number) => items.slice(from).reduce((n, it) => n + it.tokens, 0)
+  const fitting = unitStarts.filter((i) => suffixTokens(i) <= maxTokens)
+  return fitting[0] ?? unitStarts[unitStarts.length - 1] ?? start
 }
 
 /** Atomic units of items[0, end): an item plus the items continuing it. */
@@ -192,7 +201,8 @@ export const assertHistory = (history: ReadonlyArray<StoredMessage>, appended: R
 
 /**
  * Walks the DAG over MemoryStore rows and asserts: acyclic; leaf depth 0 over ≥ 1 consecutive
- * messages; condensed depth = child depth + 1 over ≥ 2 children; recorded seq ranges and time
+ * messages; condensed depth = deepest child's depth + 1 over ≥ 2 children (children share a depth
+ * unless compaction folded mixed depths to fit a budget); recorded seq ranges and time
  * ranges cover the sources; parent/child links agree; a summary is live xor has one parent; every
  * summary is reachable from the live context; and the live context, expanded, is every appended
  * message exactly once, in order. Also checks the tokens and unit flags copied into the items.
@@ -243,11 +253,12 @@ export const assertDag = (snap: Snapshot, appended: ReadonlyArray<NewMessage>) =
       assert.strictEqual(s.kind, "condensed", `${at}: kind`)
       assert.strictEqual(l.sourceMessages.length, 0, `${at}: condensed with direct messages`)
       assert.isAtLeast(l.constituents.length, 2, `${at}: condensed with fewer than 2 constituents`)
+      const deepest = Math.max(...l.constituents.map((c) => sumById.get(c)?.depth ?? Number.NaN))
+      assert.strictEqual(s.depth, deepest + 1, `${at}: depth ${s.depth} over children of depth at most ${deepest}`)
       for (const c of l.constituents) {
         const child = sumById.get(c)
         assert.isDefined(child, `${at}: constituent ${c} missing`)
         if (child === undefined) continue
-        assert.strictEqual(s.depth, child.depth + 1, `${at}: depth ${s.depth} over child ${c} of depth ${child.depth}`)
         assert.isAtMost(s.earliestAt, child.earliestAt, `${at}: earliestAt does not cover child ${c}`)
         assert.isAtLeast(s.latestAt, child.latestAt, `${at}: latestAt does not cover child ${c}`)
         assert.deepStrictEqual(linksOf(c).parents, [s.id], `${at}: child ${c} does not name it as its one parent`)
@@ -392,10 +403,12 @@ export const assertExplorer = (snap: Snapshot, appended: ReadonlyArray<NewMessag
           }
         } else {
           assert.deepStrictEqual(all.map((it) => it.id), links.constituents.map(formatSummaryId), `expand sum_${id}: constituents`)
+          const deepest = Math.max(...all.map((it) => (it.kind === "summary" ? it.depth : -1)))
+          assert.strictEqual(deepest, s.depth - 1, `expand sum_${id}: one deeper than its deepest child`)
           for (const it of all) {
             assert.strictEqual(it.kind, "summary")
             if (it.kind !== "summary") continue
-            assert.strictEqual(it.depth, s.depth - 1, `expand sum_${id}: child depth`)
+            assert.isBelow(it.depth, s.depth, `expand sum_${id}: child depth`)
             const childId = Number(it.id.slice(4))
             yield* walk(childId)
           }
@@ -443,11 +456,13 @@ export interface AssembleCase {
   readonly appended: ReadonlyArray<NewMessage>
   readonly budget: number
   readonly freshTail: number
+  /** The fresh tail's share of the budget the assembly was asked for (default TAIL_SHARE). */
+  readonly tailShare?: number | undefined
   /**
-   * LCM assembles from the live items (greedy); Simple from its view (contiguous): the newest live
-   * summary, rendered as summary + acknowledgement, and the raw messages after it.
+   * LCM assembles from the live items; Simple from its view: the newest live summary, rendered as
+   * summary + acknowledgement, and the raw messages after it. The rules are the same.
    */
-  readonly mode: "greedy" | "contiguous"
+  readonly mode: "lcm" | "simple"
 }
 
 /** Simple's view, re-derived from a snapshot: the newest live summary item (if any) and the messages after it. */
@@ -478,11 +493,16 @@ export const simpleViewTokens = (snap: Snapshot): number =>
 /**
  * Order, fresh tail, budget and pairing of one assembled context, against the appended messages:
  * - the output ends with the fresh tail verbatim (repaired only where the session so far ends in a
- *   tool call still waiting for its results), and says how long it is;
+ *   tool call still waiting for its results), and says how long it is; the tail is the newest
+ *   `freshTail` messages cut to the newest whole units within the tail's share of the budget (at
+ *   least the newest unit);
  * - the older part is whole units of the live context (Simple: of its view) before the tail, in
  *   order, so the output is chronological (each message / summary covers seqs after the previous one);
- * - greedy: every older unit left out did not fit in what was left; contiguous: a suffix, and the
- *   unit before it did not fit;
+ * - the summaries before the tail come first (issue 11: the oldest history is given up last): taken
+ *   oldest first, a summary is left out only when it does not fit beside the tail and the older
+ *   summaries taken;
+ * - the raw units taken before the tail are the newest ones, without a gap, and the raw unit before
+ *   them did not fit in what was left;
  * - tokens ≤ budget unless the fresh tail alone exceeds it (then nothing older is included);
  * - the pairing validator finds nothing.
  */
@@ -490,7 +510,7 @@ export const assertAssembled = (c: AssembleCase) => {
   const { assembled, snap, appended, budget, freshTail, mode } = c
   const seqById = new Map(snap.history.map((m) => [m.id, m.seq]))
   const sumById = new Map(snap.summaries.map((s) => [s.id, s]))
-  const items: ReadonlyArray<ItemMeta> = mode === "greedy" ? snap.items : simpleView(snap)
+  const items: ReadonlyArray<ItemMeta> = mode === "lcm" ? snap.items : simpleView(snap)
   const continues = (it: ItemMeta) => it.kind === "message" && continuesPrevious(appended, seqById.get(it.refId) ?? -1)
   const render = (it: ItemMeta): ReadonlyArray<Message> => {
     if (it.kind === "message") {
@@ -501,7 +521,7 @@ export const assertAssembled = (c: AssembleCase) => {
     const s = sumById.get(it.refId)
     assert.isDefined(s)
     if (s === undefined) return []
-    return mode === "greedy" ? [renderSummary(s)] : renderHandoff(s)
+    return mode === "lcm" ? [renderSummary(s)] : renderHandoff(s)
   }
   const seqRange = (it: ItemMeta): readonly [number, number] => {
     if (it.kind === "message") {
@@ -519,7 +539,8 @@ export const assertAssembled = (c: AssembleCase) => {
   assert.deepStrictEqual(pairingProblems(out), [], `${what}: tool pairing`)
 
   // Fresh tail, verbatim.
-  const tailStart = tailStartOf(items, continues, freshTail)
+  const tailCap = tailTokensOf(budget, c.tailShare ?? TAIL_SHARE)
+  const tailStart = tailStartOf(items, continues, freshTail, tailCap)
   const rawTail = rendered.slice(tailStart).flat()
   const sessionComplete = pairingProblems(appended.map(plain)).length === 0
   if (sessionComplete) {
@@ -547,7 +568,7 @@ export const assertAssembled = (c: AssembleCase) => {
   })
   for (const i of chosen) {
     const it = items[i]
-    if (it?.kind !== "summary" || mode === "greedy") continue
+    if (it?.kind !== "summary" || mode === "lcm") continue
     // Simple: the summary and its acknowledgement come together, first.
     assert.deepStrictEqual(older.slice(0, 2), rendered[i], `${what}: Simple's summary is not summary + acknowledgement first`)
   }
@@ -561,26 +582,37 @@ export const assertAssembled = (c: AssembleCase) => {
   }
   const included = new Set(chosen)
   const tailTokens = sumTokens(rawTail)
-  let used = tailTokens
-  let gap = false
   const unitCost = (u: Span) => sumTokens(rendered.slice(u.start, u.end).flat())
+  const isSummary = (u: Span) => items.slice(u.start, u.end).every((it) => it.kind === "summary")
+  const taken = (u: Span) => {
+    const size = u.end - u.start
+    const n = range(size).filter((j) => included.has(u.start + j - 1)).length
+    if (u !== dangling) assert.include([0, size], n, `${what}: unit ${u.start}..${u.end} cut`)
+    return n > 0
+  }
+  // Summaries, oldest first: one left out did not fit beside the tail and the older ones taken.
+  let used = tailTokens
+  for (const unit of units) {
+    if (!isSummary(unit)) continue
+    if (taken(unit)) used += unitCost(unit)
+    else if (dangling === undefined) {
+      assert.isAbove(unitCost(unit), budget - used, `${what}: summary unit ${unit.start}..${unit.end} left out though it fits`)
+    }
+  }
+  // Raw units, newest first, without a gap: the first one left out did not fit; none older is taken.
+  let gap = false
   for (let u = units.length - 1; u >= 0; u--) {
     const unit = units[u]
-    if (unit === undefined) continue
-    const size = unit.end - unit.start
-    const n = range(size).filter((j) => included.has(unit.start + j - 1)).length
-    if (unit !== dangling) assert.include([0, size], n, `${what}: unit ${unit.start}..${unit.end} cut`)
-    if (n > 0) used += unitCost(unit)
-    else {
-      // Left out only because it did not fit (contiguous: the first one left out; nothing older follows).
-      if ((mode === "greedy" || !gap) && dangling === undefined) {
-        assert.isAbove(unitCost(unit), budget - used, `${what}: unit ${unit.start}..${unit.end} left out though it fits`)
+    if (unit === undefined || isSummary(unit)) continue
+    if (taken(unit)) {
+      assert.isFalse(gap && dangling === undefined, `${what}: raw unit ${unit.start}..${unit.end} taken after a gap`)
+      used += unitCost(unit)
+    } else {
+      if (!gap && dangling === undefined) {
+        assert.isAbove(unitCost(unit), budget - used, `${what}: raw unit ${unit.start}..${unit.end} left out though it fits`)
       }
       gap = true
     }
-  }
-  if (mode === "contiguous" && dangling === undefined) {
-    for (const [k, i] of chosen.entries()) assert.strictEqual(i, tailStart - chosen.length + k, `${what}: sliding window is not contiguous`)
   }
   if (dangling === undefined) assert.strictEqual(assembled.omittedItems, tailStart - chosen.length, `${what}: omittedItems`)
   assert.strictEqual(
@@ -604,22 +636,43 @@ export const FRAME_TOKENS = estimateMessageTokens(
   renderSummary({ id: 1e9, kind: "condensed", depth: 9, earliestAt: 0, latestAt: 0, content: "" })
 )
 
-/** Chunks a fresh plan would still summarize (the engine's planners and its worth-it filter). */
-export const plannedChunks = (items: ReadonlyArray<ItemMeta>, config: CompactionConfig, freshTail: number) =>
-  [
-    ...planLeafChunks(items, {
-      freshTail,
-      minItems: config.leafMinMessages,
-      maxTokens: config.chunkTokens,
-      maxItems: Number.MAX_SAFE_INTEGER
-    }),
-    ...planCondensedChunks(items, {
-      freshTail,
-      minItems: config.condensedMin,
-      maxTokens: config.chunkTokens,
-      maxItems: config.condensedFanIn
-    })
-  ].filter((span) => items.slice(span.start, span.end).reduce((n, it) => n + it.tokens, 0) > 2 * FRAME_TOKENS)
+/**
+ * Chunks a fresh plan would still summarize (the engine's planners and its worth-it filter). With a
+ * budget, the fresh tail and the chunks are capped by their shares of it, and when the ordinary plan
+ * is empty while the context is over threshold × budget, the plan "to fit": leaf runs of any length,
+ * adjacent summaries of any depths.
+ */
+export const plannedChunks = (
+  items: ReadonlyArray<ItemMeta>,
+  config: CompactionConfig,
+  freshTail: number,
+  budget?: number,
+  target?: number
+) => {
+  const tailTokens = budget === undefined ? undefined : tailTokensOf(budget)
+  const maxTokens = budget === undefined ? config.chunkTokens : chunkCapOf(budget, config.chunkTokens)
+  const plan = (fit: boolean) =>
+    [
+      ...planLeafChunks(items, {
+        freshTail,
+        tailTokens,
+        minItems: fit ? 1 : config.leafMinMessages,
+        maxTokens,
+        maxItems: Number.MAX_SAFE_INTEGER
+      }),
+      ...planCondensedChunks(items, {
+        freshTail,
+        tailTokens,
+        minItems: fit ? 2 : config.condensedMin,
+        maxTokens,
+        maxItems: config.condensedFanIn,
+        anyDepth: fit
+      })
+    ].filter((span) => items.slice(span.start, span.end).reduce((n, it) => n + it.tokens, 0) > 2 * FRAME_TOKENS)
+  const normal = plan(false)
+  const over = budget !== undefined && items.reduce((n, it) => n + it.tokens, 0) > (target ?? config.threshold * budget)
+  return normal.length === 0 && over ? plan(true) : normal
+}
 
 /**
  * A compaction report is truthful: token sums match the items before/after, summary counts match
@@ -654,14 +707,14 @@ export const assertReport = (args: {
   assert.notStrictEqual(report.stopReason, "no_progress", `${what}: no_progress although every summary shrinks the context`)
 
   // The last unit is never compacted (its tool calls may still wait for results): a fresh tail of 0
-  // protects it as a fresh tail of 1 does.
+  // protects it as a fresh tail of 1 does. With a budget, the tail is also capped by its share of it.
   const freshTail = Math.max(1, options.freshTail ?? config.freshTail)
-  const limit = options.budget === undefined ? undefined : config.threshold * options.budget
+  const limit = options.budget === undefined ? undefined : options.target ?? config.threshold * options.budget
   const below = limit !== undefined && report.tokensAfter <= limit
   assert.strictEqual(report.stopReason === "below_threshold", below, `${what}: below_threshold ⇔ tokensAfter ≤ threshold × budget`)
   if (limit !== undefined && report.tokensBefore <= limit) assert.strictEqual(report.passes, 0, `${what}: passes although below threshold`)
   else assert.isAtLeast(report.passes, 1, `${what}: no pass ran`)
-  const left = plannedChunks(after.items, config, freshTail)
+  const left = plannedChunks(after.items, config, freshTail, options.budget, options.target)
   if (report.stopReason === "no_candidates") assert.deepStrictEqual(left, [], `${what}: no_candidates but a fresh plan finds chunks`)
   if (report.stopReason === "max_iterations") {
     assert.strictEqual(report.passes, 2 * maxIterations, `${what}: max_iterations before the last pass`)
@@ -671,7 +724,7 @@ export const assertReport = (args: {
   // The fresh tail (as it was before) is untouched: its message items are still live.
   const seqById = new Map(before.history.map((m) => [m.id, m.seq]))
   const continues = (it: ItemMeta) => it.kind === "message" && continuesPrevious(appended, seqById.get(it.refId) ?? -1)
-  const tailStart = tailStartOf(before.items, continues, freshTail)
+  const tailStart = tailStartOf(before.items, continues, freshTail, options.budget === undefined ? undefined : tailTokensOf(options.budget))
   const liveAfter = new Set(after.items.map((it) => `${it.kind}:${it.refId}`))
   for (const it of before.items.slice(tailStart)) {
     assert.isTrue(liveAfter.has(`${it.kind}:${it.refId}`), `${what}: fresh-tail item ${it.kind} ${it.refId} was compacted`)

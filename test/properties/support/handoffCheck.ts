@@ -6,6 +6,7 @@
  */
 import { assert } from "@effect/vitest"
 import type { ItemMeta } from "../../../src/domain/memory/context.ts"
+import { tailTokensOf } from "../../../src/domain/memory/fit.ts"
 import {
   HANDOFF_FRAME_TOKENS,
   HANDOFF_MIN_TARGET,
@@ -17,14 +18,15 @@ import { estimateTextTokens, type NewMessage } from "../../../src/domain/message
 import { continuesPrevious, simpleView, simpleViewTokens, type Snapshot, tailStartOf } from "./check.ts"
 
 /** The messages a handoff would summarize now, and the previous summary's text. */
-const runOf = (snap: Snapshot, appended: ReadonlyArray<NewMessage>, freshTail: number) => {
+const runOf = (snap: Snapshot, appended: ReadonlyArray<NewMessage>, freshTail: number, budget: number | undefined) => {
   const view = simpleView(snap)
   const seqById = new Map(snap.history.map((m) => [m.id, m.seq]))
   const continues = (it: ItemMeta) => it.kind === "message" && continuesPrevious(appended, seqById.get(it.refId) ?? -1)
   const head = view[0]
   const previous = head?.kind === "summary" ? snap.summaries.find((s) => s.id === head.refId) : undefined
   const start = previous === undefined ? 0 : 1
-  const tailStart = tailStartOf(view, continues, freshTail)
+  // With a budget, the tail is also capped by its share of it (over the messages after the summary).
+  const tailStart = start + tailStartOf(view.slice(start), continues, freshTail, budget === undefined ? undefined : tailTokensOf(budget))
   const run = view.slice(start, Math.max(start, tailStart))
   const runTokens = run.reduce((n, it) => n + it.tokens, 0)
   const previousTokens = previous === undefined ? 0 : estimateTextTokens(previous.content)
@@ -58,8 +60,8 @@ export const assertHandoffReport = (args: {
   assert.isAtMost(report.passes, 1, `${what}: passes`)
 
   const freshTail = Math.max(1, options.freshTail ?? DEFAULT_FRESH_TAIL)
-  const limit = options.budget === undefined ? undefined : 0.75 * options.budget
-  const plan = runOf(before, appended, freshTail)
+  const limit = options.budget === undefined ? undefined : options.target ?? 0.75 * options.budget
+  const plan = runOf(before, appended, freshTail, options.budget)
   const below = limit !== undefined && report.tokensAfter <= limit
   assert.strictEqual(report.stopReason === "below_threshold", below, `${what}: below_threshold`)
   if (limit !== undefined && report.tokensBefore <= limit) {
@@ -93,5 +95,5 @@ export const assertHandoffReport = (args: {
   // The fresh tail is still live, and nothing is left to summarize.
   const live = new Set(after.items.map((it) => `${it.kind}:${it.refId}`))
   for (const it of plan.tail) assert.isTrue(live.has(`${it.kind}:${it.refId}`), `${what}: fresh-tail item ${it.refId} compacted`)
-  assert.strictEqual(runOf(after, appended, freshTail).run.length, 0, `${what}: a run is left`)
+  assert.strictEqual(runOf(after, appended, freshTail, options.budget).run.length, 0, `${what}: a run is left`)
 }

@@ -10,9 +10,15 @@
  *
  * What a turn streams becomes the assistant's text as follows (the same in both modes):
  * - `text` events are the answer;
- * - `notice` events (compaction ran, sandbox unavailable, stopped, …) are shown as a line of their
- *   own in brackets, `[sandbox unavailable …]`, because an OpenAI client has no other place a user
- *   would see them;
+ * - `notice` events about this answer (sandbox unavailable, stopped, the turn limit, …) are shown as a
+ *   line of their own in brackets, `[sandbox unavailable …]`, because an OpenAI client has no other
+ *   place a user would see them;
+ * - status notices (`status: true`: compaction ran) are never in the message content, which clients
+ *   parse: a non-streamed completion lists them in an extra top-level field,
+ *   `"anna": {"status": ["compacted the conversation: 2741 → 1917 tokens"]}` (only when there are any;
+ *   OpenAI's SDKs ignore unknown fields), and a stream sends each as an SSE comment line,
+ *   `: anna-status compacted the conversation: …`, which every SSE parser skips. Nor are they part of
+ *   a failed turn's error message;
  * - tool activity is not shown: the tools are anna's own and run inside the turn, so they are not
  *   OpenAI `tool_calls` (which would ask the client to run them), and text lines about them would
  *   pollute the answer a program reads;
@@ -194,7 +200,7 @@ export interface RenderState {
 
 export const initialRender: RenderState = { last: "", afterNotice: false }
 
-/** The text one event adds to the answer ('' for events a client does not see). */
+/** The text one event adds to the answer ('' for events a client does not see, status notices included). */
 export const renderEvent = (state: RenderState, event: WireEvent): readonly [RenderState, string] => {
   switch (event.type) {
     case "text": {
@@ -203,6 +209,7 @@ export const renderEvent = (state: RenderState, event: WireEvent): readonly [Ren
       return [{ last: out.slice(-1), afterNotice: false }, out]
     }
     case "notice": {
+      if (event.status === true) return [state, ""]
       const out = (state.last === "" || state.last === "\n" ? "" : "\n") + `[${event.text}]`
       return [{ last: "]", afterNotice: true }, out]
     }
@@ -216,8 +223,10 @@ export interface Collected {
   readonly done: DoneEvent | undefined
   /** Cut by the gateway's shutdown before the turn was done. */
   readonly shutdown: boolean
-  /** The notices' texts, for the error message of a failed turn. */
+  /** The notices' texts (status notices aside), for the error message of a failed turn. */
   readonly notices: ReadonlyArray<string>
+  /** The status notices' texts (compaction ran), for the completion's `anna.status`. */
+  readonly status: ReadonlyArray<string>
 }
 
 interface CollectState extends Collected {
@@ -225,7 +234,14 @@ interface CollectState extends Collected {
 }
 
 const noticesAfter = (notices: ReadonlyArray<string>, event: WireEvent): ReadonlyArray<string> =>
-  event.type === "notice" ? [...notices, event.text] : notices
+  event.type === "notice" && event.status !== true ? [...notices, event.text] : notices
+
+const statusAfter = (status: ReadonlyArray<string>, event: WireEvent): ReadonlyArray<string> =>
+  event.type === "notice" && event.status === true ? [...status, event.text] : status
+
+/** The texts of the notices among `events` that belong in a failed turn's error message (not status). */
+export const errorNotices = (events: ReadonlyArray<WireEvent>): ReadonlyArray<string> =>
+  events.reduce(noticesAfter, [] as ReadonlyArray<string>)
 
 /** The turn is over: done, or cut by the shutdown (whichever came first). */
 const ended = (s: { readonly done: DoneEvent | undefined; readonly shutdown: boolean }) => s.done !== undefined || s.shutdown
@@ -236,14 +252,14 @@ const collectStep = (s: CollectState, event: WireEvent): CollectState => {
     return event.type === "done" ? { ...s, done: event } : { ...s, shutdown: true }
   }
   const [render, delta] = renderEvent(s.render, event)
-  return { ...s, render, content: s.content + delta, notices: noticesAfter(s.notices, event) }
+  return { ...s, render, content: s.content + delta, notices: noticesAfter(s.notices, event), status: statusAfter(s.status, event) }
 }
 
 /** Runs a turn to its end and keeps what a non-streaming answer needs. */
 export const collectTurn = (events: Stream.Stream<WireEvent>) =>
   Stream.runFold(
     events,
-    (): CollectState => ({ render: initialRender, content: "", done: undefined, shutdown: false, notices: [] }),
+    (): CollectState => ({ render: initialRender, content: "", done: undefined, shutdown: false, notices: [], status: [] }),
     collectStep
   )
 
@@ -263,7 +279,8 @@ export const completionBody = (meta: CompletionMeta, collected: Collected) => ({
     finish_reason: finishReasonOf(collected.done)
   }],
   usage: usageBody(collected.done?.usage),
-  system_fingerprint: null
+  system_fingerprint: null,
+  ...(collected.status.length === 0 ? {} : { anna: { status: collected.status } })
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -271,6 +288,8 @@ export const completionBody = (meta: CompletionMeta, collected: Collected) => ({
 
 const frame = (payload: unknown): string => `data: ${JSON.stringify(payload)}\n\n`
 export const DONE_FRAME = "data: [DONE]\n\n"
+/** A status notice as an SSE comment (one line: a line break would end the comment and start a field). */
+export const statusComment = (text: string): string => `: anna-status ${text.replace(/[\r\n]+/g, " ")}\n\n`
 
 const chunk = (meta: CompletionMeta, includeUsage: boolean, choices: ReadonlyArray<unknown>, usage: unknown = null) => ({
   id: meta.id,
@@ -308,6 +327,7 @@ export const sseFrames = (meta: CompletionMeta, includeUsage: boolean) => (event
             if (ended(s)) return [s, []]
             return [event.type === "done" ? { ...s, done: event } : { ...s, shutdown: true }, []]
           }
+          if (event.type === "notice" && event.status === true) return [s, [statusComment(event.text)]]
           const [render, delta] = renderEvent(s.render, event)
           const next = { ...s, render, notices: noticesAfter(s.notices, event) }
           return [next, delta === "" ? [] : [frame(chunk(meta, includeUsage, [choice({ content: delta })]))]]

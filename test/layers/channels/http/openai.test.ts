@@ -1,12 +1,15 @@
 /** The HTTP channel's pure parts: request → user message / session, turn events → answer text. */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema, Stream } from "effect"
+import type { ChatCompletionChunk } from "openai/resources/chat/completions"
+import { Stream as OpenAiStream } from "openai/streaming"
 import type { TurnEvent } from "../../../../src/domain/runtime/types.ts"
 import { type ChatCompletionRequest, newestUserMessage, parseChatRequest, sessionName } from "../../../../src/layers/channels/http/openaiRequest.ts"
 import {
   collectTurn,
   completionBody,
   errorBody,
+  errorNotices,
   SHUTDOWN,
   sseFrames,
   turnError,
@@ -112,6 +115,50 @@ describe("openaiWire", () => {
       const deltas = frames.slice(1, -2).map((f) => decodeChunk(f.slice("data: ".length).trim()).choices[0]?.delta.content)
       assert.strictEqual(deltas.join(""), collected.content)
       assert.strictEqual(frames.at(-1), "data: [DONE]\n\n")
+    }))
+
+  it.effect("status notices (compaction ran) stay out of the content: anna.status, SSE comments, not in errors", () =>
+    Effect.gen(function*() {
+      const compacted = "compacted the conversation: 2741 → 1917 tokens"
+      const events: Array<TurnEvent> = [
+        { type: "notice", text: compacted, status: true },
+        { type: "text", text: "The staging database is on port 6543." },
+        { type: "notice", text: "stopped after 2 model calls", status: false },
+        done
+      ]
+      const collected = yield* collectTurn(Stream.fromIterable(events))
+      assert.strictEqual(collected.content, "The staging database is on port 6543.\n[stopped after 2 model calls]")
+      const body = completionBody(meta, collected)
+      assert.strictEqual(body.choices[0]?.message.content, collected.content)
+      assert.deepStrictEqual(body.anna, { status: [compacted] })
+      // No status, no field: a plain OpenAI completion.
+      const plainBody = completionBody(meta, yield* collectTurn(Stream.fromIterable([{ type: "text", text: "hi" }, done] as const)))
+      assert.notProperty(plainBody, "anna")
+
+      // Streamed: a comment line, which the OpenAI SDK's SSE parser skips.
+      const frames = yield* Stream.runCollect(sseFrames(meta, false)(Stream.fromIterable(events)))
+      assert.include(frames, `: anna-status ${compacted}\n\n`)
+      const multiline = yield* Stream.runCollect(
+        sseFrames(meta, false)(Stream.make({ type: "notice", text: "a\nb\r\nc", status: true }, done))
+      )
+      assert.include(multiline, ": anna-status a b c\n\n")
+      const response = new Response(frames.join(""), { headers: { "content-type": "text/event-stream" } })
+      const chunks: Array<ChatCompletionChunk> = yield* Effect.promise(async () => {
+        const out: Array<ChatCompletionChunk> = []
+        for await (const c of OpenAiStream.fromSSEResponse<ChatCompletionChunk>(response, new AbortController())) out.push(c)
+        return out
+      })
+      assert.strictEqual(chunks.map((c) => c.choices[0]?.delta.content ?? "").join(""), collected.content)
+
+      // A failed turn's error message is made of the other notices only.
+      const failed: Array<TurnEvent> = [
+        { type: "notice", text: compacted, status: true },
+        { type: "notice", text: "The turn failed: upstream 503" },
+        { ...done, stopReason: "unavailable" }
+      ]
+      assert.deepStrictEqual(errorNotices(failed), ["The turn failed: upstream 503"])
+      const error = turnError(yield* collectTurn(Stream.fromIterable(failed)))
+      assert.strictEqual(error?.reason, "The turn failed: upstream 503")
     }))
 
   it.effect("a turn cut by the gateway's shutdown is a 503 error, or an error frame after what was sent; after done it changes nothing", () =>
