@@ -1,11 +1,13 @@
 /**
  * The agent runtime under load with an instant model (the fake LLM server on 127.0.0.1 answering
  * at once): the overhead of a turn (routing, storage, assembly, prompt, tools list, usage) over the
- * bare SDK call, turns per second across sessions, and memory with 1,000 live sessions.
+ * bare SDK call, turns per second across sessions, and memory with 1,000 live sessions (measured in a child process that holds only the runtime).
  */
 import { Effect, Layer, Stream } from "effect"
+import { execFile } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import type { ProviderConfig, TransportOptions } from "../src/domain/model/types.ts"
 import * as DeterministicSummarizer from "../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../src/layers/memory/LcmMemory.ts"
@@ -22,6 +24,33 @@ import { startFakeLlm } from "../test/support/fakeLlm/server.ts"
 import { int, mib, ms, progress, rate, section, summarize, table } from "./support/measure.ts"
 
 const transport: TransportOptions = { timeoutMs: 30_000, maxRetries: 0, baseBackoffMs: 10, maxBackoffMs: 1_000 }
+
+interface SessionsReport {
+  readonly startRss: number
+  readonly beforeRss: number
+  readonly beforeHeap: number
+  readonly afterRss: number
+  readonly afterHeap: number
+  readonly live: number
+  readonly heapTotal: number
+}
+
+/**
+ * RSS of `count` live sessions in a process that holds only the runtime (bench/sessionsChild.ts),
+ * as a gateway would: the fake server, the earlier phases and their garbage stay in this process.
+ */
+const sessionsProcess = (url: string, home: string, count: number) =>
+  new Promise<SessionsReport>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ["--expose-gc", fileURLToPath(new URL("./sessionsChild.ts", import.meta.url)), url, home, String(count)],
+      { maxBuffer: 1 << 20 },
+      (error, stdout, stderr) => {
+        if (error !== null) reject(new Error(`sessionsChild: ${error.message}\n${stderr}`))
+        else resolve(JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as SessionsReport)
+      }
+    )
+  })
 
 export const runRuntime = async (dir: string) => {
   const fake = await startFakeLlm()
@@ -78,13 +107,17 @@ export const runRuntime = async (dir: string) => {
       const elapsed = performance.now() - started
       rows.push(["throughput, 50 sessions in parallel", `${rate((50 * 20) / (elapsed / 1000))} turns/s`, "", `${int(1000)} turns in ${ms(elapsed)}`])
 
-      progress("runtime: 1,000 sessions")
-      const before = process.memoryUsage()
-      yield* Effect.forEach(Array.from({ length: 1000 }, (_, i) => i), (i) =>
-        runtime.resolve({ platform: "bench", externalUserId: `s${i}` }).pipe(Effect.flatMap((c) => Stream.runDrain(runtime.send(c, "hello")))), { concurrency: 50, discard: true })
-      const after = process.memoryUsage()
-      rows.push(["memory with 1,000 sessions (one turn each)", `RSS ${mib(after.rss)}`, `before ${mib(before.rss)}`, `heap ${mib(after.heapUsed)}`])
     }).pipe(Effect.scoped, Effect.provide(layer)))
+    progress("runtime: 1,000 sessions, in a process of their own")
+    const child = await sessionsProcess(fake.openAiUrl, mkdtempSync(join(dir, "sessions-")), 1000)
+    rows.push([
+      "memory with 1,000 live sessions (one turn each), own process",
+      `RSS ${mib(child.afterRss)}`,
+      `one session ${mib(child.beforeRss)}`,
+      `${int(Math.round((child.afterHeap - child.beforeHeap) / 1000 / 1024))} KiB of heap kept per session (${
+        int(child.live)
+      } live); V8 heap ${mib(child.afterHeap)} used of ${mib(child.heapTotal)} reserved`
+    ])
   } finally {
     await fake.close()
   }
