@@ -29,6 +29,12 @@ describe("a database from an earlier release", () => {
     assert.deepStrictEqual(sessions.map((s) => [s.sessionKey, s.messages]).sort(), [["a1:cli:carol:dm", 240], ["a1:http:carol:trip", 30]])
     const hits = await annaJson<Array<{ id: string; sessionKey: string }>>(home, "memory", "search", "FACT-3003")
     assert.strictEqual(hits[0]?.sessionKey, "a1:cli:carol:dm")
+    // A row with Chinese text, written before migration 0010: queued by it and indexed when the store
+    // starts, so the ASCII glued to the Chinese and a two-character word are found.
+    for (const query of ["FACT-9648", "备份"]) {
+      const cjk = await annaJson<Array<{ id: string }>>(home, "memory", "search", query)
+      assert.strictEqual(cjk[0]?.id, "msg_10", query)
+    }
     const summary = await anna(home, "memory", "describe", "sum_1")
     assert.strictEqual(summary.code, 0, summary.stderr)
     const agents = await annaJson<Array<{ id: string }>>(home, "agent", "list")
