@@ -10,7 +10,10 @@
  * generated multi-session chat, recall@5/10/20 and MRR of the strict and ranked modes (bench/retrieval.ts).
  *
  * BENCH_QUICK=1 skips the 1M-message search case and runs each start-up command fewer times.
- * BENCH_ONLY=append,assemble,search,retrieval,runtime,sandbox,startup limits phases.
+ * import times whole `anna memory import` processes of 100k transcript messages (dist/main.js, rebuilt
+ * first): rate and peak RSS, against a raw-SQL floor.
+ *
+ * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,sandbox,startup limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -19,6 +22,7 @@ import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
+import { runImport } from "./importCli.ts"
 import { runRetrieval } from "./retrieval.ts"
 import { runRuntime } from "./runtime.ts"
 import { runSandboxOutput } from "./sandboxOutput.ts"
@@ -28,7 +32,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,assemble,search,retrieval,runtime,sandbox,startup").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,sandbox,startup").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -77,6 +81,10 @@ const main = async () => {
         await runSearch(dir, { sessions: 1_000, perSession: 1_000, users: 100 })
         markRss("after search 1M")
       }
+    }
+    if (only.has("import")) {
+      await runImport(dir)
+      markRss("after import")
     }
     if (only.has("retrieval")) {
       await runRetrieval(dir)

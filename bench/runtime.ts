@@ -5,8 +5,9 @@
  */
 import { Effect, Layer, Stream } from "effect"
 import { execFile } from "node:child_process"
-import { mkdtempSync } from "node:fs"
-import { join } from "node:path"
+import { build } from "esbuild"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { ProviderConfig, TransportOptions } from "../src/domain/model/types.ts"
 import * as DeterministicSummarizer from "../src/layers/memory/DeterministicSummarizer.ts"
@@ -32,19 +33,67 @@ interface SessionsReport {
   readonly afterRss: number
   readonly afterHeap: number
   readonly live: number
+  readonly elapsedMs: number
   readonly heapTotal: number
+}
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
+
+/** bench/sessionsChild.ts bundled as dist/ is (no TypeScript stripping at run time), into node_modules/.cache. */
+const bundleChild = async (): Promise<string> => {
+  const outfile = join(ROOT, "node_modules", ".cache", "anna-bench", "sessionsChild.mjs")
+  await build({
+    entryPoints: [join(ROOT, "bench", "sessionsChild.ts")],
+    outfile,
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node22",
+    external: ["openai", "@anthropic-ai/sdk", "dockerode"],
+    logLevel: "warning",
+    banner: { js: "import { createRequire as __annaRequire } from 'node:module'; const require = __annaRequire(import.meta.url);" }
+  })
+  return outfile
+}
+
+/**
+ * What `npm start` gives the gateway's process: the environment assignments and the node flags of
+ * package.json's start script (e.g. `MALLOC_ARENA_MAX=2 exec node --max-semi-space-size=8 dist/main.js`).
+ */
+export const startSettings = (script: string): { readonly env: Record<string, string>; readonly flags: ReadonlyArray<string> } => {
+  const words = script.trim().split(/\s+/)
+  const env: Record<string, string> = {}
+  let i = 0
+  for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i] ?? ""); i++) {
+    const [key = "", ...value] = (words[i] ?? "").split("=")
+    env[key] = value.join("=")
+  }
+  if (words[i] === "exec") i++
+  if (words[i] === "node") i++
+  const flags: Array<string> = []
+  for (; i < words.length && (words[i] ?? "").startsWith("--"); i++) flags.push(words[i] ?? "")
+  return { env, flags }
 }
 
 /**
  * RSS of `count` live sessions in a process that holds only the runtime (bench/sessionsChild.ts),
  * as a gateway would: the fake server, the earlier phases and their garbage stay in this process.
  */
-const sessionsProcess = (url: string, home: string, count: number) =>
+const describeSettings = (s: ReturnType<typeof startSettings>): string =>
+  [...Object.entries(s.env).map(([k, v]) => `${k}=${v}`), ...s.flags].join(" ") || "no settings"
+
+const sessionsProcess = (
+  child: string,
+  settings: ReturnType<typeof startSettings>,
+  url: string,
+  home: string,
+  count: number
+) =>
   new Promise<SessionsReport>((resolve, reject) => {
     execFile(
       process.execPath,
-      ["--expose-gc", fileURLToPath(new URL("./sessionsChild.ts", import.meta.url)), url, home, String(count)],
-      { maxBuffer: 1 << 20 },
+      [...settings.flags, "--expose-gc", child, url, home, String(count)],
+      { maxBuffer: 1 << 20, env: { ...process.env, ...settings.env } },
       (error, stdout, stderr) => {
         if (error !== null) reject(new Error(`sessionsChild: ${error.message}\n${stderr}`))
         else resolve(JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}") as SessionsReport)
@@ -108,16 +157,24 @@ export const runRuntime = async (dir: string) => {
       rows.push(["throughput, 50 sessions in parallel", `${rate((50 * 20) / (elapsed / 1000))} turns/s`, "", `${int(1000)} turns in ${ms(elapsed)}`])
 
     }).pipe(Effect.scoped, Effect.provide(layer)))
-    progress("runtime: 1,000 sessions, in a process of their own")
-    const child = await sessionsProcess(fake.openAiUrl, mkdtempSync(join(dir, "sessions-")), 1000)
-    rows.push([
-      "memory with 1,000 live sessions (one turn each), own process",
-      `RSS ${mib(child.afterRss)}`,
-      `one session ${mib(child.beforeRss)}`,
-      `${int(Math.round((child.afterHeap - child.beforeHeap) / 1000 / 1024))} KiB of heap kept per session (${
-        int(child.live)
-      } live); V8 heap ${mib(child.afterHeap)} used of ${mib(child.heapTotal)} reserved`
-    ])
+    const child = await bundleChild()
+    const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts["start"] ?? ""
+    const settings: ReadonlyArray<readonly [string, ReturnType<typeof startSettings>]> = [
+      ["node defaults", { env: {}, flags: [] }],
+      [`as npm start runs it (${describeSettings(startSettings(script))})`, startSettings(script)]
+    ]
+    for (const [label, setting] of settings) {
+      progress(`runtime: 1,000 sessions, in a process of their own, ${label}`)
+      const r = await sessionsProcess(child, setting, fake.openAiUrl, mkdtempSync(join(dir, "sessions-")), 1000)
+      rows.push([
+        `1,000 live sessions (one turn each, 50 at a time), own process, ${label}`,
+        `RSS ${mib(r.afterRss)}`,
+        `one session ${mib(r.beforeRss)}`,
+        `${int(Math.round((r.afterHeap - r.beforeHeap) / 1000 / 1024))} KiB of heap kept per session (${int(r.live)} live); V8 heap ${
+          mib(r.afterHeap)
+        } used of ${mib(r.heapTotal)} reserved; ${rate(1000 / (r.elapsedMs / 1000))} turns/s`
+      ])
+    }
   } finally {
     await fake.close()
   }

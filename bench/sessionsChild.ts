@@ -3,8 +3,9 @@
  * (the runtime, LCM memory, provider clients, SQLite; no fake server, no earlier benchmark's
  * garbage), so its RSS is what 1,000 live sessions cost a user. Started with --expose-gc by the
  * parent, which passes the fake server's URL and a folder; prints one JSON line:
- * {startRss, beforeRss, beforeHeap, afterRss, afterHeap, live, external, arrayBuffers, heapTotal} in
- * bytes (after full GCs). SESSIONS_CONCURRENCY (default 50) sets how many sessions take their turn at once.
+ * {startRss, beforeRss, beforeHeap, afterRss, afterHeap, live, elapsedMs, external, arrayBuffers,
+ * heapTotal}, memory in bytes (after full GCs). bench/runtime.ts runs it bundled (as dist/ is), so
+ * the figure holds no TypeScript stripping. SESSIONS_CONCURRENCY (default 50) sets how many sessions take their turn at once.
  */
 import { Effect, Layer, Stream } from "effect"
 import { join } from "node:path"
@@ -57,11 +58,13 @@ await Effect.runPromise(Effect.gen(function*() {
   const first = yield* runtime.resolve({ platform: "bench", externalUserId: "warm" })
   yield* Stream.runDrain(runtime.send(first, "hello"))
   const before = settle()
+  const started = performance.now()
   yield* Effect.forEach(
     Array.from({ length: sessions }, (_, i) => i),
     (i) => runtime.resolve({ platform: "bench", externalUserId: `s${i}` }).pipe(Effect.flatMap((c) => Stream.runDrain(runtime.send(c, "hello")))),
     { concurrency: Number(process.env["SESSIONS_CONCURRENCY"] ?? 50), discard: true }
   )
+  const elapsedMs = performance.now() - started
   const live = (yield* (yield* SessionPool).live).length
   const after = settle()
   process.stdout.write(
@@ -73,6 +76,7 @@ await Effect.runPromise(Effect.gen(function*() {
         afterRss: after.rss,
         afterHeap: after.heapUsed,
         live,
+        elapsedMs,
         external: after.external,
         arrayBuffers: after.arrayBuffers,
         heapTotal: after.heapTotal

@@ -48,7 +48,7 @@ const HELP_TARGET = 2
 const MEMORY_TARGET_MS = 400
 
 /** Rebuilds dist/ (tsc + bundle + help text); a failed build ends the phase with its output. */
-const build = (): void => {
+export const buildDist = (): void => {
   progress("startup: npm run build --silent (dist/main.js must match the code measured)")
   const t0 = performance.now()
   const r = spawnSync("npm", ["run", "build", "--silent"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
@@ -186,7 +186,7 @@ const statsCheck = (messages: number) => (out: string): string | undefined =>
   new RegExp(`messages\\s+${messages} \\(`).test(out) ? undefined : `expected ${messages} messages`
 
 export const runStartup = async (dir: string): Promise<void> => {
-  build()
+  buildDist()
   const quick = process.env["BENCH_QUICK"] === "1"
   const warmups = quick ? 1 : 3
   const runs = quick ? 5 : 15
