@@ -19,7 +19,12 @@ export interface User {
   readonly id: string
   readonly name: string
   readonly defaultAgentId: string | null
-  readonly identities: ReadonlyArray<{ readonly platform: string; readonly externalId: string }>
+  readonly identities: ReadonlyArray<{
+    readonly platform: string
+    readonly externalId: string
+    /** When the user last wrote from this identity (ms; 0 = never since it was recorded). */
+    readonly lastSeenAt?: number | undefined
+  }>
   readonly createdAt: number
 }
 

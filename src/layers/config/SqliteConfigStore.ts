@@ -42,7 +42,9 @@ const UserRow = Schema.Struct({
   default_agent_id: Schema.NullOr(Schema.String),
   created_at: Schema.Number
 })
-const IdentityRow = Schema.Struct({ platform: Schema.String, external_id: Schema.String, user_id: Schema.String })
+/** How stale an identity's `last_seen_at` may get before a message from it writes the time again. */
+const LAST_SEEN_EVERY_MS = 60_000
+const IdentityRow = Schema.Struct({ platform: Schema.String, external_id: Schema.String, user_id: Schema.String, last_seen_at: Schema.Number })
 const ChannelRow = Schema.Struct({
   id: Schema.String,
   enabled: Schema.Number,
@@ -86,14 +88,18 @@ export const make = Effect.gen(function*() {
           ? sql`SELECT id, name, default_agent_id, created_at FROM users ORDER BY created_at, id`
           : sql`SELECT id, name, default_agent_id, created_at FROM users WHERE id = ${where.id}`).pipe(Effect.flatMap(decodeUsers))
         const identities = yield* (where === "all"
-          ? sql`SELECT platform, external_id, user_id FROM user_identities ORDER BY platform, external_id`
-          : sql`SELECT platform, external_id, user_id FROM user_identities WHERE user_id = ${where.id}
+          ? sql`SELECT platform, external_id, user_id, last_seen_at FROM user_identities ORDER BY platform, external_id`
+          : sql`SELECT platform, external_id, user_id, last_seen_at FROM user_identities WHERE user_id = ${where.id}
               ORDER BY platform, external_id`).pipe(Effect.flatMap(decodeIdentities))
         return rows.map((r): User => ({
           id: r.id,
           name: r.name,
           defaultAgentId: r.default_agent_id,
-          identities: identities.filter((i) => i.user_id === r.id).map((i) => ({ platform: i.platform, externalId: i.external_id })),
+          identities: identities.filter((i) => i.user_id === r.id).map((i) => ({
+            platform: i.platform,
+            externalId: i.external_id,
+            lastSeenAt: i.last_seen_at
+          })),
           createdAt: r.created_at
         }))
       })
@@ -111,6 +117,11 @@ export const make = Effect.gen(function*() {
       const label = name?.trim() ?? ""
       const known = yield* userOfIdentity(platform, externalId)
       if (known !== undefined) {
+        // When the user last wrote from here (notifications go to the most recent identity); written
+        // at most once a minute, so most messages still cost no write.
+        const seen = yield* Clock.currentTimeMillis
+        yield* sql`UPDATE user_identities SET last_seen_at = ${seen}
+          WHERE platform = ${platform} AND external_id = ${externalId} AND last_seen_at < ${seen - LAST_SEEN_EVERY_MS}`
         const user = yield* existing(known)
         if (label === "" || user.name !== "") return user
       }
@@ -131,7 +142,7 @@ export const make = Effect.gen(function*() {
           if (inserted.length > 0) id = candidate
         }
         if (id === "") return yield* Effect.die("could not generate a free user id")
-        yield* sql`INSERT INTO user_identities ${sql.insert({ platform, external_id: externalId, user_id: id })}`
+        yield* sql`INSERT INTO user_identities ${sql.insert({ platform, external_id: externalId, user_id: id, last_seen_at: now })}`
         return yield* existing(id)
       }))
     }, storage("upsert user"))

@@ -52,7 +52,8 @@ describe("SqliteRuntimeConfig: users", () => {
         assert.strictEqual(again.id, first.id)
         assert.strictEqual(again.name, "Ann", "the first name stays")
         assert.notStrictEqual(otherPlatform.id, first.id)
-        assert.deepStrictEqual(first.identities, [{ platform: "telegram", externalId: "42" }])
+        assert.deepStrictEqual(first.identities.map((i) => [i.platform, i.externalId]), [["telegram", "42"]])
+        assert.isNumber(first.identities[0]?.lastSeenAt)
         // A nameless user takes the platform's name once one is given.
         assert.strictEqual(otherPlatform.name, "")
         assert.strictEqual((yield* config.upsertUser("qq", "42", "Qi")).name, "Qi")
