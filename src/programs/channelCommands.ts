@@ -57,7 +57,7 @@ const toggle = (name: "enable" | "disable") =>
 const set = Command.make("set", {
   id: channelId,
   config: Flag.KeyValuePair("config").pipe(
-    Flag.withDescription("A setting KEY=VALUE (repeatable), checked by the channel's settings; http: host, port, request_timeout_seconds, headers_timeout_seconds, max_connections. An empty value removes a key (its default applies). A running gateway restarts the channel with the new settings.")
+    Flag.withDescription("A setting KEY=VALUE (repeatable), checked by the channel's settings; http: host, port, request_timeout_seconds, headers_timeout_seconds, max_connections; telegram: token, base_url, group_mode (mention|always|off), allowed_users. An empty value removes a key (its default applies). A running gateway restarts the channel with the new settings.")
   ),
   json
 }, (f) =>

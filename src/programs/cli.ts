@@ -35,6 +35,7 @@ const GROUPS = {
   memory: () => import("./memoryCommands.ts").then((m) => m.memoryCommand),
   plugin: () => import("./pluginCommands.ts").then((m) => m.pluginCommand),
   settings: () => import("./settingsCommands.ts").then((m) => m.settingsCommand),
+  notify: () => import("./notifyCommand.ts").then((m) => m.notifyCommand),
   doctor: () => import("./doctor.ts").then((m) => m.doctorCommand)
 } as const
 

@@ -29,6 +29,10 @@ import * as ModelSummarizer from "../layers/memory/ModelSummarizer.ts"
 import * as SqliteMemoryStore from "../layers/memory/SqliteMemoryStore.ts"
 import * as SdkProviderRegistry from "../layers/providers/SdkProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
+import type { AgentStore } from "../services/AgentStore.ts"
+import type { ChannelLedger } from "../services/ChannelLedger.ts"
+import type { ConfigStore } from "../services/ConfigStore.ts"
+import type { Runtime } from "../services/Runtime.ts"
 import { database, layerFromEnv } from "./env.ts"
 
 /** A layer from a module loaded on first use (a chunk of its own in the bundled CLI). */
@@ -91,6 +95,16 @@ export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.agentRun
  */
 export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Record<string, unknown>>>>) =>
   lazy(
-    () => Promise.all([import("../layers/channels/ChannelSupervisor.ts"), import("../layers/channels/HttpChannel.ts")]),
-    ([Supervisor, HttpChannel]) => Supervisor.layer({ channels: [Supervisor.runnable(HttpChannel.definition)], overrides })
+    () =>
+      Promise.all([
+        import("../layers/channels/ChannelSupervisor.ts"),
+        import("../layers/channels/HttpChannel.ts"),
+        import("../layers/channels/TelegramChannel.ts"),
+        import("../layers/channels/SqliteChannelLedger.ts")
+      ]),
+    ([Supervisor, HttpChannel, TelegramChannel, SqliteChannelLedger]) =>
+      Supervisor.layer<Runtime | ConfigStore | AgentStore | ChannelLedger>({
+        channels: [Supervisor.runnable(HttpChannel.definition), Supervisor.runnable(TelegramChannel.definition)],
+        overrides
+      }).pipe(Layer.provide(SqliteChannelLedger.layer))
   )

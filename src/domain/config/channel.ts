@@ -91,8 +91,38 @@ export function httpOptions(s: HttpSettings): HttpOptions {
   }
 }
 
+/** Who in a group the bot answers: `mention` (an @mention of it, a reply to it, a command), `always`, `off`. */
+export const GROUP_MODES = ["mention", "always", "off"] as const
+export type GroupMode = (typeof GROUP_MODES)[number]
+
+const GroupModeSetting = Schema.Literals(GROUP_MODES).annotate({
+  message: `must be one of ${GROUP_MODES.join(", ")} (mention: when @mentioned or replied to)`
+})
+
+/** An http(s) URL without a trailing slash (a platform's API root). */
+const BaseUrlSetting = (example: string) =>
+  Schema.String.check(Schema.makeFilter((s: string) => /^https?:\/\/[^\s/]+(\/\S*)?$/i.test(s.trim()) || `must be an http(s) URL (e.g. ${example})`))
+
+/** Platform user ids, comma-separated (digits, as Telegram numbers them). */
+const IdListSetting = Schema.String.check(Schema.makeFilter((s: string) =>
+  s.split(",").every((id) => /^-?\d+$/.test(id.trim())) || "must be user ids separated by commas (e.g. 12345,67890)"
+))
+
+export const TELEGRAM_DEFAULT_BASE_URL = "https://api.telegram.org"
+
+/** The `telegram` channel's settings: the bot token from @BotFather; the rest optional. */
+export const TelegramSettings = Schema.Struct({
+  token: Schema.String.check(Schema.makeFilter((s: string) =>
+    /^\d+:[A-Za-z0-9_-]{20,}$/.test(s.trim()) || "must be the bot token @BotFather gave (digits, a colon, then 20 or more letters, digits, _ or -)"
+  )),
+  base_url: Schema.optionalKey(BaseUrlSetting(TELEGRAM_DEFAULT_BASE_URL)),
+  group_mode: Schema.optionalKey(GroupModeSetting),
+  allowed_users: Schema.optionalKey(IdListSetting)
+})
+export type TelegramSettings = typeof TelegramSettings.Type
+
 /**
- * Settings of the platforms this version cannot run yet (Telegram, QQ, Feishu/Lark, WeChat): any
+ * Settings of the platforms this version cannot run yet (QQ, Feishu/Lark, WeChat): any
  * text keys, stored as given, so an operator can prepare them; their channels will bring their own
  * Schemas.
  */
@@ -100,10 +130,14 @@ export const PendingPlatformSettings = Schema.Record(Schema.String, Schema.Strin
 
 /** The Schema of a channel's stored settings. */
 export const channelSettingsSchema = (id: ChannelId): Schema.Codec<unknown, Readonly<Record<string, unknown>>> =>
-  (id === "http" ? HttpSettings : PendingPlatformSettings) as unknown as Schema.Codec<unknown, Readonly<Record<string, unknown>>>
+  (id === "http" ? HttpSettings : id === "telegram" ? TelegramSettings : PendingPlatformSettings) as unknown as Schema.Codec<
+    unknown,
+    Readonly<Record<string, unknown>>
+  >
 
 /** The keys a channel's Schema knows, or undefined when it takes any key. */
-const knownKeys = (id: ChannelId): ReadonlyArray<string> | undefined => (id === "http" ? Object.keys(HttpSettings.fields) : undefined)
+const knownKeys = (id: ChannelId): ReadonlyArray<string> | undefined =>
+  id === "http" ? Object.keys(HttpSettings.fields) : id === "telegram" ? Object.keys(TelegramSettings.fields) : undefined
 
 /** "Expected …\n  at ["port"]" → `port: …` (the first problem, in the user's terms). */
 export const settingsProblem = (id: string, error: Schema.SchemaError): string => {

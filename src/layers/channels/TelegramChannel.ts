@@ -1,0 +1,293 @@
+/**
+ * The Telegram channel (issue 12): a bot on the Bot API through grammy's `Api`, long polling.
+ *
+ * - Start: `getMe` (a refused token fails the start with what to do), `deleteWebhook` (polling and a
+ *   webhook exclude each other), `setMyCommands` (the slash commands in Telegram's menu), then the
+ *   replies a crash left unfinished are finished, then polling.
+ * - Exactly-once: `getUpdates` resumes from the cursor kept in the ChannelLedger; each update is
+ *   claimed there by its `update_id` before anything acts on it, and the cursor moves past it, so a
+ *   redelivery after a reconnect or a restart is dropped. A reply's message ids are recorded as they
+ *   are sent and the update is marked answered when the whole reply is out; on start, updates claimed
+ *   but not answered in the last day are answered again into the same messages (telegram/reply.ts).
+ * - Who: the sender is the anna user of identity (`telegram`, their Telegram id), created on first
+ *   contact; the chat is `dm` in a private chat, the group's id otherwise; the Runtime routes to an
+ *   agent (group binding → the user's default agent → the first enabled agent).
+ * - Groups (`group_mode`): `mention` (default) answers an @mention of the bot, a reply to one of its
+ *   messages and a command; `always` every message; `off` nothing. `allowed_users` limits who is
+ *   answered anywhere (Telegram user ids).
+ * - Commands (/new, /compact, /abort, /whoami, /model, /agent, /help, also as `/cmd@bot`) are the
+ *   Runtime's, answered at once, even while a turn runs (so /abort works).
+ * - A turn: "typing…" while it runs, the answer streamed into one message (telegram/reply.ts), tool
+ *   activity never shown. Messages of one chat are answered in order.
+ * - `notify`: to a user's Telegram identity (their private chat), or to a given chat.
+ *
+ * Not yet (issue 12, left): webhook mode, images in and out, inline-keyboard pickers for /model and
+ * /agent (the commands answer with numbered text lists).
+ */
+import { Clock, Duration, Effect, Fiber, Layer, Option, Schedule, Semaphore, Stream } from "effect"
+import { Api } from "grammy"
+import type { Message, Update } from "grammy/types"
+import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
+import { TELEGRAM_DEFAULT_BASE_URL, TelegramSettings } from "../../domain/config/channel.ts"
+import type { ChatTarget, ResolvedChat } from "../../domain/runtime/types.ts"
+import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundMessage } from "../../services/Channel.ts"
+import { ChannelLedger } from "../../services/ChannelLedger.ts"
+import { ConfigStore } from "../../services/ConfigStore.ts"
+import { Runtime } from "../../services/Runtime.ts"
+import { call, type TelegramCallError } from "./telegram/api.ts"
+import { makeReply } from "./telegram/reply.ts"
+
+export const PLATFORM = "telegram"
+
+/** Seconds a `getUpdates` long poll waits for something to happen. */
+const POLL_SECONDS = 25
+/** Unanswered updates older than this are not answered again after a restart. */
+const RESUME_WINDOW_MS = 24 * 3600 * 1000
+/** Answered updates are forgotten after this. */
+const KEEP_MS = 7 * 24 * 3600 * 1000
+/** How often "typing…" is renewed while a turn runs (Telegram shows it for about 5 s). */
+const TYPING_EVERY = Duration.seconds(4)
+
+const COMMANDS = [
+  { command: "new", description: "Start a fresh conversation" },
+  { command: "compact", description: "Compact this conversation now" },
+  { command: "abort", description: "Stop the running turn" },
+  { command: "whoami", description: "Who and where you are" },
+  { command: "model", description: "Show or pick the model" },
+  { command: "agent", description: "List agents or talk to another one" },
+  { command: "help", description: "The commands" }
+]
+
+export interface TelegramOptions {
+  readonly token: string
+  readonly baseUrl: string
+  readonly groupMode: "mention" | "always" | "off"
+  /** Telegram user ids answered; undefined = everyone. */
+  readonly allowedUsers: ReadonlySet<string> | undefined
+}
+
+export const telegramOptions = (s: TelegramSettings): TelegramOptions => ({
+  token: s.token.trim(),
+  baseUrl: (s.base_url ?? TELEGRAM_DEFAULT_BASE_URL).trim().replace(/\/+$/, ""),
+  groupMode: s.group_mode ?? "mention",
+  allowedUsers: s.allowed_users === undefined ? undefined : new Set(s.allowed_users.split(",").map((id) => id.trim()))
+})
+
+/** What a message says to the bot, with a leading @mention of it and a `/cmd@bot` suffix taken off. */
+export const addressedText = (text: string, botUsername: string): string => {
+  const mention = new RegExp(`@${botUsername.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\b[,:]?`, "gi")
+  const command = /^\/([a-z]+)@\S+/i.exec(text.trim())
+  const t = command === null ? text : text.trim().replace(/^\/([a-z]+)@\S+/i, `/${command[1] ?? ""}`)
+  return t.replace(mention, "").replace(/\s{2,}/g, " ").trim()
+}
+
+/** Whether a group message is for the bot under `mode`. */
+export const forTheBot = (m: Message, botId: number, botUsername: string, mode: TelegramOptions["groupMode"]): boolean => {
+  if (m.chat.type === "private") return true
+  if (mode === "off") return false
+  if (mode === "always") return true
+  const text = m.text ?? m.caption ?? ""
+  if (m.reply_to_message?.from?.id === botId) return true
+  if (/^\/[a-z]+(@\S+)?(\s|$)/i.test(text)) {
+    const target = /^\/[a-z]+@(\S+)/i.exec(text)?.[1]
+    return target === undefined || target.toLowerCase() === botUsername.toLowerCase()
+  }
+  const entities = m.entities ?? m.caption_entities ?? []
+  return entities.some((e) =>
+    (e.type === "mention" && text.slice(e.offset, e.offset + e.length).toLowerCase() === `@${botUsername.toLowerCase()}`) ||
+    (e.type === "text_mention" && e.user.id === botId)
+  )
+}
+
+const startFailed = (reason: string) => new ChannelStartFailed({ channel: PLATFORM, reason })
+
+/** What is wrong with the bot's token or address, in terms of what to do. */
+const tokenProblem = (o: TelegramOptions, e: TelegramCallError): string =>
+  redact(o, tokenProblemText(o, e))
+
+/** Never print the token, whatever an error message carries. */
+const redact = (o: TelegramOptions, text: string): string => (o.token === "" ? text : text.replaceAll(o.token, "<token>"))
+
+const tokenProblemText = (o: TelegramOptions, e: TelegramCallError): string =>
+  e.status === 401 || e.status === 404
+    ? `Telegram refused the bot token (${e.status} ${e.description}); set the one @BotFather gave with \`anna channel set telegram --config token=…\``
+    : `cannot reach the Telegram Bot API at ${o.baseUrl}: ${e.description}`
+
+/** `anna doctor`'s check: the bot's @username, or what is wrong with the token or the address. */
+export const checkBot = (o: TelegramOptions): Effect.Effect<string, string> =>
+  call("getMe", (signal) => new Api(o.token, { apiRoot: o.baseUrl }).getMe(signal)).pipe(
+    Effect.map((me) => me.username),
+    Effect.mapError((e) => tokenProblem(o, e))
+  )
+
+/**
+ * Delivery to a user (their Telegram identity's private chat) or to a given chat: the message's
+ * Markdown rendered and split as a reply is, with the same retries. Needs no polling, so `anna
+ * notify` uses it without starting the bot.
+ */
+const makeNotify = (api: Api) =>
+  Effect.gen(function*() {
+    const config = yield* ConfigStore
+    const identityOf = (userId: string) =>
+      config.getUser(userId).pipe(
+        Effect.mapError((e) => new ChannelError({ channel: PLATFORM, reason: e.message })),
+        Effect.flatMap((user) => {
+          const id = Option.flatMap(user, (u) => Option.fromNullishOr(u.identities.find((i) => i.platform === PLATFORM)?.externalId))
+          return Option.match(id, {
+            onNone: () =>
+              Effect.fail(new ChannelError({ channel: PLATFORM, reason: `user ${userId} has never written to the bot on Telegram, so it cannot write to them` })),
+            onSome: Effect.succeed
+          })
+        })
+      )
+    return (target: ChannelTarget, message: OutboundMessage): Effect.Effect<void, ChannelError> =>
+      Effect.gen(function*() {
+        const chatId = target.chatId ?? (yield* identityOf(target.userId))
+        const reply = yield* makeReply({ api, chatId: Number(chatId), existing: [], onMessages: () => Effect.void })
+        yield* reply.event({ type: "text", text: message.text })
+        yield* reply.finish
+      }).pipe(
+        Effect.mapError((e) => (e instanceof ChannelError ? e : new ChannelError({ channel: PLATFORM, reason: e.message })))
+      )
+  })
+
+/** The bot as a sender only (no polling, no command menu): for delivering from outside the gateway. */
+export const sender = (o: TelegramOptions) =>
+  Effect.map(makeNotify(new Api(o.token, { apiRoot: o.baseUrl })), (notify) =>
+    Channel.of({ id: PLATFORM, description: `Telegram bot (sending through ${o.baseUrl})`, notify }))
+
+export const make = (o: TelegramOptions) =>
+  Effect.gen(function*() {
+    const runtime = yield* Runtime
+    const ledger = yield* ChannelLedger
+    const scope = yield* Effect.scope
+    const api = new Api(o.token, { apiRoot: o.baseUrl })
+
+    const me = yield* call("getMe", (signal) => api.getMe(signal)).pipe(Effect.mapError((e) => startFailed(tokenProblem(o, e))))
+    const botUsername = me.username
+    yield* call("deleteWebhook", (signal) => api.deleteWebhook({}, signal)).pipe(Effect.mapError((e) => startFailed(e.message)))
+    yield* call("setMyCommands", (signal) => api.setMyCommands(COMMANDS, {}, signal)).pipe(
+      Effect.catch((e) => Effect.logWarning(`telegram: could not set the command menu: ${e.description}`))
+    )
+
+    // Messages of one chat are answered one at a time, in order.
+    const locks = new Map<number, Semaphore.Semaphore>()
+    const lockFor = (chatId: number) => {
+      let s = locks.get(chatId)
+      if (s === undefined) {
+        s = Semaphore.makeUnsafe(1)
+        locks.set(chatId, s)
+      }
+      return s
+    }
+
+    const keyOf = (u: Update) => String(u.update_id)
+
+    const targetOf = (m: Message): ChatTarget | undefined => {
+      const from = m.from
+      if (from === undefined || from.is_bot) return undefined
+      const isGroup = m.chat.type !== "private"
+      return {
+        platform: PLATFORM,
+        externalUserId: String(from.id),
+        userName: from.username ?? [from.first_name, from.last_name ?? ""].join(" ").trim(),
+        chatId: isGroup ? String(m.chat.id) : "dm",
+        isGroup
+      }
+    }
+
+    const typing = (chatId: number) =>
+      call("sendChatAction", (signal) => api.sendChatAction(chatId, "typing", {}, signal)).pipe(
+        Effect.ignore,
+        Effect.repeat(Schedule.spaced(TYPING_EVERY))
+      )
+
+    /** Answers one inbound message into `existing` messages (a resumed reply) or new ones. */
+    const answer = (u: Update, m: Message, text: string, chat: ResolvedChat, existing: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        const key = keyOf(u)
+        const reply = yield* makeReply({
+          api,
+          chatId: m.chat.id,
+          replyTo: m.chat.type === "private" ? undefined : m.message_id,
+          existing,
+          onMessages: (ids) => ledger.recordReply(PLATFORM, key, ids.map(String)).pipe(Effect.ignore)
+        })
+        const typingFiber = yield* Effect.forkChild(typing(m.chat.id))
+        yield* Stream.runForEach(runtime.send(chat, text), reply.event).pipe(Effect.ensuring(Fiber.interrupt(typingFiber)))
+        yield* reply.finish
+        yield* ledger.answered(PLATFORM, key)
+      })
+
+    const handle = (u: Update, existing: ReadonlyArray<number> = []): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const m = u.message
+        if (m === undefined) return yield* ledger.answered(PLATFORM, keyOf(u))
+        const target = targetOf(m)
+        const raw = m.text ?? m.caption ?? ""
+        const ignored = target === undefined || raw.trim() === "" ||
+          (o.allowedUsers !== undefined && !o.allowedUsers.has(target.externalUserId)) ||
+          !forTheBot(m, me.id, botUsername, o.groupMode)
+        if (ignored || target === undefined) return yield* ledger.answered(PLATFORM, keyOf(u))
+        const text = addressedText(raw, botUsername)
+        const resolved = yield* Effect.result(runtime.resolve(target))
+        if (resolved._tag === "Failure") {
+          yield* call("sendMessage", (signal) => api.sendMessage(m.chat.id, `[${resolved.failure.message}]`, {}, signal))
+          return yield* ledger.answered(PLATFORM, keyOf(u))
+        }
+        const work = answer(u, m, text || "/help", resolved.success, existing)
+        // Commands are answered at once (so /abort reaches a running turn); turns queue per chat.
+        yield* /^\/[a-z]+(\s|$)/i.test(text) ? work : lockFor(m.chat.id).withPermits(1)(work)
+      }).pipe(
+        Effect.catchCause((cause) => Effect.logError(`telegram: update ${u.update_id} was not answered`, cause)),
+        Effect.asVoid
+      )
+
+    // Replies a crash left unfinished: answered again, into the messages already sent.
+    const since = (yield* Clock.currentTimeMillis) - RESUME_WINDOW_MS
+    const open = yield* ledger.open(PLATFORM, since).pipe(Effect.mapError((e) => startFailed(e.message)))
+    for (const entry of open) {
+      const update = parseUpdate(entry.payload)
+      if (update !== undefined) yield* Effect.forkIn(handle(update, entry.reply.map(Number).filter(Number.isInteger)), scope)
+    }
+    yield* ledger.prune(PLATFORM, (yield* Clock.currentTimeMillis) - KEEP_MS).pipe(Effect.ignore)
+
+    const poll = Effect.gen(function*() {
+      const cursor = yield* ledger.cursor(PLATFORM)
+      const offset = Option.map(cursor, Number).pipe(Option.filter(Number.isInteger), Option.getOrUndefined)
+      const updates = yield* call("getUpdates", (signal) =>
+        api.getUpdates({ ...(offset === undefined ? {} : { offset }), timeout: POLL_SECONDS, allowed_updates: ["message", "callback_query"] }, signal))
+      for (const u of updates) {
+        if (yield* ledger.claim(PLATFORM, keyOf(u), JSON.stringify(u))) yield* Effect.forkIn(handle(u), scope)
+        yield* ledger.setCursor(PLATFORM, String(u.update_id + 1))
+      }
+    }).pipe(
+      Effect.catch((e) => Effect.logWarning(`telegram: polling: ${e.message}; trying again`).pipe(Effect.andThen(Effect.sleep("2 seconds")))),
+      Effect.forever
+    )
+    yield* Effect.forkIn(poll, scope)
+
+    const notify = yield* makeNotify(api)
+
+    return Channel.of({
+      id: PLATFORM,
+      description: `Telegram bot @${botUsername} (long polling ${o.baseUrl})`,
+      notify
+    })
+  })
+
+const parseUpdate = (payload: string): Update | undefined => {
+  try {
+    const v: unknown = JSON.parse(payload)
+    return typeof v === "object" && v !== null && "update_id" in v ? (v as Update) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The Telegram channel as the gateway runs it. */
+export const definition: ChannelDefinition<TelegramSettings, ChannelStartFailed, Runtime | ConfigStore | ChannelLedger> = {
+  id: PLATFORM,
+  settings: TelegramSettings,
+  layer: (settings) => Layer.effect(Channel, make(telegramOptions(settings)))
+}

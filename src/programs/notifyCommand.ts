@@ -1,0 +1,84 @@
+/**
+ * `anna notify <user> <text> [--channel C] [--json]`: an operator's message to a user, delivered on
+ * a chat platform where the user has written from — the identity they used most recently among the
+ * enabled channels that can push, unless `--channel` names one. The text is Markdown, rendered and
+ * split for the platform as agents' replies are. Nothing runs in the background: the channel's
+ * sending side is used directly (a running gateway need not be asked, and may be down).
+ *
+ * Channels that can push today: telegram. The HTTP channel cannot (its clients ask, it answers).
+ */
+import { Console, Effect, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { decodeChannelSettings, type TelegramSettings } from "../domain/config/channel.ts"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { ConfigStore, type User } from "../services/ConfigStore.ts"
+import { printJson } from "./output.ts"
+import { Stores } from "./layers.ts"
+
+/** The channels `anna notify` can deliver on. */
+export const PUSH_CHANNELS = ["telegram"] as const
+
+/**
+ * The channel to deliver on: `requested` if the user has an identity there and it is enabled and
+ * can push, else the user's most recently used identity among the enabled push channels.
+ */
+export const pickChannel = (
+  user: User,
+  enabled: ReadonlyArray<string>,
+  requested: string | undefined
+): { readonly channel: string } | { readonly problem: string } => {
+  const push = enabled.filter((id) => (PUSH_CHANNELS as ReadonlyArray<string>).includes(id))
+  if (requested !== undefined) {
+    if (!(PUSH_CHANNELS as ReadonlyArray<string>).includes(requested)) {
+      return { problem: `channel ${requested} cannot deliver messages; channels that can: ${PUSH_CHANNELS.join(", ")}` }
+    }
+    if (!push.includes(requested)) return { problem: `channel ${requested} is not enabled (anna channel enable ${requested})` }
+    if (!user.identities.some((i) => i.platform === requested)) {
+      return { problem: `user ${user.id} has never written on ${requested}, so it cannot write to them there` }
+    }
+    return { channel: requested }
+  }
+  const candidates = user.identities.filter((i) => push.includes(i.platform)).sort((a, b) => (b.lastSeenAt ?? 0) - (a.lastSeenAt ?? 0))
+  const best = candidates[0]
+  if (best !== undefined) return { channel: best.platform }
+  return {
+    problem: push.length === 0
+      ? `no channel that can deliver is enabled (${PUSH_CHANNELS.join(", ")}); enable one with anna channel enable`
+      : `user ${user.id} has never written on ${push.join(" or ")}, so there is nowhere to deliver`
+  }
+}
+
+const refused = (reason: string) => new InvalidConfig({ reason })
+
+export const notifyCommand = Command.make("notify", {
+  user: Argument.String("user").pipe(Argument.withDescription("The anna user (anna user list)")),
+  text: Argument.String("text").pipe(Argument.withDescription("The message (Markdown)")),
+  channel: Flag.String("channel").pipe(
+    Flag.withDescription(`Deliver on this channel (${PUSH_CHANNELS.join(", ")}); default: where the user wrote from most recently`),
+    Flag.optional
+  ),
+  json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
+}, (f) =>
+  Effect.gen(function*() {
+    const config = yield* ConfigStore
+    if (f.text.trim() === "") return yield* refused("the message is empty")
+    const user = yield* config.getUser(f.user)
+    if (Option.isNone(user)) return yield* refused(`no user "${f.user}" (anna user list)`)
+    const channels = yield* config.listChannels
+    const picked = pickChannel(user.value, channels.filter((c) => c.enabled).map((c) => c.id), Option.getOrUndefined(f.channel))
+    if ("problem" in picked) return yield* refused(picked.problem)
+    const stored = channels.find((c) => c.id === picked.channel)?.config ?? {}
+    const settings = decodeChannelSettings<TelegramSettings>("telegram", stored)
+    if (settings._tag === "Failure") return yield* refused(settings.failure)
+    const Telegram = yield* Effect.promise(() => import("../layers/channels/TelegramChannel.ts"))
+    const channel = yield* Telegram.sender(Telegram.telegramOptions(settings.success))
+    yield* channel.notify({ userId: user.value.id }, { text: f.text })
+    yield* f.json
+      ? printJson({ user: user.value.id, channel: picked.channel, delivered: true })
+      : Console.log(`Delivered to ${user.value.id} on ${picked.channel}.`)
+  })).pipe(
+    Command.withDescription(
+      "Send a user a message on a chat platform they have written from (the most recent one, or --channel)"
+    ),
+    Command.provide(Stores)
+  )

@@ -1,0 +1,214 @@
+/**
+ * The Telegram channel against the fake Bot API (test/support/fakeTelegram) through grammy, over a
+ * real runtime (SQLite, LCM memory, the OpenAI SDK against the fake LLM server): DMs, identities,
+ * groups by mode, commands, duplicate deliveries and restarts (exactly-once), long replies, 429s,
+ * notify, and a refused token.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterEach, beforeEach } from "vitest"
+import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
+import * as TelegramChannel from "../../../src/layers/channels/TelegramChannel.ts"
+import { Channel } from "../../../src/services/Channel.ts"
+import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
+import { ConfigStore } from "../../../src/services/ConfigStore.ts"
+import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
+import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
+import { type FakeTelegram, startFakeTelegram } from "../../support/fakeTelegram/server.ts"
+import { configureAgent, runtimeStack } from "../../support/runtimeStack.ts"
+
+const suite = fakeLlmSuite()
+const TOKEN = "123456:ABCdefGHIjklMNOpqrSTUvwxYZ0123456789"
+
+let tg: FakeTelegram
+beforeEach(async () => {
+  tg = await startFakeTelegram({ token: TOKEN, botUsername: "anna_test_bot" })
+})
+afterEach(async () => {
+  await tg.close()
+})
+
+const options = (overrides: Partial<TelegramChannel.TelegramOptions> = {}): TelegramChannel.TelegramOptions => ({
+  token: TOKEN,
+  baseUrl: tg.apiRoot,
+  groupMode: "mention",
+  allowedUsers: undefined,
+  ...overrides
+})
+
+/** A gateway's worth of runtime on `home` (the database survives a "restart"). */
+const stackOn = (home: string) => SqliteChannelLedger.layer.pipe(Layer.provideMerge(runtimeStack(home)))
+
+const newHome = () => suite.keep(mkdtempSync(join(tmpdir(), "anna-telegram-")))
+
+/** Builds the channel in a scope of its own; `stop` closes it (the gateway stopping). */
+const startChannel = (o: TelegramChannel.TelegramOptions) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(Layer.effect(Channel, TelegramChannel.make(o)), scope)
+    return { channel: Context.get(context, Channel), stop: Scope.close(scope, Exit.void) }
+  })
+
+/** The model requests made since the test began (the fake server's list runs across the file's tests). */
+let firstRequest = 0
+beforeEach(() => {
+  firstRequest = suite.fake.requests.length
+})
+const chatRequests = () => suite.fake.requests.slice(firstRequest).filter((r: RecordedRequest) => r.method === "POST")
+const lastUserText = (r: RecordedRequest | undefined): string => {
+  const messages = (r?.body as { messages?: ReadonlyArray<{ role: string; content: unknown }> } | undefined)?.messages ?? []
+  const last = [...messages].reverse().find((m) => m.role === "user")
+  return typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "")
+}
+
+const wait = <T>(what: string, f: () => T | undefined) => Effect.promise(() => tg.waitFor(f, what))
+
+/**
+ * Until every claimed update is answered (the ledger says so): a reply's last edit is on the wire a
+ * moment before the ledger records it, and a stop in between would rightly answer it again.
+ */
+const allAnswered = ChannelLedger.use((ledger) => ledger.open("telegram", 0)).pipe(
+  Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (open) => open.length === 0 }),
+  Effect.timeout("10 seconds")
+)
+
+describe("Telegram channel", () => {
+  it.live("answers a DM with the model's reply, as the user it creates, with typing while the turn runs", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "Hello **Ann**, nice to meet you." }] }))
+      const { stop } = yield* startChannel(options())
+      tg.sendUserMessage({ chatId: 501, chatType: "private", from: { id: 501, username: "ann" }, text: "hi there" })
+      const reply = yield* wait("a reply in chat 501", () => tg.messages(501).find((m) => m.text.includes("nice to meet you")))
+      assert.include(reply.text, "Hello Ann, nice to meet you.")
+      assert.strictEqual(reply.parseMode, "HTML")
+      assert.include(reply.raw, "<b>Ann</b>")
+      assert.strictEqual(lastUserText(chatRequests().at(-1)), "hi there")
+      assert.isAbove(tg.chatActions(501).length, 0)
+      const users = yield* (yield* ConfigStore).listUsers
+      const ann = users.find((u) => u.identities.some((i) => i.platform === "telegram" && i.externalId === "501"))
+      assert.isDefined(ann)
+      assert.deepStrictEqual(tg.commands().map((c) => c.command).slice(0, 3), ["new", "compact", "abort"])
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a redelivered update is answered once; so are updates across a restart", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      let n = 0
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: `answer ${++n}` }] }))
+      const first = yield* startChannel(options())
+      const u1 = tg.sendUserMessage({ chatId: 7, chatType: "private", from: { id: 7 }, text: "one" })
+      yield* wait("answer 1", () => tg.messages(7).find((m) => m.text === "answer 1"))
+      tg.redeliver(u1.update_id)
+      tg.sendUserMessage({ chatId: 7, chatType: "private", from: { id: 7 }, text: "two" })
+      yield* wait("answer 2", () => tg.messages(7).find((m) => m.text === "answer 2"))
+      yield* allAnswered
+      yield* first.stop
+      // While the gateway is down: one new message, and the old one delivered again.
+      tg.sendUserMessage({ chatId: 7, chatType: "private", from: { id: 7 }, text: "three" })
+      tg.redeliver(u1.update_id)
+      const second = yield* startChannel(options())
+      yield* wait("answer 3", () => tg.messages(7).find((m) => m.text === "answer 3"))
+      tg.sendUserMessage({ chatId: 7, chatType: "private", from: { id: 7 }, text: "four" })
+      yield* wait("answer 4", () => tg.messages(7).find((m) => m.text === "answer 4"))
+      yield* second.stop
+      assert.deepStrictEqual(chatRequests().map(lastUserText), ["one", "two", "three", "four"])
+      assert.deepStrictEqual(tg.messages(7).map((m) => m.text), ["answer 1", "answer 2", "answer 3", "answer 4"])
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("in a group answers a mention, a reply to it and a command, not the rest (group_mode mention)", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: `re: ${lastUserText(req)}` }] }))
+      const { stop } = yield* startChannel(options())
+      const group = { chatId: -100, chatType: "supergroup" as const, from: { id: 9, username: "bob" } }
+      tg.sendUserMessage({ ...group, text: "just chatting among us" })
+      tg.sendUserMessage({ ...group, text: "@anna_test_bot what is 2+2?", mentionBot: true })
+      const answered = yield* wait("the mention answered", () => tg.messages(-100).find((m) => m.text === "re: what is 2+2?"))
+      tg.sendUserMessage({ ...group, text: "and 3+3?", replyToBotMessageId: answered.messageId })
+      yield* wait("the reply answered", () => tg.messages(-100).find((m) => m.text === "re: and 3+3?"))
+      tg.sendUserMessage({ ...group, text: "/whoami@anna_test_bot" })
+      const whoami = yield* wait("/whoami answered", () => tg.messages(-100).find((m) => m.text.includes("bob")))
+      assert.include(whoami.text, "telegram")
+      yield* stop
+      assert.notInclude(chatRequests().map(lastUserText), "just chatting among us")
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("group_mode off ignores groups, allowed_users ignores strangers; DMs of allowed users are answered", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] }))
+      const { stop } = yield* startChannel(options({ groupMode: "off", allowedUsers: new Set(["42"]) }))
+      tg.sendUserMessage({ chatId: -5, chatType: "group", from: { id: 42 }, text: "@anna_test_bot hi", mentionBot: true })
+      tg.sendUserMessage({ chatId: 43, chatType: "private", from: { id: 43 }, text: "hi from a stranger" })
+      tg.sendUserMessage({ chatId: 42, chatType: "private", from: { id: 42 }, text: "hi from a friend" })
+      yield* wait("the friend answered", () => tg.messages(42).find((m) => m.text === "ok"))
+      yield* stop
+      assert.deepStrictEqual(chatRequests().map(lastUserText), ["hi from a friend"])
+      assert.deepStrictEqual(tg.messages(-5), [])
+      assert.deepStrictEqual(tg.messages(43), [])
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a long answer with a code block arrives in parts of at most 4,096, each valid, the code kept whole", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      const code = Array.from({ length: 60 }, (_, i) => `console.log("line ${i} <tag> & more")`).join("\n")
+      const prose = Array.from({ length: 80 }, (_, i) => `Paragraph ${i}: ${"words and more words ".repeat(5)}`).join("\n\n")
+      const answer = `${prose}\n\n\`\`\`js\n${code}\n\`\`\`\n\nThe end.`
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: answer }], chunk: 400 }))
+      const { stop } = yield* startChannel(options())
+      tg.sendUserMessage({ chatId: 11, chatType: "private", from: { id: 11 }, text: "write a lot" })
+      yield* wait("the end", () => tg.messages(11).find((m) => m.text.includes("The end.")))
+      yield* stop
+      const parts = tg.messages(11)
+      assert.isAbove(parts.length, 1)
+      for (const p of parts) assert.isAtMost(p.text.length, 4096)
+      const all = parts.map((p) => p.text).join("\n")
+      for (let i = 0; i < 60; i++) assert.include(all, `console.log("line ${i} <tag> & more")`)
+      assert.include(parts.map((p) => p.raw).join(""), "<pre>")
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a 429 with retry_after delays the reply, never loses it", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "patience pays" }] }))
+      const { stop } = yield* startChannel(options())
+      tg.failNext("sendMessage", { status: 429, retryAfter: 1, times: 2 })
+      tg.sendUserMessage({ chatId: 12, chatType: "private", from: { id: 12 }, text: "hello?" })
+      yield* wait("the reply after the 429s", () => tg.messages(12).find((m) => m.text === "patience pays"))
+      yield* stop
+      assert.strictEqual(tg.calls.filter((c) => c.method === "sendMessage" && c.status === 429).length, 2)
+      assert.strictEqual(tg.messages(12).length, 1)
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("notify reaches a user in their private chat once they have written; refuses one who never did", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hi" }] }))
+      const { channel, stop } = yield* startChannel(options())
+      tg.sendUserMessage({ chatId: 77, chatType: "private", from: { id: 77, username: "carol" }, text: "hello" })
+      yield* wait("hi", () => tg.messages(77).find((m) => m.text === "hi"))
+      const users = yield* (yield* ConfigStore).listUsers
+      const carol = users.find((u) => u.identities.some((i) => i.platform === "telegram" && i.externalId === "77"))
+      assert.isDefined(carol)
+      yield* channel.notify({ userId: carol?.id ?? "" }, { text: "Your **backup** finished." })
+      const note = yield* wait("the notification", () => tg.messages(77).find((m) => m.text === "Your backup finished."))
+      assert.include(note.raw, "<b>backup</b>")
+      yield* (yield* ConfigStore).createUser("dave", "Dave")
+      const refused = yield* Effect.flip(channel.notify({ userId: "dave" }, { text: "x" }))
+      assert.include(refused.reason, "never written to the bot")
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a refused token fails the start saying what to do", () =>
+    Effect.gen(function*() {
+      const e = yield* Effect.flip(startChannel(options({ token: "999:wrongwrongwrongwrongwrongwrong" })))
+      assert.strictEqual(e._tag, "ChannelStartFailed")
+      assert.include(e.message, "refused the bot token")
+      assert.include(e.message, "anna channel set telegram --config token=")
+    }).pipe(Effect.provide(stackOn(newHome()))))
+})
