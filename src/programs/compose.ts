@@ -26,11 +26,12 @@ export const tools = Layer.mergeAll(WorkspaceTools.layer, MemoryTool.layer).pipe
 
 /**
  * Runtime over a SessionPool with live configuration and the built-in tools. Provides Runtime,
- * SessionPool and LiveConfig; needs the configuration stores (ConfigStore, AgentStore, UsageLog),
+ * SessionPool, LiveConfig and the ToolCatalog (sources that need the gateway's channels, such as
+ * `notify`, register with it later); needs the configuration stores (ConfigStore, AgentStore, UsageLog),
  * ProviderRegistry and a memory layer; with a Sandbox, the workspace tools are on.
  */
 export const agentRuntime = (options: RuntimeOptions = {}) =>
   Runtime.layer.pipe(
-    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provide(tools))),
+    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(tools))),
     Layer.provideMerge(CachedLiveConfig.layer({ pollInterval: options.configPoll }))
   )

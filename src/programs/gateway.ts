@@ -21,6 +21,8 @@ import { PluginStore } from "../services/PluginStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
+import { ConfigStore } from "../services/ConfigStore.ts"
+import { ToolCatalog } from "../services/ToolCatalog.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 import { AgentRuntime, GatewayChannels } from "./layers.ts"
 import { onboardOnFirstStart } from "./onboard.ts"
@@ -72,6 +74,10 @@ export const runGateway = (options: GatewayOptions = {}) =>
     if (options.host !== undefined) http.host = options.host
     if (options.port !== undefined) http.port = options.port
     const channels = Context.get(yield* Layer.build(GatewayChannels({ http })), Channels)
+    // The notify tool needs the running channels, which need the runtime: it joins the catalog now,
+    // for every session runner started from here on (it is offered only while a channel can push).
+    const notify = yield* Effect.promise(() => import("../layers/tools/notify.ts"))
+    yield* (yield* ToolCatalog).register(notify.notifySource(channels, yield* ConfigStore))
     const running = (yield* channels.status).flatMap((c) => (c.state === "running" && c.description !== undefined ? [c.description] : []))
     yield* Effect.logInfo(
       running.length === 0

@@ -11,42 +11,10 @@ import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { decodeChannelSettings, type TelegramSettings } from "../domain/config/channel.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
-import { ConfigStore, type User } from "../services/ConfigStore.ts"
+import { ConfigStore } from "../services/ConfigStore.ts"
+import { PUSH_CHANNELS, pickChannel } from "../domain/channels/notify.ts"
 import { printJson } from "./output.ts"
 import { Stores } from "./layers.ts"
-
-/** The channels `anna notify` can deliver on. */
-export const PUSH_CHANNELS = ["telegram"] as const
-
-/**
- * The channel to deliver on: `requested` if the user has an identity there and it is enabled and
- * can push, else the user's most recently used identity among the enabled push channels.
- */
-export const pickChannel = (
-  user: User,
-  enabled: ReadonlyArray<string>,
-  requested: string | undefined
-): { readonly channel: string } | { readonly problem: string } => {
-  const push = enabled.filter((id) => (PUSH_CHANNELS as ReadonlyArray<string>).includes(id))
-  if (requested !== undefined) {
-    if (!(PUSH_CHANNELS as ReadonlyArray<string>).includes(requested)) {
-      return { problem: `channel ${requested} cannot deliver messages; channels that can: ${PUSH_CHANNELS.join(", ")}` }
-    }
-    if (!push.includes(requested)) return { problem: `channel ${requested} is not enabled (anna channel enable ${requested})` }
-    if (!user.identities.some((i) => i.platform === requested)) {
-      return { problem: `user ${user.id} has never written on ${requested}, so it cannot write to them there` }
-    }
-    return { channel: requested }
-  }
-  const candidates = user.identities.filter((i) => push.includes(i.platform)).sort((a, b) => (b.lastSeenAt ?? 0) - (a.lastSeenAt ?? 0))
-  const best = candidates[0]
-  if (best !== undefined) return { channel: best.platform }
-  return {
-    problem: push.length === 0
-      ? `no channel that can deliver is enabled (${PUSH_CHANNELS.join(", ")}); enable one with anna channel enable`
-      : `user ${user.id} has never written on ${push.join(" or ")}, so there is nowhere to deliver`
-  }
-}
 
 const refused = (reason: string) => new InvalidConfig({ reason })
 

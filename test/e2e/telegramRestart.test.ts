@@ -64,7 +64,7 @@ describe("e2e: Telegram replies survive a SIGKILL", () => {
       return r.stdout
     }
     await cli("onboard", "--from-env")
-    await cli("agent", "set", "default", "--tools", "none")
+    await cli("agent", "set", "default", "--tools", "notify")
     await cli("channel", "set", "telegram", "--config", `token=${TOKEN}`, "--config", `base_url=${tg.apiRoot}`)
     await cli("channel", "enable", "telegram")
     await cli("channel", "disable", "http")
@@ -101,6 +101,9 @@ describe("e2e: Telegram replies survive a SIGKILL", () => {
       ).catch((e: unknown) => {
         throw new Error(`${String(e)}\n${Array.from({ length: CHATS }, (_, i) => JSON.stringify(tg.messages(1001 + i).map((m) => m.text))).join("\n")}\n${secondLog}`)
       })
+      // The gateway offers the notify tool while a channel that can deliver runs.
+      const offered = (fake.requests.at(-1)?.body as { tools?: ReadonlyArray<{ function?: { name?: string } }> }).tools ?? []
+      assert.deepStrictEqual(offered.map((t) => t.function?.name), ["notify"])
       for (let i = 1; i <= CHATS; i++) {
         const messages = tg.messages(1000 + i)
         assert.strictEqual(messages.length, 1, `chat ${1000 + i}: ${JSON.stringify(messages.map((m) => m.text))}`)

@@ -13,6 +13,9 @@ import { afterEach, beforeEach } from "vitest"
 import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
 import * as TelegramChannel from "../../../src/layers/channels/TelegramChannel.ts"
 import { Channel } from "../../../src/services/Channel.ts"
+import { Channels } from "../../../src/services/Channels.ts"
+import { ToolCatalog } from "../../../src/services/ToolCatalog.ts"
+import { notifySource } from "../../../src/layers/tools/notify.ts"
 import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
@@ -210,5 +213,33 @@ describe("Telegram channel", () => {
       assert.strictEqual(e._tag, "ChannelStartFailed")
       assert.include(e.message, "refused the bot token")
       assert.include(e.message, "anna channel set telegram --config token=")
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("the notify tool writes to the session's user on Telegram when the agent calls it", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      const { channel, stop } = yield* startChannel(options())
+      // The gateway's Channels over this one running channel (the supervisor is tested on its own).
+      const channels = Channels.of({
+        status: Effect.succeed([{ id: "telegram", state: "running" as const, description: channel.description }]),
+        notify: (_id, target, message) => channel.notify(target, message)
+      })
+      yield* (yield* ToolCatalog).register(notifySource(channels, yield* ConfigStore))
+      let call = 0
+      suite.fake.respondWith((req) => {
+        const tools = ((req.body as { tools?: ReadonlyArray<{ function?: { name?: string } }> }).tools ?? []).map((t) => t.function?.name)
+        if (!tools.includes("notify")) return { kind: "reply", parts: [{ type: "text", text: "no notify tool offered" }] }
+        return ++call === 1
+          ? { kind: "reply", parts: [{ type: "tool_call", id: "c1", name: "notify", input: { text: "Reminder: **stretch**" } }] }
+          : { kind: "reply", parts: [{ type: "text", text: "I will remind you." }] }
+      })
+      tg.sendUserMessage({ chatId: 88, chatType: "private", from: { id: 88 }, text: "remind me to stretch" })
+      yield* wait("the reply", () => tg.messages(88).find((m) => m.text === "I will remind you." && m.parseMode === "HTML"))
+      const reminder = tg.messages(88).find((m) => m.text === "Reminder: stretch")
+      assert.isDefined(reminder)
+      assert.include(reminder?.raw ?? "", "<b>stretch</b>")
+      const toolResult = JSON.stringify(chatRequests().at(-1)?.body ?? {})
+      assert.include(toolResult, "Delivered on telegram.")
+      yield* stop
     }).pipe(Effect.provide(stackOn(newHome()))))
 })
