@@ -102,7 +102,7 @@ describe("e2e: Telegram replies survive a SIGKILL", () => {
         throw new Error(`${String(e)}\n${Array.from({ length: CHATS }, (_, i) => JSON.stringify(tg.messages(1001 + i).map((m) => m.text))).join("\n")}\n${secondLog}`)
       })
       // The gateway offers the notify tool while a channel that can deliver runs.
-      const offered = (fake.requests.at(-1)?.body as { tools?: ReadonlyArray<{ function?: { name?: string } }> }).tools ?? []
+      const offered = (fake.requests.at(-1)?.body as { tools?: ReadonlyArray<{ function?: { name?: string } }> } | undefined)?.tools ?? []
       assert.deepStrictEqual(offered.map((t) => t.function?.name), ["notify"])
       for (let i = 1; i <= CHATS; i++) {
         const messages = tg.messages(1000 + i)

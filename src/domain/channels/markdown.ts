@@ -382,8 +382,10 @@ export interface CodeSpan {
 
 /**
  * A top-level block of the source: `[start, end)` covers its text without trailing spaces, tabs
- * and line feeds; `spans` are the code spans of a paragraph or heading, `links` its links and
- * images (autolinks included), each `[start, end)` in the source; `defs` the link reference
+ * and line feeds; `spans` are the code spans of its text (a paragraph's, a heading's, a list's or
+ * quote's paragraphs'), `links` its links and images (autolinks included), `emphases` its em,
+ * strong and strikethrough spans (delimiters included, any depth), each `[start, end)` in the
+ * source, as far as they could be placed; `defs` the link reference
  * definitions inside a list or quote (as Markdown that defines them at top level).
  */
 export interface SourceBlock {
@@ -392,6 +394,7 @@ export interface SourceBlock {
   readonly end: number
   readonly spans: ReadonlyArray<CodeSpan>
   readonly links: ReadonlyArray<{ readonly start: number; readonly end: number }>
+  readonly emphases: ReadonlyArray<{ readonly start: number; readonly end: number }>
   readonly defs: ReadonlyArray<string>
 }
 
@@ -409,25 +412,51 @@ const leaves = (tokens: ReadonlyArray<Token>): Array<Token> =>
   tokens.flatMap((t) => (t.type !== "codespan" && "tokens" in t && Array.isArray(t.tokens) ? leaves(t.tokens) : [t]))
 
 /**
- * `tokens` placed in the source: each found in turn from `from` (one not found ends the search:
- * later ones stay unknown), kept when `keep` says so.
+ * Where `raw` (a token's text, which marked gives without the indentation and `>` markers of a
+ * list item's or quote's later lines) next occurs in `md` from `at`, those allowed at line starts.
  */
+const findRaw = (md: string, raw: string, at: number): { start: number; end: number } | undefined => {
+  if (!raw.includes("\n")) {
+    const start = md.indexOf(raw, at)
+    return start < 0 ? undefined : { start, end: start + raw.length }
+  }
+  const re = new RegExp(raw.split("\n").map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("\\n[ \\t>]*"), "g")
+  re.lastIndex = at
+  const m = re.exec(md)
+  return m === null ? undefined : { start: m.index, end: m.index + m[0].length }
+}
+
+/** `tokens` placed in the source: each found in turn from `from` (or skipped), kept when `keep` says so. */
 const place = (tokens: ReadonlyArray<Token>, md: string, from: number, to: number, keep: (t: Token) => boolean) => {
   const out: Array<{ readonly token: Token; readonly start: number; readonly end: number }> = []
   let at = from
   for (const token of tokens) {
-    const start = md.indexOf(token.raw, at)
-    if (start < 0 || start + token.raw.length > to) break
-    at = start + token.raw.length
-    if (keep(token)) out.push({ token, start, end: at })
+    const found = token.raw === "" ? undefined : findRaw(md, token.raw, at)
+    if (found === undefined || found.end > to) continue
+    at = found.end
+    if (keep(token)) out.push({ token, start: found.start, end: found.end })
   }
   return out
 }
 
-const inlineOf = (token: MarkedToken): ReadonlyArray<Token> =>
-  token.type === "paragraph" || token.type === "heading" ? token.tokens : []
+/** The inline tokens of a block, in order: of a paragraph or heading, and of those inside a list or quote. */
+const inlineOf = (token: MarkedToken): ReadonlyArray<Token> => {
+  switch (token.type) {
+    case "paragraph":
+    case "heading":
+      return token.tokens
+    case "text":
+      return token.tokens ?? []
+    case "list":
+      return token.items.flatMap((item) => item.tokens.flatMap((t) => inlineOf(known(t))))
+    case "blockquote":
+      return token.tokens.flatMap((t) => inlineOf(known(t)))
+    default:
+      return []
+  }
+}
 
-/** The code spans of a paragraph or heading, found among its innermost tokens. */
+/** The code spans of a block, found among its innermost inline tokens. */
 const codeSpans = (token: MarkedToken, md: string, from: number, to: number): Array<CodeSpan> =>
   place(leaves(inlineOf(token)), md, from, to, (t) => t.type === "codespan" && t.raw.startsWith("`")).map((p) => ({
     start: p.start,
@@ -435,7 +464,16 @@ const codeSpans = (token: MarkedToken, md: string, from: number, to: number): Ar
     run: /^`+/.exec(p.token.raw)?.[0].length ?? 1
   }))
 
-/** The links and images of a paragraph or heading (its own inline tokens, not nested ones). */
+/** Emphasis (em, strong, strikethrough) at any depth, placed within its parent's source in turn. */
+const emphases = (tokens: ReadonlyArray<Token>, md: string, from: number, to: number): Array<{ start: number; end: number }> =>
+  place(tokens, md, from, to, () => true).flatMap((p) => {
+    const t = known(p.token)
+    const inner = t.type === "em" || t.type === "strong" || t.type === "del" || t.type === "link" ? t.tokens : []
+    const own = t.type === "em" || t.type === "strong" || t.type === "del" ? [{ start: p.start, end: p.end }] : []
+    return [...own, ...emphases(inner, md, p.start, p.end)]
+  })
+
+/** The links and images of a block (its outermost inline tokens). */
 const links = (token: MarkedToken, md: string, from: number, to: number) =>
   place(inlineOf(token), md, from, to, (t) => t.type === "link" || t.type === "image").map((p) => ({ start: p.start, end: p.end }))
 
@@ -483,8 +521,9 @@ export const sourceBlocks = (md: string): ReadonlyArray<SourceBlock> | undefined
   const out: Array<SourceBlock> = []
   let at = 0
   for (const token of tokens) {
-    // marked may touch a token's trailing white space (`+ + + ` lexes as `+ + +\n`): match without it.
-    const body = token.raw.replace(/[ \t\n]+$/, "")
+    // marked may touch a token's trailing white space (`+ + + ` lexes as `+ + +\n`): match without
+    // it. Not a code block's last line's, which may tell a closing fence from content (`~~~\t`).
+    const body = token.raw.replace(token.type === "code" ? /(?:\n[ \t]*)+$/ : /[ \t\n]+$/, "")
     if (token.type === "space" || body === "") continue
     const start = md.indexOf(body, at)
     // A token not found, or found past text no token covered: the rest stays unknown.
@@ -497,6 +536,7 @@ export const sourceBlocks = (md: string): ReadonlyArray<SourceBlock> | undefined
       end: at,
       spans: codeSpans(t, md, start, at),
       links: links(t, md, start, at),
+      emphases: emphases(inlineOf(t), md, start, at),
       defs: nestedDefs(t)
     })
   }

@@ -9,11 +9,12 @@
  * between the halves of a surrogate pair, inside a character reference of the Markdown (`&amp;`),
  * or before a combining mark. Top-level code blocks, tables and link definitions are never cut unless one alone
  * is too long; such a code block is cut at line boundaries with its fence closed and reopened (same
- * language) in each piece, a table is cut between rows with its header repeated. Link reference
+ * language) in each piece, a table is cut between rows with its header repeated (a table whose
+ * header alone is too long becomes the aligned text it renders to, cut as code). Link reference
  * definitions travel with every chunk, so `[text][ref]` resolves wherever `[ref]: url` was written.
  */
 import { safeEnd } from "../text.ts"
-import { type CodeSpan, type SourceBlock, sourceBlocks, wellFormed } from "./markdown.ts"
+import { type CodeSpan, type SourceBlock, sourceBlocks, toPlainText, wellFormed } from "./markdown.ts"
 
 /** Telegram's limit for a text message, in UTF-16 code units. */
 export const TELEGRAM_TEXT_LIMIT = 4096
@@ -51,6 +52,8 @@ interface Chunk extends Range {
   readonly last: boolean
   /** It starts inside running text (mid-line, or a later line of a paragraph), not at a block start. */
   readonly continues: boolean
+  /** It starts after other text on its line. */
+  readonly startsMidLine: boolean
   /** It starts where a guarded block (code, table, heading, link definition) starts. */
   readonly guardedStart: boolean
   /** It stops before the end of its last line. */
@@ -201,11 +204,23 @@ const endsOnMarkers = (layout: Layout, start: number, end: number): boolean => {
   return MARKERS_ONLY.test(layout.text.slice(lineStart, end))
 }
 
-/** How choosy a cut "anywhere" is: it may fall inside links and code spans, after bare block markers. */
+/**
+ * How choosy a cut "anywhere" is: whether it keeps out of links and code spans, out of character
+ * clusters (a base and its combining marks, ZWJ sequences), and from ending on bare block markers.
+ */
 interface Choosy {
   readonly inline: boolean
+  readonly clusters: boolean
   readonly markers: boolean
 }
+
+/** The passes of a cut "anywhere", choosiest first. */
+const PASSES: ReadonlyArray<Choosy> = [
+  { inline: true, clusters: true, markers: true },
+  { inline: false, clusters: true, markers: true },
+  { inline: false, clusters: false, markers: true },
+  { inline: false, clusters: false, markers: false }
+]
 
 /**
  * The end to use for a cut "anywhere" at `p`: at or before p (or past a shield that starts the
@@ -215,7 +230,8 @@ interface Choosy {
 const legalEnd = (layout: Layout, start: number, p: number, choosy: Choosy): number => {
   const s = layout.text
   const p1 = safeEnd(s, p)
-  let q = outsideCluster(s, layout.markdown ? outsideEntity(s, p1) : p1, start)
+  const p2 = layout.markdown ? outsideEntity(s, p1) : p1
+  let q = choosy.clusters ? outsideCluster(s, p2, start) : p2
   q = safeEnd(s, q)
   const shield = shieldAround(layout.shields, q)
   if (shield !== undefined) q = shield.start > start ? shield.start : shield.end
@@ -257,6 +273,7 @@ const chunkOf = (layout: Layout, start: number, end: number): Chunk => {
     first: start === begin(layout, 0),
     last: trimmed(s, r.end, s.length).end === r.end,
     continues: start > 0 && continuesAt(layout, start),
+    startsMidLine: s.slice(s.lastIndexOf("\n", start - 1) + 1, start).trim() !== "",
     guardedStart: layout.shields.some((g) => g.start === start),
     stopsMidLine: after < s.length && s.charAt(after) !== "\n",
     guardedEnd: layout.shields.some((g) => g.end === r.end),
@@ -291,9 +308,11 @@ const bestCut = (layout: Layout, start: number, hi: number, fits: (c: Chunk) => 
     const cut = cuts[i]
     if (cut !== undefined) return cut
   }
-  const end = anywhere(layout, start, hi, fitsTo, { inline: true, markers: true }) ??
-    anywhere(layout, start, hi, fitsTo, { inline: false, markers: true }) ??
-    anywhere(layout, start, hi, fitsTo, { inline: false, markers: false }) ?? forcedEnd(layout, start)
+  for (const choosy of PASSES) {
+    const end = anywhere(layout, start, hi, fitsTo, choosy)
+    if (end !== undefined) return { end, next: end }
+  }
+  const end = forcedEnd(layout, start)
   return { end, next: end }
 }
 
@@ -317,7 +336,7 @@ const anywhere = (
 /** The shortest legal chunk from `start`: used only when nothing fits (a limit below one character's rendering). */
 const forcedEnd = (layout: Layout, start: number): number => {
   for (let p = start + 1; p <= layout.text.length; p++) {
-    const q = legalEnd(layout, start, p, { inline: false, markers: false })
+    const q = legalEnd(layout, start, p, { inline: false, clusters: false, markers: false })
     if (q > start) return q
   }
   return layout.text.length
@@ -406,11 +425,12 @@ const escapeEnd = (md: string, c: Chunk, real: (at: number) => boolean): string 
 /**
  * `line`, if it would underline the line before it into a heading, made not to: `---` (three or
  * more) after a blank line (it was a rule: a lazy line cannot be underlined, and a rule interrupts
- * a paragraph), `===` or `-` escaped (it was text: a lazy line, which escaping keeps it).
+ * a paragraph), `===` escaped (it was text: a lazy line, which escaping keeps it). One or two
+ * dashes stay: as often an empty list item as an underline.
  */
 const notUnderline = (line: string): string => {
   if (/^ {0,3}-{3,}[ \t]*$/.test(line)) return `\n${line}`
-  return /^ {0,3}(?:=+|-{1,2})[ \t]*$/.test(line) ? line.replace(/[=-]/, "\\$&") : line
+  return /^ {0,3}=+[ \t]*$/.test(line) ? line.replace("=", "\\=") : line
 }
 
 /**
@@ -453,14 +473,22 @@ const noUnderlines = (lines: ReadonlyArray<string>, from: number, real: (at: num
 /**
  * The Markdown of a chunk: its source, with block syntax its cuts would create escaped, so it
  * reads as the same text it was in the whole (a paragraph's line `[x]: y` is no link definition,
- * `- item` after a cut mid-line no list, `## a ##` cut after `a ##` keeps its `##`), and a code
- * span it cuts closed or reopened.
+ * `- item` after a cut mid-line no list, `## a ##` cut after `a ##` keeps its `##`), the rest of a
+ * quote's line kept in the quote, and a code span it cuts closed or reopened.
  */
-const chunkMarkdown = (text: string, underlines: ReadonlySet<number>, c: Chunk): string => {
+const chunkMarkdown = (text: string, prepared: Prepared, c: Chunk): string => {
   let md = text.slice(c.start, c.end)
+  const underlines = prepared.underlines
   const real = (at: number) => underlines.has(c.start + at)
   if (c.closeRun === 0 && !c.last) md = escapeEnd(md, c, real)
   if (c.openRun === 0 && !c.first && (c.continues || !c.guardedStart)) md = escapeStart(md, c.continues, real)
+  // The rest of a heading's line stands alone, as the heading did: the next line starts a block.
+  if (!c.first && shieldAround(prepared.headings, c.start) !== undefined) md = md.replace("\n", "\n\n")
+  md = literalEdgeRuns(md, c, prepared)
+  // Cut mid-line in a quote, the rest of the line stays in a quote, as the lines after it do (one
+  // level: deeper ones cost a `> ` each in plain text, and Telegram has one level only).
+  const lineStart = text.lastIndexOf("\n", c.start - 1) + 1
+  if (c.startsMidLine && /^[ \t]*>/.test(text.slice(lineStart, c.start))) md = `> ${md}`
   // A code span cut in two: each part closed or reopened, a space keeping a backtick in it apart.
   if (c.closeRun > 0) md = md + (md.endsWith("`") ? " " : "") + "`".repeat(c.closeRun)
   if (c.openRun > 0) md = reopen(md, c.openRun)
@@ -468,13 +496,36 @@ const chunkMarkdown = (text: string, underlines: ReadonlySet<number>, c: Chunk):
 }
 
 /**
- * `md` with the code span it starts inside reopened. Three backticks or more starting a line with
- * none after them open a fence: a word joiner (invisible) goes first then.
+ * `md` with the runs of `*`, `_`, `~` at its cut edges escaped unless they delimit emphasis that
+ * lies within the chunk: at a cut mid-line a run's flanking changes (a line end or start flanks
+ * as the chunk's end or start does), so one that was text in the whole (or whose partner is
+ * across the cut) could pair with another run here and vanish.
+ */
+const literalEdgeRuns = (md: string, c: Chunk, prepared: Prepared): string => {
+  const escapeRun = (run: string) => run.replace(/[*_~]/g, "\\$&")
+  let out = md
+  const tail = /[*_~]+$/.exec(out)?.[0]
+  if (c.stopsMidLine && c.closeRun === 0 && tail !== undefined && !prepared.emphasisEnds.has(c.end)) {
+    out = out.slice(0, out.length - tail.length) + escapeRun(tail)
+  }
+  const head = /^[*_~]+/.exec(out)?.[0]
+  if (c.startsMidLine && c.openRun === 0 && head !== undefined && !prepared.emphasisStarts.has(c.start)) {
+    out = escapeRun(head) + out.slice(head.length)
+  }
+  return out
+}
+
+/**
+ * `md` with the code span it starts inside reopened, after the `>` of a quote it is in. Three
+ * backticks or more starting a line with none after them open a fence: a word joiner (invisible)
+ * goes first then.
  */
 const reopen = (md: string, run: number): string => {
-  const opened = "`".repeat(run) + (md.startsWith("`") ? " " : "") + md
+  const quote = /^(?:[ \t]*>)*[ \t]*/.exec(md)?.[0] ?? ""
+  const rest = md.slice(quote.length)
+  const opened = "`".repeat(run) + (rest.startsWith("`") ? " " : "") + rest
   const firstLine = opened.slice(run, (opened.indexOf("\n") + 1 || opened.length + 1) - 1)
-  return run >= 3 && !firstLine.includes("`") ? `\u2060${opened}` : opened
+  return quote + (run >= 3 && !firstLine.includes("`") ? `\u2060${opened}` : opened)
 }
 
 const effectiveLimit = (limit: number): number =>
@@ -595,9 +646,18 @@ const cutBlock = (raw: string, kind: SourceBlock["kind"], fitsAlone: (s: string)
     const head = lines.slice(0, 2).join("\n")
     // A row without a pipe (a lazy last row) gets its pipes: alone under a header, `***` would read as a rule.
     const wrap: Wrap = (rows) => assemble(head, rows.map((r) => r.includes("|") ? r : `| ${r} |`), "")
-    return lines.length > 2 ? pieces(wrap, lines.slice(2), undefined, fitsAlone) : [raw]
+    // A header too wide for a chunk of its own: the table as the preformatted text it renders to.
+    if (!fitsAlone(head) || lines.length <= 2) return cutBlock(asCodeBlock(toPlainText(raw)), "fence", fitsAlone)
+    return pieces(wrap, lines.slice(2), undefined, fitsAlone)
   }
   return [raw]
+}
+
+/** `text` as a fenced code block, its fence longer than any run of backticks in it. */
+const asCodeBlock = (text: string): string => {
+  const longest = Math.max(2, ...(text.match(/`+/g) ?? []).map((run) => run.length))
+  const fence = "`".repeat(longest + 1)
+  return `${fence}\n${text}\n${fence}`
 }
 
 /** A fenced block left open at the end of the text, closed (it renders the same, and text appended stays out of it). */
@@ -619,6 +679,11 @@ interface Prepared {
   readonly links: ReadonlyArray<Range>
   /** Where the underlines of setext headings start. */
   readonly underlines: ReadonlySet<number>
+  /** One-line (ATX) headings: running text cut from one must not run on into the next line. */
+  readonly headings: ReadonlyArray<Range>
+  /** Where emphasis spans (em, strong, strikethrough) start and end: delimiters that really pair. */
+  readonly emphasisStarts: ReadonlySet<number>
+  readonly emphasisEnds: ReadonlySet<number>
 }
 
 /** `text` with oversized code blocks and tables replaced by their pieces, and the ranges to guard. */
@@ -631,6 +696,9 @@ const prepare = (text: string, blocks: ReadonlyArray<SourceBlock>, fitsAlone: (s
   const spans: Array<CodeSpan> = []
   const links: Array<Range> = []
   const underlines = new Set<number>()
+  const headings: Array<Range> = []
+  const emphasisStarts = new Set<number>()
+  const emphasisEnds = new Set<number>()
   const put = (s: string, guard = true): Range => {
     const r = { start: out.length, end: out.length + s.length }
     out += s
@@ -638,22 +706,23 @@ const prepare = (text: string, blocks: ReadonlyArray<SourceBlock>, fitsAlone: (s
     return r
   }
   for (const b of blocks) {
-    if (b.kind === "other" && b.defs.length === 0) continue
     out += text.slice(at, b.start)
     at = b.end
     const raw = text.slice(b.start, b.end)
-    if (b.kind === "paragraph" || b.kind === "heading") {
-      const r = put(raw, b.kind === "heading")
+    if (b.kind === "paragraph" || b.kind === "heading" || b.kind === "holdsCode" || b.kind === "other") {
+      const r = put(raw, b.kind === "heading" || b.kind === "holdsCode")
       if (b.kind === "paragraph") paragraphs.push(r)
-      else if (raw.includes("\n")) underlines.add(r.start + raw.lastIndexOf("\n") + 1)
+      else if (b.kind === "heading" && raw.includes("\n")) underlines.add(r.start + raw.lastIndexOf("\n") + 1)
+      else if (b.kind === "heading") headings.push(r)
       const moved = <R extends Range>(x: R): R => ({ ...x, start: x.start + r.start - b.start, end: x.end + r.start - b.start })
       spans.push(...b.spans.map(moved))
       links.push(...b.links.map(moved))
-    } else if (b.kind === "def") defs.push({ ...put(raw), text: raw })
-    else if (b.kind === "holdsCode" || b.kind === "other") {
-      const r = put(raw, b.kind === "holdsCode")
+      for (const e of b.emphases.map(moved)) {
+        emphasisStarts.add(e.start)
+        emphasisEnds.add(e.end)
+      }
       defs.push(...b.defs.map((d) => ({ ...r, text: d })))
-    }
+    } else if (b.kind === "def") defs.push({ ...put(raw), text: raw })
     else {
       const whole = b.kind === "fence" ? closeFence(raw) : raw
       const parts = fitsAlone(whole) ? [whole] : cutBlock(raw, b.kind, fitsAlone)
@@ -664,7 +733,7 @@ const prepare = (text: string, blocks: ReadonlyArray<SourceBlock>, fitsAlone: (s
     }
   }
   out += text.slice(at)
-  return { text: out, guarded, defs, paragraphs, spans, links, underlines }
+  return { text: out, guarded, defs, paragraphs, spans, links, underlines, headings, emphasisStarts, emphasisEnds }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -693,7 +762,7 @@ export const splitForPlatform = (
     const inside = (d: Range) => d.start >= c.start && d.end <= c.end
     const before = prepared.defs.filter((d) => d.end <= c.start).map((d) => d.text)
     const after = prepared.defs.filter((d) => d.end > c.start && !inside(d)).map((d) => d.text)
-    return (before.length > 0 ? `${before.join("\n")}\n\n` : "") + chunkMarkdown(text, prepared.underlines, c) +
+    return (before.length > 0 ? `${before.join("\n")}\n\n` : "") + chunkMarkdown(text, prepared, c) +
       (after.length > 0 ? `\n\n${after.join("\n")}` : "")
   }
   const fits = (c: Chunk) => render(withDefs(c)).length <= max
@@ -702,6 +771,7 @@ export const splitForPlatform = (
     first: true,
     last: true,
     continues: false,
+    startsMidLine: false,
     guardedStart: true,
     stopsMidLine: false,
     guardedEnd: true,

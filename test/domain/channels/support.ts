@@ -139,3 +139,85 @@ export const longArbitraries = {
   useSmall: int(0, 2),
   scale: int(1, 3)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Documents as models write them
+
+/** A seeded PRNG (mulberry32): the same seed builds the same document. */
+const prng = (seed: number) => {
+  let a = seed >>> 0
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  const between = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1))
+  const pick = (xs: ReadonlyArray<string>): string => xs[between(0, xs.length - 1)] ?? ""
+  return { between, pick, chance: (p: number) => next() < p }
+}
+type Prng = ReturnType<typeof prng>
+
+/** Words, with the odd character models use; a bare `x*y` would pair with other stars, so it is code. */
+const WORDS = [
+  "the", "memory", "gateway", "agent", "session", "compaction", "summary", "token", "message", "limit",
+  "记忆", "系统", "会话", "摘要", "東京", "メモリ", "검색", "😀", "🚀", "naïve", "café", "x<y", "a&b", "5%",
+  "\"quoted\"", "it's", "don't", "e.g.", "v1.2.3", "2024-01-01", "foo_bar", "snake_case", "`x*y`", "1+1=2"
+]
+
+const words = (r: Prng, n: number): string => Array.from({ length: n }, () => r.pick(WORDS)).join(" ")
+
+/** Running text with inline markup, each construct whole and set off by spaces. */
+const inlineText = (r: Prng, n: number): string =>
+  Array.from({ length: n }, () => {
+    const w = words(r, r.between(1, 4))
+    switch (r.between(0, 9)) {
+      case 0:
+        return `**${w}**`
+      case 1:
+        return `_${w}_`
+      case 2:
+        return `\`${w.replace(/`/g, "")}\``
+      case 3:
+        return `[${w}](https://example.com/${r.between(1, 999)}?q=${r.between(1, 9)}&r=x)`
+      case 4:
+        return `~~${w}~~`
+      case 5:
+        return r.chance(0.5) ? "https://bare.example/path?x=1" : "<mailto:someone@example.com>"
+      default:
+        return `${w}${r.pick([".", ",", "!", "?", "。", ":", ""])}`
+    }
+  }).join(" ")
+
+const block = (r: Prng, kind: number, size: number): string => {
+  switch (kind) {
+    case 0:
+      return `${"#".repeat(r.between(1, 4))} ${words(r, r.between(1, 8))}`
+    case 1:
+      return Array.from({ length: size }, (_, i) =>
+        `${"  ".repeat(i > 0 && r.chance(0.3) ? 1 : 0)}${r.pick(["-", "*", `${i + 1}.`, "- [ ]", "- [x]"])} ${inlineText(r, r.between(1, 12))}`
+      ).join("\n")
+    case 2:
+      return inlineText(r, r.between(1, 20) * 2).replace(/ /g, (m) => (r.chance(0.1) ? "\n" : m)).split("\n").map((l) => `> ${l}`).join("\n")
+    case 3: {
+      const lang = r.pick(["ts", "python", "", "sh", "c++"])
+      const lines = Array.from({ length: size }, () => `${"  ".repeat(r.between(0, 3))}${words(r, r.between(0, r.chance(0.1) ? 120 : 10))}`)
+      return `\`\`\`${lang}\n${lines.join("\n")}\n\`\`\``
+    }
+    case 4: {
+      const cols = r.between(1, 4)
+      const row = () => `| ${Array.from({ length: cols }, () => words(r, r.between(1, 3))).join(" | ")} |`
+      return [row(), `|${"---|".repeat(cols)}`, ...Array.from({ length: size }, row)].join("\n")
+    }
+    case 5:
+      return "---"
+    default:
+      return inlineText(r, size * 3).replace(/ /g, (m) => (r.chance(0.05) ? "\n" : m))
+  }
+}
+
+/** Markdown documents as a model writes them: headings, paragraphs, lists, quotes, code, tables, rules. */
+export const documents = Arbitrary.array(Arbitrary.all({ kind: int(0, 9), size: int(1, 40), seed: int(0, 1_000_000_000) }), {
+  maxLength: 25
+}).pipe(Arbitrary.map((bs) => bs.map((b) => block(prng(b.seed), b.kind, b.size)).join("\n\n")))
