@@ -57,13 +57,17 @@ export interface WorthInput {
 /**
  * Whether compaction before a turn is worth it: the context is over threshold × budget, it has grown
  * by the minimum gain since a compaction that gained less (never twice in a row for nothing), and a
- * plan gains at least the minimum — or, when the context no longer fits the budget, anything.
+ * plan gains at least the minimum — or, when the context no longer fits the budget, anything (then
+ * the "grown since" rule does not hold it back either: what does not fit would be lost).
  */
 export const worthCompacting = (w: WorthInput): boolean => {
   if (w.tokens <= w.threshold * w.budget) return false
   const min = minGainOf(w.budget)
-  if (w.futileAt !== undefined && w.tokens < w.futileAt + min) return false
-  return w.gain >= min || (w.tokens > w.budget && w.gain > 0)
+  // A context that no longer fits loses its oldest history at assembly unless compaction goes on:
+  // then any gain is worth it, even right after a run that gained little.
+  const overflowing = w.tokens > w.budget
+  if (!overflowing && w.futileAt !== undefined && w.tokens < w.futileAt + min) return false
+  return w.gain >= min || (overflowing && w.gain > 0)
 }
 
 /**
