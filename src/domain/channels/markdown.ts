@@ -23,6 +23,23 @@ class NoHtmlTokenizer extends Tokenizer {
   }
 }
 
+/**
+ * `s` without the characters of `chars` at its end. By hand: a regex such as `/\n+$/` retries at
+ * every character of a long run that does not reach the end, which is quadratic.
+ */
+export const trimEndOf = (s: string, chars: string): string => {
+  let end = s.length
+  while (end > 0 && chars.includes(s.charAt(end - 1))) end--
+  return s.slice(0, end)
+}
+
+/** `s` without the characters of `chars` at its start. */
+const trimStartOf = (s: string, chars: string): string => {
+  let start = 0
+  while (start < s.length && chars.includes(s.charAt(start))) start++
+  return s.slice(start)
+}
+
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
 
 /**
@@ -31,8 +48,8 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  */
 export const wellFormed = (s: string): string => s.replace(LONE_SURROGATE, "\uFFFD").replaceAll("\u0000", "\uFFFD")
 
-/** The top-level tokens of `md` (GFM on, raw HTML off). May throw on pathological input. */
-const lex = (md: string): Array<Token> => new Lexer({ gfm: true, tokenizer: new NoHtmlTokenizer() }).lex(wellFormed(md))
+/** The top-level tokens of `md` (GFM on, raw HTML off), as both renderings read it. May throw on pathological input. */
+export const lexMarkdown = (md: string): Array<Token> => new Lexer({ gfm: true, tokenizer: new NoHtmlTokenizer() }).lex(wellFormed(md))
 
 // ---------------------------------------------------------------------------------------------
 // Entities and escaping
@@ -81,7 +98,7 @@ const encodeHref = (href: string): string => href.replace(/[\s\p{Cc}]/gu, (c) =>
 // ---------------------------------------------------------------------------------------------
 // Styles: what differs between Telegram HTML and plain text
 
-/** One output line; `verbatim` lines (preformatted) keep their text and, in HTML, their indentation. */
+/** One output line; a `verbatim` one is preformatted (in HTML, list indentation would land inside its `<pre>`). */
 interface Line {
   readonly text: string
   readonly verbatim: boolean
@@ -167,7 +184,7 @@ interface Context {
 const TOP: Context = { inLink: false, bold: false, italic: false, strike: false, quoted: false }
 
 /** Tokens come from our own lexer without extensions, so every token is one of marked's own. */
-const known = (token: Token): MarkedToken => token as MarkedToken
+export const known = (token: Token): MarkedToken => token as MarkedToken
 
 const inline = (tokens: ReadonlyArray<Token> | undefined, style: Style, ctx: Context): string =>
   (tokens ?? []).map((t) => inlineToken(known(t), style, ctx)).join("")
@@ -265,7 +282,7 @@ const block = (t: MarkedToken, style: Style, ctx: Context): ReadonlyArray<Line> 
       return inner === "" ? [] : inlineLines(style.bold(inner))
     }
     case "code": {
-      const text = t.text.replace(/\n+$/, "")
+      const text = trimEndOf(t.text, "\n")
       return text === "" ? [] : style.pre(text, codeLanguage(t.lang))
     }
     case "blockquote": {
@@ -279,7 +296,7 @@ const block = (t: MarkedToken, style: Style, ctx: Context): ReadonlyArray<Line> 
     case "hr":
       return [line("———")]
     case "html":
-      return inlineLines(style.text(t.raw.replace(/\n+$/, "")))
+      return inlineLines(style.text(trimEndOf(t.raw, "\n")))
     case "space":
     case "def":
     case "checkbox":
@@ -354,7 +371,7 @@ const tableText = (t: Tokens.Table): string => {
 const render = (md: string, style: Style): string => {
   const clean = wellFormed(md)
   try {
-    return blocks(lex(clean), style, TOP, true).map((l) => l.text).join("\n").replace(/^\n+|\n+$/g, "")
+    return trimStartOf(trimEndOf(blocks(lexMarkdown(clean), style, TOP, true).map((l) => l.text).join("\n"), "\n"), "\n")
   } catch {
     // marked's own guard (an "infinite loop") or a stack overflow on absurd nesting.
     return style.fallback(clean)
@@ -366,179 +383,3 @@ export const toTelegramHtml = (md: string): string => render(md, telegramStyle)
 
 /** `md` as plain text with the same layout: the fallback when a platform rejects formatting. Total. */
 export const toPlainText = (md: string): string => render(md, plainStyle)
-
-// ---------------------------------------------------------------------------------------------
-// Source structure, for splitting
-
-/** What a top-level block is, as far as splitting cares. */
-export type SourceBlockKind = "fence" | "indentedCode" | "table" | "def" | "holdsCode" | "paragraph" | "heading" | "other"
-
-/** An inline code span in the source: `[start, end)` includes its backticks, `run` of them on each side. */
-export interface CodeSpan {
-  readonly start: number
-  readonly end: number
-  readonly run: number
-}
-
-/**
- * A top-level block of the source: `[start, end)` covers its text without trailing spaces, tabs
- * and line feeds; `spans` are the code spans of its text (a paragraph's, a heading's, a list's or
- * quote's paragraphs'), `links` its links and images (autolinks included), `emphases` its em,
- * strong and strikethrough spans (delimiters included, any depth), each `[start, end)` in the
- * source, as far as they could be placed; `defs` the link reference
- * definitions inside a list or quote (as Markdown that defines them at top level).
- */
-export interface SourceBlock {
-  readonly kind: SourceBlockKind
-  readonly start: number
-  readonly end: number
-  readonly spans: ReadonlyArray<CodeSpan>
-  readonly links: ReadonlyArray<{ readonly start: number; readonly end: number }>
-  readonly emphases: ReadonlyArray<{ readonly start: number; readonly end: number }>
-  readonly defs: ReadonlyArray<string>
-}
-
-/** The link reference definitions nested in a list or quote, as written there (without its indentation). */
-const nestedDefs = (t: MarkedToken): Array<string> => {
-  const inner = t.type === "list" ? t.items.flatMap((item) => item.tokens) : t.type === "blockquote" ? t.tokens : []
-  return inner.flatMap((token) => {
-    const k = known(token)
-    return k.type === "def" ? [k.raw.replace(/[ \t\n]+$/, "")] : nestedDefs(k)
-  })
-}
-
-/** The innermost inline tokens, in source order. */
-const leaves = (tokens: ReadonlyArray<Token>): Array<Token> =>
-  tokens.flatMap((t) => (t.type !== "codespan" && "tokens" in t && Array.isArray(t.tokens) ? leaves(t.tokens) : [t]))
-
-/**
- * Where `raw` (a token's text, which marked gives without the indentation and `>` markers of a
- * list item's or quote's later lines) next occurs in `md` from `at`, those allowed at line starts.
- */
-const findRaw = (md: string, raw: string, at: number): { start: number; end: number } | undefined => {
-  if (!raw.includes("\n")) {
-    const start = md.indexOf(raw, at)
-    return start < 0 ? undefined : { start, end: start + raw.length }
-  }
-  const re = new RegExp(raw.split("\n").map((l) => l.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("\\n[ \\t>]*"), "g")
-  re.lastIndex = at
-  const m = re.exec(md)
-  return m === null ? undefined : { start: m.index, end: m.index + m[0].length }
-}
-
-/** `tokens` placed in the source: each found in turn from `from` (or skipped), kept when `keep` says so. */
-const place = (tokens: ReadonlyArray<Token>, md: string, from: number, to: number, keep: (t: Token) => boolean) => {
-  const out: Array<{ readonly token: Token; readonly start: number; readonly end: number }> = []
-  let at = from
-  for (const token of tokens) {
-    const found = token.raw === "" ? undefined : findRaw(md, token.raw, at)
-    if (found === undefined || found.end > to) continue
-    at = found.end
-    if (keep(token)) out.push({ token, start: found.start, end: found.end })
-  }
-  return out
-}
-
-/** The inline tokens of a block, in order: of a paragraph or heading, and of those inside a list or quote. */
-const inlineOf = (token: MarkedToken): ReadonlyArray<Token> => {
-  switch (token.type) {
-    case "paragraph":
-    case "heading":
-      return token.tokens
-    case "text":
-      return token.tokens ?? []
-    case "list":
-      return token.items.flatMap((item) => item.tokens.flatMap((t) => inlineOf(known(t))))
-    case "blockquote":
-      return token.tokens.flatMap((t) => inlineOf(known(t)))
-    default:
-      return []
-  }
-}
-
-/** The code spans of a block, found among its innermost inline tokens. */
-const codeSpans = (token: MarkedToken, md: string, from: number, to: number): Array<CodeSpan> =>
-  place(leaves(inlineOf(token)), md, from, to, (t) => t.type === "codespan" && t.raw.startsWith("`")).map((p) => ({
-    start: p.start,
-    end: p.end,
-    run: /^`+/.exec(p.token.raw)?.[0].length ?? 1
-  }))
-
-/** Emphasis (em, strong, strikethrough) at any depth, placed within its parent's source in turn. */
-const emphases = (tokens: ReadonlyArray<Token>, md: string, from: number, to: number): Array<{ start: number; end: number }> =>
-  place(tokens, md, from, to, () => true).flatMap((p) => {
-    const t = known(p.token)
-    const inner = t.type === "em" || t.type === "strong" || t.type === "del" || t.type === "link" ? t.tokens : []
-    const own = t.type === "em" || t.type === "strong" || t.type === "del" ? [{ start: p.start, end: p.end }] : []
-    return [...own, ...emphases(inner, md, p.start, p.end)]
-  })
-
-/** The links and images of a block (its outermost inline tokens). */
-const links = (token: MarkedToken, md: string, from: number, to: number) =>
-  place(inlineOf(token), md, from, to, (t) => t.type === "link" || t.type === "image").map((p) => ({ start: p.start, end: p.end }))
-
-/** Whether a container's tokens hold a code block or a table, which a cut would break. */
-const holdsCode = (tokens: ReadonlyArray<Token>): boolean =>
-  tokens.some((token) => {
-    const t = known(token)
-    if (t.type === "code" || t.type === "table") return true
-    if (t.type === "list") return t.items.some((item) => holdsCode(item.tokens))
-    return t.type === "blockquote" && holdsCode(t.tokens)
-  })
-
-const kindOf = (t: MarkedToken): SourceBlockKind => {
-  switch (t.type) {
-    case "code":
-      return t.codeBlockStyle === "indented" ? "indentedCode" : "fence"
-    case "table":
-      return "table"
-    case "def":
-      return "def"
-    case "paragraph":
-      return "paragraph"
-    case "heading":
-      return "heading"
-    case "list":
-      return t.items.some((item) => holdsCode(item.tokens)) ? "holdsCode" : "other"
-    case "blockquote":
-      return holdsCode(t.tokens) ? "holdsCode" : "other"
-    default:
-      return "other"
-  }
-}
-
-/**
- * The top-level blocks of `md` (which must use `\n` line ends) with their offsets, or undefined
- * when the lexer fails. Blocks after one that cannot be placed in the source are left out.
- */
-export const sourceBlocks = (md: string): ReadonlyArray<SourceBlock> | undefined => {
-  let tokens: Array<Token>
-  try {
-    tokens = lex(md)
-  } catch {
-    return undefined
-  }
-  const out: Array<SourceBlock> = []
-  let at = 0
-  for (const token of tokens) {
-    // marked may touch a token's trailing white space (`+ + + ` lexes as `+ + +\n`): match without
-    // it. Not a code block's last line's, which may tell a closing fence from content (`~~~\t`).
-    const body = token.raw.replace(token.type === "code" ? /(?:\n[ \t]*)+$/ : /[ \t\n]+$/, "")
-    if (token.type === "space" || body === "") continue
-    const start = md.indexOf(body, at)
-    // A token not found, or found past text no token covered: the rest stays unknown.
-    if (start < 0 || md.slice(at, start).trim() !== "") return out
-    at = start + body.length
-    const t = known(token)
-    out.push({
-      kind: kindOf(t),
-      start,
-      end: at,
-      spans: codeSpans(t, md, start, at),
-      links: links(t, md, start, at),
-      emphases: emphases(inlineOf(t), md, start, at),
-      defs: nestedDefs(t)
-    })
-  }
-  return out
-}

@@ -9,7 +9,6 @@ import {
   decodeEntities,
   displayWidth,
   isAllowedHref,
-  sourceBlocks,
   toPlainText,
   toTelegramHtml,
   wellFormed
@@ -189,20 +188,6 @@ describe("helpers", () => {
     assert.strictEqual(displayWidth("中文"), 4)
     assert.strictEqual(displayWidth("e\u0301"), 1)
     assert.strictEqual(displayWidth("😀"), 2)
-  })
-
-  it("sourceBlocks places top-level blocks in the source", () => {
-    const md = "para\n\n```js\nx\n```\n\n| a |\n|---|\n| 1 |\n\n[r]: http://r\n\n    code\n\n- a\n\n  ```\n  y\n  ```\n"
-    const blocks = sourceBlocks(md) ?? []
-    assert.deepStrictEqual(blocks.map((b) => b.kind), ["paragraph", "fence", "table", "def", "indentedCode", "holdsCode"])
-    assert.deepStrictEqual(blocks.map((b) => md.slice(b.start, b.end)), [
-      "para",
-      "```js\nx\n```",
-      "| a |\n|---|\n| 1 |",
-      "[r]: http://r",
-      "    code",
-      "- a\n\n  ```\n  y\n  ```"
-    ])
   })
 })
 

@@ -6,8 +6,9 @@
  * render as valid Telegram HTML, and together show all the text of the whole.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { sourceBlocks, toPlainText, toTelegramHtml, wellFormed } from "../../../src/domain/channels/markdown.ts"
+import { toPlainText, toTelegramHtml, wellFormed } from "../../../src/domain/channels/markdown.ts"
 import { splitForPlatform, splitPlain, TELEGRAM_TEXT_LIMIT } from "../../../src/domain/channels/split.ts"
+import { sourceBlocks } from "../../../src/domain/channels/structure.ts"
 import {
   hasLoneSurrogate,
   ink,
@@ -188,6 +189,54 @@ describe("splitForPlatform", () => {
     const md = "- a\n  - b\n    - " + "word ".repeat(30) + "\n    - deep"
     const chunks = splitForPlatform(md, 80, toTelegramHtml)
     for (const c of chunks) assert.notInclude(c, "<pre>")
+  })
+
+  it("cuts a long code span at its spaces, closing and reopening it", () => {
+    const md = "Run `" + "npm run build && ".repeat(8) + "done` now."
+    const chunks = splitForPlatform(md, 80, toTelegramHtml)
+    assert.deepStrictEqual(chunks, [
+      "Run",
+      "<code>npm run build &amp;&amp; npm run build &amp;&amp; npm run build</code>",
+      "<code>&amp;&amp; npm run build &amp;&amp; npm run build &amp;&amp; npm</code>",
+      "<code>run build &amp;&amp; npm run build &amp;&amp; npm run build</code>",
+      "<code>&amp;&amp; done</code> now."
+    ])
+  })
+
+  it("keeps the rest of a quote's line in a quote", () => {
+    const chunks = splitForPlatform("> " + "quoted words go on and on ".repeat(6), 80, toTelegramHtml)
+    assert.strictEqual(chunks.length, 3)
+    for (const c of chunks) assert.match(c, /^<blockquote>[^<]+<\/blockquote>$/)
+  })
+
+  it("keeps running text running text: what follows a cut does not become a list, a heading, a definition", () => {
+    const chunks = splitForPlatform("Some text " + "word ".repeat(12) + "- not a list item, just text.", 70, toTelegramHtml)
+    assert.deepStrictEqual(chunks, ["Some text word word word word word word word word word word word word", "- not a list item, just text."])
+    const lazy = splitForPlatform("> " + "quoted ".repeat(8) + "\n[x]: http://x.example\n" + "more ".repeat(5), 64, toPlainText)
+    assert.include(lazy.join("\n"), "[x]: http://x.example")
+  })
+
+  it("lets the rest of a long heading's line stand alone", () => {
+    const chunks = splitForPlatform("## " + "long heading words ".repeat(6) + "\n    indented code after heading", 70, toTelegramHtml)
+    assert.strictEqual(chunks[0], "<b>long heading words long heading words long heading words long</b>")
+    assert.strictEqual(chunks[chunks.length - 1], "<pre>indented code after heading</pre>")
+  })
+
+  it("resolves references to definitions inside lists and quotes", () => {
+    const md = "- see [docs][d]\n\n  [d]: https://docs.example\n\n" + "Filler sentence. ".repeat(8) + "\n\nAgain [docs][d]."
+    const chunks = splitForPlatform(md, 90, toTelegramHtml)
+    assert.strictEqual(chunks[chunks.length - 1], "Again <a href=\"https://docs.example\">docs</a>.")
+  })
+
+  it("sends a table whose header alone is too long as its aligned text, cut at rows", () => {
+    const md = "| " + "header ".repeat(12) + "| b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |"
+    const chunks = splitForPlatform(md, 90, toTelegramHtml)
+    for (const c of chunks) {
+      assert.isAtMost(c.length, 90)
+      assert.match(c, /^<pre>[^<]*<\/pre>$/)
+    }
+    assert.strictEqual(chunks.length, 8)
+    assert.match(chunks[chunks.length - 1] ?? "", /^<pre> +\| 4<\/pre>$/)
   })
 
   it("keeps surrogate pairs whole when the text is one long word", () => {

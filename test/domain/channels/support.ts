@@ -1,8 +1,10 @@
 /**
  * Test support for outbound chat text: a checker for Telegram's HTML subset (what its parser
- * accepts and its nesting rules allow) and a generator of Markdown-ish strings made of the
- * fragments models write and the ones that break naive renderers (unclosed delimiters, fences with
- * languages, links with odd schemes, raw HTML, entities, emoji, CJK, lone surrogate halves, NUL).
+ * accepts and its nesting rules allow); a generator of Markdown-ish strings made of the fragments
+ * models write and the ones that break naive renderers (unclosed delimiters, fences with
+ * languages, links with odd schemes, raw HTML, entities, emoji, CJK, lone surrogate halves, NUL);
+ * and a generator of well-formed documents as models write them (headings, paragraphs with inline
+ * markup, lists, quotes, code, tables, rules).
  */
 import { Arbitrary, Schema } from "effect"
 
