@@ -7,6 +7,7 @@
  * markup, lists, quotes, code, tables, rules).
  */
 import { Arbitrary, Schema } from "effect"
+import { rng } from "../../properties/support/sessions.ts"
 
 export const int = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
 
@@ -145,19 +146,11 @@ export const longArbitraries = {
 // ---------------------------------------------------------------------------------------------
 // Documents as models write them
 
-/** A seeded PRNG (mulberry32): the same seed builds the same document. */
+/** The properties' seeded PRNG, as the document builder uses it: the same seed builds the same document. */
 const prng = (seed: number) => {
-  let a = seed >>> 0
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-  const between = (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1))
-  const pick = (xs: ReadonlyArray<string>): string => xs[between(0, xs.length - 1)] ?? ""
-  return { between, pick, chance: (p: number) => next() < p }
+  const r = rng(seed)
+  const pick = (xs: ReadonlyArray<string>): string => (xs.length === 0 ? "" : r.pick(xs))
+  return { between: r.int, pick, chance: r.chance }
 }
 type Prng = ReturnType<typeof prng>
 
