@@ -103,12 +103,22 @@ export const splitForPlatform = (
   md: string,
   limit: number,
   render: (md: string) => string
+): ReadonlyArray<string> => splitSources(md, limit, render).map(render)
+
+/**
+ * The Markdown of each chunk `splitForPlatform` renders (link definitions included), for a caller
+ * that renders a chunk more than one way (HTML, and plain text when the platform refuses the HTML).
+ */
+export const splitSources = (
+  md: string,
+  limit: number,
+  render: (md: string) => string
 ): ReadonlyArray<string> => {
   const max = effectiveLimit(limit)
   const source = normalized(md)
   // Most answers fit in one message: one rendering, no parse for structure.
   const whole = render(source)
-  if (whole.length <= max) return whole.trim() === "" ? [] : [whole]
+  if (whole.length <= max) return whole.trim() === "" ? [] : [source]
   const blocks = sourceBlocks(source) ?? []
   const allDefs = blocks.flatMap((b) => (b.kind === "def" ? [source.slice(b.start, b.end)] : b.defs)).join("\n")
   const fitsAlone = (s: string) => render(allDefs === "" ? s : `${s}\n\n${allDefs}`).length <= max
@@ -137,7 +147,7 @@ export const splitForPlatform = (
     closeRun: 0
   }) <= max)
   const structure = { shields, paragraphs: prepared.paragraphs, spans: prepared.spans, links: prepared.links }
-  return chunksOf(text, structure, max, measure).map((c) => render(withDefs(c))).filter((chunk) => chunk.trim() !== "")
+  return chunksOf(text, structure, max, measure).map(withDefs).filter((chunk) => render(chunk).trim() !== "")
 }
 
 /**

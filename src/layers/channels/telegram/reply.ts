@@ -13,7 +13,7 @@
 import { Clock, Effect, Ref } from "effect"
 import type { Api } from "grammy"
 import { toPlainText, toTelegramHtml } from "../../../domain/channels/markdown.ts"
-import { splitForPlatform, splitPlain } from "../../../domain/channels/split.ts"
+import { splitPlain, splitSources } from "../../../domain/channels/split.ts"
 import type { TurnEvent } from "../../../domain/runtime/types.ts"
 import { call, type TelegramCallError } from "./api.ts"
 
@@ -89,18 +89,12 @@ const put = (t: ReplyTarget, state: Ref.Ref<State>, index: number, html: string 
  * text of the same source, sent instead when Telegram refuses the HTML (plain text is never longer
  * than its HTML: no tags, no escapes; cut to the limit if it were).
  */
-export const telegramParts = (md: string): ReadonlyArray<{ readonly html: string; readonly plain: string }> => {
-  const sourceOf = new Map<string, string>()
-  const html = splitForPlatform(md, TELEGRAM_LIMIT, (chunk) => {
-    const h = toTelegramHtml(chunk)
-    sourceOf.set(h, chunk)
-    return h
+export const telegramParts = (md: string): ReadonlyArray<{ readonly html: string; readonly plain: string }> =>
+  splitSources(md, TELEGRAM_LIMIT, toTelegramHtml).map((source) => {
+    const html = toTelegramHtml(source)
+    const plain = toPlainText(source)
+    return { html, plain: plain.trim() === "" ? html : splitPlain(plain, TELEGRAM_LIMIT)[0] ?? html }
   })
-  return html.map((h) => {
-    const plain = toPlainText(sourceOf.get(h) ?? "")
-    return { html: h, plain: plain.trim() === "" ? h : splitPlain(plain, TELEGRAM_LIMIT)[0] ?? h }
-  })
-}
 
 export interface ReplyWriter {
   /** Feed one event of the turn. */
