@@ -10,7 +10,7 @@ import { specFor } from "../domain/sandbox/spec.ts"
 import { containerChecks, diagnose, type DoctorCheck, makeDocker, sandboxContainers } from "../layers/sandbox/docker/client.ts"
 import { providerSecrets, redactSecrets } from "../domain/model/types.ts"
 import { DEFAULT_HOST, DEFAULT_PORT } from "../layers/channels/HttpChannel.ts"
-import { decodeChannelSettings, type TelegramSettings } from "../domain/config/channel.ts"
+import { loadPlatform } from "../layers/channels/platforms.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
@@ -53,28 +53,19 @@ const listening = (host: string, port: number) =>
     return Effect.sync(() => socket.destroy())
   }).pipe(Effect.timeoutOption(Duration.seconds(2)), Effect.map((o) => Option.getOrElse(o, () => false)))
 
-/** The Telegram bot's token and address, asked of the Bot API (`getMe`, 15 s at most). */
-const telegramCheck = (config: Readonly<Record<string, unknown>>) =>
+/** A chat platform's credentials and address, asked of the platform (15 s at most). */
+const platformCheck = (id: string, config: Readonly<Record<string, unknown>>) =>
   Effect.gen(function*() {
-    const settings = decodeChannelSettings<TelegramSettings>("telegram", config)
-    if (settings._tag === "Failure") {
-      return { name: "telegram", ok: false, detail: settings.failure, fix: "anna channel set telegram --config token=TOKEN (from @BotFather)" }
-    }
-    const Telegram = yield* Effect.promise(() => import("../layers/channels/TelegramChannel.ts"))
-    const o = Telegram.telegramOptions(settings.success)
-    const bot = yield* Telegram.checkBot(o).pipe(
+    const platform = yield* loadPlatform(id)
+    if (platform === undefined) return { name: id, ok: true, detail: "enabled" }
+    const checked = yield* platform.check(config).pipe(
       Effect.timeoutOption(Duration.seconds(15)),
-      Effect.map(Option.match({ onNone: () => Result.fail("no answer from the Bot API within 15 s"), onSome: Result.succeed })),
+      Effect.map(Option.match({ onNone: () => Result.fail(`no answer from ${id} within 15 s`), onSome: Result.succeed })),
       Effect.catch((problem) => Effect.succeed(Result.fail(problem)))
     )
-    return Result.match(bot, {
-      onSuccess: (username): DoctorCheck => ({ name: "telegram", ok: true, detail: `enabled, bot @${username} (${o.baseUrl})` }),
-      onFailure: (problem): DoctorCheck => ({
-        name: "telegram",
-        ok: false,
-        detail: problem,
-        fix: "anna channel set telegram --config token=TOKEN (from @BotFather), or base_url=… for a local Bot API server"
-      })
+    return Result.match(checked, {
+      onSuccess: (detail): DoctorCheck => ({ name: id, ok: true, detail: `enabled, ${detail}` }),
+      onFailure: (problem): DoctorCheck => ({ name: id, ok: false, detail: problem, fix: platform.fix })
     })
   })
 
@@ -136,12 +127,8 @@ export const doctorCommand = Command.make("doctor", {
       add("channels", { name: "channels", ok: true, detail: "none enabled: anna chat works; anna channel enable http serves the OpenAI-compatible API" })
     }
     for (const c of channels) {
-      if (c.id === "telegram") {
-        add("channels", yield* telegramCheck(c.config))
-        continue
-      }
       if (c.id !== "http") {
-        add("channels", { name: c.id, ok: true, detail: "enabled" })
+        add("channels", yield* platformCheck(c.id, c.config))
         continue
       }
       const host = typeof c.config.host === "string" ? c.config.host : DEFAULT_HOST

@@ -99,12 +99,12 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
       Promise.all([
         import("../layers/channels/ChannelSupervisor.ts"),
         import("../layers/channels/HttpChannel.ts"),
-        import("../layers/channels/TelegramChannel.ts"),
-        import("../layers/channels/SqliteChannelLedger.ts")
+        import("../layers/channels/SqliteChannelLedger.ts"),
+        import("../layers/channels/platforms.ts")
       ]),
-    ([Supervisor, HttpChannel, TelegramChannel, SqliteChannelLedger]) =>
+    ([Supervisor, HttpChannel, SqliteChannelLedger, platforms]) =>
       Supervisor.layer<Runtime | ConfigStore | AgentStore | ChannelLedger>({
-        channels: [Supervisor.runnable(HttpChannel.definition), Supervisor.runnable(TelegramChannel.definition)],
+        channels: [Supervisor.runnable(HttpChannel.definition), ...platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))],
         overrides
       }).pipe(Layer.provide(SqliteChannelLedger.layer))
   )

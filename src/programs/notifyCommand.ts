@@ -5,11 +5,12 @@
  * split for the platform as agents' replies are. Nothing runs in the background: the channel's
  * sending side is used directly (a running gateway need not be asked, and may be down).
  *
- * Channels that can push today: telegram. The HTTP channel cannot (its clients ask, it answers).
+ * Channels that can push: the chat platforms (layers/channels/platforms.ts). The HTTP channel cannot
+ * (its clients ask, it answers).
  */
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
-import { decodeChannelSettings, type TelegramSettings } from "../domain/config/channel.ts"
+import { loadPlatform } from "../layers/channels/platforms.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { PUSH_CHANNELS, pickChannel } from "../domain/channels/notify.ts"
@@ -36,10 +37,9 @@ export const notifyCommand = Command.make("notify", {
     const picked = pickChannel(user.value, channels.filter((c) => c.enabled).map((c) => c.id), Option.getOrUndefined(f.channel))
     if ("problem" in picked) return yield* refused(picked.problem)
     const stored = channels.find((c) => c.id === picked.channel)?.config ?? {}
-    const settings = decodeChannelSettings<TelegramSettings>("telegram", stored)
-    if (settings._tag === "Failure") return yield* refused(settings.failure)
-    const Telegram = yield* Effect.promise(() => import("../layers/channels/TelegramChannel.ts"))
-    const channel = yield* Telegram.sender(Telegram.telegramOptions(settings.success))
+    const platform = yield* loadPlatform(picked.channel)
+    if (platform === undefined) return yield* refused(`channel ${picked.channel} cannot deliver messages`)
+    const channel = yield* platform.sender(stored).pipe(Effect.mapError(refused))
     yield* channel.notify({ userId: user.value.id }, { text: f.text })
     yield* f.json
       ? printJson({ user: user.value.id, channel: picked.channel, delivered: true })

@@ -68,10 +68,11 @@ describe("anna notify", () => {
     const both = user([{ platform: "http", externalId: "u", lastSeenAt: 900 }, { platform: "telegram", externalId: "1", lastSeenAt: 100 }])
     assert.deepStrictEqual(pickChannel(both, ["http", "telegram"], undefined), { channel: "telegram" })
     assert.deepStrictEqual(pickChannel(both, ["http"], undefined), {
-      problem: "no channel that can deliver is enabled (telegram); enable one with anna channel enable"
+      problem: "no channel that can deliver is enabled (telegram, feishu, qq, wechat); enable one with anna channel enable"
     })
     assert.deepStrictEqual(pickChannel(both, ["telegram"], "telegram"), { channel: "telegram" })
-    assert.include(JSON.stringify(pickChannel(both, ["telegram"], "qq")), "cannot deliver")
+    assert.include(JSON.stringify(pickChannel(both, ["telegram"], "http")), "cannot deliver")
+    assert.include(JSON.stringify(pickChannel(both, ["telegram"], "qq")), "not enabled")
   })
 
   it("anna doctor asks Telegram who the bot is, and says what to do about a refused token", async () => {

@@ -6,7 +6,7 @@
 import type { User } from "../../services/ConfigStore.ts"
 
 /** Channels that can deliver a message on their own (the HTTP channel only answers requests). */
-export const PUSH_CHANNELS = ["telegram"] as const
+export const PUSH_CHANNELS = ["telegram", "feishu", "qq", "wechat"] as const
 
 export const canPush = (channel: string): boolean => (PUSH_CHANNELS as ReadonlyArray<string>).includes(channel)
 

@@ -24,16 +24,18 @@
  * Not yet (issue 12, left): webhook mode, images in and out, inline-keyboard pickers for /model and
  * /agent (the commands answer with numbered text lists).
  */
-import { Clock, Duration, Effect, Fiber, Layer, Option, Schedule, Semaphore, Stream } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import { Api } from "grammy"
 import type { Message, Update } from "grammy/types"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import { TELEGRAM_DEFAULT_BASE_URL, TelegramSettings } from "../../domain/config/channel.ts"
-import type { ChatTarget, ResolvedChat } from "../../domain/runtime/types.ts"
+import type { ChatTarget } from "../../domain/runtime/types.ts"
 import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundMessage } from "../../services/Channel.ts"
 import { ChannelLedger } from "../../services/ChannelLedger.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
-import { Runtime } from "../../services/Runtime.ts"
+import type { Runtime } from "../../services/Runtime.ts"
+import type { PlatformChannel } from "./platforms.ts"
+import { type Incoming, makeInbound, parseJson } from "./shared/inbound.ts"
 import { call, type TelegramCallError } from "./telegram/api.ts"
 import { makeReply } from "./telegram/reply.ts"
 
@@ -41,10 +43,6 @@ export const PLATFORM = "telegram"
 
 /** Seconds a `getUpdates` long poll waits for something to happen. */
 const POLL_SECONDS = 25
-/** Unanswered updates older than this are not answered again after a restart. */
-const RESUME_WINDOW_MS = 24 * 3600 * 1000
-/** Answered updates are forgotten after this. */
-const KEEP_MS = 7 * 24 * 3600 * 1000
 /** How often "typing…" is renewed while a turn runs (Telegram shows it for about 5 s). */
 const TYPING_EVERY = Duration.seconds(4)
 
@@ -158,7 +156,6 @@ export const sender = (o: TelegramOptions) =>
 
 export const make = (o: TelegramOptions) =>
   Effect.gen(function*() {
-    const runtime = yield* Runtime
     const ledger = yield* ChannelLedger
     const scope = yield* Effect.scope
     const api = new Api(o.token, { apiRoot: o.baseUrl })
@@ -169,19 +166,6 @@ export const make = (o: TelegramOptions) =>
     yield* call("setMyCommands", (signal) => api.setMyCommands(COMMANDS, {}, signal)).pipe(
       Effect.catch((e) => Effect.logWarning(`telegram: could not set the command menu: ${e.description}`))
     )
-
-    // Messages of one chat are answered one at a time, in order.
-    const locks = new Map<number, Semaphore.Semaphore>()
-    const lockFor = (chatId: number) => {
-      let s = locks.get(chatId)
-      if (s === undefined) {
-        s = Semaphore.makeUnsafe(1)
-        locks.set(chatId, s)
-      }
-      return s
-    }
-
-    const keyOf = (u: Update) => String(u.update_id)
 
     const targetOf = (m: Message): ChatTarget | undefined => {
       const from = m.from
@@ -196,61 +180,39 @@ export const make = (o: TelegramOptions) =>
       }
     }
 
-    const typing = (chatId: number) =>
-      call("sendChatAction", (signal) => api.sendChatAction(chatId, "typing", {}, signal)).pipe(
-        Effect.ignore,
-        Effect.repeat(Schedule.spaced(TYPING_EVERY))
-      )
-
-    /** Answers one inbound message into `existing` messages (a resumed reply) or new ones. */
-    const answer = (u: Update, m: Message, text: string, chat: ResolvedChat, existing: ReadonlyArray<number>) =>
-      Effect.gen(function*() {
-        const key = keyOf(u)
-        const reply = yield* makeReply({
-          api,
-          chatId: m.chat.id,
-          replyTo: m.chat.type === "private" ? undefined : m.message_id,
-          existing,
-          onMessages: (ids) => ledger.recordReply(PLATFORM, key, ids.map(String)).pipe(Effect.ignore)
-        })
-        const typingFiber = yield* Effect.forkChild(typing(m.chat.id))
-        yield* Stream.runForEach(runtime.send(chat, text), reply.event).pipe(Effect.ensuring(Fiber.interrupt(typingFiber)))
-        yield* reply.finish
-        yield* ledger.answered(PLATFORM, key)
-      })
-
-    const handle = (u: Update, existing: ReadonlyArray<number> = []): Effect.Effect<void> =>
-      Effect.gen(function*() {
+    const inbound = yield* makeInbound<Update>({
+      platform: PLATFORM,
+      decode: parseUpdate,
+      read: (u) =>
+        Effect.sync((): Incoming | undefined => {
+          const m = u.message
+          if (m === undefined) return undefined
+          const target = targetOf(m)
+          const raw = m.text ?? m.caption ?? ""
+          if (target === undefined || raw.trim() === "") return undefined
+          if (o.allowedUsers !== undefined && !o.allowedUsers.has(target.externalUserId)) return undefined
+          if (!forTheBot(m, me.id, botUsername, o.groupMode)) return undefined
+          return { target, chatKey: String(m.chat.id), message: addressedText(raw, botUsername) || "/help" }
+        }),
+      reply: (u, existing, onMessages) => {
         const m = u.message
-        if (m === undefined) return yield* ledger.answered(PLATFORM, keyOf(u))
-        const target = targetOf(m)
-        const raw = m.text ?? m.caption ?? ""
-        const ignored = target === undefined || raw.trim() === "" ||
-          (o.allowedUsers !== undefined && !o.allowedUsers.has(target.externalUserId)) ||
-          !forTheBot(m, me.id, botUsername, o.groupMode)
-        if (ignored || target === undefined) return yield* ledger.answered(PLATFORM, keyOf(u))
-        const text = addressedText(raw, botUsername)
-        const resolved = yield* Effect.result(runtime.resolve(target))
-        if (resolved._tag === "Failure") {
-          yield* call("sendMessage", (signal) => api.sendMessage(m.chat.id, `[${resolved.failure.message}]`, {}, signal))
-          return yield* ledger.answered(PLATFORM, keyOf(u))
-        }
-        const work = answer(u, m, text || "/help", resolved.success, existing)
-        // Commands are answered at once (so /abort reaches a running turn); turns queue per chat.
-        yield* /^\/[a-z]+(\s|$)/i.test(text) ? work : lockFor(m.chat.id).withPermits(1)(work)
-      }).pipe(
-        Effect.catchCause((cause) => Effect.logError(`telegram: update ${u.update_id} was not answered`, cause)),
-        Effect.asVoid
-      )
+        return makeReply({
+          api,
+          chatId: m?.chat.id ?? 0,
+          replyTo: m === undefined || m.chat.type === "private" ? undefined : m.message_id,
+          existing,
+          onMessages
+        })
+      },
+      typing: (u) =>
+        u.message === undefined
+          ? Effect.void
+          : call("sendChatAction", (signal) => api.sendChatAction(u.message?.chat.id ?? 0, "typing", {}, signal)),
+      typingEvery: TYPING_EVERY
+    })
 
     // Replies a crash left unfinished: answered again, into the messages already sent.
-    const since = (yield* Clock.currentTimeMillis) - RESUME_WINDOW_MS
-    const open = yield* ledger.open(PLATFORM, since).pipe(Effect.mapError((e) => startFailed(e.message)))
-    for (const entry of open) {
-      const update = parseUpdate(entry.payload)
-      if (update !== undefined) yield* Effect.forkIn(handle(update, entry.reply.map(Number).filter(Number.isInteger)), scope)
-    }
-    yield* ledger.prune(PLATFORM, (yield* Clock.currentTimeMillis) - KEEP_MS).pipe(Effect.ignore)
+    yield* inbound.resume.pipe(Effect.mapError((e) => startFailed(e.message)))
 
     const poll = Effect.gen(function*() {
       const cursor = yield* ledger.cursor(PLATFORM)
@@ -258,7 +220,7 @@ export const make = (o: TelegramOptions) =>
       const updates = yield* call("getUpdates", (signal) =>
         api.getUpdates({ ...(offset === undefined ? {} : { offset }), timeout: POLL_SECONDS, allowed_updates: ["message", "callback_query"] }, signal))
       for (const u of updates) {
-        if (yield* ledger.claim(PLATFORM, keyOf(u), JSON.stringify(u))) yield* Effect.forkIn(handle(u), scope)
+        yield* inbound.accept(String(u.update_id), u)
         yield* ledger.setCursor(PLATFORM, String(u.update_id + 1))
       }
     }).pipe(
@@ -277,12 +239,8 @@ export const make = (o: TelegramOptions) =>
   })
 
 const parseUpdate = (payload: string): Update | undefined => {
-  try {
-    const v: unknown = JSON.parse(payload)
-    return typeof v === "object" && v !== null && "update_id" in v ? (v as Update) : undefined
-  } catch {
-    return undefined
-  }
+  const v = parseJson(payload)
+  return typeof v === "object" && v !== null && "update_id" in v ? (v as Update) : undefined
 }
 
 /** The Telegram channel as the gateway runs it. */
@@ -290,4 +248,15 @@ export const definition: ChannelDefinition<TelegramSettings, ChannelStartFailed,
   id: PLATFORM,
   settings: TelegramSettings,
   layer: (settings) => Layer.effect(Channel, make(telegramOptions(settings)))
+}
+
+/** Telegram in the platform table (gateway, `anna doctor`, `anna notify`). */
+export const platformChannel: PlatformChannel<TelegramSettings> = {
+  definition,
+  check: (s) => {
+    const o = telegramOptions(s)
+    return checkBot(o).pipe(Effect.map((username) => `bot @${username} (${o.baseUrl})`))
+  },
+  fix: "anna channel set telegram --config token=TOKEN (from @BotFather), or base_url=… for a local Bot API server",
+  sender: (s) => sender(telegramOptions(s))
 }
