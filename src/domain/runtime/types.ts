@@ -50,6 +50,20 @@ export interface TurnError {
   readonly retryAfterSeconds?: number | undefined
 }
 
+/** One option of a command's picker (/model, /agent). */
+export interface Choice {
+  /** What the command takes to pick it (`/model VALUE`). */
+  readonly value: string
+  readonly label: string
+  readonly current: boolean
+}
+
+/** What a command offers to pick from; a platform with a native picker shows it, the others show the numbered text. */
+export interface Choices {
+  readonly command: "model" | "agent"
+  readonly options: ReadonlyArray<Choice>
+}
+
 /** What a turn streams back to the channel. */
 export type TurnEvent =
   | { readonly type: "text"; readonly text: string }
@@ -61,6 +75,8 @@ export type TurnEvent =
    * chat platforms show it like any notice, the HTTP channel never puts it in the message content.
    */
   | { readonly type: "notice"; readonly text: string; readonly status?: boolean | undefined }
+  /** A command's picker, after its text (channels without a picker ignore it: the text lists the same, numbered). */
+  | { readonly type: "choices"; readonly choices: Choices }
   | {
     readonly type: "done"
     readonly stopReason: StopReason | "aborted" | "max_turns" | "command" | "unavailable"

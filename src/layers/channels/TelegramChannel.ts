@@ -21,12 +21,14 @@
  *   activity never shown. Messages of one chat are answered in order.
  * - `notify`: to a user's Telegram identity (their private chat), or to a given chat.
  *
- * Not yet (issue 12, left): webhook mode, images in and out, inline-keyboard pickers for /model and
- * /agent (the commands answer with numbered text lists).
+ * - Pickers: /model and /agent answer with their numbered list and an inline keyboard; a press is
+ *   acknowledged, its keyboard removed, and `/model N` run as if typed.
+ * - Photos: the largest size under 10 MiB is downloaded (getFile) and given to the model as an
+ *   image with the caption; one that cannot be read is said so in the message to the model.
  */
 import { Duration, Effect, Layer, Option } from "effect"
 import { Api } from "grammy"
-import type { Message, Update } from "grammy/types"
+import type { Message, PhotoSize, Update } from "grammy/types"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import { TELEGRAM_DEFAULT_BASE_URL, TelegramSettings } from "../../domain/config/channel.ts"
 import type { ChatTarget } from "../../domain/runtime/types.ts"
@@ -35,9 +37,10 @@ import { ChannelLedger } from "../../services/ChannelLedger.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import type { Runtime } from "../../services/Runtime.ts"
 import type { PlatformChannel } from "./platforms.ts"
+import { download, imageBlock, MAX_IMAGE_BYTES, withImages } from "./shared/images.ts"
 import { type Incoming, makeInbound, parseJson } from "./shared/inbound.ts"
 import { call, type TelegramCallError } from "./telegram/api.ts"
-import { makeReply } from "./telegram/reply.ts"
+import { makeReply, PICK_DATA } from "./telegram/reply.ts"
 
 export const PLATFORM = "telegram"
 
@@ -180,22 +183,65 @@ export const make = (o: TelegramOptions) =>
       }
     }
 
+    /** A photo's largest size that fits the cap, downloaded; or why it could not be. */
+    const photoOf = (m: Message) =>
+      Effect.gen(function*() {
+        const sizes = (m.photo ?? []).filter((p) => (p.file_size ?? 0) <= MAX_IMAGE_BYTES)
+        const best = sizes.reduce<PhotoSize | undefined>((a, b) => (a === undefined || b.width * b.height > a.width * a.height ? b : a), undefined)
+        if (best === undefined) return m.photo === undefined ? undefined : "the photo is too large"
+        const file = yield* call("getFile", (signal) => api.getFile(best.file_id, signal))
+        if (file.file_path === undefined) return "Telegram did not give the photo's path"
+        const bytes = yield* download(PLATFORM, `${o.baseUrl}/file/bot${o.token}/${file.file_path}`)
+        return imageBlock(bytes)
+      }).pipe(Effect.catch((e) => Effect.succeed(redact(o, e.description))))
+
+    /** A button of one of our pickers: acknowledged (Telegram shows a spinner until then), its keyboard removed, its command run. */
+    const pressed = (u: Update): Effect.Effect<Incoming | undefined> =>
+      Effect.gen(function*() {
+        const q = u.callback_query
+        const m = q?.message
+        if (q === undefined) return undefined
+        yield* call("answerCallbackQuery", (signal) => api.answerCallbackQuery(q.id, {}, signal)).pipe(Effect.ignore)
+        const data = q.data ?? ""
+        if (m === undefined || !PICK_DATA.test(data) || q.from.is_bot) return undefined
+        if (o.allowedUsers !== undefined && !o.allowedUsers.has(String(q.from.id))) return undefined
+        yield* call("editMessageReplyMarkup", (signal) => api.editMessageReplyMarkup(m.chat.id, m.message_id, {}, signal)).pipe(Effect.ignore)
+        const isGroup = m.chat.type !== "private"
+        const target: ChatTarget = {
+          platform: PLATFORM,
+          externalUserId: String(q.from.id),
+          userName: q.from.username ?? [q.from.first_name, q.from.last_name ?? ""].join(" ").trim(),
+          chatId: isGroup ? String(m.chat.id) : "dm",
+          isGroup
+        }
+        return { target, chatKey: String(m.chat.id), message: data }
+      })
+
     const inbound = yield* makeInbound<Update>({
       platform: PLATFORM,
       decode: parseUpdate,
       read: (u) =>
-        Effect.sync((): Incoming | undefined => {
+        Effect.gen(function*() {
+          if (u.callback_query !== undefined) return yield* pressed(u)
           const m = u.message
           if (m === undefined) return undefined
           const target = targetOf(m)
           const raw = m.text ?? m.caption ?? ""
-          if (target === undefined || raw.trim() === "") return undefined
+          if (target === undefined || (raw.trim() === "" && m.photo === undefined)) return undefined
           if (o.allowedUsers !== undefined && !o.allowedUsers.has(target.externalUserId)) return undefined
           if (!forTheBot(m, me.id, botUsername, o.groupMode)) return undefined
-          return { target, chatKey: String(m.chat.id), message: addressedText(raw, botUsername) || "/help" }
+          const text = addressedText(raw, botUsername)
+          const photo = yield* photoOf(m)
+          const message = photo === undefined
+            ? text || "/help"
+            : typeof photo === "string"
+            ? withImages(text, [], [photo])
+            : withImages(text, [photo])
+          const incoming: Incoming = { target, chatKey: String(m.chat.id), message }
+          return incoming
         }),
       reply: (u, existing, onMessages) => {
-        const m = u.message
+        const m = u.message ?? u.callback_query?.message
         return makeReply({
           api,
           chatId: m?.chat.id ?? 0,
@@ -204,10 +250,10 @@ export const make = (o: TelegramOptions) =>
           onMessages
         })
       },
-      typing: (u) =>
-        u.message === undefined
-          ? Effect.void
-          : call("sendChatAction", (signal) => api.sendChatAction(u.message?.chat.id ?? 0, "typing", {}, signal)),
+      typing: (u) => {
+        const chatId = u.message?.chat.id
+        return chatId === undefined ? Effect.void : call("sendChatAction", (signal) => api.sendChatAction(chatId, "typing", {}, signal))
+      },
       typingEvery: TYPING_EVERY
     })
 

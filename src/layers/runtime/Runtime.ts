@@ -78,10 +78,11 @@ export const make = Effect.gen(function*() {
           )
         ).pipe(
           Stream.flatMap((reply) =>
-            Stream.make<Array<TurnEvent>>(
-              { type: "text", text: reply },
+            Stream.fromIterable<TurnEvent>([
+              { type: "text", text: typeof reply === "string" ? reply : reply.text },
+              ...(typeof reply === "string" || reply.choices.options.length === 0 ? [] : [{ type: "choices" as const, choices: reply.choices }]),
               { type: "done", stopReason: "command", usage: emptyUsage, modelCalls: 0, toolCalls: 0 }
-            )
+            ])
           )
         )
         : pool.send(chat, message)

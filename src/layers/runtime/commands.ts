@@ -4,7 +4,7 @@
  */
 import { Effect, Option } from "effect"
 import { ANY_PROVIDER_MODEL } from "../../domain/config/agent.ts"
-import { CONTEXT_MARK, type ResolvedChat } from "../../domain/runtime/types.ts"
+import { type Choice, type Choices, CONTEXT_MARK, type ResolvedChat } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { Compactor } from "../../services/Compactor.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
@@ -46,16 +46,31 @@ const SHOWN_SUMMARIES = 3
 /** At most this many models are shown in a reply (a provider can list hundreds). */
 const SHOWN_MODELS = 40
 
+/** A numbered list (a choice by number works where a platform has no picker), the current one marked. */
+const numbered = (items: ReadonlyArray<{ readonly value: string; readonly label: string; readonly current: boolean }>): string =>
+  items.map((c, i) => `${i + 1}. ${c.label}${c.current ? " (current)" : ""}`).join("\n")
+
 const modelList = (names: ReadonlyArray<string>, current: string): string =>
   [
-    ...names.slice(0, SHOWN_MODELS).map((n) => `${n === current ? "*" : "-"} ${n}`),
+    numbered(modelChoices(names, current)),
     ...(names.length > SHOWN_MODELS ? [`… and ${names.length - SHOWN_MODELS} more`] : [])
   ].join("\n")
+
+const modelChoices = (names: ReadonlyArray<string>, current: string): ReadonlyArray<Choice> =>
+  names.slice(0, SHOWN_MODELS).map((n) => ({ value: n, label: n, current: n === current }))
+
+/** `arg` as the NUMBERth of `values` (1-based) when it is a number that is not itself one of them. */
+const byNumber = (arg: string, values: ReadonlyArray<string>): string =>
+  /^\d{1,4}$/.test(arg) && !values.includes(arg) ? (values[Number(arg) - 1] ?? arg) : arg
+
+/** A command's answer: text, and for /model and /agent the choices a platform's picker can offer. */
+export type CommandReply = string | { readonly text: string; readonly choices: Choices }
 
 export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effect<boolean>) =>
   Effect.gen(function*() {
     const [name = "", ...args] = text.trim().slice(1).split(/\s+/)
-    const arg = args.join(" ").trim()
+    const rawArg = args.join(" ").trim()
+    let arg = rawArg
     const config = yield* ConfigStore
     switch (name.toLowerCase()) {
       case "help":
@@ -129,9 +144,16 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         const choices = `${modelList(names, chosen)}${unlisted ? "\n(the provider's model list could not be read now)" : ""}`
         if (arg === "") {
           const dropped = chat.model !== "" && chosen !== chat.model ? ` (${chat.model}, chosen earlier, is no longer allowed)` : ""
-          const how = names.length > 1 ? "\nSwitch with /model NAME; /model default goes back to the agent's." : "\nThis agent lets no other model be chosen."
-          return `Model: ${chosen}${dropped}. Models you may pick:\n${choices}${how}`
+          const how = names.length > 1
+            ? "\nSwitch with /model NUMBER or /model NAME; /model default goes back to the agent's."
+            : "\nThis agent lets no other model be chosen."
+          const reply: CommandReply = {
+            text: `Model: ${chosen}${dropped}. Models you may pick:\n${choices}${how}`,
+            choices: { command: "model", options: names.length > 1 ? modelChoices(names, chosen) : [] }
+          }
+          return reply
         }
+        arg = byNumber(arg, names.slice(0, SHOWN_MODELS))
         if (arg === "default" || arg === own) {
           yield* config.setChatState(chat.agentId, chat.platform, chat.userId, chat.chatId, { model: "" })
           return `Back to the agent's model (${own}).`
@@ -145,8 +167,14 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
       case "agent": {
         const agents = (yield* (yield* AgentStore).list).filter((a) => a.enabled)
         if (arg === "") {
-          return `Agents:\n${agents.map((a) => `${a.id === chat.agentId ? "*" : "-"} ${a.id}${a.name !== a.id ? ` (${a.name})` : ""}`).join("\n")}\nSwitch with /agent ID.`
+          const options = agents.map((a): Choice => ({ value: a.id, label: a.id + (a.name !== a.id ? ` (${a.name})` : ""), current: a.id === chat.agentId }))
+          const reply: CommandReply = {
+            text: `Agents:\n${numbered(options)}\nSwitch with /agent NUMBER or /agent ID.`,
+            choices: { command: "agent", options: agents.length > 1 && chat.platform !== "http" ? options : [] }
+          }
+          return reply
         }
+        arg = byNumber(arg, agents.map((a) => a.id))
         const target = agents.find((a) => a.id === arg)
         if (target === undefined) return `No enabled agent "${arg}". ${agents.length > 0 ? `Agents: ${agents.map((a) => a.id).join(", ")}.` : ""}`
         // Over HTTP the agent is the request's `model`: nothing here can change that, so say so plainly.

@@ -242,4 +242,55 @@ describe("Telegram channel", () => {
       assert.include(toolResult, "Delivered on telegram.")
       yield* stop
     }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("/model answers with its numbered list and an inline keyboard; a press picks that model for the chat", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default", { allowedModels: ["fake-small", "fake-xl"] })
+      suite.fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: `model ${String((req.body as { model?: string }).model)}` }] }))
+      const { stop } = yield* startChannel(options())
+      const dm = { chatId: 61, chatType: "private" as const, from: { id: 61 } }
+      tg.sendUserMessage({ ...dm, text: "/model" })
+      const picker = yield* wait("the model picker", () =>
+        tg.messages(61).find((m) => m.replyMarkup !== undefined && "inline_keyboard" in m.replyMarkup))
+      assert.include(picker.text, "1. fake-large (current)\n2. fake-small\n3. fake-xl")
+      const keyboard = picker.replyMarkup !== undefined && "inline_keyboard" in picker.replyMarkup ? picker.replyMarkup.inline_keyboard : []
+      assert.deepStrictEqual(keyboard.map((row) => row.map((b) => ("callback_data" in b ? [b.text, b.callback_data] : [b.text]))), [
+        [["✓ fake-large", "/model 1"]],
+        [["fake-small", "/model 2"]],
+        [["fake-xl", "/model 3"]]
+      ])
+      const press = tg.pressButton({ ...dm, messageId: picker.messageId, data: "/model 3" })
+      yield* wait("the pick confirmed", () => tg.messages(61).find((m) => m.text === "This conversation now uses fake-xl."))
+      yield* wait("the press acknowledged", () => tg.answeredCallbacks.find((c) => c.callbackQueryId === press.callback_query?.id))
+      yield* wait("the keyboard removed", () => (tg.messages(61).find((m) => m.messageId === picker.messageId)?.replyMarkup === undefined ? true : undefined))
+      tg.sendUserMessage({ ...dm, text: "which model?" })
+      yield* wait("a turn on the picked model", () => tg.messages(61).find((m) => m.text === "model fake-xl"))
+      // A press with data no keyboard of ours sends is acknowledged and does nothing.
+      const stray = tg.pressButton({ ...dm, messageId: picker.messageId, data: "/new" })
+      yield* wait("the stray press acknowledged", () => tg.answeredCallbacks.find((c) => c.callbackQueryId === stray.callback_query?.id))
+      yield* allAnswered
+      assert.isUndefined(tg.messages(61).find((m) => m.text.startsWith("New conversation")))
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a photo reaches the model as an image with its caption; a file that is no image is refused in words", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "a red dot" }] }))
+      const { stop } = yield* startChannel(options())
+      // A 1×1 PNG.
+      const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
+      tg.sendUserMessage({ chatId: 62, chatType: "private", from: { id: 62 }, text: "what is this?", photo: { bytes: png } })
+      yield* wait("the answer", () => tg.messages(62).find((m) => m.text === "a red dot"))
+      const sent = JSON.stringify(chatRequests().at(-1)?.body ?? {})
+      assert.include(sent, `data:image/png;base64,${png.toString("base64")}`)
+      assert.include(sent, "what is this?")
+      const fake = Buffer.from("GIF89a-but-not-really-an-image".replace("GIF89a", "NOTGIF"))
+      tg.sendUserMessage({ chatId: 62, chatType: "private", from: { id: 62 }, text: "and this?", photo: { bytes: fake, mime: "image/jpeg" } })
+      yield* wait("the second answer", () => (tg.messages(62).filter((m) => m.text === "a red dot").length === 2 ? true : undefined))
+      const second = lastUserText(chatRequests().at(-1))
+      assert.include(second, "and this?\n[an image could not be read: the file is not a PNG, JPEG, GIF or WebP image")
+      assert.notInclude(second, "image_url")
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
 })

@@ -8,6 +8,7 @@
  *   what it accepts and split at its limit on paragraph / code-fence boundaries, with each part's
  *   plain text); the first part replaces the streamed message, the rest follow. A part the platform
  *   refuses as badly formatted (`kind: "format"`) is written again as its plain text.
+ * - A command's picker (/model, /agent) is attached to its first message where the platform has one.
  * - Notices (tools off, compaction, the turn stopped) follow the answer as their own `[lines]`; tool
  *   activity is never shown.
  * - Every message id is told to `onMessages` as soon as it exists, so a reply resumed after a crash
@@ -16,7 +17,7 @@
  */
 import { Clock, Effect, Ref } from "effect"
 import { splitPlain } from "../../../domain/channels/split.ts"
-import type { TurnEvent } from "../../../domain/runtime/types.ts"
+import type { Choices, TurnEvent } from "../../../domain/runtime/types.ts"
 import type { PlatformCallError } from "./calls.ts"
 import type { ReplyWriter } from "./inbound.ts"
 
@@ -39,6 +40,8 @@ export interface ReplyOps {
   readonly editIntervalMs?: number | undefined
   /** While streaming, the preview stops growing past this many characters (the final split takes over). */
   readonly previewLimit?: number | undefined
+  /** Attaches a command's picker to the message `id` (absent: the platform has none; the text lists the options, numbered). */
+  readonly choices?: ((id: string, choices: Choices) => Effect.Effect<void, PlatformCallError>) | undefined
   readonly existing: ReadonlyArray<string>
   readonly onMessages: (ids: ReadonlyArray<string>) => Effect.Effect<void>
 }
@@ -59,6 +62,7 @@ export const makeReplyWriter = (ops: ReplyOps) =>
     const state = yield* Ref.make<State>({ ids: ops.existing, shown: [], lastEditAt: 0 })
     const answer = yield* Ref.make("")
     const notices = yield* Ref.make<ReadonlyArray<string>>([])
+    const picker = yield* Ref.make<Choices | undefined>(undefined)
     const interval = ops.editIntervalMs ?? 1_200
     const previewLimit = ops.previewLimit ?? Math.max(1, ops.limit - 96)
 
@@ -107,6 +111,8 @@ export const makeReplyWriter = (ops: ReplyOps) =>
           return Ref.update(answer, (a) => a + e.text).pipe(Effect.andThen(preview))
         case "notice":
           return Ref.update(notices, (n) => [...n, e.text])
+        case "choices":
+          return Ref.set(picker, e.choices)
         default:
           return Effect.void
       }
@@ -121,6 +127,11 @@ export const makeReplyWriter = (ops: ReplyOps) =>
       for (let i = 0; i < parts.length; i++) {
         const part = parts[i]
         if (part !== undefined) yield* put(i, part)
+      }
+      const choices = yield* Ref.get(picker)
+      const first = (yield* Ref.get(state)).ids[0]
+      if (choices !== undefined && choices.options.length > 0 && first !== undefined && ops.choices !== undefined) {
+        yield* ops.choices(first, choices)
       }
     })
 

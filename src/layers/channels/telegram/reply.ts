@@ -7,6 +7,8 @@
  */
 import { Effect } from "effect"
 import type { Api } from "grammy"
+import type { InlineKeyboardMarkup } from "grammy/types"
+import type { Choices } from "../../../domain/runtime/types.ts"
 import { toPlainText, toTelegramHtml } from "../../../domain/channels/markdown.ts"
 import { splitPlain, splitSources } from "../../../domain/channels/split.ts"
 import type { ReplyWriter } from "../shared/inbound.ts"
@@ -43,6 +45,23 @@ export const telegramParts = (md: string): ReadonlyArray<ReplyPart> =>
     return { rich: html, plain: plain.trim() === "" ? html : splitPlain(plain, TELEGRAM_LIMIT)[0] ?? html }
   })
 
+/** Telegram's limit for a button's callback data, in bytes. */
+const CALLBACK_DATA_BYTES = 64
+
+/**
+ * A command's options as an inline keyboard, one button per row; a press sends the command with the
+ * option's number (`/model 3`), which always fits Telegram's 64 bytes of callback data.
+ */
+export const keyboardOf = (choices: Choices): InlineKeyboardMarkup => ({
+  inline_keyboard: choices.options.map((o, i) => [{
+    text: `${o.current ? "✓ " : ""}${o.label}`.slice(0, 64),
+    callback_data: `/${choices.command} ${i + 1}`.slice(0, CALLBACK_DATA_BYTES)
+  }])
+})
+
+/** Callback data our keyboards send. */
+export const PICK_DATA = /^\/(model|agent) \d{1,4}$/
+
 export const makeReply = (t: ReplyTarget): Effect.Effect<ReplyWriter> =>
   makeReplyWriter({
     platform: "telegram",
@@ -61,6 +80,12 @@ export const makeReply = (t: ReplyTarget): Effect.Effect<ReplyWriter> =>
             : { reply_parameters: { message_id: t.replyTo, allow_sending_without_reply: true } }),
           link_preview_options: { is_disabled: true }
         }, signal)).pipe(Effect.map((m) => String(m.message_id))),
+    choices: (id, choices) =>
+      call("editMessageReplyMarkup", (signal) =>
+        t.api.editMessageReplyMarkup(t.chatId, Number(id), { reply_markup: keyboardOf(choices) }, signal)).pipe(
+          Effect.asVoid,
+          Effect.catchIf((e) => e.kind === "unchanged", () => Effect.void)
+        ),
     edit: (id, text, html) =>
       call("editMessageText", (signal) =>
         t.api.editMessageText(t.chatId, Number(id), text, {

@@ -182,6 +182,9 @@ export const makeRenderer = (w: Writer) => {
           return errLine(`[${terminalSafe(e.text)}]`)
         case "done":
           return end
+        case "choices":
+          // The command's text lists the same options, numbered.
+          return Effect.void
       }
     })
   /** Ends the reply with a newline and closes an open tool line. */
