@@ -5,7 +5,7 @@
  * APIs accept; anything else is refused whatever the platform says it is), and given as a base64
  * image block next to the message's text.
  */
-import { Effect } from "effect"
+import type { Effect } from "effect"
 import type { ContentBlock, ImageBlock } from "../../../domain/message.ts"
 import type { UserMessage } from "../../../domain/runtime/types.ts"
 import { kindOfStatus, networkError, PlatformCallError, platformCall } from "./calls.ts"
