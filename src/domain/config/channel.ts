@@ -117,27 +117,125 @@ export const TelegramSettings = Schema.Struct({
   )),
   base_url: Schema.optionalKey(BaseUrlSetting(TELEGRAM_DEFAULT_BASE_URL)),
   group_mode: Schema.optionalKey(GroupModeSetting),
-  allowed_users: Schema.optionalKey(IdListSetting)
+  allowed_users: Schema.optionalKey(IdListSetting),
+  /** Set: webhook mode (Telegram POSTs updates to this public https URL); unset: long polling. */
+  webhook_url: Schema.optionalKey(BaseUrlSetting("https://bot.example.org/telegram")),
+  /** Telegram sends it in X-Telegram-Bot-Api-Secret-Token; default: derived from the token. */
+  webhook_secret: Schema.optionalKey(Schema.String.check(Schema.makeFilter((s: string) =>
+    /^[A-Za-z0-9_-]{1,256}$/.test(s.trim()) || "must be 1 to 256 letters, digits, _ or - (Telegram's rule)"
+  ))),
+  webhook_host: Schema.optionalKey(TextSetting("127.0.0.1 behind a reverse proxy, or 0.0.0.0")),
+  webhook_port: Schema.optionalKey(WholeNumberSetting(0, 65535, "the local port the webhook listens on"))
 })
 export type TelegramSettings = typeof TelegramSettings.Type
 
+export const FEISHU_DEFAULT_BASE_URL = "https://open.feishu.cn"
+export const LARK_BASE_URL = "https://open.larksuite.com"
+
+/** Feishu/Lark open_ids (`ou_…`), comma-separated. */
+const FeishuOpenIdListSetting = Schema.String.check(Schema.makeFilter((s: string) =>
+  s.split(",").every((id) => /^ou_[A-Za-z0-9_-]+$/.test(id.trim())) || "must be Feishu/Lark open_ids separated by commas (e.g. ou_7d8a6e6df7621556ce0d21922b676706)"
+))
+
 /**
- * Settings of the platforms this version cannot run yet (QQ, Feishu/Lark, WeChat): any
- * text keys, stored as given, so an operator can prepare them; their channels will bring their own
- * Schemas.
+ * The `feishu` channel's settings (its channel: src/layers/channels/FeishuChannel.ts): the app's
+ * credentials from the developer console; `base_url` the open-platform domain (`feishu` and `lark`
+ * are shortcuts for the two official ones); `mode` websocket (default, no public URL) or webhook
+ * (event callbacks POSTed to `webhook_path` on a listener of its own, `webhook_host:webhook_port`).
  */
-export const PendingPlatformSettings = Schema.Record(Schema.String, Schema.String)
+export const FeishuSettings = Schema.Struct({
+  app_id: Schema.String.check(Schema.makeFilter((s: string) =>
+    /^cli_[0-9a-f]{16}$/i.test(s.trim()) || "must be the app's App ID from the developer console (cli_ and 16 hex digits)"
+  )),
+  app_secret: TextSetting("the App Secret from the developer console"),
+  base_url: Schema.optionalKey(Schema.String.check(Schema.makeFilter((s: string) =>
+    /^(feishu|lark)$/i.test(s.trim()) || /^https?:\/\/[^\s/]+(\/\S*)?$/i.test(s.trim()) ||
+    `must be feishu, lark or an http(s) URL (e.g. ${FEISHU_DEFAULT_BASE_URL} or ${LARK_BASE_URL})`
+  ))),
+  mode: Schema.optionalKey(Schema.Literals(["websocket", "webhook"]).annotate({ message: "must be websocket or webhook" })),
+  verification_token: Schema.optionalKey(TextSetting("the Verification Token under Events and Callbacks → Encryption Strategy")),
+  encrypt_key: Schema.optionalKey(TextSetting("the Encrypt Key under Events and Callbacks → Encryption Strategy")),
+  webhook_path: Schema.optionalKey(Schema.String.check(Schema.makeFilter((s: string) =>
+    /^\/[A-Za-z0-9._~/-]*$/.test(s.trim()) || "must be a URL path starting with / (e.g. /feishu/events)"
+  ))),
+  webhook_host: Schema.optionalKey(TextSetting("127.0.0.1, or 0.0.0.0 for every interface")),
+  webhook_port: Schema.optionalKey(WholeNumberSetting(0, 65535, "0 = any free port")),
+  group_mode: Schema.optionalKey(GroupModeSetting),
+  allowed_users: Schema.optionalKey(FeishuOpenIdListSetting)
+})
+export type FeishuSettings = typeof FeishuSettings.Type
+
+export const QQ_DEFAULT_BASE_URL = "https://api.sgroup.qq.com"
+export const QQ_DEFAULT_TOKEN_URL = "https://bots.qq.com/app/getAppAccessToken"
+
+/** QQ openids (user_openid / member_openid), comma-separated. */
+const QqOpenIdListSetting = Schema.String.check(Schema.makeFilter((s: string) =>
+  s.split(",").every((id) => /^[A-Za-z0-9_-]{1,128}$/.test(id.trim())) ||
+  "must be QQ openids (user_openid or member_openid: letters and digits) separated by commas"
+))
+
+/**
+ * QQ channel settings (issue 12; its channel: src/layers/channels/QqChannel.ts): the bot's AppID and
+ * AppSecret from q.qq.com; the API and token hosts; group mode and an allow-list of openids.
+ */
+export const QqSettings = Schema.Struct({
+  app_id: Schema.String.check(Schema.makeFilter((s: string) =>
+    /^\d{4,20}$/.test(s.trim()) || "must be the bot's AppID from q.qq.com (digits)"
+  )),
+  app_secret: Schema.String.check(Schema.makeFilter((s: string) =>
+    /^\S{8,256}$/.test(s.trim()) || "must be the bot's AppSecret from q.qq.com (8 or more characters, no spaces)"
+  )),
+  base_url: Schema.optionalKey(BaseUrlSetting(QQ_DEFAULT_BASE_URL)),
+  token_url: Schema.optionalKey(BaseUrlSetting(QQ_DEFAULT_TOKEN_URL)),
+  group_mode: Schema.optionalKey(GroupModeSetting),
+  allowed_users: Schema.optionalKey(QqOpenIdListSetting)
+})
+export type QqSettings = typeof QqSettings.Type
+
+export const WECHAT_DEFAULT_BASE_URL = "https://ilinkai.weixin.qq.com"
+export const WECHAT_DEFAULT_CDN_BASE_URL = "https://novac2c.cdn.weixin.qq.com/c2c"
+
+/** WeChat ids (e.g. `o9cq8…@im.wechat`), comma-separated: no spaces, commas or control characters inside one. */
+const WechatIdListSetting = Schema.String.check(Schema.makeFilter((s: string) =>
+  s.split(",").every((id) => /^[^\s,\p{Cc}]{1,128}$/u.test(id.trim())) || "must be WeChat user ids separated by commas (e.g. o9cq80abc@im.wechat,o9cq80def@im.wechat)"
+))
+
+/**
+ * WeChat channel settings (issue 12; its channel: src/layers/channels/WechatChannel.ts): the iLink
+ * bot token and ids that `anna channel login wechat` saves after the QR scan; the rest optional.
+ * DMs only (iLink bots are not in groups), so there is no group_mode.
+ */
+export const WechatSettings = Schema.Struct({
+  token: Schema.optionalKey(TextSetting("saved by anna channel login wechat")),
+  base_url: Schema.optionalKey(BaseUrlSetting(WECHAT_DEFAULT_BASE_URL)),
+  cdn_base_url: Schema.optionalKey(BaseUrlSetting(WECHAT_DEFAULT_CDN_BASE_URL)),
+  bot_id: Schema.optionalKey(TextSetting("the ilink_bot_id the login returned")),
+  owner_id: Schema.optionalKey(TextSetting("the WeChat user id that scanned the login QR code")),
+  allowed_users: Schema.optionalKey(WechatIdListSetting)
+})
+export type WechatSettings = typeof WechatSettings.Type
+
+/** Each channel's settings Schema. */
+const SETTINGS = {
+  http: HttpSettings,
+  telegram: TelegramSettings,
+  feishu: FeishuSettings,
+  qq: QqSettings,
+  wechat: WechatSettings
+} as const satisfies Record<ChannelId, unknown>
 
 /** The Schema of a channel's stored settings. */
 export const channelSettingsSchema = (id: ChannelId): Schema.Codec<unknown, Readonly<Record<string, unknown>>> =>
-  (id === "http" ? HttpSettings : id === "telegram" ? TelegramSettings : PendingPlatformSettings) as unknown as Schema.Codec<
-    unknown,
-    Readonly<Record<string, unknown>>
-  >
+  SETTINGS[id] as unknown as Schema.Codec<unknown, Readonly<Record<string, unknown>>>
 
 /** The keys a channel's Schema knows, or undefined when it takes any key. */
-const knownKeys = (id: ChannelId): ReadonlyArray<string> | undefined =>
-  id === "http" ? Object.keys(HttpSettings.fields) : id === "telegram" ? Object.keys(TelegramSettings.fields) : undefined
+const knownKeys = (id: ChannelId): ReadonlyArray<string> | undefined => {
+  const schema: unknown = SETTINGS[id]
+  return (typeof schema === "object" || typeof schema === "function") && schema !== null && "fields" in schema &&
+      typeof schema.fields === "object" && schema.fields !== null
+    ? Object.keys(schema.fields)
+    : undefined
+}
 
 /** "Expected …\n  at ["port"]" → `port: …` (the first problem, in the user's terms). */
 export const settingsProblem = (id: string, error: Schema.SchemaError): string => {

@@ -27,6 +27,7 @@
  *   image with the caption; one that cannot be read is said so in the message to the model.
  */
 import { Duration, Effect, Layer, Option } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
 import { Api } from "grammy"
 import type { Message, PhotoSize, Update } from "grammy/types"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
@@ -39,6 +40,8 @@ import type { Runtime } from "../../services/Runtime.ts"
 import type { PlatformChannel } from "./platforms.ts"
 import { download, imageBlock, MAX_IMAGE_BYTES, withImages } from "./shared/images.ts"
 import { type Incoming, makeInbound, parseJson } from "./shared/inbound.ts"
+import { listenWebhook } from "./shared/webhook.ts"
+import type { StorageError } from "../../domain/storage/errors.ts"
 import { call, type TelegramCallError } from "./telegram/api.ts"
 import { makeReply, PICK_DATA } from "./telegram/reply.ts"
 
@@ -65,13 +68,45 @@ export interface TelegramOptions {
   readonly groupMode: "mention" | "always" | "off"
   /** Telegram user ids answered; undefined = everyone. */
   readonly allowedUsers: ReadonlySet<string> | undefined
+  /** Webhook mode; undefined = long polling. */
+  readonly webhook?: TelegramWebhook | undefined
+}
+
+export interface TelegramWebhook {
+  /** The public URL Telegram POSTs to. */
+  readonly url: string
+  readonly secret: string
+  /** Where the listener binds (a reverse proxy forwards `url` to it). */
+  readonly host: string
+  readonly port: number
+  /** The path it answers: the URL's. */
+  readonly path: string
+}
+
+export const WEBHOOK_DEFAULT_HOST = "127.0.0.1"
+export const WEBHOOK_DEFAULT_PORT = 8443
+
+/** The secret Telegram sends with each webhook call when none is set: derived from the token, stable across restarts. */
+const derivedSecret = (token: string): string => createHash("sha256").update(`anna-telegram-webhook:${token}`).digest("hex").slice(0, 48)
+
+const webhookOf = (s: TelegramSettings): TelegramWebhook | undefined => {
+  const url = s.webhook_url?.trim()
+  if (url === undefined || url === "") return undefined
+  return {
+    url,
+    secret: s.webhook_secret?.trim() ?? derivedSecret(s.token.trim()),
+    host: s.webhook_host?.trim() ?? WEBHOOK_DEFAULT_HOST,
+    port: s.webhook_port ?? WEBHOOK_DEFAULT_PORT,
+    path: new URL(url).pathname
+  }
 }
 
 export const telegramOptions = (s: TelegramSettings): TelegramOptions => ({
   token: s.token.trim(),
   baseUrl: (s.base_url ?? TELEGRAM_DEFAULT_BASE_URL).trim().replace(/\/+$/, ""),
   groupMode: s.group_mode ?? "mention",
-  allowedUsers: s.allowed_users === undefined ? undefined : new Set(s.allowed_users.split(",").map((id) => id.trim()))
+  allowedUsers: s.allowed_users === undefined ? undefined : new Set(s.allowed_users.split(",").map((id) => id.trim())),
+  webhook: webhookOf(s)
 })
 
 /** What a message says to the bot, with a leading @mention of it and a `/cmd@bot` suffix taken off. */
@@ -159,13 +194,11 @@ export const sender = (o: TelegramOptions) =>
 
 export const make = (o: TelegramOptions) =>
   Effect.gen(function*() {
-    const ledger = yield* ChannelLedger
     const scope = yield* Effect.scope
     const api = new Api(o.token, { apiRoot: o.baseUrl })
 
     const me = yield* call("getMe", (signal) => api.getMe(signal)).pipe(Effect.mapError((e) => startFailed(tokenProblem(o, e))))
     const botUsername = me.username
-    yield* call("deleteWebhook", (signal) => api.deleteWebhook({}, signal)).pipe(Effect.mapError((e) => startFailed(e.message)))
     yield* call("setMyCommands", (signal) => api.setMyCommands(COMMANDS, {}, signal)).pipe(
       Effect.catch((e) => Effect.logWarning(`telegram: could not set the command menu: ${e.description}`))
     )
@@ -260,28 +293,70 @@ export const make = (o: TelegramOptions) =>
     // Replies a crash left unfinished: answered again, into the messages already sent.
     yield* inbound.resume.pipe(Effect.mapError((e) => startFailed(e.message)))
 
-    const poll = Effect.gen(function*() {
-      const cursor = yield* ledger.cursor(PLATFORM)
-      const offset = Option.map(cursor, Number).pipe(Option.filter(Number.isInteger), Option.getOrUndefined)
-      const updates = yield* call("getUpdates", (signal) =>
-        api.getUpdates({ ...(offset === undefined ? {} : { offset }), timeout: POLL_SECONDS, allowed_updates: ["message", "callback_query"] }, signal))
-      for (const u of updates) {
-        yield* inbound.accept(String(u.update_id), u)
-        yield* ledger.setCursor(PLATFORM, String(u.update_id + 1))
-      }
-    }).pipe(
-      Effect.catch((e) => Effect.logWarning(`telegram: polling: ${e.message}; trying again`).pipe(Effect.andThen(Effect.sleep("2 seconds")))),
-      Effect.forever
-    )
-    yield* Effect.forkIn(poll, scope)
+    if (o.webhook === undefined) {
+      // Polling and a webhook exclude each other.
+      yield* call("deleteWebhook", (signal) => api.deleteWebhook({}, signal)).pipe(Effect.mapError((e) => startFailed(e.message)))
+      yield* Effect.forkIn(poll(api, inbound.accept), scope)
+    } else {
+      yield* serveWebhook(o.webhook, api, inbound.accept)
+    }
 
     const notify = yield* makeNotify(api)
 
     return Channel.of({
       id: PLATFORM,
-      description: `Telegram bot @${botUsername} (long polling ${o.baseUrl})`,
+      description: `Telegram bot @${botUsername} (${o.webhook === undefined ? "long polling" : `webhook ${o.webhook.url}`}, ${o.baseUrl})`,
       notify
     })
+  })
+
+type Accept = (key: string, u: Update) => Effect.Effect<boolean, StorageError>
+
+/** Long polling: `getUpdates` from the cursor in the ledger; each update claimed, then the cursor moved past it. */
+const poll = (api: Api, accept: Accept) =>
+  Effect.gen(function*() {
+    const ledger = yield* ChannelLedger
+    const cursor = yield* ledger.cursor(PLATFORM)
+    const offset = Option.map(cursor, Number).pipe(Option.filter(Number.isInteger), Option.getOrUndefined)
+    const updates = yield* call("getUpdates", (signal) =>
+      api.getUpdates({ ...(offset === undefined ? {} : { offset }), timeout: POLL_SECONDS, allowed_updates: ["message", "callback_query"] }, signal))
+    for (const u of updates) {
+      yield* accept(String(u.update_id), u)
+      yield* ledger.setCursor(PLATFORM, String(u.update_id + 1))
+    }
+  }).pipe(
+    Effect.catch((e) => Effect.logWarning(`telegram: polling: ${e.message}; trying again`).pipe(Effect.andThen(Effect.sleep("2 seconds")))),
+    Effect.forever
+  )
+
+/**
+ * Webhook mode: `setWebhook` with the secret, then a listener that claims each update before it
+ * answers 200 (Telegram delivers again until it gets one, so a crash in between loses nothing and
+ * the claim drops the second delivery). A request without the secret is refused.
+ */
+const serveWebhook = (w: TelegramWebhook, api: Api, accept: Accept) =>
+  Effect.gen(function*() {
+    const secret = Buffer.from(w.secret)
+    yield* listenWebhook({
+      platform: PLATFORM,
+      host: w.host,
+      port: w.port,
+      path: w.path,
+      handle: (req) =>
+        Effect.gen(function*() {
+          const given = Buffer.from(String(req.headers["x-telegram-bot-api-secret-token"] ?? ""))
+          if (given.length !== secret.length || !timingSafeEqual(given, secret)) return { status: 401, body: { error: "wrong secret" } }
+          const update = parseUpdate(req.body.toString("utf8"))
+          if (update === undefined) return { status: 400, body: { error: "not an update" } }
+          const claimed = yield* Effect.result(accept(String(update.update_id), update))
+          // Not claimed (the database failed): Telegram is told to deliver it again.
+          return claimed._tag === "Failure" ? { status: 503 } : { status: 200 }
+        })
+    })
+    yield* call("setWebhook", (signal) =>
+      api.setWebhook(w.url, { secret_token: w.secret, allowed_updates: ["message", "callback_query"] }, signal)).pipe(
+        Effect.mapError((e) => startFailed(`Telegram refused the webhook ${w.url}: ${e.description}`))
+      )
   })
 
 const parseUpdate = (payload: string): Update | undefined => {

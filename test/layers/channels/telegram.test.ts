@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { mkdtempSync } from "node:fs"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, beforeEach } from "vitest"
@@ -293,4 +294,46 @@ describe("Telegram channel", () => {
       assert.notInclude(second, "image_url")
       yield* stop
     }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("webhook mode: setWebhook with the secret, updates claimed before the 200, a redelivery answered once, a wrong secret refused", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: `re: ${lastUserText(req)}` }] }))
+      const port = yield* Effect.promise(freePort)
+      const url = `http://127.0.0.1:${port}/tg/hook`
+      const webhook = { url, secret: "s3cret-Value_1", host: "127.0.0.1", port, path: "/tg/hook" }
+      const { stop, channel } = yield* startChannel(options({ webhook }))
+      assert.include(channel.description, `webhook ${url}`)
+      assert.deepStrictEqual(tg.webhook, { url, secret: "s3cret-Value_1" })
+      assert.strictEqual(tg.callsTo("getUpdates").length, 0)
+      const u = tg.sendUserMessage({ chatId: 71, chatType: "private", from: { id: 71 }, text: "over the hook" })
+      yield* wait("the answer", () => tg.messages(71).find((m) => m.text === "re: over the hook"))
+      tg.redeliver(u.update_id)
+      yield* wait("the redelivery accepted", () => (tg.webhookDeliveries.filter((d) => d.updateId === u.update_id && d.status === 200).length === 2 ? true : undefined))
+      tg.sendUserMessage({ chatId: 71, chatType: "private", from: { id: 71 }, text: "second" })
+      yield* wait("the second answer", () => tg.messages(71).find((m) => m.text === "re: second"))
+      assert.deepStrictEqual(tg.messages(71).map((m) => m.text), ["re: over the hook", "re: second"])
+      // Someone who does not know the secret cannot inject updates.
+      const forged = yield* Effect.promise(() =>
+        fetch(url, { method: "POST", headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": "guess" }, body: JSON.stringify({ ...u, update_id: 1 }) }))
+      assert.strictEqual(forged.status, 401)
+      const huge = yield* Effect.promise(() =>
+        fetch(url, { method: "POST", headers: { "x-telegram-bot-api-secret-token": "s3cret-Value_1" }, body: "x".repeat(2 * 1024 * 1024) }).then((r) => r.status, () => 413))
+      assert.strictEqual(huge, 413)
+      yield* stop
+      // The webhook stays set while the gateway is down: Telegram keeps the updates for it.
+      assert.isDefined(tg.webhook)
+    }).pipe(Effect.provide(stackOn(newHome()))))
 })
+
+/** A port nothing listens on now. */
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })

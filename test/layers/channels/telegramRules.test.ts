@@ -34,6 +34,28 @@ describe("Telegram settings", () => {
     const o = telegramOptions(ok.config as never)
     assert.deepStrictEqual([o.token, o.baseUrl, o.groupMode, [...(o.allowedUsers ?? [])]], [TOKEN, "http://127.0.0.1:8081", "always", ["12", "34"]])
     assert.notInclude(JSON.stringify(shownConfig(ok.config)), "ABCdefGHIjklMNOpqrSTUvwxYZ")
+    assert.isUndefined(o.webhook)
+  })
+
+  it("webhook_url switches to webhook mode; the secret is derived from the token unless set, and never shown", () => {
+    const hook = mergeChannelConfig("telegram", { token: TOKEN }, { webhook_url: "https://bot.example.org/tg/in", webhook_port: "9443" })
+    assert.isTrue("config" in hook)
+    if (!("config" in hook)) return
+    const o = telegramOptions(hook.config as never)
+    assert.deepStrictEqual(
+      o.webhook === undefined ? undefined : [o.webhook.url, o.webhook.host, o.webhook.port, o.webhook.path],
+      ["https://bot.example.org/tg/in", "127.0.0.1", 9443, "/tg/in"]
+    )
+    assert.match(o.webhook?.secret ?? "", /^[0-9a-f]{48}$/)
+    // Another token, another secret; the same token, the same one (stable across restarts).
+    const other = telegramOptions({ ...(hook.config as object), token: "654321:ZYXdefGHIjklMNOpqrSTUvwxYZ0123456789" } as never)
+    assert.notStrictEqual(other.webhook?.secret, o.webhook?.secret)
+    assert.strictEqual(telegramOptions(hook.config as never).webhook?.secret, o.webhook?.secret)
+    const set = mergeChannelConfig("telegram", hook.config, { webhook_secret: "mine_1" })
+    assert.isTrue("config" in set && telegramOptions(set.config as never).webhook?.secret === "mine_1")
+    assert.isTrue("config" in set && JSON.stringify(shownConfig(set.config)).includes("webhook_secret") && !JSON.stringify(shownConfig(set.config)).includes("mine_1"))
+    const bad = mergeChannelConfig("telegram", hook.config, { webhook_secret: "no spaces allowed" })
+    assert.isTrue("problem" in bad && bad.problem.includes("webhook_secret"))
   })
 })
 

@@ -22,7 +22,12 @@
  *   as the HTML page Telegram's nginx sends), dropped long-poll connections, and a record of every
  *   call, message, chat action and callback answer, with `waitFor` re-checked on every change.
  *
- * Not covered: webhooks, channels and forum topics, inline mode, media other than photos (no
+ * - Webhooks (as a local Bot API server, which allows http): setWebhook (url, secret_token,
+ *   allowed_updates) / deleteWebhook / getWebhookInfo; while a webhook is set getUpdates answers 409
+ *   and queued updates are POSTed to it one at a time, in order, with X-Telegram-Bot-Api-Secret-Token;
+ *   an update is forgotten on a 2xx answer and delivered again (after WEBHOOK_RETRY_MS) otherwise.
+ *
+ * Not covered: channels and forum topics, inline mode, media other than photos (no
  * resizing either: every PhotoSize downloads the original bytes), media groups, message
  * forwarding/copying, privacy mode (every injected group message is delivered), flood limits
  * beyond what `failNext` scripts, entity detection in bot messages (only user messages get
@@ -204,6 +209,10 @@ export interface FakeTelegram {
   readonly downloads: ReadonlyArray<string>
   /** getUpdates requests being held open. */
   readonly pendingPolls: number
+  /** The webhook set by setWebhook, if any. */
+  readonly webhook: { readonly url: string; readonly secret: string | undefined } | undefined
+  /** Every webhook delivery attempt: the update, the HTTP status answered (0: no answer). */
+  readonly webhookDeliveries: ReadonlyArray<{ readonly updateId: number; readonly status: number }>
   /** Updates queued and not yet confirmed, in delivery order. */
   readonly pendingUpdates: ReadonlyArray<Update>
   /**
@@ -328,6 +337,9 @@ const safeDecode = (path: string) => {
 }
 const updateType = (u: Update) => Object.keys(u).find((k) => k !== "update_id") ?? ""
 
+/** How long the fake waits before delivering an update again to a webhook that did not answer 2xx. */
+export const WEBHOOK_RETRY_MS = 50
+
 class FakeTelegramServer implements FakeTelegram {
   readonly token: string
   readonly me: UserFromGetMe
@@ -348,6 +360,9 @@ class FakeTelegramServer implements FakeTelegram {
   readonly #downloads: Array<string> = []
   readonly #handlers: ReadonlyMap<string, { readonly name: string; readonly handle: Handler }>
   #allowedUpdates: ReadonlySet<string> | undefined
+  #webhook: { readonly url: string; readonly secret: string | undefined } | undefined
+  readonly #webhookDeliveries: Array<{ readonly updateId: number; readonly status: number }> = []
+  #pumping = false
   #nextUpdateId = 100_000_001
   #nextQueryId = 1
   #closed = false
@@ -378,9 +393,12 @@ class FakeTelegramServer implements FakeTelegram {
       getMe: () => this.me,
       deleteWebhook: (p) => {
         if (optBool(p, "drop_pending_updates") === true) this.#queue.clear()
+        this.#webhook = undefined
+        this.#changed()
         return true
       },
-      getWebhookInfo: () => ({ url: "", has_custom_certificate: false, pending_update_count: this.#queue.size }),
+      setWebhook: (p) => this.#setWebhook(p),
+      getWebhookInfo: () => ({ url: this.#webhook?.url ?? "", has_custom_certificate: false, pending_update_count: this.#queue.size }),
       getUpdates: (p, req, res, call) => this.#getUpdates(p, req, res, call),
       sendMessage: (p) => this.#sendMessage(p),
       editMessageText: (p) => this.#editMessageText(p),
@@ -491,7 +509,67 @@ class FakeTelegramServer implements FakeTelegram {
 
   // ------------------------------------------------------------------------------ long polling
 
+  #setWebhook(p: Params): true {
+    const url = optString(p, "url") ?? ""
+    if (url === "") {
+      this.#webhook = undefined
+      return true
+    }
+    if (!/^https?:\/\/\S+$/.test(url)) throw badRequest("Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+    const secret = optString(p, "secret_token")
+    if (secret !== undefined && !/^[A-Za-z0-9_-]{1,256}$/.test(secret)) throw badRequest("Bad Request: secret token contains unallowed characters")
+    const allowed = optJson(p, "allowed_updates", "can't parse allowed updates JSON array")
+    if (Array.isArray(allowed)) this.#allowedUpdates = allowed.length === 0 ? undefined : new Set(allowed.filter((t) => typeof t === "string"))
+    this.#webhook = { url, secret }
+    this.#changed()
+    void this.#pump()
+    return true
+  }
+
+  get webhook() {
+    return this.#webhook
+  }
+
+  get webhookDeliveries() {
+    return [...this.#webhookDeliveries]
+  }
+
+  /** Delivers queued updates to the webhook, oldest first, one at a time, until the queue is empty or the webhook is gone. */
+  async #pump(): Promise<void> {
+    if (this.#pumping) return
+    this.#pumping = true
+    try {
+      while (!this.#closed && this.#webhook !== undefined) {
+        const next = [...this.#queue.values()].sort((a, b) => a.update.update_id - b.update.update_id)[0]
+        if (next === undefined) break
+        const hook = this.#webhook
+        let status = 0
+        try {
+          const response = await fetch(hook.url, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...(hook.secret === undefined ? {} : { "x-telegram-bot-api-secret-token": hook.secret }) },
+            body: JSON.stringify(next.update),
+            signal: AbortSignal.timeout(10_000)
+          })
+          status = response.status
+          await response.body?.cancel()
+        } catch {
+          status = 0
+        }
+        this.#webhookDeliveries.push({ updateId: next.update.update_id, status })
+        if (status >= 200 && status < 300) this.#queue.delete(next.update.update_id)
+        this.#changed()
+        if (status < 200 || status >= 300) await new Promise((resolve) => setTimeout(resolve, WEBHOOK_RETRY_MS))
+      }
+    } finally {
+      this.#pumping = false
+    }
+  }
+
   #getUpdates(p: Params, req: IncomingMessage, res: ServerResponse, call: CallRecord): unknown {
+    if (this.#webhook !== undefined) {
+      throw new ApiError(409, "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first")
+    }
     const offset = optInt(p, "offset")
     const limit = Math.min(100, Math.max(1, optInt(p, "limit") ?? 100))
     const timeout = Math.max(0, optInt(p, "timeout") ?? 0)
@@ -560,6 +638,7 @@ class FakeTelegramServer implements FakeTelegram {
     const allowed = this.#allowedUpdates === undefined ? !NOT_BY_DEFAULT.has(type) : this.#allowedUpdates.has(type)
     if (allowed) this.#queue.set(update.update_id, { update, forced: false })
     this.#flushPolls()
+    void this.#pump()
     this.#changed()
     return update
   }
@@ -907,6 +986,7 @@ class FakeTelegramServer implements FakeTelegram {
     if (this.#queue.has(updateId)) throw new Error(`fake Telegram: update ${updateId} is still pending, not confirmed`)
     this.#queue.set(updateId, { update, forced: true })
     this.#flushPolls()
+    void this.#pump()
     this.#changed()
   }
 
