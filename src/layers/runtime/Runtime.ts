@@ -17,7 +17,7 @@ import type { MemoryProvider } from "../../services/MemoryProvider.ts"
 import type { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { Runtime } from "../../services/Runtime.ts"
 import { SessionPool } from "../../services/SessionPool.ts"
-import { isCommand, runCommand } from "./commands.ts"
+import { isCommand, replyText, runCommand } from "./commands.ts"
 
 export const make = Effect.gen(function*() {
     const config = yield* ConfigStore
@@ -79,7 +79,7 @@ export const make = Effect.gen(function*() {
         ).pipe(
           Stream.flatMap((reply) =>
             Stream.fromIterable<TurnEvent>([
-              { type: "text", text: typeof reply === "string" ? reply : reply.text },
+              { type: "text", text: replyText(reply) },
               ...(typeof reply === "string" || reply.choices.options.length === 0 ? [] : [{ type: "choices" as const, choices: reply.choices }]),
               { type: "done", stopReason: "command", usage: emptyUsage, modelCalls: 0, toolCalls: 0 }
             ])

@@ -66,6 +66,8 @@ const byNumber = (arg: string, values: ReadonlyArray<string>): string =>
 /** A command's answer: text, and for /model and /agent the choices a platform's picker can offer. */
 export type CommandReply = string | { readonly text: string; readonly choices: Choices }
 
+export const replyText = (reply: CommandReply): string => (typeof reply === "string" ? reply : reply.text)
+
 export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effect<boolean>) =>
   Effect.gen(function*() {
     const [name = "", ...args] = text.trim().slice(1).split(/\s+/)

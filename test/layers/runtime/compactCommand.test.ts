@@ -12,7 +12,7 @@ import type { ResolvedChat } from "../../../src/domain/runtime/types.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
-import { runCommand } from "../../../src/layers/runtime/commands.ts"
+import { replyText, runCommand } from "../../../src/layers/runtime/commands.ts"
 import * as SimpleMemory from "../../../src/layers/memory/SimpleMemory.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
@@ -43,7 +43,7 @@ const withMemory = <A, E, R>(memory: Layer.Layer<A, E, R>) =>
 const simple = () => withMemory(SimpleMemory.layerSqlite)
 const lcm = () => withMemory(LcmMemory.layerSqlite)
 
-const compact = runCommand(resolved, "/compact", Effect.succeed(false))
+const compact = runCommand(resolved, "/compact", Effect.succeed(false)).pipe(Effect.map(replyText))
 
 describe("/compact", () => {
   it.effect("with memory/simple replies with the handoff summary and the tokens before and after", () =>
