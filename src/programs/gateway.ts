@@ -21,7 +21,6 @@ import { PluginStore } from "../services/PluginStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
-import { ConfigStore } from "../services/ConfigStore.ts"
 import { ToolCatalog } from "../services/ToolCatalog.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 import { AgentRuntime, GatewayChannels } from "./layers.ts"
@@ -76,8 +75,9 @@ export const runGateway = (options: GatewayOptions = {}) =>
     const channels = Context.get(yield* Layer.build(GatewayChannels({ http })), Channels)
     // The notify tool needs the running channels, which need the runtime: it joins the catalog now,
     // for every session runner started from here on (it is offered only while a channel can push).
-    const notify = yield* Effect.promise(() => import("../layers/tools/notify.ts"))
-    yield* (yield* ToolCatalog).register(notify.notifySource(channels, yield* ConfigStore))
+    const [notify, Notifier] = yield* Effect.promise(() => Promise.all([import("../layers/tools/notify.ts"), import("../layers/channels/Notifier.ts")]))
+    const notifier = yield* Notifier.make.pipe(Effect.provideService(Channels, channels))
+    yield* (yield* ToolCatalog).register(notify.notifySource(notifier))
     const running = (yield* channels.status).flatMap((c) => (c.state === "running" && c.description !== undefined ? [c.description] : []))
     yield* Effect.logInfo(
       running.length === 0

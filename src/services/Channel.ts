@@ -24,8 +24,19 @@ export interface ChannelTarget {
   readonly chatId?: string | undefined
 }
 
+/** A picture to send (checked to be a PNG, JPEG, GIF or WebP by its bytes). */
+export interface OutboundImage {
+  readonly mediaType: string
+  readonly bytes: Uint8Array
+  /** A file name for platforms that want one. */
+  readonly name: string
+}
+
 export interface OutboundMessage {
+  /** Markdown; with images, their caption. */
   readonly text: string
+  /** Pictures; a channel that cannot send them fails (never drops them silently). */
+  readonly images?: ReadonlyArray<OutboundImage> | undefined
 }
 
 export class Channel extends Context.Service<Channel, {

@@ -293,6 +293,6 @@ export const shownConfig = (config: Readonly<Record<string, unknown>>): Record<s
   Object.fromEntries(
     Object.entries(config).map(([k, v]) => [
       k,
-      typeof v !== "string" ? v : SECRET.test(k) ? maskKey(v) : URL_LIKE.test(v) ? maskUrl(v) : v
+      typeof v !== "string" ? v : URL_LIKE.test(v) ? maskUrl(v) : SECRET.test(k) ? maskKey(v) : v
     ])
   )

@@ -28,9 +28,10 @@
  */
 import { Duration, Effect, Layer, Option } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { Api } from "grammy"
+import { Api, InputFile } from "grammy"
 import type { Message, PhotoSize, Update } from "grammy/types"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
+import { toPlainText } from "../../domain/channels/markdown.ts"
 import { TELEGRAM_DEFAULT_BASE_URL, TelegramSettings } from "../../domain/config/channel.ts"
 import type { ChatTarget } from "../../domain/runtime/types.ts"
 import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundMessage } from "../../services/Channel.ts"
@@ -47,6 +48,8 @@ import { makeReply, PICK_DATA } from "./telegram/reply.ts"
 
 export const PLATFORM = "telegram"
 
+/** Telegram's limit for a photo's caption (characters). */
+const CAPTION_LIMIT = 1024
 /** Seconds a `getUpdates` long poll waits for something to happen. */
 const POLL_SECONDS = 25
 /** How often "typing…" is renewed while a turn runs (Telegram shows it for about 5 s). */
@@ -178,8 +181,18 @@ const makeNotify = (api: Api) =>
       )
     return (target: ChannelTarget, message: OutboundMessage): Effect.Effect<void, ChannelError> =>
       Effect.gen(function*() {
-        const chatId = target.chatId ?? (yield* identityOf(target.userId))
-        const reply = yield* makeReply({ api, chatId: Number(chatId), existing: [], onMessages: () => Effect.void })
+        const chatId = Number(target.chatId ?? (yield* identityOf(target.userId)))
+        const images = message.images ?? []
+        // A short text rides as the (last) photo's caption; a longer one is sent as a message of its own.
+        const plain = toPlainText(message.text).trim()
+        const caption = images.length > 0 && plain.length <= CAPTION_LIMIT ? plain : ""
+        for (const [i, image] of images.entries()) {
+          const last = i === images.length - 1
+          yield* call("sendPhoto", (signal) =>
+            api.sendPhoto(chatId, new InputFile(image.bytes, image.name), last && caption !== "" ? { caption } : {}, signal))
+        }
+        if (caption !== "" || message.text.trim() === "") return
+        const reply = yield* makeReply({ api, chatId, existing: [], onMessages: () => Effect.void })
         yield* reply.event({ type: "text", text: message.text })
         yield* reply.finish
       }).pipe(

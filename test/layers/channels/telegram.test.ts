@@ -11,6 +11,7 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, beforeEach } from "vitest"
+import * as Notifier from "../../../src/layers/channels/Notifier.ts"
 import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
 import * as TelegramChannel from "../../../src/layers/channels/TelegramChannel.ts"
 import { Channel } from "../../../src/services/Channel.ts"
@@ -202,6 +203,12 @@ describe("Telegram channel", () => {
       yield* channel.notify({ userId: carol?.id ?? "" }, { text: "Your **backup** finished." })
       const note = yield* wait("the notification", () => tg.messages(77).find((m) => m.text === "Your backup finished."))
       assert.include(note.raw, "<b>backup</b>")
+      // A picture, with the text as its caption.
+      const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
+      yield* channel.notify({ userId: carol?.id ?? "" }, { text: "The **chart**", images: [{ mediaType: "image/png", bytes: png, name: "chart.png" }] })
+      const photo = yield* wait("the photo", () => tg.messages(77).find((m) => m.kind === "photo"))
+      assert.strictEqual(photo.text, "The chart")
+      assert.isAbove(photo.photo?.length ?? 0, 0)
       yield* (yield* ConfigStore).createUser("dave", "Dave")
       const refused = yield* Effect.flip(channel.notify({ userId: "dave" }, { text: "x" }))
       assert.include(refused.reason, "never written to the bot")
@@ -225,7 +232,8 @@ describe("Telegram channel", () => {
         status: Effect.succeed([{ id: "telegram", state: "running" as const, description: channel.description }]),
         notify: (_id, target, message) => channel.notify(target, message)
       })
-      yield* (yield* ToolCatalog).register(notifySource(channels, yield* ConfigStore))
+      const notifier = yield* Notifier.make.pipe(Effect.provideService(Channels, channels))
+      yield* (yield* ToolCatalog).register(notifySource(notifier))
       let call = 0
       suite.fake.respondWith((req) => {
         const tools = ((req.body as { tools?: ReadonlyArray<{ function?: { name?: string } }> }).tools ?? []).map((t) => t.function?.name)
