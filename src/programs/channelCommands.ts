@@ -5,7 +5,7 @@
 import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { isValidId } from "../domain/config/agent.ts"
-import { CHANNEL_IDS, type ChannelId, isChannelId, mergeChannelConfig, shownConfig, unknownChannel } from "../domain/config/channel.ts"
+import { CHANNEL_IDS, type ChannelId, isChannelId, knownKeys, mergeChannelConfig, shownConfig, unknownChannel } from "../domain/config/channel.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { type Channel, ConfigStore } from "../services/ConfigStore.ts"
@@ -57,7 +57,11 @@ const toggle = (name: "enable" | "disable") =>
 const set = Command.make("set", {
   id: channelId,
   config: Flag.KeyValuePair("config").pipe(
-    Flag.withDescription("A setting KEY=VALUE (repeatable), checked by the channel's settings; http: host, port, request_timeout_seconds, headers_timeout_seconds, max_connections; telegram: token, base_url, group_mode (mention|always|off), allowed_users. An empty value removes a key (its default applies). A running gateway restarts the channel with the new settings.")
+    Flag.withDescription(
+      `A setting KEY=VALUE (repeatable), checked by the channel's settings; ${
+        CHANNEL_IDS.map((id) => `${id}: ${(knownKeys(id) ?? []).join(", ")}`).join("; ")
+      }. An empty value removes a key (its default applies). A running gateway restarts the channel with the new settings.`
+    )
   ),
   json
 }, (f) =>

@@ -229,7 +229,7 @@ export const channelSettingsSchema = (id: ChannelId): Schema.Codec<unknown, Read
   SETTINGS[id] as unknown as Schema.Codec<unknown, Readonly<Record<string, unknown>>>
 
 /** The keys a channel's Schema knows, or undefined when it takes any key. */
-const knownKeys = (id: ChannelId): ReadonlyArray<string> | undefined => {
+export const knownKeys = (id: ChannelId): ReadonlyArray<string> | undefined => {
   const schema: unknown = SETTINGS[id]
   return (typeof schema === "object" || typeof schema === "function") && schema !== null && "fields" in schema &&
       typeof schema.fields === "object" && schema.fields !== null
