@@ -1,5 +1,5 @@
 /**
- * The Telegram channel's CLI side against the fake Bot API: `anna notify` (to the user's private
+ * The chat platforms' CLI side against their fakes (Telegram, and QQ for a second platform): `anna notify` (to the user's private
  * chat, Markdown rendered; refusals for an unknown user, a user who never wrote there, a channel
  * that cannot push or is not enabled, an empty message) and `anna doctor`'s token check.
  */
@@ -13,6 +13,7 @@ import * as SqliteRuntimeConfig from "../../src/layers/config/SqliteConfigStore.
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { ConfigStore, type User } from "../../src/services/ConfigStore.ts"
 import { anna, newHome, type Run } from "../support/cli.ts"
+import { startFakeQq } from "../support/fakeQq/server.ts"
 import { type FakeTelegram, startFakeTelegram } from "../support/fakeTelegram/server.ts"
 
 const TOKEN = "777000:NotifyTestTokenNotifyTestToken00"
@@ -94,5 +95,27 @@ describe("anna notify", () => {
     assert.include(refusedCheck?.detail ?? "", "Telegram refused the bot token (401")
     assert.include(refusedCheck?.fix ?? "", "anna channel set telegram --config token=")
     assert.notInclude(bad.stdout, "SomeoneElsesTokenSomeoneElses00")
+  })
+})
+
+describe("anna notify on a second platform (QQ)", () => {
+  it("delivers through the QQ channel's sending side as an active message to the user's openid", async () => {
+    const qq = await startFakeQq()
+    try {
+      const h = newHome()
+      homes.push(h)
+      await anna(h, "channel", "set", "qq", "--config", `app_id=${qq.appId}`, "--config", `app_secret=${qq.secret}`, "--config", `base_url=${qq.baseUrl}`, "--config", `token_url=${qq.tokenUrl}`)
+      await anna(h, "channel", "enable", "qq")
+      qq.sendUserMessage({ user: "ANN_OPENID", content: "hello" })
+      const ann = await withConfig(h, ConfigStore.use((c) => c.upsertUser("qq", "ANN_OPENID", "Ann")))
+      const raw = await anna(h, "notify", ann.id, "Backup **done**", "--json")
+      assert.strictEqual(raw.code, 0, raw.stderr)
+      assert.deepStrictEqual(JSON.parse(raw.stdout), { user: ann.id, channel: "qq", delivered: true })
+      const [message] = qq.messages("ANN_OPENID")
+      assert.strictEqual(message?.content, "Backup done")
+      assert.isUndefined(message?.msgId)
+    } finally {
+      await qq.close()
+    }
   })
 })

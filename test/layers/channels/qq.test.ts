@@ -16,7 +16,11 @@ import { loadPlatform } from "../../../src/layers/channels/platforms.ts"
 import { encodeMessage, type QqMessage } from "../../../src/layers/channels/qq/message.ts"
 import { qqParts } from "../../../src/layers/channels/qq/reply.ts"
 import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
+import * as Notifier from "../../../src/layers/channels/Notifier.ts"
+import { notifySource } from "../../../src/layers/tools/notify.ts"
 import { Channel } from "../../../src/services/Channel.ts"
+import { Channels } from "../../../src/services/Channels.ts"
+import { ToolCatalog } from "../../../src/services/ToolCatalog.ts"
 import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
@@ -409,5 +413,33 @@ describe("QQ channel", () => {
       assert.include(failed.reason, "active message not allowed")
       assert.include(failed.reason, "active messages")
       assert.isUndefined(qq.messages("CAROL").find((x) => x.content === "third note"))
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("the notify tool writes to the session's user on QQ when the agent calls it", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      const { channel, stop } = yield* startChannel(options())
+      yield* connected
+      const channels = Channels.of({
+        status: Effect.succeed([{ id: "qq", state: "running" as const, description: channel.description }]),
+        notify: (_id, target, message) => channel.notify(target, message)
+      })
+      const notifier = yield* Notifier.make.pipe(Effect.provideService(Channels, channels))
+      yield* (yield* ToolCatalog).register(notifySource(notifier))
+      let call = 0
+      suite.fake.respondWith((req) => {
+        const tools = ((req.body as { tools?: ReadonlyArray<{ function?: { name?: string } }> }).tools ?? []).map((t) => t.function?.name)
+        if (!tools.includes("notify")) return { kind: "reply", parts: [{ type: "text", text: "no notify tool offered" }] }
+        return ++call === 1
+          ? { kind: "reply", parts: [{ type: "tool_call", id: "c1", name: "notify", input: { text: "Reminder: **stretch**" } }] }
+          : { kind: "reply", parts: [{ type: "text", text: "I will remind you." }] }
+      })
+      qq.sendUserMessage({ user: "TOOL_USER", content: "remind me to stretch" })
+      yield* wait("the reply", () => qq.messages("TOOL_USER").find((m) => m.content === "I will remind you."))
+      const reminder = qq.messages("TOOL_USER").find((m) => m.content === "Reminder: stretch")
+      assert.isDefined(reminder)
+      assert.isUndefined(reminder?.msgId)
+      assert.include(JSON.stringify(chatRequests().at(-1)?.body ?? {}), "Delivered on qq.")
+      yield* stop
     }).pipe(Effect.provide(stackOn(newHome()))))
 })
