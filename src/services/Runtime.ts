@@ -9,7 +9,7 @@
 import { Context, type Effect, type Stream } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { NoAgent } from "../domain/runtime/errors.ts"
-import type { ChatTarget, ResolvedChat, TurnEvent, UserMessage } from "../domain/runtime/types.ts"
+import type { ChatTarget, ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../domain/runtime/types.ts"
 
 export class Runtime extends Context.Service<Runtime, {
   readonly resolve: (target: ChatTarget) => Effect.Effect<ResolvedChat, NoAgent | StorageError>
@@ -18,7 +18,7 @@ export class Runtime extends Context.Service<Runtime, {
    * (no model, sandbox down, provider errors) come as `notice` events followed by `done`, not as
    * stream errors, so every channel shows them the same way.
    */
-  readonly send: (chat: ResolvedChat, message: UserMessage) => Stream.Stream<TurnEvent>
+  readonly send: (chat: ResolvedChat, message: UserMessage, options?: SendOptions) => Stream.Stream<TurnEvent>
   /** Interrupts the session's running turn; false when none was running. */
   readonly abort: (chat: ResolvedChat) => Effect.Effect<boolean>
 }>()("anna/Runtime") {}

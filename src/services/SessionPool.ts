@@ -16,7 +16,7 @@
  * Layers: `SessionPool.layer` (src/layers/runtime/SessionPool.ts).
  */
 import { Context, type Effect, type Stream } from "effect"
-import type { ResolvedChat, TurnEvent, UserMessage } from "../domain/runtime/types.ts"
+import type { ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../domain/runtime/types.ts"
 
 /** A session with a live runner. */
 export interface LiveSession {
@@ -37,7 +37,7 @@ export class SessionPool extends Context.Service<SessionPool, {
    * session wait for each other. Failures the user should read come as `notice` + `done`, not as
    * stream errors.
    */
-  readonly send: (chat: ResolvedChat, message: UserMessage) => Stream.Stream<TurnEvent>
+  readonly send: (chat: ResolvedChat, message: UserMessage, options?: SendOptions) => Stream.Stream<TurnEvent>
   /** Interrupts the session's running turn; false when none was running. */
   readonly abort: (sessionKey: string) => Effect.Effect<boolean>
   /** The sessions with a live runner, most recently used first. */

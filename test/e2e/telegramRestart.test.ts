@@ -113,5 +113,18 @@ describe("e2e: Telegram replies survive a SIGKILL", () => {
       second.kill("SIGTERM")
     }
     assert.strictEqual((await secondDone).code, 0)
+    // Memory holds each question once, answered once: the resumed turn did not store it again.
+    const sqlite = new DatabaseSync(join(home, "anna.db"), { readOnly: true })
+    try {
+      const rows = sqlite.prepare(
+        "SELECT m.text AS text, m.role AS role FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id WHERE c.session_key LIKE '%:telegram:%' ORDER BY c.id, m.seq"
+      ).all()
+      for (let i = 1; i <= CHATS; i++) {
+        assert.strictEqual(rows.filter((r) => r["role"] === "user" && r["text"] === `question ${i}`).length, 1, `question ${i} stored once`)
+        assert.strictEqual(rows.filter((r) => r["role"] === "assistant" && r["text"] === full(`question ${i}`)).length, 1, `answer ${i} stored once`)
+      }
+    } finally {
+      sqlite.close()
+    }
   }, 120_000)
 })

@@ -50,6 +50,16 @@ export interface TurnError {
   readonly retryAfterSeconds?: number | undefined
 }
 
+/** How a message is sent. */
+export interface SendOptions {
+  /**
+   * The channel answers this message again after a crash: when the session's last stored message is
+   * this same user message (the first attempt stored it and died before anything followed), it is
+   * not stored a second time.
+   */
+  readonly resumed?: boolean | undefined
+}
+
 /** One option of a command's picker (/model, /agent). */
 export interface Choice {
   /** What the command takes to pick it (`/model VALUE`). */

@@ -10,7 +10,7 @@
 import { Effect, Layer, Option, Stream } from "effect"
 import { emptyUsage } from "../../domain/model/types.ts"
 import { NoAgent } from "../../domain/runtime/errors.ts"
-import { type ChatTarget, type ResolvedChat, sessionKeyOf, type TurnEvent, type UserMessage } from "../../domain/runtime/types.ts"
+import { type ChatTarget, type ResolvedChat, type SendOptions, sessionKeyOf, type TurnEvent, type UserMessage } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
@@ -69,7 +69,7 @@ export const make = Effect.gen(function*() {
 
     const abort = (chat: ResolvedChat) => pool.abort(chat.sessionKey)
 
-    const send = (chat: ResolvedChat, message: UserMessage): Stream.Stream<TurnEvent> =>
+    const send = (chat: ResolvedChat, message: UserMessage, options?: SendOptions): Stream.Stream<TurnEvent> =>
       typeof message === "string" && isCommand(message)
         ? Stream.fromEffect(
           runCommand(chat, message, abort(chat)).pipe(
@@ -85,7 +85,7 @@ export const make = Effect.gen(function*() {
             ])
           )
         )
-        : pool.send(chat, message)
+        : pool.send(chat, message, options)
 
     return Runtime.of({ resolve, send, abort })
   })

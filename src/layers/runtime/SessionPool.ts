@@ -22,7 +22,7 @@ import type { SandboxCaps, SandboxSpec } from "../../domain/sandbox/types.ts"
 import { TurnDeadline } from "../../domain/runtime/errors.ts"
 import { errorOf } from "../../domain/runtime/failure.ts"
 import { systemPrompt } from "../../domain/runtime/prompt.ts"
-import type { ResolvedChat, TurnError, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
+import type { ResolvedChat, SendOptions, TurnError, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import { type Tool, type ToolRegistry, toolRegistry } from "../../domain/tool.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import { Compactor } from "../../services/Compactor.ts"
@@ -269,7 +269,7 @@ export const make = (options: SessionPoolOptions = {}) =>
       Effect.forkScoped
     )
 
-    const turn = (chat: ResolvedChat, message: UserMessage, emit: (e: TurnEvent) => Effect.Effect<void>) =>
+    const turn = (chat: ResolvedChat, message: UserMessage, emit: (e: TurnEvent) => Effect.Effect<void>, options?: SendOptions) =>
       Effect.scoped(Effect.gen(function*() {
         // The agent as configured now: a change made with the CLI applies from this turn.
         const agent = yield* Effect.all({ snapshot: live.snapshot(chat.agentId), caps: capsNow }).pipe(
@@ -339,7 +339,8 @@ export const make = (options: SessionPoolOptions = {}) =>
           memory,
           compactor,
           usage,
-          emit
+          emit,
+          resumed: options?.resumed === true
         }, message).pipe(
           Effect.timeoutOrElse({
             duration: Duration.seconds(deadline),
@@ -354,13 +355,13 @@ export const make = (options: SessionPoolOptions = {}) =>
         yield* emit({ type: "done", ...outcome.success })
       }))
 
-    const send = (chat: ResolvedChat, message: UserMessage): Stream.Stream<TurnEvent> =>
+    const send = (chat: ResolvedChat, message: UserMessage, options?: SendOptions): Stream.Stream<TurnEvent> =>
       Stream.callback<TurnEvent>((queue) =>
         Effect.gen(function*() {
           const emit = (e: TurnEvent) => Queue.offer(queue, e).pipe(Effect.asVoid)
           // Turns of one session wait for each other; the one holding the lock is the session's running turn.
           const work = locks.withLock(`turn\u0000${chat.sessionKey}`)(
-            Effect.flatMap(FiberMap.run(running, chat.sessionKey, turn(chat, message, emit)), Fiber.join)
+            Effect.flatMap(FiberMap.run(running, chat.sessionKey, turn(chat, message, emit, options)), Fiber.join)
           ).pipe(
             Effect.onInterrupt(() => emit({ type: "notice", text: "stopped" }).pipe(Effect.andThen(emit(done("aborted"))))),
             Effect.ensuring(Queue.end(queue))

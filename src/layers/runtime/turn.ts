@@ -46,6 +46,8 @@ export interface TurnSetup {
   readonly compactor: Option.Option<Compactor["Service"]>
   readonly usage: UsageLog["Service"]
   readonly emit: (event: TurnEvent) => Effect.Effect<void>
+  /** The channel answers this message again after a crash (SendOptions.resumed). */
+  readonly resumed?: boolean | undefined
 }
 
 /** Summarizer calls one turn's compaction may make; what is left waits for the next turn. */
@@ -70,13 +72,25 @@ export const assemblyBudget = (setup: Pick<TurnSetup, "contextTokens" | "maxOutp
   )
 }
 
+/** Whether the session's last stored message is this user message (a resumed answer's first attempt stored it). */
+const storedLast = (memory: MemoryProvider["Service"], sessionKey: string, message: UserMessage) =>
+  memory.assemble(sessionKey, { budget: 1, freshTail: 1 }).pipe(
+    Effect.map((a) => {
+      const last = a.messages.at(-1)
+      return last !== undefined && last.role === "user" && JSON.stringify(last.content) === JSON.stringify(message)
+    }),
+    Effect.orElseSucceed(() => false)
+  )
+
 export const runTurn = (setup: TurnSetup, message: UserMessage) =>
   Effect.gen(function*() {
     const { chat, memory, emit } = setup
     const session = { key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }
     const budget = assemblyBudget(setup)
 
-    yield* memory.append(session, [{ role: "user", content: message }])
+    if (!(setup.resumed === true && (yield* storedLast(memory, chat.sessionKey, message)))) {
+      yield* memory.append(session, [{ role: "user", content: message }])
+    }
 
     if (Option.isSome(setup.compactor)) {
       const compactor = setup.compactor.value

@@ -5,7 +5,8 @@
  *   before anything acts on it; a second delivery (a reconnect, a redelivery, a restart before the
  *   platform saw our acknowledgement) is dropped. The reply's platform ids are recorded as they are
  *   sent; the message is marked answered when the whole reply is out. `resume` (once, at start)
- *   answers again what a crash left unanswered in the last day, into the messages already written.
+ *   answers again what a crash left unanswered in the last day, into the messages already written
+ *   (the user's message is not stored again when the first attempt stored it: SendOptions.resumed).
  * - **Who and where**: the platform's `read` says who sent it, in which chat, and what it asks (or
  *   that it is not for the bot); the Runtime resolves the user (created on first contact), the agent
  *   and the session `{agent}:{platform}:{user}:{context}`. A refusal (no agent) is answered politely.
@@ -117,7 +118,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
         : adapter.typing(m).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(typingEvery)), Effect.asVoid)
 
     /** Answers `m` (claimed as `key`) into `existing` messages or new ones. */
-    const handle = (key: string, m: M, existing: ReadonlyArray<string>): Effect.Effect<void> =>
+    const handle = (key: string, m: M, existing: ReadonlyArray<string>, resumed: boolean): Effect.Effect<void> =>
       Effect.gen(function*() {
         const incoming = yield* adapter.read(m)
         if (incoming === undefined) return yield* ledger.answered(platform, key)
@@ -130,7 +131,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
         }
         const turn = Effect.gen(function*() {
           const typing = yield* Effect.forkChild(typingLoop(m))
-          yield* Stream.runForEach(runtime.send(resolved.success, incoming.message), writer.event).pipe(
+          yield* Stream.runForEach(runtime.send(resolved.success, incoming.message, { resumed }), writer.event).pipe(
             Effect.ensuring(Fiber.interrupt(typing))
           )
           yield* writer.finish
@@ -148,7 +149,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
      */
     const accept = (key: string, m: M, payload: string = JSON.stringify(m)): Effect.Effect<boolean, StorageError> =>
       ledger.claim(platform, key, payload).pipe(
-        Effect.tap((fresh) => (fresh ? Effect.forkIn(handle(key, m, []), scope) : Effect.void))
+        Effect.tap((fresh) => (fresh ? Effect.forkIn(handle(key, m, [], false), scope) : Effect.void))
       )
 
     /** Answers again what a crash left unanswered in the last RESUME_WINDOW_MS; forgets old answered ones. */
@@ -163,7 +164,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
           continue
         }
         resumed++
-        yield* Effect.forkIn(handle(entry.key, m, entry.reply), scope)
+        yield* Effect.forkIn(handle(entry.key, m, entry.reply, true), scope)
       }
       yield* ledger.prune(platform, now - KEEP_MS).pipe(Effect.ignore)
       if (resumed > 0) yield* Effect.logInfo(`${platform}: finishing ${resumed} repl${resumed === 1 ? "y" : "ies"} a restart interrupted`)
