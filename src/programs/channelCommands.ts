@@ -12,6 +12,7 @@ import { type Channel, ConfigStore } from "../services/ConfigStore.ts"
 import { printJson, table } from "./output.ts"
 import { Stores } from "./layers.ts"
 import { json } from "./userCommands.ts"
+import { loginCommand } from "./channelLogin.ts"
 
 const channelId = Argument.String("id").pipe(Argument.withDescription(`Channel: ${CHANNEL_IDS.join(", ")}`))
 const platform = Argument.String("platform").pipe(Argument.withDescription("Platform of the chat, e.g. telegram"))
@@ -124,6 +125,6 @@ const bindings = Command.make("bindings", { json }, (f) =>
 
 export const channelCommand = Command.make("channel").pipe(
   Command.withDescription("Channels: list, enable, disable, set (settings), bind/unbind (group chat → agent), bindings"),
-  Command.withSubcommands([list, toggle("enable"), toggle("disable"), set, bind, unbind, bindings]),
+  Command.withSubcommands([list, toggle("enable"), toggle("disable"), set, loginCommand, bind, unbind, bindings]),
   Command.provide(Stores)
 )
