@@ -44,6 +44,11 @@ export interface ReplyOps {
   readonly choices?: ((id: string, choices: Choices) => Effect.Effect<void, PlatformCallError>) | undefined
   readonly existing: ReadonlyArray<string>
   readonly onMessages: (ids: ReadonlyArray<string>) => Effect.Effect<void>
+  /**
+   * A rich message differs from a plain one with the same text (Feishu: a card's `markdown` element
+   * against its `plain_text`), so the final rich part replaces a plain preview of the same text.
+   */
+  readonly richDiffers?: boolean | undefined
 }
 
 interface State {
@@ -59,18 +64,21 @@ export const noticeParts = (notices: ReadonlyArray<string>, limit: number): Read
 
 export const makeReplyWriter = (ops: ReplyOps) =>
   Effect.gen(function*() {
-    const state = yield* Ref.make<State>({ ids: ops.existing, shown: [], lastEditAt: 0 })
+    const state = yield* Ref.make<State>({ ids: ops.existing, shown: [], lastEditAt: Number.NEGATIVE_INFINITY })
     const answer = yield* Ref.make("")
     const notices = yield* Ref.make<ReadonlyArray<string>>([])
     const picker = yield* Ref.make<Choices | undefined>(undefined)
     const interval = ops.editIntervalMs ?? 1_200
     const previewLimit = ops.previewLimit ?? Math.max(1, ops.limit - 96)
 
+    /** What a message shows, as compared to decide whether to write it again. */
+    const shownAs = (text: string, rich: boolean): string => (ops.richDiffers === true ? `${rich ? "rich" : "plain"}:${text}` : text)
+
     const put = (index: number, part: ReplyPart) =>
       Effect.gen(function*() {
         const s = yield* Ref.get(state)
         const id = s.ids[index]
-        const text = part.rich ?? part.plain
+        const text = shownAs(part.rich ?? part.plain, part.rich !== undefined)
         if (id !== undefined && s.shown[index] === text) return
         // Without edits, a message already sent (before a restart) stays as it is.
         if (id !== undefined && ops.edit === undefined) return
@@ -100,7 +108,7 @@ export const makeReplyWriter = (ops: ReplyOps) =>
       const s = yield* Ref.get(state)
       const text = (yield* Ref.get(answer)).trim()
       if (text === "" || text.length > previewLimit || now - s.lastEditAt < interval) return
-      if (s.shown[0] === text) return
+      if (s.shown[0] === shownAs(text, false)) return
       yield* Ref.update(state, (x) => ({ ...x, lastEditAt: now }))
       yield* put(0, { rich: undefined, plain: text })
     })
