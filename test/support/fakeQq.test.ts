@@ -123,6 +123,50 @@ describe("fake QQ", () => {
     expect(new Uint8Array(await file.arrayBuffer())).toEqual(new Uint8Array([0x89, 0x50, 0x4e, 0x47]))
   })
 
+  it("takes rich media uploads as QQ documents them and sends them as msg_type 7 in the same kind of chat only", async () => {
+    const t = await validToken()
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 7, 7, 7])
+    const b64 = (b: Uint8Array) => Buffer.from(b).toString("base64")
+    const up = await api("POST", "/v2/users/U1/files", t, { file_type: 1, file_data: b64(png), srv_send_msg: false })
+    expect(up.status).toBe(200)
+    expect(up.json["ttl"]).toBe(3600)
+    expect(typeof up.json["file_uuid"]).toBe("string")
+    const fileInfo = String(up.json["file_info"])
+    expect(fake.uploads.map((u) => [u.kind, u.chat, u.fileType, u.srvSendMsg])).toEqual([["users", "U1", 1, false]])
+    expect(fake.uploads[0]?.bytes).toEqual(png)
+    // Uploaded, not sent.
+    expect(fake.messages("U1")).toEqual([])
+    // msg_type 7 needs a content and a known file_info, uploaded for this kind of chat.
+    expect((await api("POST", "/v2/users/U1/messages", t, { msg_type: 7, media: { file_info: fileInfo } })).status).toBe(400)
+    expect((await api("POST", "/v2/users/U1/messages", t, { content: " ", msg_type: 7, media: { file_info: "nope" } })).json["message"]).toBe("media file_info invalid")
+    expect((await api("POST", "/v2/groups/G1/messages", t, { content: " ", msg_type: 7, media: { file_info: fileInfo } })).status).toBe(400)
+    const sent = await api("POST", "/v2/users/U2/messages", t, { content: "a dot", msg_type: 7, media: { file_info: fileInfo } })
+    expect(sent.status).toBe(200)
+    expect(fake.messages("U2").map((m) => [m.msgType, m.content, m.image?.bytes])).toEqual([[7, "a dot", png]])
+    // What QQ refuses.
+    const refusal = async (body: Record<string, unknown>) => (await api("POST", "/v2/groups/G1/files", t, body)).json["message"]
+    expect(await refusal({ file_type: 9, file_data: b64(png), srv_send_msg: false })).toBe("file_type invalid")
+    expect(await refusal({ file_type: 4, file_data: b64(png), srv_send_msg: false })).toBe("file_type 4 is not open")
+    expect(await refusal({ file_type: 1, file_data: b64(png) })).toBe("srv_send_msg invalid")
+    expect(await refusal({ file_type: 1, srv_send_msg: false })).toBe("exactly one of url and file_data is required")
+    expect(await refusal({ file_type: 1, file_data: "not base64!", srv_send_msg: false })).toBe("file_data is not base64")
+    expect(await refusal({ file_type: 1, file_data: b64(new TextEncoder().encode("GIF89a....")), srv_send_msg: false })).toBe(
+      "image format not supported (png/jpg)"
+    )
+    const big = new Uint8Array(10 * 1024 * 1024 + 1)
+    big.set(png)
+    expect(await refusal({ file_type: 1, file_data: b64(big), srv_send_msg: false })).toBe("file too large")
+    // srv_send_msg true sends at once, as an active message; scripted failures and refusals.
+    expect((await api("POST", "/v2/groups/G1/files", t, { file_type: 1, file_data: b64(png), srv_send_msg: true })).status).toBe(200)
+    expect(fake.messages("G1").map((m) => [m.msgType, m.image?.bytes])).toEqual([[7, png]])
+    fake.failNext("files", { status: 500 })
+    expect((await api("POST", "/v2/users/U1/files", t, { file_type: 1, file_data: b64(png), srv_send_msg: false })).status).toBe(500)
+    fake.refuseUploads(40034199, "picture rejected")
+    const refused = await api("POST", "/v2/users/U1/files", t, { file_type: 1, file_data: b64(png), srv_send_msg: false })
+    expect([refused.status, refused.json["code"], refused.json["message"]]).toEqual([400, 40034199, "picture rejected"])
+    expect(fake.uploads.length).toBe(2)
+  })
+
   it("speaks the gateway: hello, identify → READY, heartbeat ACK, dispatches with increasing s, resume replays", async () => {
     const t = await validToken()
     const url = String((await api("GET", "/gateway", t)).json["url"])

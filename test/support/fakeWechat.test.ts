@@ -2,9 +2,10 @@
  * The fake iLink API (test/support/fakeWechat) speaks the wire the WeChat channel relies on: the QR
  * login's long-polled states, getupdates with its cursor (an old cursor redelivers), uint64 ids as
  * bare JSON numbers, sendmessage's context_token check, typing tickets, AES-128-ECB images on the
- * CDN, and injected failures (HTTP status, ret codes, an expired session).
+ * CDN, picture uploads (getuploadurl, the CDN's upload, image items), and injected failures (HTTP
+ * status, ret codes, an expired session).
  */
-import { createDecipheriv } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { type FakeWechat, startFakeWechat } from "./fakeWechat/server.ts"
 
@@ -95,5 +96,77 @@ describe("fake WeChat iLink API", () => {
     expect(json((await post("getconfig", {})).text).ret).toBe(0)
     wx.expireSession()
     expect(json((await post("getupdates", { get_updates_buf: "" })).text).errcode).toBe(-14)
+  })
+
+  it("takes an encrypted picture through getuploadurl and the CDN, checking what the bot declared, and shows it in a message", async () => {
+    const m = wx.sendUserMessage({ from: "u4@im.wechat", text: "hi" })
+    const picture = Buffer.from("\x89PNG\r\n\x1a\n a picture the bot sends, 41 bytes", "latin1")
+    const key = randomBytes(16)
+    const c = createCipheriv("aes-128-ecb", key, null)
+    const encrypted = Buffer.concat([c.update(picture), c.final()])
+    const declared = {
+      filekey: "fk1",
+      media_type: 1,
+      to_user_id: "u4@im.wechat",
+      rawsize: picture.length,
+      rawfilemd5: createHash("md5").update(picture).digest("hex"),
+      filesize: encrypted.length,
+      no_need_thumb: true,
+      aeskey: key.toString("hex")
+    }
+    // What the bot declares is checked.
+    expect(json((await post("getuploadurl", { ...declared, filesize: picture.length })).text)).toMatchObject({ ret: -2, errmsg: "filesize does not match rawsize" })
+    expect(json((await post("getuploadurl", { ...declared, no_need_thumb: false })).text).errmsg).toBe("thumbnail missing")
+    const answer = json((await post("getuploadurl", declared)).text)
+    expect(answer.ret).toBe(0)
+    expect(answer.upload_full_url).toBeUndefined()
+    const upload = (body: Buffer, filekey = "fk1") =>
+      fetch(`${wx.cdnBaseUrl}/upload?encrypted_query_param=${encodeURIComponent(String(answer.upload_param))}&filekey=${filekey}`, {
+        method: "POST",
+        headers: { "Content-Type": "application/octet-stream" },
+        body: new Uint8Array(body)
+      })
+    // Bytes that are not the declared picture are refused with the reason in x-error-message.
+    const wrong = await upload(Buffer.concat([encrypted.subarray(16), encrypted.subarray(0, 16)]))
+    expect(wrong.status).toBe(400)
+    expect(wrong.headers.get("x-error-message")).toMatch(/md5 mismatch|decrypt failed/)
+    expect((await upload(encrypted, "other")).headers.get("x-error-message")).toBe("filekey mismatch")
+    const ok = await upload(encrypted)
+    expect(ok.status).toBe(200)
+    const param = ok.headers.get("x-encrypted-param") ?? ""
+    expect(param).not.toBe("")
+    expect(wx.uploads).toHaveLength(1)
+    expect(wx.uploads[0]?.plain.equals(picture)).toBe(true)
+    // Served back encrypted, as the CDN does.
+    const back = Buffer.from(await (await fetch(`${wx.cdnBaseUrl}/download?encrypted_query_param=${encodeURIComponent(param)}`)).arrayBuffer())
+    expect(back.equals(encrypted)).toBe(true)
+    const send = (aes_key: string) =>
+      post("sendmessage", {
+        msg: {
+          to_user_id: "u4@im.wechat",
+          context_token: m.context_token,
+          client_id: "c-img",
+          item_list: [{ type: 2, image_item: { media: { encrypt_query_param: param, aes_key, encrypt_type: 1 }, mid_size: encrypted.length } }]
+        }
+      })
+    expect(json((await send(randomBytes(16).toString("base64"))).text)).toMatchObject({ ret: -2, errmsg: "invalid aes_key" })
+    expect(json((await send(Buffer.from(key.toString("hex")).toString("base64"))).text).ret).toBe(0)
+    const shown = wx.messages("u4@im.wechat")
+    expect(shown).toHaveLength(1)
+    expect(shown[0]?.text).toBe("")
+    expect(shown[0]?.image?.equals(picture)).toBe(true)
+  })
+
+  it("injects CDN upload failures: a 5xx, and a 4xx with its reason", async () => {
+    wx.failNext("cdn_upload", { status: 502 })
+    const first = await fetch(`${wx.cdnBaseUrl}/upload?encrypted_query_param=x&filekey=y`, { method: "POST", body: new Uint8Array(16) })
+    expect(first.status).toBe(502)
+    wx.failNext("cdn_upload", { status: 403, message: "file too large" })
+    const second = await fetch(`${wx.cdnBaseUrl}/upload?encrypted_query_param=x&filekey=y`, { method: "POST", body: new Uint8Array(16) })
+    expect(second.status).toBe(403)
+    expect(second.headers.get("x-error-message")).toBe("file too large")
+    const third = await fetch(`${wx.cdnBaseUrl}/upload?encrypted_query_param=x&filekey=y`, { method: "POST", body: new Uint8Array(16) })
+    expect(third.headers.get("x-error-message")).toBe("invalid encrypted_query_param")
+    expect(wx.callsTo("cdn_upload").map((c) => c.status)).toEqual([502, 403, 400])
   })
 })

@@ -20,21 +20,26 @@
  *   indicator (QQ documents none). Commands (/new, /model, …) are the Runtime's, answered at once.
  * - Images in: downloaded (at most 4 of 10 MiB each) and given to the model (qq/message.ts).
  * - `notify`: an active message to the user's openid (QQ limits active messages, and has stopped
- *   them for most bots since April 2025: a refusal is reported with QQ's reason).
+ *   them for most bots since April 2025: a refusal is reported with QQ's reason). Pictures (PNG or
+ *   JPEG, at most 10 MiB: what QQ takes inline) are uploaded first (rich media, `srv_send_msg` false,
+ *   qq/api.ts), all before anything is sent, then sent one message each (msg_type 7, `media.file_info`);
+ *   a text that fits one message rides as the last picture's `content`, a longer one follows as
+ *   messages of its own. A picture QQ would not take is refused before anything is sent.
  */
 import { Effect, Layer, Option, Schema } from "effect"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import { QQ_DEFAULT_BASE_URL, QQ_DEFAULT_TOKEN_URL, QqSettings } from "../../domain/config/channel.ts"
-import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundMessage } from "../../services/Channel.ts"
+import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundImage, type OutboundMessage } from "../../services/Channel.ts"
 import { ChannelLedger } from "../../services/ChannelLedger.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import type { Runtime } from "../../services/Runtime.ts"
 import type { PlatformChannel } from "./platforms.ts"
-import { makeQqApi, PLATFORM, type QqApi } from "./qq/api.ts"
+import { makeQqApi, MAX_UPLOAD_BYTES, PLATFORM, type QqApi } from "./qq/api.ts"
 import { type GatewaySession, INTENT_GROUP_AND_C2C, runGateway } from "./qq/gateway.ts"
 import { decodeEvent, decodeMessage, encodeMessage, type QqMessage, userMessageOf } from "./qq/message.ts"
 import { makeReply, qqParts } from "./qq/reply.ts"
 import type { PlatformCallError } from "./shared/calls.ts"
+import { sniffImage } from "./shared/images.ts"
 import { type Incoming, makeInbound, type PlatformAdapter } from "./shared/inbound.ts"
 
 export { PLATFORM } from "./qq/api.ts"
@@ -92,6 +97,25 @@ const savedSession = (cursor: Option.Option<string>): GatewaySession | undefined
     Option.getOrUndefined
   )
 
+/** The picture types QQ documents for rich media (`file_type` 1). */
+const QQ_IMAGE_TYPES: ReadonlyArray<string> = ["image/png", "image/jpeg"]
+
+/** Why QQ would not take these pictures, or undefined when it would. */
+export const picturesProblem = (images: ReadonlyArray<OutboundImage>): string | undefined => {
+  for (const image of images) {
+    const type = sniffImage(image.bytes)
+    if (type === undefined || !QQ_IMAGE_TYPES.includes(type)) {
+      return `QQ takes PNG and JPEG pictures only; ${image.name} is ${type ?? "not a picture"}`
+    }
+    if (image.bytes.byteLength > MAX_UPLOAD_BYTES) {
+      return `${image.name} is larger than the ${MAX_UPLOAD_BYTES / 1024 / 1024} MiB QQ takes`
+    }
+  }
+  return undefined
+}
+
+type Destination = { readonly kind: "users" | "groups"; readonly openid: string }
+
 const destinationOf = (m: QqMessage) =>
   m.kind === "group" && m.group !== undefined ? { kind: "groups" as const, openid: m.group } : { kind: "users" as const, openid: m.sender }
 
@@ -116,20 +140,33 @@ const makeNotify = (api: QqApi) =>
             : Effect.succeed(ids)
         })
       )
-    const deliver = (to: { readonly kind: "users" | "groups"; readonly openid: string }, text: string) =>
-      Effect.forEach(qqParts(text), (part) => api.sendMessage(to, { content: part.plain, msg_type: 0 }), { discard: true })
+    const deliver = (to: Destination, message: OutboundMessage) =>
+      Effect.gen(function*() {
+        const images = message.images ?? []
+        const parts = qqParts(message.text).filter((p) => p.plain.trim() !== "")
+        // A text of one message rides as the last picture's content; QQ wants some content with msg_type 7.
+        const caption = images.length > 0 && parts.length === 1 ? parts[0]?.plain : undefined
+        const files = yield* Effect.forEach(images, (image) => api.uploadImage(to, image.bytes))
+        for (const [i, fileInfo] of files.entries()) {
+          const content = i === files.length - 1 && caption !== undefined ? caption : " "
+          yield* api.sendMessage(to, { content, msg_type: 7, media: { file_info: fileInfo } })
+        }
+        if (caption !== undefined) return
+        yield* Effect.forEach(parts, (part) => api.sendMessage(to, { content: part.plain, msg_type: 0 }), { discard: true })
+      })
     return (target: ChannelTarget, message: OutboundMessage): Effect.Effect<void, ChannelError> =>
       Effect.gen(function*() {
-        if ((message.images ?? []).length > 0) return yield* refused("anna cannot send pictures on QQ yet (text only)")
+        const problem = picturesProblem(message.images ?? [])
+        if (problem !== undefined) return yield* refused(problem)
         if (target.chatId !== undefined && target.chatId !== "dm") {
-          return yield* deliver({ kind: "groups", openid: target.chatId }, message.text).pipe(
+          return yield* deliver({ kind: "groups", openid: target.chatId }, message).pipe(
             Effect.mapError((e) => refused(activeRefusal(e)))
           )
         }
         // Group members have other openids than in C2C: the first identity QQ takes wins.
         let last: PlatformCallError | undefined
         for (const openid of yield* openidsOf(target.userId)) {
-          const sent = yield* Effect.result(deliver({ kind: "users", openid }, message.text))
+          const sent = yield* Effect.result(deliver({ kind: "users", openid }, message))
           if (sent._tag === "Success") return
           last = sent.failure
         }
@@ -138,7 +175,9 @@ const makeNotify = (api: QqApi) =>
   })
 
 const activeRefusal = (e: PlatformCallError): string =>
-  `QQ did not deliver the message (${e.description}); QQ limits messages a bot sends on its own (active messages) and has stopped them for most bots since April 2025`
+  e.method.startsWith("upload")
+    ? `QQ did not take the picture (${e.description})`
+    : `QQ did not deliver the message (${e.description}); QQ limits messages a bot sends on its own (active messages) and has stopped them for most bots since April 2025`
 
 /** The bot as a sender only (no gateway): for delivering from outside the gateway. */
 export const sender = (o: QqOptions) =>

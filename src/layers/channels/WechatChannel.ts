@@ -19,9 +19,10 @@
  *   login wechat`; `anna doctor` says the same (`check`). It never retries in a loop.
  * - `notify`: iLink needs a conversation's `context_token` to write to a user, so the latest one of
  *   every user who wrote is kept (in the ledger's cursor table, under `wechat/context/<user id>`);
- *   a user who never wrote cannot be reached.
+ *   a user who never wrote cannot be reached. Pictures (the `notify` tool's) are uploaded to iLink's
+ *   CDN AES-128-ECB encrypted (wechat/media.ts) and follow the text as messages of their own.
  *
- * Not yet: images out, `notifystart`/`notifystop`.
+ * Not yet: `notifystart`/`notifystop`.
  */
 import { Clock, Duration, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
@@ -49,8 +50,8 @@ import {
   sessionExpired,
   type WeixinMessage
 } from "./wechat/api.ts"
-import { downloadImage } from "./wechat/media.ts"
-import { makeReply } from "./wechat/reply.ts"
+import { downloadImage, uploadImage } from "./wechat/media.ts"
+import { makeReply, sendImage } from "./wechat/reply.ts"
 
 export { PLATFORM } from "./wechat/api.ts"
 
@@ -116,7 +117,9 @@ type Ledger = ChannelLedger["Service"]
 
 /**
  * Delivery to a user (their WeChat identity) in the conversation of the latest message they sent:
- * the text as plain parts of at most 2,000 characters, with the same retries as a reply.
+ * the text as plain parts of at most 2,000 characters, with the same retries as a reply; pictures
+ * (at most 10 MiB each) uploaded encrypted to iLink's CDN first, then sent after the text, one
+ * message each.
  */
 const makeNotify = (o: WechatOptions, ledger: Option.Option<Ledger>) =>
   Effect.gen(function*() {
@@ -134,7 +137,6 @@ const makeNotify = (o: WechatOptions, ledger: Option.Option<Ledger>) =>
       )
     return (target: ChannelTarget, message: OutboundMessage): Effect.Effect<void, ChannelError> =>
       Effect.gen(function*() {
-        if ((message.images ?? []).length > 0) return yield* failure("anna cannot send pictures on WeChat yet (text only)")
         const to = target.chatId ?? (yield* identityOf(target.userId))
         const l = yield* Option.match(ledger, {
           onNone: () => Effect.fail(failure("the WeChat conversations are not at hand here (no channel ledger)")),
@@ -144,8 +146,18 @@ const makeNotify = (o: WechatOptions, ledger: Option.Option<Ledger>) =>
         if (Option.isNone(token)) {
           return yield* Effect.fail(failure(`WeChat user ${to} has not written to the bot yet; iLink only lets a bot write into a conversation the user started`))
         }
-        const reply = yield* makeReply({ endpoint: o.endpoint, to, contextToken: token.value, existing: [], onMessages: () => Effect.void })
-        yield* reply.event({ type: "text", text: message.text }).pipe(Effect.andThen(reply.finish), Effect.mapError((e) => failure(sessionExpired(e) ? EXPIRED_TEXT : e.message)))
+        const images = message.images ?? []
+        const platformFailure = (e: PlatformCallError) => failure(sessionExpired(e) ? EXPIRED_TEXT : e.message)
+        // Every picture is on the CDN before anything is sent: a refused one sends nothing.
+        const uploaded = yield* Effect.forEach(images, (image) => uploadImage(o.endpoint, o.cdnBaseUrl, to, image.bytes)).pipe(
+          Effect.mapError(platformFailure)
+        )
+        // The text first (as iLink's own client sends a caption), then each picture as a message of its own.
+        if (images.length === 0 || message.text.trim() !== "") {
+          const reply = yield* makeReply({ endpoint: o.endpoint, to, contextToken: token.value, existing: [], onMessages: () => Effect.void })
+          yield* reply.event({ type: "text", text: message.text }).pipe(Effect.andThen(reply.finish), Effect.mapError(platformFailure))
+        }
+        for (const image of uploaded) yield* sendImage(o.endpoint, to, token.value, image).pipe(Effect.mapError(platformFailure))
       })
   })
 

@@ -3,7 +3,8 @@
  * LCM memory, the OpenAI SDK against the fake LLM server): C2C and group @-messages, commands,
  * long replies as passive replies with increasing msg_seq, images in, 429s, duplicate pushes, a
  * dropped gateway connection (resume), an invalid session (identify), a restart in the middle of a
- * reply, an expired token, refused credentials (start and doctor) and notify.
+ * reply, an expired token, refused credentials (start and doctor) and notify, with pictures out
+ * (rich media upload + msg_type 7, retried, refused with QQ's reason, checked before sending).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
@@ -413,6 +414,104 @@ describe("QQ channel", () => {
       assert.include(failed.reason, "active message not allowed")
       assert.include(failed.reason, "active messages")
       assert.isUndefined(qq.messages("CAROL").find((x) => x.content === "third note"))
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  /** A user who wrote to the bot (so notify can reach them); their anna user id. */
+  const userWhoWrote = (openid: string) =>
+    Effect.gen(function*() {
+      qq.sendUserMessage({ user: openid, content: "hello" })
+      yield* wait("the answer", () => qq.messages(openid)[0])
+      const users = yield* (yield* ConfigStore).listUsers
+      const user = users.find((u) => u.identities.some((i) => i.platform === "qq" && i.externalId === openid))
+      assert.isDefined(user)
+      return user?.id ?? ""
+    })
+
+  const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52, 9, 8, 7])
+  const JPEG = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46, 0, 1, 2, 3])
+
+  it.live("notify with pictures uploads each (base64, not sent by QQ itself) and sends it as msg_type 7, a short text as the last one's content", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hi" }] }))
+      const { channel, stop } = yield* startChannel(options())
+      const erin = yield* userWhoWrote("ERIN")
+      yield* channel.notify({ userId: erin }, {
+        text: "Your **chart** and the photo.",
+        images: [{ mediaType: "image/png", bytes: PNG, name: "chart.png" }, { mediaType: "image/jpeg", bytes: JPEG, name: "photo.jpg" }]
+      })
+      const sent = qq.messages("ERIN").slice(1)
+      assert.deepStrictEqual(sent.map((m) => [m.msgType, m.content, m.msgId]), [[7, " ", undefined], [7, "Your chart and the photo.", undefined]])
+      assert.deepStrictEqual(sent.map((m) => m.image?.bytes), [PNG, JPEG])
+      assert.deepStrictEqual(qq.uploads.map((u) => [u.kind, u.chat, u.fileType, u.srvSendMsg]), [["users", "ERIN", 1, false], ["users", "ERIN", 1, false]])
+      const uploadCall = qq.calls.find((c) => c.path === "/v2/users/ERIN/files")
+      assert.deepStrictEqual(uploadCall?.body, { file_type: 1, file_data: Buffer.from(PNG).toString("base64"), srv_send_msg: false })
+      // To a group: uploaded for the group; a long text follows the picture as messages of its own.
+      const long = Array.from({ length: 3 }, (_, i) => `Section ${i}: ${"lorem ipsum dolor sit amet ".repeat(60)}`).join("\n\n")
+      yield* channel.notify({ userId: erin, chatId: "GROUP_9" }, { text: long, images: [{ mediaType: "image/png", bytes: PNG, name: "chart.png" }] })
+      const group = qq.messages("GROUP_9")
+      assert.deepStrictEqual(group.map((m) => m.msgType), [7, 0, 0, 0])
+      assert.deepStrictEqual(group[0]?.image?.bytes, PNG)
+      assert.strictEqual(group[0]?.image?.kind, "groups")
+      assert.strictEqual(group[0]?.content, " ")
+      assert.deepStrictEqual(group.slice(1).map((m) => m.content), qqParts(long).map((p) => p.plain))
+      yield* stop
+      // The sending side alone (`anna notify`) sends pictures the same way.
+      const platform = yield* loadPlatform("qq")
+      const alone = yield* platform?.sender({ app_id: qq.appId, app_secret: qq.secret, base_url: qq.baseUrl, token_url: qq.tokenUrl }) ??
+        Effect.fail("no platform")
+      yield* alone.notify({ userId: erin }, { text: "from outside", images: [{ mediaType: "image/jpeg", bytes: JPEG, name: "p.jpg" }] })
+      const last = qq.messages("ERIN").at(-1)
+      assert.deepStrictEqual([last?.msgType, last?.content, last?.image?.bytes], [7, "from outside", JPEG])
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a 5xx on the upload and QQ's 304082 on the picture message are retried; QQ refusing the picture is a ChannelError with its reason, nothing sent", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hi" }] }))
+      const { channel, stop } = yield* startChannel(options())
+      const fay = yield* userWhoWrote("FAY")
+      qq.failNext("files", { status: 500 })
+      qq.failNext("files", { status: 502 })
+      yield* channel.notify({ userId: fay }, { text: "after two failures", images: [{ mediaType: "image/png", bytes: PNG, name: "a.png" }] })
+      assert.strictEqual(qq.calls.filter((c) => c.path === "/v2/users/FAY/files" && c.status >= 500).length, 2)
+      const note = qq.messages("FAY").at(-1)
+      assert.deepStrictEqual([note?.content, note?.image?.bytes], ["after two failures", PNG])
+      // QQ's "upload media info fail" on sending the picture message is documented as "please retry".
+      qq.failNext("messages", { status: 400, code: 304082, message: "upload media info fail" })
+      yield* channel.notify({ userId: fay }, { text: "after 304082", images: [{ mediaType: "image/jpeg", bytes: JPEG, name: "b.jpg" }] })
+      assert.strictEqual(qq.calls.filter((c) => c.path === "/v2/users/FAY/messages" && c.status === 400).length, 1)
+      assert.deepStrictEqual(qq.messages("FAY").at(-1)?.image?.bytes, JPEG)
+      const before = qq.messages("FAY").length
+      qq.refuseUploads(40034199, "picture failed the content check")
+      const refused = yield* Effect.flip(channel.notify({ userId: fay }, { text: "x", images: [{ mediaType: "image/png", bytes: PNG, name: "a.png" }] }))
+      assert.strictEqual(refused._tag, "ChannelError")
+      assert.include(refused.reason, "picture failed the content check")
+      assert.include(refused.reason, "QQ did not take the picture")
+      assert.strictEqual(qq.messages("FAY").length, before)
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a GIF or a picture over 10 MiB is refused before anything is uploaded or sent", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hi" }] }))
+      const { channel, stop } = yield* startChannel(options())
+      const gus = yield* userWhoWrote("GUS")
+      const gif = new TextEncoder().encode("GIF89a\u0001\u0000\u0001\u0000")
+      const big = new Uint8Array(10 * 1024 * 1024 + 1)
+      big.set(PNG)
+      const notGif = yield* Effect.flip(channel.notify({ userId: gus }, {
+        text: "two pictures",
+        images: [{ mediaType: "image/png", bytes: PNG, name: "ok.png" }, { mediaType: "image/gif", bytes: gif, name: "anim.gif" }]
+      }))
+      assert.include(notGif.reason, "PNG and JPEG pictures only")
+      assert.include(notGif.reason, "anim.gif")
+      const tooBig = yield* Effect.flip(channel.notify({ userId: gus }, { text: "big", images: [{ mediaType: "image/png", bytes: big, name: "big.png" }] }))
+      assert.include(tooBig.reason, "big.png is larger than the 10 MiB")
+      assert.deepStrictEqual(qq.uploads, [])
+      assert.strictEqual(qq.messages("GUS").length, 1)
+      yield* stop
     }).pipe(Effect.provide(stackOn(newHome()))))
 
   it.live("the notify tool writes to the session's user on QQ when the agent calls it", () =>

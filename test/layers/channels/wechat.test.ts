@@ -2,7 +2,8 @@
  * The WeChat channel against the fake iLink API (test/support/fakeWechat), over a real runtime
  * (SQLite, LCM memory, the OpenAI SDK against the fake LLM server): DMs with the context_token
  * echoed, long replies split at 2,000, commands, images (decrypted), the cursor across restarts,
- * duplicate deliveries, resumed replies, 5xx retries, an expired session, and notify.
+ * duplicate deliveries, resumed replies, 5xx retries, an expired session, and notify (text, and
+ * pictures uploaded encrypted to the CDN).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Logger, Option, Schedule, Scope } from "effect"
@@ -23,6 +24,8 @@ import { configureAgent, runtimeStack } from "../../support/runtimeStack.ts"
 const suite = fakeLlmSuite()
 /** A 1×1 PNG. */
 const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "base64")
+/** The start of a JPEG (its signature and a JFIF header): 48 bytes, a whole number of AES blocks. */
+const JPEG = Buffer.concat([Buffer.from("ffd8ffe000104a46494600010100000100010000", "hex"), Buffer.alloc(28, 7)])
 
 let wx: FakeWechat
 beforeEach(async () => {
@@ -302,5 +305,90 @@ describe("WeChat channel", () => {
       yield* config.createUser("dave", "Dave")
       const refused = yield* Effect.flip(sender.notify({ userId: "dave" }, { text: "x" }))
       assert.include(refused.reason, "never written to the bot")
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("notify with pictures: each is uploaded encrypted and sent after the text; the sender alone sends one without text", () =>
+    Effect.gen(function*() {
+      yield* configureAgent(suite.fake, "default")
+      suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hi" }] }))
+      const { channel, stop } = yield* startChannel(options())
+      const m = wx.sendUserMessage({ from: ANN, text: "hello" })
+      yield* wait("the answer", () => wx.messages(ANN)[0])
+      const config = yield* ConfigStore
+      const ann = (yield* config.listUsers).find((u) => u.identities.some((i) => i.platform === "wechat" && i.externalId === ANN))
+      yield* channel.notify({ userId: ann?.id ?? "" }, {
+        text: "Your **chart** and a photo.",
+        images: [{ mediaType: "image/png", bytes: PNG, name: "chart.png" }, { mediaType: "image/jpeg", bytes: JPEG, name: "photo.jpg" }]
+      })
+      const sent = wx.messages(ANN).slice(1)
+      assert.deepStrictEqual(sent.map((s) => s.text), ["Your chart and a photo.", "", ""])
+      assert.isTrue(sent[1]?.image?.equals(PNG))
+      assert.isTrue(sent[2]?.image?.equals(JPEG))
+      for (const s of sent) assert.strictEqual(s.contextToken, m.context_token)
+      // What reached the CDN: the pictures, encrypted (never in the clear), for Ann.
+      assert.strictEqual(wx.uploads.length, 2)
+      assert.isTrue(wx.uploads[0]?.plain.equals(PNG))
+      assert.isFalse(wx.uploads[0]?.encrypted.includes(PNG.subarray(0, 16)))
+      assert.deepStrictEqual(wx.callsTo("getuploadurl").map((c) => (c.body as { to_user_id?: string; media_type?: number }).to_user_id), [ANN, ANN])
+      // The image item as iLink's own client writes it: the key as base64 of its hex, the encrypted size.
+      const items = wx.callsTo("sendmessage").flatMap((c) => (c.body as { msg: { item_list: Array<{ type: number; image_item?: unknown }> } }).msg.item_list)
+      const image = items.find((i) => i.type === 2)?.image_item as { media: { aes_key: string; encrypt_type: number }; mid_size: number } | undefined
+      assert.match(Buffer.from(image?.media.aes_key ?? "", "base64").toString("latin1"), /^[0-9a-f]{32}$/)
+      assert.strictEqual(image?.media.encrypt_type, 1)
+      assert.strictEqual(image?.mid_size, wx.uploads[0]?.encrypted.length)
+      yield* allAnswered
+      yield* stop
+      // The sending side alone (anna notify), against a server that gives the full upload address.
+      wx.answerUploadFullUrl(true)
+      const sender = yield* WechatChannel.sender(options())
+      yield* sender.notify({ userId: ann?.id ?? "" }, { text: "", images: [{ mediaType: "image/png", bytes: PNG, name: "again.png" }] })
+      const last = wx.messages(ANN).slice(4)
+      assert.strictEqual(last.length, 1)
+      assert.strictEqual(last[0]?.text, "")
+      assert.isTrue(last[0]?.image?.equals(PNG))
+      assert.isTrue(wx.uploads[2]?.viaFullUrl)
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a 5xx from getuploadurl and from the CDN upload is retried; the picture arrives once", () =>
+    Effect.gen(function*() {
+      const m = wx.sendUserMessage({ from: ANN, text: "hello" })
+      yield* ChannelLedger.use((l) => l.setCursor(WechatChannel.contextKey(ANN), String(m.context_token)))
+      const sender = yield* WechatChannel.sender(options())
+      wx.failNext("getuploadurl", { status: 503 })
+      wx.failNext("cdn_upload", { status: 500, times: 2 })
+      yield* sender.notify({ userId: "ann", chatId: ANN }, { text: "the picture", images: [{ mediaType: "image/png", bytes: PNG, name: "p.png" }] })
+      assert.deepStrictEqual(wx.callsTo("getuploadurl").map((c) => c.status), [503, 200])
+      assert.deepStrictEqual(wx.callsTo("cdn_upload").map((c) => c.status), [500, 500, 200])
+      assert.strictEqual(wx.uploads.length, 1)
+      const sent = wx.messages(ANN)
+      assert.deepStrictEqual(sent.map((s) => s.text), ["the picture", ""])
+      assert.isTrue(sent[1]?.image?.equals(PNG))
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a picture iLink refuses fails notify with the platform's reason and sends nothing; one over 10 MiB is refused before any upload", () =>
+    Effect.gen(function*() {
+      const m = wx.sendUserMessage({ from: ANN, text: "hello" })
+      yield* ChannelLedger.use((l) => l.setCursor(WechatChannel.contextKey(ANN), String(m.context_token)))
+      const sender = yield* WechatChannel.sender(options())
+      const message = { text: "look", images: [{ mediaType: "image/png", bytes: PNG, name: "p.png" }] }
+      // The CDN refuses (4xx): not retried, its x-error-message named.
+      wx.failNext("cdn_upload", { status: 403, message: "upload quota exceeded" })
+      const cdn = yield* Effect.flip(sender.notify({ userId: "ann", chatId: ANN }, message))
+      assert.strictEqual(cdn._tag, "ChannelError")
+      assert.include(cdn.reason, "upload quota exceeded")
+      assert.deepStrictEqual(wx.callsTo("cdn_upload").map((c) => c.status), [403])
+      // getuploadurl refuses (ret ≠ 0): its errmsg named.
+      wx.failNext("getuploadurl", { ret: -5, message: "media type not allowed" })
+      const ilink = yield* Effect.flip(sender.notify({ userId: "ann", chatId: ANN }, message))
+      assert.include(ilink.reason, "media type not allowed")
+      // Too large: refused here, saying the limit.
+      const big = Buffer.concat([PNG, Buffer.alloc(10 * 1024 * 1024)])
+      const uploadsAsked = wx.callsTo("getuploadurl").length
+      const large = yield* Effect.flip(sender.notify({ userId: "ann", chatId: ANN }, { text: "big", images: [{ mediaType: "image/png", bytes: big, name: "big.png" }] }))
+      assert.include(large.reason, "10 MiB")
+      assert.strictEqual(wx.callsTo("getuploadurl").length, uploadsAsked)
+      // Nothing reached the user, not even the text.
+      assert.deepStrictEqual(wx.messages(ANN), [])
+      assert.deepStrictEqual(wx.uploads, [])
     }).pipe(Effect.provide(stackOn(newHome()))))
 })

@@ -15,17 +15,25 @@
  *   that chat; at most 5 replies to one message) with `msg_seq` (default 1) — a repeated
  *   msg_id + msg_seq is refused with 40054005 like QQ; without `msg_id` an active message. Answers
  *   `{id, timestamp}`; errors are `{code, message, err_code, trace_id}` with an HTTP status.
+ * - Rich media: POST /v2/users/{openid}/files and /v2/groups/{group_openid}/files with
+ *   `{file_type, file_data (base64) | url, srv_send_msg}` → `{file_uuid, file_info, ttl}`. Checked as
+ *   QQ documents it: file_type 1–4 (4, files, refused: "暂不开放"), srv_send_msg a boolean, exactly one
+ *   of url and file_data, file_data valid base64 of at most 10 MiB (QQ's inline limit), a picture
+ *   (file_type 1) a PNG or JPEG by its bytes. `srv_send_msg: true` sends it at once as an active
+ *   message. A msg_type 7 message needs `media.file_info` from an upload in the same kind of chat
+ *   (a C2C upload only in C2C, a group upload only in groups) and a `content` (QQ wants one, " " will
+ *   do). Error codes of these refusals are not documented: the fake's are its own.
  * - The gateway at /websocket: op 10 Hello (heartbeat_interval), op 2 Identify (token checked,
  *   intents must include 1<<25) → READY with a session id, op 1 Heartbeat → op 11 ACK, op 6 Resume
  *   (replays every dispatch after `seq`, then RESUMED; an unknown session → op 9), dispatches
  *   (op 0) with `s` increasing by one per session.
  * - Test controls: user messages (C2C, group @-messages, with image attachments served by the fake
  *   over HTTP), duplicate pushes of a message, dropped connections, op 7 Reconnect, op 9 Invalid
- *   Session, unacknowledged heartbeats, raw (malformed) dispatches, expired tokens, scripted failures (429 with Retry-After, 500) per route, and a record
+ *   Session, unacknowledged heartbeats, raw (malformed) dispatches, expired tokens, scripted failures (429 with Retry-After, 500, 502, 400 with a given code) per route, and a record
  *   of every call, message, identify, resume and heartbeat, with `waitFor` re-checked on changes.
  *
- * Not covered: webhooks (signature check), guild channels, rich media (msg_type 7) and its upload,
- * markdown templates and keyboards (markdown content is recorded, not checked), ark/embed,
+ * Not covered: webhooks (signature check), guild channels, uploads by `url` (refused by the fake),
+ * chunked uploads of large files, file_info expiry (`ttl` is told, not enforced), markdown templates and keyboards (markdown content is recorded, not checked), ark/embed,
  * shards beyond [0, 1], the passive-reply time window, monthly limits of active messages.
  */
 import { randomUUID } from "node:crypto"
@@ -72,6 +80,8 @@ export interface Delivered {
 
 export interface BotMessage {
   readonly id: string
+  /** The picture of a msg_type 7 message (its uploaded bytes), else undefined. */
+  readonly image: Upload | undefined
   /** `users` or `groups` */
   readonly kind: "users" | "groups"
   /** The user_openid or group_openid. */
@@ -82,6 +92,23 @@ export interface BotMessage {
   readonly msgSeq: number | undefined
 }
 
+/** A file uploaded through /v2/{users|groups}/{id}/files. */
+export interface Upload {
+  readonly kind: "users" | "groups"
+  /** The user_openid or group_openid it was uploaded for. */
+  readonly chat: string
+  readonly fileType: number
+  readonly bytes: Uint8Array
+  readonly fileUuid: string
+  readonly fileInfo: string
+  readonly srvSendMsg: boolean
+}
+
+/** QQ's inline (base64) upload limit. */
+export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+/** How long a file_info lives, as told in `ttl` (seconds). */
+export const FILE_TTL_SECONDS = 3600
+
 export interface ApiCall {
   readonly method: string
   readonly path: string
@@ -90,13 +117,16 @@ export interface ApiCall {
 }
 
 export interface FailureSpec {
-  readonly status: 429 | 500 | 502
+  /** 400 answers `code` and `message` (e.g. QQ's 304082 "upload media info fail", documented as "please retry"). */
+  readonly status: 400 | 429 | 500 | 502
+  readonly code?: number
+  readonly message?: string
   /** Seconds, sent as Retry-After (429). */
   readonly retryAfter?: number
   readonly times?: number
 }
 
-export type Route = "token" | "gateway" | "messages"
+export type Route = "token" | "gateway" | "messages" | "files"
 
 export interface GatewayFrame {
   readonly op: number
@@ -135,6 +165,10 @@ export interface FakeQq {
    * this are not documented; the test picks them), as QQ does for most bots since April 2025.
    */
   refuseActiveMessages(code: number, message: string): void
+  /** Uploads are refused from now on with this code and message (the test picks them). */
+  refuseUploads(code: number, message: string): void
+  /** Files uploaded so far (refused ones are not), in order. */
+  readonly uploads: ReadonlyArray<Upload>
   /** Heartbeats are no longer ACKed (a half-dead connection). */
   stopAcks(): void
   /** A raw dispatch (any `t`, any `d`: malformed events too) on the current session. */
@@ -195,6 +229,8 @@ export const startFakeQq = async (options: FakeQqOptions = {}): Promise<FakeQq> 
   let closed = false
   let acks = true
   let activeRefusal: QqError | undefined
+  let uploadRefusal: QqError | undefined
+  const uploads: Array<Upload> = []
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((e: unknown) => {
@@ -244,7 +280,9 @@ export const startFakeQq = async (options: FakeQqOptions = {}): Promise<FakeQq> 
       res.writeHead(502, { "content-type": "text/html" })
       res.end("<html><body>502 Bad Gateway</body></html>")
     } else {
-      send(res, next.status, { code: next.status === 429 ? 22009 : 500000, message: next.status === 429 ? "msg limit exceed" : "internal error", trace_id: randomUUID() }, headers)
+      const code = next.code ?? (next.status === 429 ? 22009 : next.status === 400 ? 40034001 : 500000)
+      const message = next.message ?? (next.status === 429 ? "msg limit exceed" : next.status === 400 ? "bad request" : "internal error")
+      send(res, next.status, { code, err_code: code, message, trace_id: randomUUID() }, headers)
     }
     return true
   }
@@ -321,7 +359,48 @@ export const startFakeQq = async (options: FakeQqOptions = {}): Promise<FakeQq> 
         throw e
       }
     }
+    const filesPath = /^\/v2\/(users|groups)\/([^/]+)\/files$/.exec(path)
+    if (method === "POST" && filesPath !== null) {
+      if (scripted("files", res, method, path, body)) return
+      try {
+        const kind = filesPath[1] === "users" ? "users" : "groups"
+        const up = upload(kind, decodeURIComponent(filesPath[2] ?? ""), body)
+        return reply(200, { file_uuid: up.fileUuid, file_info: up.fileInfo, ttl: FILE_TTL_SECONDS })
+      } catch (e) {
+        if (e instanceof QqError) return fail(e)
+        throw e
+      }
+    }
     return reply(404, { code: 404, message: "not found" })
+  }
+
+  const isPngOrJpeg = (b: Uint8Array): boolean =>
+    (b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47) || (b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff)
+
+  const upload = (kind: "users" | "groups", chat: string, body: unknown): Upload => {
+    if (typeof body !== "object" || body === null) throw new QqError(400, 40034001, "invalid request body")
+    const b = body as Record<string, unknown>
+    const fileType = b["file_type"]
+    if (typeof fileType !== "number" || ![1, 2, 3, 4].includes(fileType)) throw new QqError(400, 40034101, "file_type invalid")
+    if (fileType === 4) throw new QqError(400, 40034102, "file_type 4 is not open")
+    const srv = b["srv_send_msg"]
+    if (typeof srv !== "boolean") throw new QqError(400, 40034103, "srv_send_msg invalid")
+    const url = b["url"]
+    const data = b["file_data"]
+    if ((url === undefined) === (data === undefined)) throw new QqError(400, 40034104, "exactly one of url and file_data is required")
+    if (url !== undefined) throw new QqError(400, 40034105, "fake QQ: uploads by url are not covered")
+    if (typeof data !== "string" || data === "" || data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) {
+      throw new QqError(400, 40034106, "file_data is not base64")
+    }
+    const bytes = new Uint8Array(Buffer.from(data, "base64"))
+    if (bytes.byteLength > MAX_UPLOAD_BYTES) throw new QqError(400, 40034107, "file too large")
+    if (fileType === 1 && !isPngOrJpeg(bytes)) throw new QqError(400, 40034108, "image format not supported (png/jpg)")
+    if (uploadRefusal !== undefined) throw uploadRefusal
+    if (srv && activeRefusal !== undefined) throw activeRefusal
+    const up: Upload = { kind, chat, fileType, bytes, fileUuid: randomUUID(), fileInfo: `fakeqq-file-${randomUUID()}`, srvSendMsg: srv }
+    uploads.push(up)
+    if (srv) bot.push({ id: `BOT_${++counter}`, image: up, kind, chat, content: "", msgType: 7, msgId: undefined, msgSeq: undefined })
+    return up
   }
 
   const postMessage = (kind: "users" | "groups", chat: string, body: unknown): BotMessage => {
@@ -331,6 +410,15 @@ export const startFakeQq = async (options: FakeQqOptions = {}): Promise<FakeQq> 
     if (typeof msgType !== "number" || ![0, 2, 3, 4, 6, 7].includes(msgType)) throw new QqError(400, 40034002, "msg_type invalid")
     const content = b["content"]
     if (msgType === 0 && (typeof content !== "string" || content.trim() === "")) throw new QqError(400, 40034006, "content is empty")
+    let image: Upload | undefined
+    if (msgType === 7) {
+      // QQ documents that msg_type 7 still needs a content (" " will do).
+      if (typeof content !== "string" || content === "") throw new QqError(400, 40034006, "content is empty")
+      const media = b["media"]
+      const fileInfo = typeof media === "object" && media !== null ? (media as Record<string, unknown>)["file_info"] : undefined
+      image = uploads.find((u) => u.fileInfo === fileInfo)
+      if (image === undefined || image.kind !== kind) throw new QqError(400, 40034109, "media file_info invalid")
+    }
     const msgId = b["msg_id"]
     const rawSeq = b["msg_seq"]
     if (msgId !== undefined && typeof msgId !== "string") throw new QqError(400, 40034001, "msg_id invalid")
@@ -347,6 +435,7 @@ export const startFakeQq = async (options: FakeQqOptions = {}): Promise<FakeQq> 
     }
     const message: BotMessage = {
       id: `BOT_${++counter}`,
+      image,
       kind,
       chat,
       content: typeof content === "string" ? content : "",
@@ -536,6 +625,12 @@ export const startFakeQq = async (options: FakeQqOptions = {}): Promise<FakeQq> 
     },
     refuseActiveMessages(code, message) {
       activeRefusal = new QqError(400, code, message)
+    },
+    refuseUploads(code, message) {
+      uploadRefusal = new QqError(400, code, message)
+    },
+    get uploads() {
+      return uploads
     },
     stopAcks() {
       acks = false

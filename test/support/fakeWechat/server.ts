@@ -18,15 +18,25 @@
  * - CDN: `GET /c2c/download?encrypted_query_param=…` serves images encrypted with AES-128-ECB
  *   (PKCS#7); a message gives the key as `image_item.aeskey` (hex) or `media.aes_key` (base64 of
  *   the raw key or of its hex), and the address as `full_url` or `encrypt_query_param`.
- * - Failure injection: `failNext(method, { status | ret, retryAfter, times })`; `expireSession()`
+ * - Pictures out: `getuploadurl` checks what the bot declares (`filekey`, `media_type`, `to_user_id`,
+ *   `rawsize`, `rawfilemd5`, `filesize` = the size once padded, `aeskey` as 32 hex digits, a
+ *   thumbnail unless `no_need_thumb`) and answers `upload_param` (and `upload_full_url` with the
+ *   `uploadFullUrl` option); `POST /c2c/upload?encrypted_query_param=…&filekey=…` takes the
+ *   encrypted bytes, decrypts them with the declared key and checks size and MD5 (else HTTP 400 with
+ *   the reason in `x-error-message`), and answers the download parameter in `x-encrypted-param`
+ *   (the picture is then served by `/c2c/download` too). `sendmessage` takes an image item naming
+ *   that parameter with the key (`media.aes_key`, base64 of the hex or of the raw key); `uploads`
+ *   holds what reached the CDN, `SentMessage.image` the picture a message shows (decrypted).
+ * - Failure injection: `failNext(method, { status | ret, message, retryAfter, times })` (method
+ *   `cdn_upload` for the CDN's upload); `expireSession()`
  *   makes every bot call answer `ret -14` until `renewSession()`; `redeliver(id)` queues a message
  *   again (a duplicate delivery); `holdSendsAfter(n)` holds the sends to a user past their n-th
  *   message (one whose client goes away meanwhile is dropped).
  *
- * Not covered: media upload (`getuploadurl`), voice/file/video downloads, `notifystart/stop`,
+ * Not covered: thumbnails, video/file/voice uploads, voice/file/video downloads, `notifystart/stop`,
  * verification codes and IDC redirects in the QR login, groups.
  */
-import { createCipheriv, randomBytes } from "node:crypto"
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto"
 import { EventEmitter } from "node:events"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo, Socket } from "node:net"
@@ -39,6 +49,8 @@ export interface FakeWechatOptions {
   /** How long a `get_qrcode_status` with nothing new is held (ms). */
   readonly qrHoldMs?: number
   readonly botId?: string
+  /** `getuploadurl` also answers `upload_full_url` (newer servers do). */
+  readonly uploadFullUrl?: boolean
 }
 
 export type QrState = "wait" | "scaned" | "confirmed" | "expired"
@@ -55,6 +67,29 @@ export interface SentMessage {
   readonly text: string
   readonly contextToken: string
   readonly clientId: string
+  /** The picture the message shows (decrypted), for an image item. */
+  readonly image?: Buffer
+}
+
+/** A picture the CDN took. */
+export interface Upload {
+  readonly to: string
+  readonly filekey: string
+  readonly plain: Buffer
+  readonly encrypted: Buffer
+  /** Its download parameter (`x-encrypted-param`). */
+  readonly downloadParam: string
+  /** Whether it came to `upload_full_url` (else to the address built from `upload_param`). */
+  readonly viaFullUrl: boolean
+}
+
+interface PendingUpload {
+  readonly to: string
+  readonly filekey: string
+  readonly rawsize: number
+  readonly md5: string
+  readonly filesize: number
+  readonly key: Buffer
 }
 
 export interface InboundSpec {
@@ -72,6 +107,8 @@ export interface InboundSpec {
 export interface Failure {
   readonly status?: number
   readonly ret?: number
+  /** The reason given: `errmsg`, or the CDN's `x-error-message`. */
+  readonly message?: string
   readonly retryAfter?: number
   readonly times?: number
 }
@@ -88,6 +125,35 @@ export const encryptEcb = (plain: Buffer, key: Buffer): Buffer => {
   const c = createCipheriv("aes-128-ecb", key, null)
   return Buffer.concat([c.update(plain), c.final()])
 }
+
+/** AES-128-ECB undone, or undefined when the bytes or the padding are wrong. */
+const decryptOr = (data: Buffer, key: Buffer): Buffer | undefined => {
+  try {
+    const d = createDecipheriv("aes-128-ecb", key, null)
+    return Buffer.concat([d.update(data), d.final()])
+  } catch {
+    return undefined
+  }
+}
+
+/** The padded size of `n` bytes under AES-128-ECB with PKCS#7. */
+const paddedSize = (n: number): number => (Math.floor(n / 16) + 1) * 16
+
+/** The AES key of `media.aes_key`: base64 of the 16 bytes or of their 32 hex digits. */
+const keyOfBase64 = (b64: string): Buffer | undefined => {
+  const raw = Buffer.from(b64, "base64")
+  if (raw.length === 16) return raw
+  const hex = raw.toString("latin1")
+  return /^[0-9a-f]{32}$/i.test(hex) ? Buffer.from(hex, "hex") : undefined
+}
+
+const readBody = (req: IncomingMessage): Promise<Buffer> =>
+  new Promise((done, fail) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => done(Buffer.concat(chunks)))
+    req.on("error", fail)
+  })
 
 const readJson = (req: IncomingMessage): Promise<unknown> =>
   new Promise((done, fail) => {
@@ -114,6 +180,9 @@ export class FakeWechat {
   readonly sent: Array<SentMessage> = []
   readonly typing: Array<{ readonly to: string; readonly status: number }> = []
   readonly qrs: Array<Qr> = []
+  readonly uploads: Array<Upload> = []
+  #pending = new Map<string, PendingUpload>()
+  #uploadFullUrl: boolean
   #baseUrl = ""
   #log: Array<string> = []
   #nextId = 7_000_000_000_000_000_000n
@@ -141,6 +210,7 @@ export class FakeWechat {
     this.botId = options.botId ?? "b0f1c2d3@im.bot"
     this.#pollHoldMs = options.pollHoldMs ?? 20_000
     this.#qrHoldMs = options.qrHoldMs ?? 20_000
+    this.#uploadFullUrl = options.uploadFullUrl ?? false
     this.#events.setMaxListeners(0)
     this.#server.on("connection", (s) => {
       this.#sockets.add(s)
@@ -248,6 +318,11 @@ export class FakeWechat {
     this.#changed()
   }
 
+  /** Whether `getuploadurl` answers `upload_full_url` too (newer servers do). */
+  answerUploadFullUrl(on: boolean): void {
+    this.#uploadFullUrl = on
+  }
+
   expireSession(): void {
     this.#expired = true
     this.#changed()
@@ -320,6 +395,7 @@ export class FakeWechat {
       if (data === undefined) return void res.writeHead(404).end("not found")
       return void res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": String(data.length) }).end(data)
     }
+    if (req.method === "POST" && url.pathname === "/c2c/upload") return this.#cdnUpload(req, res, url)
     const match = /^\/ilink\/bot\/([a-z_]+)$/.exec(url.pathname)
     if (match === null) return void res.writeHead(404).end("not found")
     const method = match[1] ?? ""
@@ -330,7 +406,7 @@ export class FakeWechat {
       if (failure.status !== undefined) {
         return this.#answer(res, method, body, failure.status, failure.status >= 500 ? "<html>502 Bad Gateway</html>" : JSON.stringify({ ret: -1, errmsg: "too many requests" }), 0, failure.retryAfter === undefined ? {} : { "Retry-After": String(failure.retryAfter) })
       }
-      return this.#answer(res, method, body, 200, JSON.stringify({ ret: failure.ret, errcode: failure.ret, errmsg: "injected failure" }), failure.ret ?? -1)
+      return this.#answer(res, method, body, 200, JSON.stringify({ ret: failure.ret, errcode: failure.ret, errmsg: failure.message ?? "injected failure" }), failure.ret ?? -1)
     }
     if (method === "get_bot_qrcode") return this.#qrcode(res, method, body)
     if (method === "get_qrcode_status") return this.#qrStatus(res, method, url.searchParams.get("qrcode") ?? "")
@@ -352,7 +428,22 @@ export class FakeWechat {
         if (!(this.#contexts.get(to)?.has(ctx) ?? false)) {
           return this.#answer(res, method, b, 200, JSON.stringify({ ret: -2, errmsg: "invalid context_token" }), -2)
         }
-        if (text === "") return this.#answer(res, method, b, 200, JSON.stringify({ ret: -2, errmsg: "empty message" }), -2)
+        const imageItems = items.filter((i) => i.type === 2)
+        let image: Buffer | undefined
+        for (const item of imageItems) {
+          const media = rec(rec(item.image_item).media)
+          const upload = this.uploads.find((u) => u.downloadParam === str(media.encrypt_query_param))
+          const key = keyOfBase64(str(media.aes_key))
+          if (upload === undefined || upload.to !== to) {
+            return this.#answer(res, method, b, 200, JSON.stringify({ ret: -2, errmsg: "invalid encrypt_query_param" }), -2)
+          }
+          const plain = key === undefined ? undefined : decryptOr(upload.encrypted, key)
+          if (plain === undefined || !plain.equals(upload.plain)) {
+            return this.#answer(res, method, b, 200, JSON.stringify({ ret: -2, errmsg: "invalid aes_key" }), -2)
+          }
+          image = plain
+        }
+        if (text === "" && image === undefined) return this.#answer(res, method, b, 200, JSON.stringify({ ret: -2, errmsg: "empty message" }), -2)
         if (this.#holdAfter !== undefined && this.messages(to).length >= this.#holdAfter) {
           this.held++
           this.#changed()
@@ -361,9 +452,11 @@ export class FakeWechat {
           // A client that went away never learns of it: the message is not delivered.
           if (res.destroyed || this.#closed) return
         }
-        this.sent.push({ to, text, contextToken: ctx, clientId: str(msg.client_id) })
+        this.sent.push({ to, text, contextToken: ctx, clientId: str(msg.client_id), ...(image === undefined ? {} : { image }) })
         return this.#answer(res, method, b, 200, JSON.stringify({ ret: 0 }), 0)
       }
+      case "getuploadurl":
+        return this.#getUploadUrl(res, method, b)
       case "getconfig": {
         const user = str(b.ilink_user_id)
         const ticket = Buffer.from(`ticket-${user}`).toString("base64")
@@ -381,6 +474,67 @@ export class FakeWechat {
       default:
         return this.#answer(res, method, b, 404, "{}", 0)
     }
+  }
+
+  #getUploadUrl(res: ServerResponse, method: string, b: Record<string, unknown>) {
+    const refuse = (errmsg: string) => this.#answer(res, method, b, 200, JSON.stringify({ ret: -2, errmsg }), -2)
+    const filekey = str(b.filekey)
+    const to = str(b.to_user_id)
+    const rawsize = b.rawsize
+    const filesize = b.filesize
+    const md5 = str(b.rawfilemd5)
+    const aeskey = str(b.aeskey)
+    if (filekey === "") return refuse("filekey is empty")
+    if (typeof b.media_type !== "number" || ![1, 2, 3, 4].includes(b.media_type)) return refuse("invalid media_type")
+    if (to === "") return refuse("to_user_id is empty")
+    if (typeof rawsize !== "number" || !Number.isInteger(rawsize) || rawsize <= 0) return refuse("invalid rawsize")
+    if (!/^[0-9a-f]{32}$/.test(md5)) return refuse("invalid rawfilemd5")
+    if (filesize !== paddedSize(rawsize)) return refuse("filesize does not match rawsize")
+    if (!/^[0-9a-f]{32}$/i.test(aeskey)) return refuse("invalid aeskey")
+    if (b.no_need_thumb !== true && (b.media_type === 1 || b.media_type === 2) && typeof b.thumb_rawsize !== "number") {
+      return refuse("thumbnail missing")
+    }
+    const param = `up-${randomBytes(12).toString("hex")}`
+    this.#pending.set(param, { to, filekey, rawsize, md5, filesize, key: Buffer.from(aeskey, "hex") })
+    const full = `${this.cdnBaseUrl}/upload?encrypted_query_param=${encodeURIComponent(param)}&filekey=${encodeURIComponent(filekey)}&via=full`
+    const payload = { ret: 0, upload_param: param, ...(this.#uploadFullUrl ? { upload_full_url: full } : {}) }
+    return this.#answer(res, method, b, 200, JSON.stringify(payload), 0)
+  }
+
+  async #cdnUpload(req: IncomingMessage, res: ServerResponse, url: URL) {
+    const method = "cdn_upload"
+    const data = await readBody(req)
+    const param = url.searchParams.get("encrypted_query_param") ?? ""
+    const record = (status: number) => {
+      this.calls.push({ method, status, ret: 0, body: { encrypted_query_param: param, filekey: url.searchParams.get("filekey"), bytes: data.length } })
+      this.#changed()
+    }
+    const refuse = (status: number, reason: string) => {
+      record(status)
+      if (!res.destroyed) res.writeHead(status, { "x-error-message": reason, "Content-Type": "text/plain" }).end(reason)
+    }
+    const failure = this.#failures.get(method)
+    if (failure !== undefined && failure.left > 0) {
+      failure.left--
+      const status = failure.status ?? 500
+      if (status >= 500) {
+        record(status)
+        return void res.writeHead(status, failure.retryAfter === undefined ? {} : { "Retry-After": String(failure.retryAfter) }).end("<html>502 Bad Gateway</html>")
+      }
+      return refuse(status, failure.message ?? "injected failure")
+    }
+    const pending = this.#pending.get(param)
+    if (pending === undefined) return refuse(400, "invalid encrypted_query_param")
+    if (url.searchParams.get("filekey") !== pending.filekey) return refuse(400, "filekey mismatch")
+    if (data.length !== pending.filesize) return refuse(400, "file size mismatch")
+    const plain = decryptOr(data, pending.key)
+    if (plain === undefined) return refuse(400, "decrypt failed")
+    if (plain.length !== pending.rawsize || createHash("md5").update(plain).digest("hex") !== pending.md5) return refuse(400, "md5 mismatch")
+    const downloadParam = `dl-${randomBytes(12).toString("hex")}`
+    this.#cdn.set(downloadParam, data)
+    this.uploads.push({ to: pending.to, filekey: pending.filekey, plain, encrypted: data, downloadParam, viaFullUrl: url.searchParams.get("via") === "full" })
+    record(200)
+    if (!res.destroyed) res.writeHead(200, { "x-encrypted-param": downloadParam, "Content-Length": "0" }).end()
   }
 
   async #getUpdates(res: ServerResponse, method: string, b: Record<string, unknown>) {

@@ -9,6 +9,11 @@
  *   "msg limit exceed" 22009, a 401 after the token is fetched again), at most MAX_ATTEMPTS times,
  *   then fail loudly. QQ's error answers are `{code, message}` (sometimes `err_code`, `trace_id`).
  * - Downloads (images users send): http(s) only, at most `maxBytes`, within a time limit.
+ * - Pictures out (rich media): POST /v2/users/{openid}/files or /v2/groups/{group_openid}/files
+ *   `{file_type: 1, file_data: <base64>, srv_send_msg: false}` → `{file_uuid, file_info, ttl}`; the
+ *   `file_info` is then sent as `media` of a msg_type 7 message. QQ takes at most MAX_UPLOAD_BYTES
+ *   inline (larger files need its chunked upload, not used) and PNG or JPEG pictures. Its "rich media
+ *   fetch failed, please retry" answers (304082, 304083) are retried like a 5xx.
  *
  * Secrets never reach an error text: the AppSecret and tokens are cut out of every description.
  */
@@ -25,6 +30,14 @@ const DOWNLOAD_TIMEOUT_MS = 30_000
 export const TOKEN_REFRESH_BEFORE_MS = 30_000
 /** QQ's "msg limit exceed": sending too often, retried like a 429. */
 const CODE_MSG_LIMIT = 22009
+/** QQ's "upload media info fail" / "convert media info fail" (documented as "please retry"). */
+const CODES_MEDIA_RETRY: ReadonlyArray<number> = [304082, 304083]
+/** Time limit of one upload (up to ~14 MB of JSON). */
+const UPLOAD_TIMEOUT_MS = 120_000
+/** The largest file QQ takes inline (base64 `file_data`); larger ones need its chunked upload. */
+export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+/** `file_type` of a picture. */
+export const FILE_TYPE_IMAGE = 1
 
 export interface QqApiOptions {
   readonly appId: string
@@ -49,6 +62,12 @@ const ErrorAnswer = Schema.Struct({
 const GatewayAnswer = Schema.Struct({ url: Schema.String.check(Schema.isNonEmpty()) })
 
 const SentAnswer = Schema.Struct({ id: Schema.optional(Schema.String) })
+
+const UploadAnswer = Schema.Struct({
+  file_uuid: Schema.optional(Schema.String),
+  file_info: Schema.String.check(Schema.isNonEmpty()),
+  ttl: Schema.optional(Schema.Number)
+})
 
 export interface Token {
   readonly token: string
@@ -80,7 +99,8 @@ export const errorFields = (body: unknown): { readonly code: number | undefined;
 /** What a failed answer means. */
 const failureOf = (o: QqApiOptions, method: string, a: Answer, token?: string): PlatformCallError => {
   const { code, message } = errorFields(a.body)
-  const retry = kindOfStatus(a.status) === "retry" || code === CODE_MSG_LIMIT || a.status === 401
+  const retry = kindOfStatus(a.status) === "retry" || code === CODE_MSG_LIMIT || (code !== undefined && CODES_MEDIA_RETRY.includes(code)) ||
+    a.status === 401
   const text = message ?? (typeof a.body === "string" ? a.body.slice(0, 200) : `HTTP ${a.status}`)
   return new PlatformCallError({
     platform: PLATFORM,
@@ -93,10 +113,10 @@ const failureOf = (o: QqApiOptions, method: string, a: Answer, token?: string): 
 }
 
 /** One HTTP exchange (no retry); a failure to get any answer is a retried network error. */
-const exchange = (o: QqApiOptions, method: string, url: string, init: RequestInit): Effect.Effect<Answer, PlatformCallError> =>
+const exchange = (o: QqApiOptions, method: string, url: string, init: RequestInit, timeoutMs = REQUEST_TIMEOUT_MS): Effect.Effect<Answer, PlatformCallError> =>
   Effect.tryPromise({
     try: async (signal) => {
-      const res = await fetch(url, { ...init, signal: AbortSignal.any([signal, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]) })
+      const res = await fetch(url, { ...init, signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]) })
       const text = await res.text()
       let body: unknown = text
       try {
@@ -181,6 +201,14 @@ export interface QqApi {
     to: { readonly kind: "users" | "groups"; readonly openid: string },
     body: Readonly<Record<string, unknown>>
   ) => Effect.Effect<string | undefined, PlatformCallError>
+  /**
+   * Uploads a picture (PNG or JPEG, at most MAX_UPLOAD_BYTES) for a user's or a group's chat,
+   * without sending it; the `file_info` to send as a msg_type 7 message's `media`.
+   */
+  readonly uploadImage: (
+    to: { readonly kind: "users" | "groups"; readonly openid: string },
+    bytes: Uint8Array
+  ) => Effect.Effect<string, PlatformCallError>
   /** Downloads a file a user sent (http/https only), at most `maxBytes`. */
   readonly download: (url: string, maxBytes: number) => Effect.Effect<{ readonly mediaType: string; readonly bytes: Uint8Array }, PlatformCallError>
 }
@@ -188,7 +216,7 @@ export interface QqApi {
 export const makeQqApi = (o: QqApiOptions): QqApi => {
   const tokens = tokenCache(fetchToken(o).pipe(Effect.retry(retrying<PlatformCallError>())))
 
-  const once = (method: string, httpMethod: "GET" | "POST", path: string, body?: unknown) =>
+  const once = (method: string, httpMethod: "GET" | "POST", path: string, body?: unknown, timeoutMs?: number) =>
     Effect.gen(function*() {
       const token = yield* tokens.get
       const a = yield* exchange(o, method, `${o.baseUrl}${path}`, {
@@ -199,15 +227,15 @@ export const makeQqApi = (o: QqApiOptions): QqApi => {
           ...(body === undefined ? {} : { "content-type": "application/json" })
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) })
-      })
+      }, timeoutMs)
       if (a.status >= 200 && a.status < 300) return a.body
       // A token QQ no longer takes: fetch another before the retry.
       if (a.status === 401) yield* tokens.invalidate(token)
       return yield* Effect.fail(failureOf(o, method, a, token))
     })
 
-  const call = (method: string, httpMethod: "GET" | "POST", path: string, body?: unknown) =>
-    loudly(PLATFORM, method, once(method, httpMethod, path, body).pipe(Effect.retry(retrying<PlatformCallError>())))
+  const call = (method: string, httpMethod: "GET" | "POST", path: string, body?: unknown, timeoutMs?: number) =>
+    loudly(PLATFORM, method, once(method, httpMethod, path, body, timeoutMs).pipe(Effect.retry(retrying<PlatformCallError>())))
 
   const malformed = (method: string, what: string) =>
     new PlatformCallError({ platform: PLATFORM, method, kind: "refused", status: undefined, description: `unexpected answer: ${what}`, retryAfterMs: undefined })
@@ -231,6 +259,29 @@ export const makeQqApi = (o: QqApiOptions): QqApi => {
       const sent = Schema.decodeUnknownOption(SentAnswer)(answer)
       return sent._tag === "Some" ? sent.value.id : undefined
     }))
+
+  const uploadImage: QqApi["uploadImage"] = (to, bytes) => {
+    const method = to.kind === "users" ? "uploadC2CMedia" : "uploadGroupMedia"
+    if (bytes.byteLength > MAX_UPLOAD_BYTES) {
+      return Effect.fail(
+        new PlatformCallError({
+          platform: PLATFORM,
+          method,
+          kind: "refused",
+          status: undefined,
+          description: `the picture is larger than QQ's ${MAX_UPLOAD_BYTES / 1024 / 1024} MiB`,
+          retryAfterMs: undefined
+        })
+      )
+    }
+    const body = { file_type: FILE_TYPE_IMAGE, file_data: Buffer.from(bytes).toString("base64"), srv_send_msg: false }
+    return call(method, "POST", `/v2/${to.kind}/${encodeURIComponent(to.openid)}/files`, body, UPLOAD_TIMEOUT_MS).pipe(
+      Effect.flatMap((answer) => {
+        const up = Schema.decodeUnknownOption(UploadAnswer)(answer)
+        return up._tag === "Some" ? Effect.succeed(up.value.file_info) : Effect.fail(malformed(method, "no file_info"))
+      })
+    )
+  }
 
   const download: QqApi["download"] = (url, maxBytes) =>
     Effect.tryPromise({
@@ -270,7 +321,7 @@ export const makeQqApi = (o: QqApiOptions): QqApi => {
           : networkError(PLATFORM, "download", e)
     })
 
-  return { options: o, token: tokens.get, invalidate: tokens.invalidate, call, gatewayUrl, sendMessage, download }
+  return { options: o, token: tokens.get, invalidate: tokens.invalidate, call, gatewayUrl, sendMessage, uploadImage, download }
 }
 
 class DownloadRefused extends Error {}

@@ -225,6 +225,8 @@ export const GetUpdatesResponse = Schema.Struct({
 
 export const SendMessageResponse = Schema.Struct({ message_id: Id })
 export const GetConfigResponse = Schema.Struct({ typing_ticket: Str })
+/** Where to POST an encrypted upload: the full address, or the parameter of `<cdn_base_url>/upload`. */
+export const GetUploadUrlResponse = Schema.Struct({ upload_param: Str, upload_full_url: Str })
 export const Empty = Schema.Struct({})
 
 export const QrCodeResponse = Schema.Struct({ qrcode: Schema.String, qrcode_img_content: Schema.String })

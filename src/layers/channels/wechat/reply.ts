@@ -5,6 +5,7 @@
  * code-fence boundaries (domain/channels). Each part is a `sendmessage` carrying the inbound
  * message's `context_token` (iLink ties a bot's message to the conversation by it); its id is the
  * `client_id` anna gives it, so a reply resumed after a restart does not send its parts again.
+ * A picture is a message of its own (one item per message, as iLink's own client sends them).
  */
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
@@ -14,6 +15,7 @@ import type { PlatformCallError } from "../shared/calls.ts"
 import type { ReplyWriter } from "../shared/inbound.ts"
 import { makeReplyWriter, type ReplyPart } from "../shared/reply.ts"
 import { botCall, type Endpoint, SendMessageResponse } from "./api.ts"
+import type { UploadedImage } from "./media.ts"
 
 /** The most characters anna puts in one WeChat message. */
 export const WECHAT_LIMIT = 2000
@@ -22,8 +24,8 @@ export const WECHAT_LIMIT = 2000
 export const wechatParts = (md: string): ReadonlyArray<ReplyPart> =>
   splitForPlatform(md, WECHAT_LIMIT, toPlainText).map((plain) => ({ rich: undefined, plain }))
 
-/** Sends one text message to `to` in the conversation of `contextToken`; its client id. */
-export const sendText = (o: Endpoint, to: string, contextToken: string, text: string): Effect.Effect<string, PlatformCallError> => {
+/** Sends one message of one item to `to` in the conversation of `contextToken`; its client id. */
+const sendItem = (o: Endpoint, to: string, contextToken: string, item: Readonly<Record<string, unknown>>): Effect.Effect<string, PlatformCallError> => {
   const clientId = `anna-${randomUUID()}`
   return botCall(o, "sendmessage", {
     msg: {
@@ -32,11 +34,19 @@ export const sendText = (o: Endpoint, to: string, contextToken: string, text: st
       client_id: clientId,
       message_type: 2,
       message_state: 2,
-      item_list: [{ type: 1, text_item: { text } }],
+      item_list: [item],
       context_token: contextToken
     }
   }, SendMessageResponse).pipe(Effect.as(clientId))
 }
+
+/** Sends one text message to `to` in the conversation of `contextToken`; its client id. */
+export const sendText = (o: Endpoint, to: string, contextToken: string, text: string): Effect.Effect<string, PlatformCallError> =>
+  sendItem(o, to, contextToken, { type: 1, text_item: { text } })
+
+/** Sends a picture already on the CDN (media.ts `uploadImage`) as a message of its own; its client id. */
+export const sendImage = (o: Endpoint, to: string, contextToken: string, image: UploadedImage): Effect.Effect<string, PlatformCallError> =>
+  sendItem(o, to, contextToken, { type: 2, image_item: { media: image.media, mid_size: image.mid_size } })
 
 export interface ReplyTarget {
   readonly endpoint: Endpoint
