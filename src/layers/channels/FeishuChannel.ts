@@ -1,0 +1,448 @@
+/**
+ * The Feishu/Lark channel (issue 12): a custom app's bot through `@larksuiteoapi/node-sdk`, on the
+ * Feishu (`https://open.feishu.cn`) or the Lark international (`https://open.larksuite.com`)
+ * open platform, or any address (`base_url`).
+ *
+ * - Start: the tenant access token and `/open-apis/bot/v3/info` (the bot's open_id; wrong
+ *   credentials fail the start with what to do), then the replies a crash left unfinished, then the
+ *   inbound connection:
+ *   - `mode=websocket` (default): the SDK's `WSClient` long connection (no public URL needed; it
+ *     asks `{domain}/callback/ws/endpoint` where to connect, speaks protobuf frames, pings,
+ *     reconnects by itself and acknowledges an event once our handler returns);
+ *   - `mode=webhook`: event callbacks POSTed to `webhook_path` on a listener of its own
+ *     (`webhook_host`, default 127.0.0.1 behind your reverse proxy; `webhook_port`, default 8788):
+ *     the `url_verification` challenge, the Verification Token, encrypted bodies and their
+ *     signature with the Encrypt Key. The platform retries a callback until it gets a 200.
+ * - Exactly-once: each `im.message.receive_v1` is claimed in the ChannelLedger by its message_id
+ *   before it is acknowledged (shared/inbound.ts), so a redelivery (a reconnect, a retried
+ *   callback, a restart) is dropped; a reply's card ids are recorded as they are sent and replies a
+ *   crash interrupted are finished into the same cards. Sends carry an idempotency uuid.
+ * - Who: the anna user of identity (`feishu`, their open_id), created on first contact; the chat is
+ *   `dm` in a p2p chat, the group's chat_id otherwise.
+ * - Groups (`group_mode`): `mention` (default) answers an @mention of the bot (the `@_user_N`
+ *   placeholders are taken out of the text) and a reply to one of its cards (known from this run,
+ *   else asked of the platform: `GET /open-apis/im/v1/messages/:id`); `always` every message;
+ *   `off` nothing. `allowed_users` limits who is answered anywhere (open_ids).
+ * - A turn: a "thinking…" card at once (Feishu has no typing indicator), updated with the answer as
+ *   it streams and finally written as card Markdown split into cards (feishu/reply.ts). Text, post
+ *   (rich text) and image messages are read; images (at most 10 MiB each) go to the model as image
+ *   blocks.
+ * - `notify`: to a user's open_id (their Feishu identity), or to a given chat_id.
+ *
+ * Not yet: native pickers (the commands answer with
+ * numbered text lists).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Lark from "@larksuiteoapi/node-sdk"
+import { type Context, Deferred, Effect, Layer, Option } from "effect"
+import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
+import { FeishuSettings } from "../../domain/config/channel.ts"
+import type { ContentBlock } from "../../domain/message.ts"
+import type { UserMessage } from "../../domain/runtime/types.ts"
+import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundMessage } from "../../services/Channel.ts"
+import type { ChannelLedger } from "../../services/ChannelLedger.ts"
+import { ConfigStore } from "../../services/ConfigStore.ts"
+import type { Runtime } from "../../services/Runtime.ts"
+import type { PlatformChannel } from "./platforms.ts"
+import { botInfo, CREDENTIAL_CODES, domainOf, downloadImage, type FeishuClient, makeClient, PLATFORM, redact, sentByApp } from "./feishu/api.ts"
+import { bodyOf, decodeStored, type FeishuInbound, inboundOf, mentionsBot, readCallback, signatureOk } from "./feishu/events.ts"
+import { makeReply } from "./feishu/reply.ts"
+import type { PlatformCallError } from "./shared/calls.ts"
+import { type Incoming, makeInbound } from "./shared/inbound.ts"
+
+export { PLATFORM } from "./feishu/api.ts"
+
+export const WEBHOOK_DEFAULT_PATH = "/feishu/events"
+export const WEBHOOK_DEFAULT_HOST = "127.0.0.1"
+export const WEBHOOK_DEFAULT_PORT = 8788
+/** How long the start waits for the long connection before going on (it keeps trying). */
+const CONNECT_WAIT = "20 seconds"
+/** The largest event-callback body read. */
+const MAX_CALLBACK_BYTES = 1024 * 1024
+/** How long after the SDK gives up on the long connection it is started again. */
+const RESTART_AFTER_MS = 30_000
+/** Ids of the bot's recent cards kept to recognise a reply to one of them. */
+const RECENT_CARDS = 4_096
+
+export interface FeishuOptions {
+  readonly appId: string
+  readonly appSecret: string
+  /** The open-platform domain, e.g. https://open.feishu.cn. */
+  readonly domain: string
+  readonly mode: "websocket" | "webhook"
+  readonly verificationToken: string | undefined
+  readonly encryptKey: string | undefined
+  readonly webhookPath: string
+  readonly webhookHost: string
+  readonly webhookPort: number
+  readonly groupMode: "mention" | "always" | "off"
+  /** open_ids answered; undefined = everyone. */
+  readonly allowedUsers: ReadonlySet<string> | undefined
+}
+
+export const feishuOptions = (s: FeishuSettings): FeishuOptions => ({
+  appId: s.app_id.trim(),
+  appSecret: s.app_secret.trim(),
+  domain: domainOf(s.base_url),
+  mode: s.mode ?? "websocket",
+  verificationToken: s.verification_token?.trim(),
+  encryptKey: s.encrypt_key?.trim(),
+  webhookPath: s.webhook_path?.trim() ?? WEBHOOK_DEFAULT_PATH,
+  webhookHost: s.webhook_host?.trim() ?? WEBHOOK_DEFAULT_HOST,
+  webhookPort: s.webhook_port ?? WEBHOOK_DEFAULT_PORT,
+  groupMode: s.group_mode ?? "mention",
+  allowedUsers: s.allowed_users === undefined ? undefined : new Set(s.allowed_users.split(",").map((id) => id.trim()))
+})
+
+const startFailed = (reason: string) => new ChannelStartFailed({ channel: PLATFORM, reason })
+
+/** What is wrong with the credentials or the address, in terms of what to do. */
+export const credentialProblem = (o: FeishuOptions, e: PlatformCallError): string =>
+  redact(
+    o.appSecret,
+    e.kind !== "retry" && e.status !== undefined && (CREDENTIAL_CODES.has(e.status) || /tenant_access_token|app secret|app_id|app id/i.test(e.description))
+      ? `Feishu/Lark refused the app credentials (code ${e.status}: ${e.description}); set the App ID and App Secret from the developer console (Credentials & Basic Info) with \`anna channel set feishu --config app_id=cli_… --config app_secret=…\`, and base_url=lark for a Lark (international) app`
+      : e.kind !== "retry" && /tenant_access_token/.test(e.description)
+      ? `Feishu/Lark refused the app credentials (${e.description}); set app_id and app_secret with \`anna channel set feishu --config app_id=cli_… --config app_secret=…\``
+      : `cannot use the Feishu/Lark open platform at ${o.domain}: ${e.description}`
+  )
+
+const logTo = (context: Context.Context<never>) =>
+  (level: "warn" | "error", text: string) => {
+    // The SDK's own chatter about events we do not subscribe to.
+    if (/^no .* (event )?handle$/i.test(text.trim())) return
+    Effect.runForkWith(context)(level === "error" ? Effect.logError(`feishu: ${text}`) : Effect.logWarning(`feishu: ${text}`))
+  }
+
+const clientFor = (o: FeishuOptions) =>
+  Effect.map(Effect.context<never>(), (context) => makeClient(o.appId, o.appSecret, o.domain, logTo(context)))
+
+/** `anna doctor`'s check: a tenant token and the bot's name, or what is wrong. */
+export const checkApp = (o: FeishuOptions): Effect.Effect<string, string> =>
+  Effect.flatMap(clientFor(o), (client) =>
+    botInfo(client).pipe(
+      Effect.map((bot) => `bot ${bot.name === "" ? bot.openId : `"${bot.name}"`} (${o.domain}, ${o.mode})`),
+      Effect.mapError((e) => credentialProblem(o, e))
+    ))
+
+/**
+ * Delivery to a user (their Feishu identity's open_id) or a given chat_id: the Markdown rendered
+ * and split into cards as a reply is, with the same retries. Needs no connection.
+ */
+const makeNotify = (client: FeishuClient) =>
+  Effect.gen(function*() {
+    const config = yield* ConfigStore
+    const identityOf = (userId: string) =>
+      config.getUser(userId).pipe(
+        Effect.mapError((e) => new ChannelError({ channel: PLATFORM, reason: e.message })),
+        Effect.flatMap((user) => {
+          const id = Option.flatMap(user, (u) => Option.fromNullishOr(u.identities.find((i) => i.platform === PLATFORM)?.externalId))
+          return Option.match(id, {
+            onNone: () =>
+              Effect.fail(new ChannelError({ channel: PLATFORM, reason: `user ${userId} has never written to the bot on Feishu/Lark, so it cannot write to them` })),
+            onSome: Effect.succeed
+          })
+        })
+      )
+    let sent = 0
+    return (target: ChannelTarget, message: OutboundMessage): Effect.Effect<void, ChannelError> =>
+      Effect.gen(function*() {
+        const to = target.chatId === undefined
+          ? { kind: "user" as const, openId: yield* identityOf(target.userId) }
+          : { kind: "chat" as const, chatId: target.chatId }
+        const reply = yield* makeReply({
+          client,
+          first: to,
+          rest: to,
+          key: `notify:${Date.now()}:${++sent}:${Math.random()}`,
+          existing: [],
+          onMessages: () => Effect.void,
+          thinking: false
+        })
+        yield* reply.event({ type: "text", text: message.text })
+        yield* reply.finish
+      }).pipe(
+        Effect.mapError((e) => (e instanceof ChannelError ? e : new ChannelError({ channel: PLATFORM, reason: e.message })))
+      )
+  })
+
+/** The bot as a sender only (no connection): for delivering from outside the gateway. */
+export const sender = (o: FeishuOptions) =>
+  Effect.gen(function*() {
+    const client = yield* clientFor(o)
+    const notify = yield* makeNotify(client)
+    return Channel.of({ id: PLATFORM, description: `Feishu/Lark bot (sending through ${o.domain})`, notify })
+  })
+
+/** Reads a request body, at most `max` bytes (else undefined). */
+const readBody = (req: IncomingMessage, max: number): Promise<string | undefined> =>
+  new Promise((resolve, reject) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length
+      if (size > max) {
+        resolve(undefined)
+        req.destroy()
+        return
+      }
+      chunks.push(chunk)
+    })
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+    req.on("error", reject)
+  })
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name]
+  return typeof v === "string" ? v : undefined
+}
+
+export const make = (o: FeishuOptions) =>
+  Effect.gen(function*() {
+    if (o.mode === "webhook" && o.verificationToken === undefined) {
+      return yield* startFailed(
+        "mode=webhook needs the Verification Token (developer console → Events and Callbacks → Encryption Strategy): `anna channel set feishu --config verification_token=…` (and encrypt_key=… if you set one there)"
+      )
+    }
+    const context = yield* Effect.context<never>()
+    const client = yield* clientFor(o)
+    const bot = yield* botInfo(client).pipe(Effect.mapError((e) => startFailed(credentialProblem(o, e))))
+
+    // The bot's recent cards (a reply to one is for the bot, in any group mode but off).
+    const recent = new Set<string>()
+    const remember = (ids: ReadonlyArray<string>) => {
+      for (const id of ids) {
+        recent.delete(id)
+        recent.add(id)
+      }
+      while (recent.size > RECENT_CARDS) {
+        const oldest = recent.values().next()
+        if (oldest.done === true) break
+        recent.delete(oldest.value)
+      }
+    }
+
+    /** Whether a reply is to one of the bot's messages (remembered, or asked of the platform). */
+    const repliesToBot = (parentId: string | undefined): Effect.Effect<boolean> =>
+      parentId === undefined
+        ? Effect.succeed(false)
+        : recent.has(parentId)
+        ? Effect.succeed(true)
+        : sentByApp(client, parentId).pipe(
+          Effect.tap((mine) => Effect.sync(() => (mine ? remember([parentId]) : undefined))),
+          Effect.catch((e) => Effect.logWarning(`feishu: cannot tell who sent message ${parentId}: ${e.description}`).pipe(Effect.as(false)))
+        )
+
+    const forTheBot = (m: FeishuInbound): Effect.Effect<boolean> => {
+      if (!m.isGroup) return Effect.succeed(true)
+      if (o.groupMode === "off") return Effect.succeed(false)
+      if (o.groupMode === "always" || mentionsBot(m, bot.openId)) return Effect.succeed(true)
+      return repliesToBot(m.parentId)
+    }
+
+    /** The images of a message as image blocks (one that fails to download is skipped, and said so). */
+    const imagesOf = (m: FeishuInbound, keys: ReadonlyArray<string>) =>
+      Effect.forEach(keys, (key) =>
+        downloadImage(client, m.messageId, key).pipe(
+          Effect.map(({ bytes, contentType }): ContentBlock | undefined => {
+            const mediaType = sniffImage(bytes) ?? (contentType !== undefined && /^image\/(png|jpeg|gif|webp)$/.test(contentType) ? contentType : undefined)
+            return mediaType === undefined ? undefined : { type: "image", source: { type: "base64", media_type: mediaType, data: bytes.toString("base64") } }
+          }),
+          Effect.catch((e) => Effect.logWarning(`feishu: image ${key} of message ${m.messageId} not downloaded: ${e.description}`).pipe(Effect.as(undefined)))
+        ))
+
+    const read = (m: FeishuInbound): Effect.Effect<Incoming | undefined, PlatformCallError> =>
+      Effect.gen(function*() {
+        if (!m.senderIsUser || m.senderOpenId === bot.openId) return undefined
+        if (o.allowedUsers !== undefined && !o.allowedUsers.has(m.senderOpenId)) return undefined
+        if (!(yield* forTheBot(m))) return undefined
+        const body = bodyOf(m, bot.openId)
+        const images = (yield* imagesOf(m, body.imageKeys)).filter((b): b is ContentBlock => b !== undefined)
+        const missing = body.imageKeys.length - images.length
+        const text = [body.text, missing > 0 ? `[${missing} image${missing === 1 ? "" : "s"} could not be downloaded]` : ""].filter((t) => t !== "").join("\n")
+        // A bare @mention of the bot asks what it can do; anything else empty (a sticker, a file) is not for it.
+        if (text === "" && images.length === 0 && !(m.isGroup && mentionsBot(m, bot.openId))) return undefined
+        const message: UserMessage = images.length === 0 ? text || "/help" : [...(text === "" ? [] : [{ type: "text" as const, text }]), ...images]
+        return {
+          target: {
+            platform: PLATFORM,
+            externalUserId: m.senderOpenId,
+            userName: m.senderOpenId,
+            chatId: m.isGroup ? m.chatId : "dm",
+            isGroup: m.isGroup
+          },
+          chatKey: m.chatId,
+          message
+        }
+      })
+
+    const inbound = yield* makeInbound<FeishuInbound>({
+      platform: PLATFORM,
+      decode: decodeStored,
+      read,
+      reply: (m, existing, onMessages) => {
+        remember(existing)
+        return makeReply({
+          client,
+          first: m.isGroup ? { kind: "reply", messageId: m.messageId } : { kind: "chat", chatId: m.chatId },
+          rest: { kind: "chat", chatId: m.chatId },
+          key: m.messageId,
+          existing,
+          onMessages: (ids) => Effect.sync(() => remember(ids)).pipe(Effect.andThen(onMessages(ids))),
+          thinking: true
+        })
+      }
+    })
+
+    // Replies a crash left unfinished: answered again, into the cards already sent.
+    yield* inbound.resume.pipe(Effect.mapError((e) => startFailed(e.message)))
+
+    /** One delivered event (flattened): claimed, then answered in the background. Fails only when the claim could not be stored. */
+    const onEvent = (flat: unknown) =>
+      Effect.gen(function*() {
+        const m = inboundOf(flat)
+        if (m === undefined) return yield* Effect.logWarning("feishu: an im.message.receive_v1 event that does not read as a message; ignored")
+        yield* inbound.accept(m.messageId, m)
+      })
+
+    let where: string
+    if (o.mode === "websocket") {
+      const ready = yield* Deferred.make<void, string>()
+      const run = Effect.runForkWith(context)
+      // After the start, a long connection the SDK gives up on (its retries spent) is started again.
+      let starting = true
+      let closed = false
+      let restart: ReturnType<typeof setTimeout> | undefined
+      const dispatcher = new Lark.EventDispatcher({ logger: client.client.logger, loggerLevel: Lark.LoggerLevel.warn }).register({
+        "im.message.receive_v1": (data: unknown) => Effect.runPromiseWith(context)(onEvent(data))
+      })
+      const ws: Lark.WSClient = new Lark.WSClient({
+        appId: o.appId,
+        appSecret: o.appSecret,
+        domain: o.domain,
+        httpInstance: client.client.httpInstance,
+        logger: client.client.logger,
+        loggerLevel: Lark.LoggerLevel.warn,
+        autoReconnect: true,
+        onReady: () => {
+          run(Deferred.succeed(ready, undefined))
+        },
+        onError: (e) => {
+          const reason = redact(o.appSecret, e.message)
+          if (starting) {
+            run(Deferred.fail(ready, reason))
+            return
+          }
+          if (closed) return
+          run(Effect.logError(`feishu: the long connection gave up (${reason}); starting it again in ${RESTART_AFTER_MS / 1000} s`))
+          clearTimeout(restart)
+          restart = setTimeout(() => {
+            if (!closed) ws.start({ eventDispatcher: dispatcher }).catch(() => undefined)
+          }, RESTART_AFTER_MS)
+        },
+        onReconnected: () => {
+          run(Effect.logInfo("feishu: long connection back"))
+        }
+      })
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          closed = true
+          clearTimeout(restart)
+          ws.close({ force: true })
+        })
+      )
+      yield* Effect.promise(() => ws.start({ eventDispatcher: dispatcher }))
+      const connected = yield* Deferred.await(ready).pipe(
+        Effect.timeoutOption(CONNECT_WAIT),
+        Effect.mapError((reason) => startFailed(`the long connection was refused: ${reason}`)),
+        Effect.ensuring(Effect.sync(() => {
+          starting = false
+        }))
+      )
+      if (Option.isNone(connected)) yield* Effect.logWarning(`feishu: no long connection to ${o.domain} yet; still trying`)
+      where = `long connection to ${o.domain}`
+    } else {
+      const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+        const answer = (status: number, body: unknown) => {
+          res.writeHead(status, { "content-type": "application/json; charset=utf-8" })
+          res.end(JSON.stringify(body))
+        }
+        const path = (req.url ?? "").split("?")[0]
+        if (req.method !== "POST" || path !== o.webhookPath) return answer(404, { msg: "not found" })
+        const raw = await readBody(req, MAX_CALLBACK_BYTES)
+        if (raw === undefined) return answer(413, { msg: "too large" })
+        let body: unknown
+        try {
+          body = JSON.parse(raw)
+        } catch {
+          return answer(400, { msg: "not JSON" })
+        }
+        const signature = header(req, "x-lark-signature")
+        if (o.encryptKey !== undefined && signature !== undefined) {
+          const ok = signatureOk(header(req, "x-lark-request-timestamp") ?? "", header(req, "x-lark-request-nonce") ?? "", o.encryptKey, raw, signature)
+          if (!ok) return answer(401, { msg: "bad signature" })
+        }
+        const callback = readCallback(body, o.encryptKey)
+        if (callback.kind === "invalid") return answer(400, { msg: callback.reason })
+        if (o.verificationToken !== undefined && callback.token !== o.verificationToken) return answer(401, { msg: "bad verification token" })
+        if (callback.kind === "challenge") return answer(200, { challenge: callback.challenge })
+        // Events are signed when an Encrypt Key is set (the challenge is not).
+        if (o.encryptKey !== undefined && signature === undefined) return answer(401, { msg: "unsigned event" })
+        if (callback.eventType !== "im.message.receive_v1") return answer(200, {})
+        const exit = await Effect.runPromiseExitWith(context)(onEvent(callback.flat))
+        return exit._tag === "Success" ? answer(200, {}) : answer(500, { msg: "not stored; send it again" })
+      }
+      const server = createServer({ requestTimeout: 30_000, headersTimeout: 20_000 }, (req, res) => {
+        handle(req, res).catch(() => {
+          if (!res.headersSent) res.writeHead(500)
+          res.end()
+        })
+      })
+      server.maxConnections = 256
+      const address = yield* Effect.acquireRelease(
+        Effect.callback<AddressInfo, ChannelStartFailed>((resume) => {
+          server.once("error", (e) => resume(Effect.fail(startFailed(`cannot listen on ${o.webhookHost}:${o.webhookPort}: ${e.message}`))))
+          server.listen(o.webhookPort, o.webhookHost, () => resume(Effect.succeed(server.address() as AddressInfo)))
+        }),
+        () => Effect.callback<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeAllConnections()
+        })
+      )
+      where = `event callbacks on http://${o.webhookHost}:${address.port}${o.webhookPath}`
+      yield* Effect.logInfo(`feishu: ${where}`)
+    }
+
+    const notify = yield* makeNotify(client)
+    return Channel.of({
+      id: PLATFORM,
+      description: `Feishu/Lark bot ${bot.name === "" ? bot.openId : `"${bot.name}"`} (${where})`,
+      notify
+    })
+  })
+
+/** The image type of `bytes` by their magic number (what the model is told), or undefined. */
+export const sniffImage = (bytes: Uint8Array): string | undefined => {
+  const b = (i: number) => bytes[i] ?? -1
+  if (b(0) === 0x89 && b(1) === 0x50 && b(2) === 0x4e && b(3) === 0x47) return "image/png"
+  if (b(0) === 0xff && b(1) === 0xd8 && b(2) === 0xff) return "image/jpeg"
+  if (b(0) === 0x47 && b(1) === 0x49 && b(2) === 0x46 && b(3) === 0x38) return "image/gif"
+  if (b(0) === 0x52 && b(1) === 0x49 && b(2) === 0x46 && b(3) === 0x46 && b(8) === 0x57 && b(9) === 0x45 && b(10) === 0x42 && b(11) === 0x50) return "image/webp"
+  return undefined
+}
+
+/** The Feishu/Lark channel as the gateway runs it. */
+export const definition: ChannelDefinition<FeishuSettings, ChannelStartFailed, Runtime | ConfigStore | ChannelLedger> = {
+  id: PLATFORM,
+  settings: FeishuSettings,
+  layer: (settings) => Layer.effect(Channel, make(feishuOptions(settings)))
+}
+
+/** Feishu/Lark in the platform table (gateway, `anna doctor`, `anna notify`). */
+export const platformChannel: PlatformChannel<FeishuSettings> = {
+  definition,
+  check: (s) => checkApp(feishuOptions(s)),
+  fix: "anna channel set feishu --config app_id=cli_… --config app_secret=… (developer console → Credentials & Basic Info), base_url=lark for Lark",
+  sender: (s) => sender(feishuOptions(s))
+}
