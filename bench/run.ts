@@ -13,7 +13,8 @@
  * import times whole `anna memory import` processes of 100k transcript messages (dist/main.js, rebuilt
  * first): rate and peak RSS, against a raw-SQL floor.
  *
- * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,sandbox,startup limits phases.
+ * channels runs the Telegram channel end to end (fake Bot API, instant model) against the runtime alone.
+ * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,sandbox,startup limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -22,6 +23,7 @@ import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
+import { runChannels } from "./channels.ts"
 import { runImport } from "./importCli.ts"
 import { runRetrieval } from "./retrieval.ts"
 import { runRuntime } from "./runtime.ts"
@@ -32,7 +34,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,sandbox,startup").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,sandbox,startup").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -93,6 +95,10 @@ const main = async () => {
     if (only.has("runtime")) {
       await runRuntime(dir)
       markRss("after runtime")
+    }
+    if (only.has("channels")) {
+      await runChannels(dir)
+      markRss("after channels")
     }
     if (only.has("sandbox")) {
       await runSandboxOutput()

@@ -333,10 +333,11 @@ const poll = (api: Api, accept: Accept) =>
     const offset = Option.map(cursor, Number).pipe(Option.filter(Number.isInteger), Option.getOrUndefined)
     const updates = yield* call("getUpdates", (signal) =>
       api.getUpdates({ ...(offset === undefined ? {} : { offset }), timeout: POLL_SECONDS, allowed_updates: ["message", "callback_query"] }, signal))
-    for (const u of updates) {
-      yield* accept(String(u.update_id), u)
-      yield* ledger.setCursor(PLATFORM, String(u.update_id + 1))
-    }
+    // Each update is claimed before the cursor passes it; the cursor moves once per batch (a crash
+    // in between fetches the rest of the batch again, and their claims drop them).
+    for (const u of updates) yield* accept(String(u.update_id), u)
+    const last = updates.at(-1)
+    if (last !== undefined) yield* ledger.setCursor(PLATFORM, String(last.update_id + 1))
   }).pipe(
     Effect.catch((e) => Effect.logWarning(`telegram: polling: ${e.message}; trying again`).pipe(Effect.andThen(Effect.sleep("2 seconds")))),
     Effect.forever
