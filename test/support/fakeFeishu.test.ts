@@ -1,10 +1,14 @@
 /**
  * The fake Feishu/Lark open platform (test/support/fakeFeishu) driven by the real
  * `@larksuiteoapi/node-sdk`: tenant token, bot info, messages (create, reply, patch, uuid), image
- * resources, the long connection (endpoint, protobuf frames, acks, pings, reconnects), event
- * callbacks, and the failure modes. Waits are on the fake's events (`waitFor`), never on the clock.
+ * resources, image uploads (multipart, checked as Feishu does) and image messages, the long
+ * connection (endpoint, protobuf frames, acks, pings, reconnects), event callbacks, and the failure
+ * modes. Waits are on the fake's events (`waitFor`), never on the clock.
  */
 import * as Lark from "@larksuiteoapi/node-sdk"
+import { createReadStream, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { type FakeFeishu, startFakeFeishu } from "./fakeFeishu/server.ts"
 
@@ -88,6 +92,41 @@ describe("fake Feishu", () => {
     const chunks: Array<Buffer> = []
     for await (const chunk of res.getReadableStream()) chunks.push(chunk as Buffer)
     expect(new Uint8Array(Buffer.concat(chunks))).toEqual(bytes)
+  })
+
+  it("takes an image upload from the SDK (multipart, as its axios sends it), checks it as Feishu does, and sends it as an image message", async () => {
+    const c = client()
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 9, 8, 7])
+    // A bare Buffer goes out as a text field (no file name), which Feishu refuses (larksuite/node-sdk#44); a file stream is a file.
+    expect(await refusal(c.im.image.create({ data: { image_type: "message", image: png } }))).toEqual({ status: 400, code: 234001 })
+    const dir = mkdtempSync(join(tmpdir(), "fake-feishu-"))
+    writeFileSync(join(dir, "a.png"), png)
+    const uploaded = await c.im.image.create({ data: { image_type: "message", image: createReadStream(join(dir, "a.png")) } })
+    const key = uploaded?.image_key ?? ""
+    expect(key).toMatch(/^img_v3_/)
+    expect(new Uint8Array(fake.uploaded(key)?.bytes ?? [])).toEqual(new Uint8Array(png))
+    expect(fake.uploads.map((u) => u.imageType)).toEqual(["message"])
+    expect(fake.calls.at(-1)?.body).toMatchObject({ image_type: "message", image: { name: "a.png", size: png.length } })
+    fake.sendUserMessage({ from: "ou_u6", text: "hi" })
+    const sent = await c.im.message.create({ params: { receive_id_type: "open_id" }, data: { receive_id: "ou_u6", msg_type: "image", content: JSON.stringify({ image_key: key }) } })
+    const [message] = fake.messages(fake.dmChat("ou_u6"))
+    expect(message?.messageId).toBe(sent.data?.message_id)
+    expect(message?.msgType).toBe("image")
+    expect(message?.imageKey).toBe(key)
+    // Refusals: an unknown key, an empty file, bytes that are no image format Feishu takes, no image_type.
+    expect(await refusal(c.im.message.create({ params: { receive_id_type: "open_id" }, data: { receive_id: "ou_u6", msg_type: "image", content: JSON.stringify({ image_key: "img_v3_nope" }) } }))).toEqual({ status: 400, code: 230001 })
+    const file = (name: string, bytes: Uint8Array) => {
+      writeFileSync(join(dir, name), bytes)
+      return createReadStream(join(dir, name))
+    }
+    expect(await refusal(c.im.image.create({ data: { image_type: "message", image: file("empty.png", new Uint8Array()) } }))).toEqual({ status: 400, code: 234010 })
+    expect(await refusal(c.im.image.create({ data: { image_type: "message", image: file("page.png", Buffer.from("<html>not an image</html>")) } }))).toEqual({ status: 400, code: 234011 })
+    expect(await refusal(c.request({ method: "POST", url: "/open-apis/im/v1/images", data: { image_type: "message" } }))).toEqual({ status: 400, code: 234001 })
+    const big = Buffer.alloc(10 * 1024 * 1024 + 1)
+    png.copy(big)
+    expect(await refusal(c.im.image.create({ data: { image_type: "message", image: file("big.png", big) } }))).toEqual({ status: 400, code: 234006 })
+    expect(fake.uploads.length).toBe(1)
+    rmSync(dir, { recursive: true, force: true })
   })
 
   it("pushes events over the long connection to the SDK's WSClient, records its acks and pings, and takes it back after a drop", async () => {

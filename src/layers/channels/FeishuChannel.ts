@@ -9,10 +9,11 @@
  *   - `mode=websocket` (default): the SDK's `WSClient` long connection (no public URL needed; it
  *     asks `{domain}/callback/ws/endpoint` where to connect, speaks protobuf frames, pings,
  *     reconnects by itself and acknowledges an event once our handler returns);
- *   - `mode=webhook`: event callbacks POSTed to `webhook_path` on a listener of its own
- *     (`webhook_host`, default 127.0.0.1 behind your reverse proxy; `webhook_port`, default 8788):
- *     the `url_verification` challenge, the Verification Token, encrypted bodies and their
- *     signature with the Encrypt Key. The platform retries a callback until it gets a 200.
+ *   - `mode=webhook`: event callbacks POSTed to `webhook_path` on the shared webhook listener
+ *     (shared/webhook.ts: POST only, 1 MiB bodies; `webhook_host`, default 127.0.0.1 behind your
+ *     reverse proxy; `webhook_port`, default 8788): the `url_verification` challenge, the
+ *     Verification Token, encrypted bodies and their signature with the Encrypt Key. The platform
+ *     retries a callback until it gets a 200, which is given once the message is claimed.
  * - Exactly-once: each `im.message.receive_v1` is claimed in the ChannelLedger by its message_id
  *   before it is acknowledged (shared/inbound.ts), so a redelivery (a reconnect, a retried
  *   callback, a restart) is dropped; a reply's card ids are recorded as they are sent and replies a
@@ -27,28 +28,43 @@
  *   it streams and finally written as card Markdown split into cards (feishu/reply.ts). Text, post
  *   (rich text) and image messages are read; images (at most 10 MiB each) go to the model as image
  *   blocks.
- * - `notify`: to a user's open_id (their Feishu identity), or to a given chat_id.
+ * - `notify`: to a user's open_id (their Feishu identity), or to a given chat_id; pictures (PNG,
+ *   JPEG, GIF, WebP up to 10 MB) are uploaded and sent as image messages before the text.
  *
  * Not yet: native pickers (the commands answer with
  * numbered text lists).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
 import * as Lark from "@larksuiteoapi/node-sdk"
 import { type Context, Deferred, Effect, Layer, Option } from "effect"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import { FeishuSettings } from "../../domain/config/channel.ts"
 import type { ContentBlock } from "../../domain/message.ts"
 import type { UserMessage } from "../../domain/runtime/types.ts"
-import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundMessage } from "../../services/Channel.ts"
+import { Channel, type ChannelDefinition, type ChannelTarget, type OutboundImage, type OutboundMessage } from "../../services/Channel.ts"
 import type { ChannelLedger } from "../../services/ChannelLedger.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import type { Runtime } from "../../services/Runtime.ts"
 import type { PlatformChannel } from "./platforms.ts"
-import { botInfo, CREDENTIAL_CODES, domainOf, downloadImage, type FeishuClient, makeClient, PLATFORM, redact, sentByApp } from "./feishu/api.ts"
+import {
+  botInfo,
+  CREDENTIAL_CODES,
+  type Destination,
+  domainOf,
+  downloadImage,
+  type FeishuClient,
+  makeClient,
+  MAX_UPLOAD_BYTES,
+  PLATFORM,
+  redact,
+  sendMessage,
+  sentByApp,
+  uploadImage
+} from "./feishu/api.ts"
 import { bodyOf, decodeStored, type FeishuInbound, inboundOf, mentionsBot, readCallback, signatureOk } from "./feishu/events.ts"
-import { makeReply } from "./feishu/reply.ts"
+import { makeReply, uuidFor } from "./feishu/reply.ts"
 import type { PlatformCallError } from "./shared/calls.ts"
+import { sniffImage } from "./shared/images.ts"
+import { listenWebhook, type WebhookAnswer, type WebhookRequest } from "./shared/webhook.ts"
 import { type Incoming, makeInbound } from "./shared/inbound.ts"
 
 export { PLATFORM } from "./feishu/api.ts"
@@ -58,8 +74,6 @@ export const WEBHOOK_DEFAULT_HOST = "127.0.0.1"
 export const WEBHOOK_DEFAULT_PORT = 8788
 /** How long the start waits for the long connection before going on (it keeps trying). */
 const CONNECT_WAIT = "20 seconds"
-/** The largest event-callback body read. */
-const MAX_CALLBACK_BYTES = 1024 * 1024
 /** How long after the SDK gives up on the long connection it is started again. */
 const RESTART_AFTER_MS = 30_000
 /** Ids of the bot's recent cards kept to recognise a reply to one of them. */
@@ -126,9 +140,47 @@ export const checkApp = (o: FeishuOptions): Effect.Effect<string, string> =>
       Effect.mapError((e) => credentialProblem(o, e))
     ))
 
+/** The largest side of a GIF Feishu takes, and of any other image (pixels). */
+const GIF_MAX_SIDE = 2_000
+const IMAGE_MAX_SIDE = 12_000
+
+/** Width and height of a PNG or GIF from its header (others: undefined; Feishu checks them itself). */
+const dimensionsOf = (b: Uint8Array, type: string): { readonly width: number; readonly height: number } | undefined => {
+  const at = (i: number) => b[i] ?? 0
+  if (type === "image/png" && b.length >= 24) {
+    return { width: ((at(16) << 24) | (at(17) << 16) | (at(18) << 8) | at(19)) >>> 0, height: ((at(20) << 24) | (at(21) << 16) | (at(22) << 8) | at(23)) >>> 0 }
+  }
+  if (type === "image/gif" && b.length >= 10) return { width: at(6) | (at(7) << 8), height: at(8) | (at(9) << 8) }
+  return undefined
+}
+
 /**
- * Delivery to a user (their Feishu identity's open_id) or a given chat_id: the Markdown rendered
- * and split into cards as a reply is, with the same retries. Needs no connection.
+ * Why Feishu would not take this picture as an image message, or undefined. It takes PNG, JPEG,
+ * GIF and WebP (also BMP, ICO, TIFF, HEIC, which the notify tool does not send) of at most 10 MB,
+ * not empty, a GIF at most 2000×2000 pixels and any other at most 12000×12000. Nothing is converted.
+ */
+export const imageProblem = (image: OutboundImage): string | undefined => {
+  const name = image.name === "" ? "the picture" : `picture ${image.name}`
+  if (image.bytes.length === 0) return `${name} is empty`
+  if (image.bytes.length > MAX_UPLOAD_BYTES) {
+    return `${name} is ${(image.bytes.length / 1024 / 1024).toFixed(1)} MB; Feishu/Lark takes images of at most ${MAX_UPLOAD_BYTES / 1024 / 1024} MB`
+  }
+  const type = sniffImage(image.bytes)
+  if (type === undefined) return `${name} is not a PNG, JPEG, GIF or WebP image (${image.mediaType} given)`
+  const size = dimensionsOf(image.bytes, type)
+  const max = type === "image/gif" ? GIF_MAX_SIDE : IMAGE_MAX_SIDE
+  if (size !== undefined && (size.width > max || size.height > max)) {
+    return `${name} is ${size.width}×${size.height} pixels; Feishu/Lark takes ${type === "image/gif" ? "a GIF" : "an image"} of at most ${max}×${max}`
+  }
+  return undefined
+}
+
+/**
+ * Delivery to a user (their Feishu identity's open_id) or a given chat_id: the pictures first, each
+ * uploaded (`im.image.create`) and sent as an image message, then the Markdown rendered and split
+ * into cards as a reply is, with the same retries. A picture that cannot go (refused here or by
+ * the platform) does not hold back the text: the text is delivered, then the notify fails saying
+ * why the picture did not go. Needs no connection.
  */
 const makeNotify = (client: FeishuClient) =>
   Effect.gen(function*() {
@@ -145,23 +197,41 @@ const makeNotify = (client: FeishuClient) =>
           })
         })
       )
+
+    /** Every picture checked first (none goes if one cannot), then each uploaded and sent. */
+    const sendImages = (to: Destination, key: string, images: ReadonlyArray<OutboundImage>): Effect.Effect<void, string> =>
+      Effect.gen(function*() {
+        const problems = images.flatMap((image) => {
+          const p = imageProblem(image)
+          return p === undefined ? [] : [p]
+        })
+        if (problems.length > 0) return yield* Effect.fail(problems.join("; "))
+        for (const [i, image] of images.entries()) {
+          yield* uploadImage(client, image.bytes).pipe(
+            Effect.flatMap((imageKey) => sendMessage(client, to, "image", JSON.stringify({ image_key: imageKey }), uuidFor(`${key}:image`, i))),
+            Effect.mapError((e) => `${image.name === "" ? "a picture" : `picture ${image.name}`} was not sent: ${e.message}`)
+          )
+        }
+      })
+
     let sent = 0
     return (target: ChannelTarget, message: OutboundMessage): Effect.Effect<void, ChannelError> =>
       Effect.gen(function*() {
-        const to = target.chatId === undefined
-          ? { kind: "user" as const, openId: yield* identityOf(target.userId) }
-          : { kind: "chat" as const, chatId: target.chatId }
-        const reply = yield* makeReply({
-          client,
-          first: to,
-          rest: to,
-          key: `notify:${Date.now()}:${++sent}:${Math.random()}`,
-          existing: [],
-          onMessages: () => Effect.void,
-          thinking: false
-        })
-        yield* reply.event({ type: "text", text: message.text })
-        yield* reply.finish
+        const to: Destination = target.chatId === undefined
+          ? { kind: "user", openId: yield* identityOf(target.userId) }
+          : { kind: "chat", chatId: target.chatId }
+        const key = `notify:${Date.now()}:${++sent}:${Math.random()}`
+        const images = message.images ?? []
+        const pictures = images.length === 0 ? undefined : yield* Effect.result(sendImages(to, key, images))
+        if (message.text.trim() !== "" || images.length === 0) {
+          const reply = yield* makeReply({ client, first: to, rest: to, key, existing: [], onMessages: () => Effect.void, thinking: false })
+          yield* reply.event({ type: "text", text: message.text })
+          yield* reply.finish
+        }
+        if (pictures !== undefined && pictures._tag === "Failure") {
+          const delivered = message.text.trim() === "" ? "" : " (the text was delivered)"
+          return yield* new ChannelError({ channel: PLATFORM, reason: redact(client.appSecret, `${pictures.failure}${delivered}`) })
+        }
       }).pipe(
         Effect.mapError((e) => (e instanceof ChannelError ? e : new ChannelError({ channel: PLATFORM, reason: e.message })))
       )
@@ -174,29 +244,6 @@ export const sender = (o: FeishuOptions) =>
     const notify = yield* makeNotify(client)
     return Channel.of({ id: PLATFORM, description: `Feishu/Lark bot (sending through ${o.domain})`, notify })
   })
-
-/** Reads a request body, at most `max` bytes (else undefined). */
-const readBody = (req: IncomingMessage, max: number): Promise<string | undefined> =>
-  new Promise((resolve, reject) => {
-    const chunks: Array<Buffer> = []
-    let size = 0
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length
-      if (size > max) {
-        resolve(undefined)
-        req.destroy()
-        return
-      }
-      chunks.push(chunk)
-    })
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
-    req.on("error", reject)
-  })
-
-const header = (req: IncomingMessage, name: string): string | undefined => {
-  const v = req.headers[name]
-  return typeof v === "string" ? v : undefined
-}
 
 export const make = (o: FeishuOptions) =>
   Effect.gen(function*() {
@@ -363,55 +410,37 @@ export const make = (o: FeishuOptions) =>
       if (Option.isNone(connected)) yield* Effect.logWarning(`feishu: no long connection to ${o.domain} yet; still trying`)
       where = `long connection to ${o.domain}`
     } else {
-      const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-        const answer = (status: number, body: unknown) => {
-          res.writeHead(status, { "content-type": "application/json; charset=utf-8" })
-          res.end(JSON.stringify(body))
-        }
-        const path = (req.url ?? "").split("?")[0]
-        if (req.method !== "POST" || path !== o.webhookPath) return answer(404, { msg: "not found" })
-        const raw = await readBody(req, MAX_CALLBACK_BYTES)
-        if (raw === undefined) return answer(413, { msg: "too large" })
-        let body: unknown
-        try {
-          body = JSON.parse(raw)
-        } catch {
-          return answer(400, { msg: "not JSON" })
-        }
-        const signature = header(req, "x-lark-signature")
-        if (o.encryptKey !== undefined && signature !== undefined) {
-          const ok = signatureOk(header(req, "x-lark-request-timestamp") ?? "", header(req, "x-lark-request-nonce") ?? "", o.encryptKey, raw, signature)
-          if (!ok) return answer(401, { msg: "bad signature" })
-        }
-        const callback = readCallback(body, o.encryptKey)
-        if (callback.kind === "invalid") return answer(400, { msg: callback.reason })
-        if (o.verificationToken !== undefined && callback.token !== o.verificationToken) return answer(401, { msg: "bad verification token" })
-        if (callback.kind === "challenge") return answer(200, { challenge: callback.challenge })
-        // Events are signed when an Encrypt Key is set (the challenge is not).
-        if (o.encryptKey !== undefined && signature === undefined) return answer(401, { msg: "unsigned event" })
-        if (callback.eventType !== "im.message.receive_v1") return answer(200, {})
-        const exit = await Effect.runPromiseExitWith(context)(onEvent(callback.flat))
-        return exit._tag === "Success" ? answer(200, {}) : answer(500, { msg: "not stored; send it again" })
-      }
-      const server = createServer({ requestTimeout: 30_000, headersTimeout: 20_000 }, (req, res) => {
-        handle(req, res).catch(() => {
-          if (!res.headersSent) res.writeHead(500)
-          res.end()
+      const handle = (request: WebhookRequest): Effect.Effect<WebhookAnswer> =>
+        Effect.gen(function*() {
+          const answer = (status: number, body: unknown): WebhookAnswer => ({ status, body })
+          const header = (name: string): string | undefined => {
+            const v = request.headers[name]
+            return typeof v === "string" ? v : undefined
+          }
+          const raw = request.body.toString("utf8")
+          let body: unknown
+          try {
+            body = JSON.parse(raw)
+          } catch {
+            return answer(400, { msg: "not JSON" })
+          }
+          const signature = header("x-lark-signature")
+          if (o.encryptKey !== undefined && signature !== undefined) {
+            const ok = signatureOk(header("x-lark-request-timestamp") ?? "", header("x-lark-request-nonce") ?? "", o.encryptKey, raw, signature)
+            if (!ok) return answer(401, { msg: "bad signature" })
+          }
+          const callback = readCallback(body, o.encryptKey)
+          if (callback.kind === "invalid") return answer(400, { msg: callback.reason })
+          if (o.verificationToken !== undefined && callback.token !== o.verificationToken) return answer(401, { msg: "bad verification token" })
+          if (callback.kind === "challenge") return answer(200, { challenge: callback.challenge })
+          // Events are signed when an Encrypt Key is set (the challenge is not).
+          if (o.encryptKey !== undefined && signature === undefined) return answer(401, { msg: "unsigned event" })
+          if (callback.eventType !== "im.message.receive_v1") return answer(200, {})
+          const exit = yield* Effect.exit(onEvent(callback.flat))
+          return exit._tag === "Success" ? answer(200, {}) : answer(500, { msg: "not stored; send it again" })
         })
-      })
-      server.maxConnections = 256
-      const address = yield* Effect.acquireRelease(
-        Effect.callback<AddressInfo, ChannelStartFailed>((resume) => {
-          server.once("error", (e) => resume(Effect.fail(startFailed(`cannot listen on ${o.webhookHost}:${o.webhookPort}: ${e.message}`))))
-          server.listen(o.webhookPort, o.webhookHost, () => resume(Effect.succeed(server.address() as AddressInfo)))
-        }),
-        () => Effect.callback<void>((resume) => {
-          server.close(() => resume(Effect.void))
-          server.closeAllConnections()
-        })
-      )
-      where = `event callbacks on http://${o.webhookHost}:${address.port}${o.webhookPath}`
-      yield* Effect.logInfo(`feishu: ${where}`)
+      const address = yield* listenWebhook({ platform: PLATFORM, host: o.webhookHost, port: o.webhookPort, path: o.webhookPath, handle })
+      where = `event callbacks on http://${address.host}:${address.port}${o.webhookPath}`
     }
 
     const notify = yield* makeNotify(client)
@@ -421,16 +450,6 @@ export const make = (o: FeishuOptions) =>
       notify
     })
   })
-
-/** The image type of `bytes` by their magic number (what the model is told), or undefined. */
-export const sniffImage = (bytes: Uint8Array): string | undefined => {
-  const b = (i: number) => bytes[i] ?? -1
-  if (b(0) === 0x89 && b(1) === 0x50 && b(2) === 0x4e && b(3) === 0x47) return "image/png"
-  if (b(0) === 0xff && b(1) === 0xd8 && b(2) === 0xff) return "image/jpeg"
-  if (b(0) === 0x47 && b(1) === 0x49 && b(2) === 0x46 && b(3) === 0x38) return "image/gif"
-  if (b(0) === 0x52 && b(1) === 0x49 && b(2) === 0x46 && b(3) === 0x46 && b(8) === 0x57 && b(9) === 0x45 && b(10) === 0x42 && b(11) === 0x50) return "image/webp"
-  return undefined
-}
 
 /** The Feishu/Lark channel as the gateway runs it. */
 export const definition: ChannelDefinition<FeishuSettings, ChannelStartFailed, Runtime | ConfigStore | ChannelLedger> = {

@@ -3,7 +3,8 @@
  * `@larksuiteoapi/node-sdk` (its Client and its WebSocket long connection), over a real runtime
  * (SQLite, the OpenAI SDK against the fake LLM server): DMs with streamed cards, groups by mode,
  * commands, long replies, refused cards, images, 429s, duplicate deliveries, reconnects, restarts
- * (exactly-once), the webhook mode (challenge, encrypted events), wrong credentials, notify.
+ * (exactly-once), the webhook mode (challenge, encrypted events), wrong credentials, notify (text
+ * and pictures: uploads, retries, refusals).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
@@ -16,8 +17,9 @@ import * as FeishuChannel from "../../../src/layers/channels/FeishuChannel.ts"
 import * as Notifier from "../../../src/layers/channels/Notifier.ts"
 import { CARD_LIMIT, THINKING } from "../../../src/layers/channels/feishu/reply.ts"
 import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
+import { loadPlatform } from "../../../src/layers/channels/platforms.ts"
 import { notifySource } from "../../../src/layers/tools/notify.ts"
-import { Channel } from "../../../src/services/Channel.ts"
+import { Channel, type OutboundImage } from "../../../src/services/Channel.ts"
 import { Channels } from "../../../src/services/Channels.ts"
 import { ToolCatalog } from "../../../src/services/ToolCatalog.ts"
 import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
@@ -90,6 +92,38 @@ const BOB = "ou_bob0000000000000000000000000002"
 const GROUP = "oc_group00000000000000000000000001"
 
 const reply = (t: string) => ({ kind: "reply" as const, parts: [{ type: "text" as const, text: t }] })
+
+
+/** A PNG header of `width`×`height` (signature and IHDR), then `extra` bytes. */
+const png = (width: number, height: number, extra = 16): Uint8Array => {
+  const b = new Uint8Array(33 + extra)
+  b.set([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])
+  new DataView(b.buffer).setUint32(16, width)
+  new DataView(b.buffer).setUint32(20, height)
+  for (let i = 33; i < b.length; i++) b[i] = i % 251
+  return b
+}
+const gif = (width: number, height: number): Uint8Array => {
+  const b = new Uint8Array(40)
+  b.set(new TextEncoder().encode("GIF89a"))
+  new DataView(b.buffer).setUint16(6, width, true)
+  new DataView(b.buffer).setUint16(8, height, true)
+  b[39] = 0x3b
+  return b
+}
+const webp = (): Uint8Array => {
+  const b = new Uint8Array(44)
+  b.set(new TextEncoder().encode("RIFF"))
+  new DataView(b.buffer).setUint32(4, 36, true)
+  b.set(new TextEncoder().encode("WEBPVP8 "), 8)
+  b[43] = 7
+  return b
+}
+const picture = (name: string, mediaType: string, bytes: Uint8Array): OutboundImage => ({ name, mediaType, bytes })
+/** The images sent to a chat, as uploaded bytes in order. */
+const imagesIn = (chat: string) =>
+  fs.messages(chat).filter((m) => m.msgType === "image").map((m) => Array.from(fs.uploaded(m.imageKey ?? "")?.bytes ?? []))
+const uploadCalls = () => fs.calls.filter((c) => c.path === "/open-apis/im/v1/images")
 
 describe("Feishu channel", () => {
   it.live("answers a DM with a thinking card that is updated as the answer streams, then made the final Markdown", () =>
@@ -317,6 +351,10 @@ describe("Feishu channel", () => {
       assert.deepStrictEqual(encrypted, { status: 200, body: { challenge: "c-123" } })
       const wrongToken = yield* Effect.promise(() => fs.callback(url, { ...challenge, token: "nope" }))
       assert.strictEqual(wrongToken.status, 401)
+      // The shared listener: POST only, on the path only.
+      const status = (u: string, init: RequestInit) => Effect.promise(() => fetch(u, init).then((r) => r.status))
+      assert.strictEqual(yield* status(url, { method: "GET" }), 405)
+      assert.strictEqual(yield* status(url.replace("/feishu/events", "/other"), { method: "POST", body: "{}" }), 404)
       const event = fs.eventFor({ from: ANN, text: "over the webhook" })
       const forged = yield* Effect.promise(() => fs.callback(url, event.envelope, { encrypt: true, badSignature: true }))
       assert.strictEqual(forged.status, 401)
@@ -460,5 +498,83 @@ describe("Feishu channel", () => {
       const senderOnly = yield* FeishuChannel.sender(options())
       yield* senderOnly.notify({ userId: ann?.id ?? "" }, { text: "from the CLI" })
       yield* wait("the CLI notification", () => fs.messages(fs.dmChat(ANN)).find((m) => m.text === "from the CLI"))
+    }).pipe(Effect.provide(stackOn(newHome()))))
+  it.live("notify with pictures (PNG, GIF, WebP) uploads each and sends it as an image message, then the text as a card", () =>
+    Effect.gen(function*() {
+      const ann = yield* (yield* ConfigStore).upsertUser("feishu", ANN, "Ann")
+      const { channel, stop } = yield* startChannel(options())
+      const images = [picture("chart.png", "image/png", png(2, 2)), picture("anim.gif", "image/gif", gif(10, 10)), picture("photo.webp", "image/webp", webp())]
+      yield* channel.notify({ userId: ann.id }, { text: "Here is the **chart**.", images })
+      const chat = fs.dmChat(ANN)
+      const sent = fs.messages(chat)
+      assert.deepStrictEqual(sent.map((m) => m.msgType), ["image", "image", "image", "interactive"])
+      assert.deepStrictEqual(imagesIn(chat), images.map((i) => Array.from(i.bytes)))
+      assert.deepStrictEqual(fs.uploads.map((u) => [u.imageType, u.fileName, u.contentType]), [
+        ["message", "image.png", "image/png"],
+        ["message", "image.gif", "image/gif"],
+        ["message", "image.webp", "image/webp"]
+      ])
+      assert.strictEqual(sent[3]?.text, "Here is the **chart**.")
+      assert.isTrue(sent[3]?.rich)
+      // Sent to the user's open_id, each with an idempotency uuid of its own.
+      const creates = fs.calls.filter((c) => c.path === "/open-apis/im/v1/messages" && c.status === 200)
+      assert.isTrue(creates.every((c) => JSON.stringify(c.body).includes(ANN)))
+      assert.strictEqual(new Set(creates.map((c) => (c.body as { uuid?: string }).uuid)).size, 4)
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("a picture upload that fails with a 5xx is retried; one Feishu refuses fails the notify with its reason, the text still delivered", () =>
+    Effect.gen(function*() {
+      const ann = yield* (yield* ConfigStore).upsertUser("feishu", ANN, "Ann")
+      const { channel, stop } = yield* startChannel(options())
+      const chat = fs.dmChat(ANN)
+      fs.failNext({ match: "POST /open-apis/im/v1/images", status: 503, code: 1500, msg: "internal error" })
+      yield* channel.notify({ userId: ann.id }, { text: "after a hiccup", images: [picture("a.png", "image/png", png(3, 3))] })
+      assert.deepStrictEqual(uploadCalls().map((c) => c.status), [503, 200])
+      assert.deepStrictEqual(imagesIn(chat), [Array.from(png(3, 3))])
+      assert.deepStrictEqual(fs.messages(chat).map((m) => m.text), ["", "after a hiccup"])
+      fs.failNext({ match: "POST /open-apis/im/v1/images", status: 400, code: 234011, msg: "Can't regonnize the image format." })
+      const refused = yield* Effect.flip(channel.notify({ userId: ann.id }, { text: "the text goes anyway", images: [picture("b.png", "image/png", png(4, 4))] }))
+      assert.strictEqual(refused._tag, "ChannelError")
+      assert.include(refused.reason, "234011")
+      assert.include(refused.reason, "Can't regonnize the image format.")
+      assert.include(refused.reason, "b.png")
+      assert.include(refused.reason, "the text was delivered")
+      assert.strictEqual(uploadCalls().length, 3)
+      assert.deepStrictEqual(fs.messages(chat).map((m) => m.text), ["", "after a hiccup", "the text goes anyway"])
+      assert.strictEqual(imagesIn(chat).length, 1)
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("pictures Feishu does not take (over 10 MB, a GIF over 2000×2000, not an image) are refused before any upload, saying why", () =>
+    Effect.gen(function*() {
+      const ann = yield* (yield* ConfigStore).upsertUser("feishu", ANN, "Ann")
+      const { channel, stop } = yield* startChannel(options())
+      const chat = fs.dmChat(ANN)
+      const big = yield* Effect.flip(channel.notify({ userId: ann.id }, { text: "big", images: [picture("big.png", "image/png", png(100, 100, 10 * 1024 * 1024))] }))
+      assert.include(big.reason, "big.png")
+      assert.include(big.reason, "at most 10 MB")
+      const wide = yield* Effect.flip(channel.notify({ userId: ann.id }, { text: "", images: [picture("ok.png", "image/png", png(5, 5)), picture("wide.gif", "image/gif", gif(2001, 10))] }))
+      assert.include(wide.reason, "wide.gif is 2001×10 pixels")
+      assert.include(wide.reason, "2000×2000")
+      assert.notInclude(wide.reason, "text was delivered")
+      const fake = yield* Effect.flip(channel.notify({ userId: ann.id }, { text: "", images: [picture("page.png", "image/png", new TextEncoder().encode("<html>"))] }))
+      assert.include(fake.reason, "not a PNG, JPEG, GIF or WebP")
+      assert.strictEqual(uploadCalls().length, 0)
+      assert.deepStrictEqual(fs.messages(chat).map((m) => m.text), ["big"])
+      yield* stop
+    }).pipe(Effect.provide(stackOn(newHome()))))
+
+  it.live("the sending side alone (anna notify, through the platform table) sends pictures the same way", () =>
+    Effect.gen(function*() {
+      const ann = yield* (yield* ConfigStore).upsertUser("feishu", ANN, "Ann")
+      const platform = yield* loadPlatform("feishu")
+      const alone = yield* platform?.sender({ app_id: fs.appId, app_secret: fs.appSecret, base_url: fs.baseUrl }) ?? Effect.fail("no platform")
+      yield* alone.notify({ userId: ann.id }, { text: "from the CLI", images: [picture("cli.jpg", "image/jpeg", new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 1, 2, 3]))] })
+      yield* alone.notify({ userId: ann.id }, { text: "  ", images: [picture("only.png", "image/png", png(6, 6))] })
+      const chat = fs.dmChat(ANN)
+      assert.deepStrictEqual(fs.messages(chat).map((m) => [m.msgType, m.text]), [["image", ""], ["interactive", "from the CLI"], ["image", ""]])
+      assert.deepStrictEqual(imagesIn(chat), [[0xff, 0xd8, 0xff, 0xe0, 1, 2, 3], Array.from(png(6, 6))])
+      assert.strictEqual(fs.uploads[0]?.contentType, "image/jpeg")
     }).pipe(Effect.provide(stackOn(newHome()))))
 })

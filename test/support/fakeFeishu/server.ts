@@ -18,6 +18,12 @@
  *   a WebSocket speaking `pbbp2.Frame` protobuf frames (frames.ts): events pushed as data frames
  *   (queued while no client listens), the client's acks recorded, events a dropped connection left
  *   unacknowledged pushed again on the next one, pings answered with pongs carrying the config.
+ * - `POST /open-apis/im/v1/images` (multipart/form-data: `image_type` message|avatar, `image` the
+ *   file), checked as Feishu documents it: at most 10 MB (234006), not empty (234010), a format it
+ *   takes by its bytes (JPG, PNG, WEBP, GIF, BMP, ICO, TIFF, HEIC; else 234011), a form that is not
+ *   one or lacks a field 234001; answers `{code: 0, data: {image_key}}`. Image messages
+ *   (`msg_type: "image"`, content `{"image_key"}`) must name a key this app uploaded for messages;
+ *   `uploaded(key)` gives the bytes back.
  * - Event callbacks: `callback(url, …)` POSTs an event or a `url_verification` challenge to a
  *   channel's webhook, plain or encrypted (AES-256-CBC with the Encrypt Key) and signed.
  * - Test controls: user messages (text, post, image, mentions, replies, p2p or group), redelivery,
@@ -25,7 +31,8 @@
  *   rejected cards, dropped connections, a record of every call and every version of every bot
  *   message, and `waitFor` re-checked on every change.
  *
- * Not covered: other message types out (post, image upload, files), message recall, chat info and
+ * Not covered: other message types out (post, files, audio), the pixel-size limits of an upload
+ * (GIF 2000×2000, others 12000×12000: the code Feishu answers is not documented), message recall, chat info and
  * membership (any chat a user wrote in exists), card callbacks, fragmented event frames, ISV apps.
  */
 import { createCipheriv, createHash, randomBytes, randomUUID } from "node:crypto"
@@ -84,6 +91,8 @@ export interface BotMessage {
   readonly messageId: string
   readonly chatId: string
   readonly msgType: string
+  /** An image message's image_key. */
+  readonly imageKey: string | undefined
   readonly parentId: string | undefined
   readonly uuid: string | undefined
   /** The visible text of the latest version. */
@@ -91,6 +100,15 @@ export interface BotMessage {
   /** Whether the latest version is a Markdown card. */
   readonly rich: boolean
   readonly history: ReadonlyArray<MessageVersion>
+}
+
+export interface Upload {
+  readonly imageKey: string
+  readonly imageType: string
+  /** The file part's name and type as sent. */
+  readonly fileName: string
+  readonly contentType: string
+  readonly bytes: Uint8Array
 }
 
 export interface FailureSpec {
@@ -123,6 +141,10 @@ export interface FakeFeishu {
   readonly botOpenId: string
   /** Every API call (token, bot info, messages), in order. */
   readonly calls: ReadonlyArray<ApiCall>
+  /** Images uploaded (`POST /open-apis/im/v1/images`), in order. */
+  readonly uploads: ReadonlyArray<Upload>
+  /** The upload with this image_key (what an image message shows). */
+  uploaded(imageKey: string): Upload | undefined
   /** The bot's messages in a chat, in order. */
   messages(chatId: string): ReadonlyArray<BotMessage>
   /** The p2p chat of a user with the bot. */
@@ -153,14 +175,30 @@ export interface FakeFeishu {
 }
 
 const CARD_MAX_BYTES = 30 * 1024
+/** The largest image upload (10 MB). */
+const IMAGE_MAX_BYTES = 10 * 1024 * 1024
+
+/** Whether Feishu takes these bytes as an image (JPG, PNG, WEBP, GIF, BMP, ICO, TIFF, HEIC), by their signature. */
+const takenImage = (b: Uint8Array): boolean => {
+  const at = (i: number) => b[i] ?? -1
+  const ascii = (from: number, text: string) => [...text].every((c, i) => at(from + i) === c.charCodeAt(0))
+  return (at(0) === 0xff && at(1) === 0xd8 && at(2) === 0xff) ||
+    (at(0) === 0x89 && ascii(1, "PNG")) ||
+    ascii(0, "GIF8") ||
+    (ascii(0, "RIFF") && ascii(8, "WEBP")) ||
+    ascii(0, "BM") ||
+    (at(0) === 0 && at(1) === 0 && at(2) === 1 && at(3) === 0) ||
+    ascii(0, "II*\0") || ascii(0, "MM\0*") ||
+    (ascii(4, "ftyp") && /^(heic|heix|mif1|msf1)$/.test(String.fromCharCode(at(8), at(9), at(10), at(11))))
+}
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v)
 
-const readBody = (req: IncomingMessage): Promise<string> =>
+const readBody = (req: IncomingMessage): Promise<Buffer> =>
   new Promise((resolve, reject) => {
     const chunks: Array<Buffer> = []
     req.on("data", (c: Buffer) => chunks.push(c))
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+    req.on("end", () => resolve(Buffer.concat(chunks)))
     req.on("error", reject)
   })
 
@@ -199,6 +237,7 @@ class FakeFeishuServer implements FakeFeishu {
   readonly verificationToken: string | undefined
   readonly reconnectInterval: number
   readonly calls: Array<ApiCall> = []
+  readonly uploads: Array<Upload> = []
   readonly acks: Array<Ack> = []
   pings = 0
   connectionsOpened = 0
@@ -498,9 +537,20 @@ class FakeFeishuServer implements FakeFeishu {
   private async route(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? "/", "http://x")
     const method = req.method ?? "GET"
-    const raw = await readBody(req)
+    const bytes = await readBody(req)
+    const contentType = req.headers["content-type"] ?? ""
+    const multipart = /^multipart\/form-data/i.test(contentType)
+    const raw = multipart ? "" : bytes.toString("utf8")
     let body: unknown = {}
-    if (raw !== "") {
+    let form: FormData | undefined
+    if (multipart) {
+      try {
+        form = await new Request("http://fake/", { method: "POST", headers: { "content-type": contentType }, body: bytes }).formData()
+      } catch {
+        form = undefined
+      }
+      body = form === undefined ? {} : Object.fromEntries([...form.entries()].map(([k, v]) => [k, typeof v === "string" ? v : { name: v.name, type: v.type, size: v.size }]))
+    } else if (raw !== "") {
       try {
         body = JSON.parse(raw)
       } catch {
@@ -535,6 +585,7 @@ class FakeFeishuServer implements FakeFeishu {
         })
       }
       if (method === "POST" && url.pathname === "/open-apis/im/v1/messages") return this.create(res, url, body)
+      if (method === "POST" && url.pathname === "/open-apis/im/v1/images") return this.upload(res, url.pathname, body, form)
       const reply = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/reply$/.exec(url.pathname)
       if (method === "POST" && reply?.[1] !== undefined) return this.reply(res, url.pathname, reply[1], body)
       const resource = /^\/open-apis\/im\/v1\/messages\/([^/]+)\/resources\/([^/]+)$/.exec(url.pathname)
@@ -573,8 +624,40 @@ class FakeFeishuServer implements FakeFeishu {
     return this.answer(res, "POST", path, body, 200, { code: 0, msg: "ok", data: { URL: wsUrl, ClientConfig: this.clientConfig() } })
   }
 
+  uploaded(imageKey: string): Upload | undefined {
+    return this.uploads.find((u) => u.imageKey === imageKey)
+  }
+
+  /** `POST /open-apis/im/v1/images`: the image checked as Feishu does, kept under a new image_key. */
+  private async upload(res: ServerResponse, path: string, body: unknown, form: FormData | undefined) {
+    const refuse = (code: number, msg: string) => this.answer(res, "POST", path, body, 400, { code, msg })
+    const imageType = form?.get("image_type")
+    const file = form?.get("image")
+    if (form === undefined || (imageType !== "message" && imageType !== "avatar") || file === null || file === undefined || typeof file === "string") {
+      return refuse(234001, "Invalid request param.")
+    }
+    if (file.size === 0) return refuse(234010, "File's size can't be 0.")
+    if (file.size > IMAGE_MAX_BYTES) return refuse(234006, "The file size exceed the max value.")
+    const bytes = new Uint8Array(await file.arrayBuffer())
+    if (!takenImage(bytes)) return refuse(234011, "Can't regonnize the image format.")
+    const imageKey = `img_v3_${randomBytes(8).toString("hex")}`
+    this.uploads.push({ imageKey, imageType, fileName: file.name, contentType: file.type, bytes })
+    return this.answer(res, "POST", path, body, 200, { code: 0, msg: "success", data: { image_key: imageKey } })
+  }
+
   /** The checks Feishu makes of a message's content; the refusal, if any. */
   private checkContent(msgType: unknown, content: unknown): { code: number; msg: string } | undefined {
+    if (msgType === "image") {
+      let v: unknown
+      try {
+        v = typeof content === "string" ? JSON.parse(content) : undefined
+      } catch {
+        return { code: 230001, msg: "content is not a valid JSON" }
+      }
+      const key = isRecord(v) && typeof v.image_key === "string" ? v.image_key : undefined
+      const upload = key === undefined ? undefined : this.uploaded(key)
+      return upload !== undefined && upload.imageType === "message" ? undefined : { code: 230001, msg: "invalid image_key" }
+    }
     if (msgType !== "text" && msgType !== "interactive") return { code: 230001, msg: "invalid msg_type" }
     if (typeof content !== "string") return { code: 230001, msg: "content is required" }
     let v: unknown
@@ -599,7 +682,12 @@ class FakeFeishuServer implements FakeFeishu {
   private store(chatId: string, msgType: string, content: string, parentId: string | undefined, uuid: string | undefined): BotMessage {
     const messageId = `om_bot_${++this.seq}_${randomBytes(4).toString("hex")}`
     const v = visible(msgType, content)
-    const m: BotMessage = { messageId, chatId, msgType, parentId, uuid, text: v.text, rich: v.rich, history: [{ content, ...v, at: Date.now() }] }
+    const imageKey = (() => {
+      if (msgType !== "image") return undefined
+      const parsed: unknown = JSON.parse(content)
+      return isRecord(parsed) && typeof parsed.image_key === "string" ? parsed.image_key : undefined
+    })()
+    const m: BotMessage = { messageId, chatId, msgType, imageKey, parentId, uuid, text: v.text, rich: v.rich, history: [{ content, ...v, at: Date.now() }] }
     this.bot.set(messageId, m)
     this.order.push(messageId)
     if (uuid !== undefined) this.byUuid.set(uuid, messageId)

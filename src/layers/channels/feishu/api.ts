@@ -12,17 +12,23 @@
  *   gateway, 11232 tenant, 230020 per chat) are retried after `x-ogw-ratelimit-reset` /
  *   `Retry-After` or with backoff; so are 5xx and network failures; a card Feishu cannot build
  *   (230099, 11310) is `format` (the reply falls back to plain text); the rest is refused.
+ * - Uploads (`im.image.create`): the SDK hands us `Content-Type: multipart/form-data` and the data
+ *   as an object; we send it as a real multipart form (fetch writes the boundary), the bytes as a
+ *   file part with a name (a part without one is a text field, which Feishu refuses with 234001).
  */
 import { AsyncLocalStorage } from "node:async_hooks"
 import { Readable } from "node:stream"
 import * as Lark from "@larksuiteoapi/node-sdk"
 import { Effect } from "effect"
 import { type CallErrorKind, networkError, PlatformCallError, platformCall, retryAfterHeader } from "../shared/calls.ts"
+import { sniffImage } from "../shared/images.ts"
 
 export const PLATFORM = "feishu"
 
 /** A request's time limit (the platform answers in well under a second; downloads take longer). */
 const REQUEST_TIMEOUT_MS = 30_000
+/** An upload's time limit (10 MB on a slow uplink). */
+const UPLOAD_TIMEOUT_MS = 120_000
 /** The largest resource (an image a user sent) downloaded. */
 export const MAX_DOWNLOAD_BYTES = 10 * 1024 * 1024
 
@@ -96,6 +102,31 @@ const retryHint = (headers: Headers): number | undefined => {
   return retryAfterHeader(headers, Date.now())
 }
 
+/** The file name a multipart part is sent with (Feishu reads the image from its bytes). */
+const partName = (bytes: Uint8Array): { readonly name: string; readonly type: string } => {
+  const type = sniffImage(bytes)
+  return type === undefined ? { name: "file", type: "application/octet-stream" } : { name: `image.${type.slice("image/".length)}`, type }
+}
+
+/**
+ * A multipart form of the SDK's `data` (what axios would build for `Content-Type:
+ * multipart/form-data`): strings and numbers as fields, bytes as a file part. Streams are not
+ * taken (we always pass bytes).
+ */
+const formOf = (data: unknown): FormData => {
+  const form = new FormData()
+  if (!isRecord(data)) return form
+  for (const [key, value] of Object.entries(data)) {
+    if (value === undefined || value === null) continue
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") form.append(key, String(value))
+    else if (value instanceof Uint8Array) {
+      const part = partName(value)
+      form.append(key, new Blob([new Uint8Array(value)], { type: part.type }), part.name)
+    } else throw new Error(`multipart field ${key}: only text and bytes are sent`)
+  }
+  return form
+}
+
 interface RequestOptions {
   readonly url?: string
   readonly method?: string
@@ -116,13 +147,19 @@ const request = async (o: RequestOptions): Promise<unknown> => {
   const url = `${o.url ?? ""}${queryString(o.params)}`
   const method = (o.method ?? "GET").toUpperCase()
   const headers: Record<string, string> = {}
-  for (const [k, v] of Object.entries(o.headers ?? {})) if (typeof v === "string" || typeof v === "number") headers[k] = String(v)
+  // A multipart upload (the SDK sets the bare type): fetch writes the type with its boundary.
+  let multipart = false
+  for (const [k, v] of Object.entries(o.headers ?? {})) {
+    if (k.toLowerCase() === "content-type") multipart = typeof v === "string" && /^multipart\/form-data/i.test(v)
+    else if (typeof v === "string" || typeof v === "number") headers[k] = String(v)
+  }
   const hasBody = o.data !== undefined && method !== "GET" && method !== "HEAD"
-  if (hasBody) headers["Content-Type"] = "application/json; charset=utf-8"
+  if (hasBody && !multipart) headers["Content-Type"] = "application/json; charset=utf-8"
   const outer = currentSignal.getStore()
-  const timeout = AbortSignal.timeout(o.timeout ?? REQUEST_TIMEOUT_MS)
+  const timeout = AbortSignal.timeout(o.timeout ?? (multipart ? UPLOAD_TIMEOUT_MS : REQUEST_TIMEOUT_MS))
   const signal = outer === undefined ? timeout : AbortSignal.any([outer, timeout])
-  const res = await fetch(url, { method, headers, body: hasBody ? JSON.stringify(o.data) : null, signal, redirect: "error" })
+  const requestBody = !hasBody ? null : multipart ? formOf(o.data) : JSON.stringify(o.data)
+  const res = await fetch(url, { method, headers, body: requestBody, signal, redirect: "error" })
   if (o.responseType === "stream") {
     if (!res.ok) {
       const text = await res.text().catch(() => "")
@@ -294,7 +331,7 @@ const messageIdOf = (method: string) => (res: unknown): Effect.Effect<string, Pl
     : Effect.succeed(id)
 }
 
-export type MsgType = "interactive" | "text"
+export type MsgType = "interactive" | "text" | "image"
 
 /** Where a new message goes. */
 export type Destination =
@@ -353,3 +390,19 @@ export const downloadImage = (
     const type = isRecord(headers) && typeof headers["content-type"] === "string" ? headers["content-type"] : undefined
     return { bytes: Buffer.concat(chunks), contentType: type }
   })
+
+/** The largest image Feishu takes (`POST /open-apis/im/v1/images`: at most 10 MB, not empty). */
+export const MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+
+/**
+ * Uploads an image for a message (`im.image.create`: multipart, `image_type=message`, the file as
+ * `image`); its `image_key`.
+ */
+export const uploadImage = (c: FeishuClient, bytes: Uint8Array): Effect.Effect<string, PlatformCallError> =>
+  call(c, "im.image.create", (client) => client.im.image.create({ data: { image_type: "message", image: Buffer.from(bytes) } })).pipe(
+    Effect.flatMap((data) =>
+      typeof data?.image_key === "string" && data.image_key !== ""
+        ? Effect.succeed(data.image_key)
+        : Effect.fail(new PlatformCallError({ platform: PLATFORM, method: "im.image.create", kind: "refused", status: undefined, description: "no image_key in the answer", retryAfterMs: undefined }))
+    )
+  )

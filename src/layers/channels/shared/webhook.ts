@@ -1,7 +1,7 @@
 /**
  * A listener for a platform's webhook (issue 12, shared): one path, POST only, the body read up to
  * a cap (a larger one is refused with 413 before it is buffered), a time limit on receiving it, and
- * the answer given only when `handle` is done — a platform that gets no 2xx delivers again, so a
+ * at most WEBHOOK_MAX_CONNECTIONS open connections, the answer given only when `handle` is done — a platform that gets no 2xx delivers again, so a
  * handler that answers after the message is claimed loses nothing to a crash in between.
  *
  * Scoped: the server listens while the scope is open and is closed with it (open connections too).
@@ -12,6 +12,8 @@ import { ChannelStartFailed } from "../../../domain/channels/errors.ts"
 
 /** The largest webhook body read (platforms' updates are a few KiB). */
 export const WEBHOOK_MAX_BYTES = 1024 * 1024
+/** Open connections at once; one beyond is closed (a platform delivers with a few). */
+export const WEBHOOK_MAX_CONNECTIONS = 256
 
 export interface WebhookRequest {
   readonly headers: IncomingHttpHeaders
@@ -68,6 +70,7 @@ export const listenWebhook = (o: WebhookOptions) =>
       })
       req.on("error", () => req.destroy())
     })
+    server.maxConnections = WEBHOOK_MAX_CONNECTIONS
     const address = yield* Effect.acquireRelease(
       Effect.callback<{ readonly host: string; readonly port: number }, ChannelStartFailed>((resume) => {
         const failed = (e: Error) =>
