@@ -2,7 +2,8 @@
  * The fake Feishu/Lark open platform (test/support/fakeFeishu) driven by the real
  * `@larksuiteoapi/node-sdk`: tenant token, bot info, messages (create, reply, patch, uuid), image
  * resources, image uploads (multipart, checked as Feishu does) and image messages, the long
- * connection (endpoint, protobuf frames, acks, pings, reconnects), event callbacks, and the failure
+ * connection (endpoint, protobuf frames, acks, pings, reconnects), card buttons and card actions
+ * (answers recorded from the acks), event callbacks, and the failure
  * modes. Waits are on the fake's events (`waitFor`), never on the clock.
  */
 import * as Lark from "@larksuiteoapi/node-sdk"
@@ -148,6 +149,44 @@ describe("fake Feishu", () => {
     await fake.waitFor(() => received.includes(second.messageId), "the event after the reconnect")
     fake.redeliver(second.messageId)
     await fake.waitFor(() => received.filter((id) => id === second.messageId).length === 2, "the redelivery")
+  })
+
+  it("reads a card's buttons, refuses a malformed action element, pushes card actions to the SDK and records the answer in the ack", async () => {
+    const c = client()
+    const user = "ou_u6"
+    const event = fake.sendUserMessage({ from: user, text: "/model" })
+    const withButtons = JSON.stringify({
+      config: { update_multi: true },
+      elements: [{ tag: "markdown", content: "pick" }, { tag: "action", actions: [{ tag: "button", text: { tag: "plain_text", content: "one" }, value: { k: 1 } }] }]
+    })
+    const sent = await c.im.message.reply({ path: { message_id: event.messageId }, data: { msg_type: "interactive", content: withButtons } })
+    const id = sent.data?.message_id ?? ""
+    expect(fake.buttons(id)).toEqual([{ label: "one", value: { k: 1 } }])
+    const broken = JSON.stringify({ config: { update_multi: true }, elements: [{ tag: "action", actions: [{ tag: "button", value: {} }] }] })
+    expect(await refusal(c.im.message.patch({ path: { message_id: id }, data: { content: broken } }))).toEqual({ status: 400, code: 230099 })
+    const pressed: Array<unknown> = []
+    const dispatcher = new Lark.EventDispatcher({ logger: quiet }).register({
+      "card.action.trigger": async (data: unknown) => {
+        pressed.push(data)
+        return { toast: { type: "info", content: "ok" } }
+      }
+    })
+    ws = new Lark.WSClient({ appId: fake.appId, appSecret: fake.appSecret, domain: fake.baseUrl, logger: quiet })
+    await ws.start({ eventDispatcher: dispatcher })
+    const press = fake.pressButton({ from: user, messageId: id, value: { k: 1 } })
+    await fake.waitFor(() => fake.actionAnswers.find((a) => a.eventId === press.eventId), "the answer")
+    expect(fake.actionAnswers[0]).toEqual({ eventId: press.eventId, code: 200, body: { toast: { type: "info", content: "ok" } } })
+    // The SDK flattens it: header fields next to operator, action and context.
+    expect(pressed[0]).toMatchObject({
+      event_id: press.eventId,
+      event_type: "card.action.trigger",
+      operator: { open_id: user },
+      action: { value: { k: 1 }, tag: "button" },
+      context: { open_message_id: id, open_chat_id: fake.dmChat(user) }
+    })
+    fake.redeliverAction(press.eventId)
+    await fake.waitFor(() => fake.actionAnswers.length === 2, "the redelivery's answer")
+    expect(pressed.length).toBe(2)
   })
 
   it("POSTs event callbacks, encrypted and signed with the Encrypt Key", async () => {

@@ -30,9 +30,12 @@
  *   blocks.
  * - `notify`: to a user's open_id (their Feishu identity), or to a given chat_id; pictures (PNG,
  *   JPEG, GIF, WebP up to 10 MB) are uploaded and sent as image messages before the text.
- *
- * Not yet: native pickers (the commands answer with
- * numbered text lists).
+ * - Pickers: `/model` and `/agent` answer with their numbered list, and buttons (one per option,
+ *   "✓ " on the current) are added to that card; a press (`card.action.trigger`, over the long
+ *   connection or the callback URL) is answered at once with a toast, claimed by its event id (a
+ *   redelivered press runs once), checked (our command, `allowed_users`), then its buttons are
+ *   taken off and `/model N` runs as if the presser had typed it. (A card pressed after a restart
+ *   is not known by content any more: it is replaced by the command picked.)
  */
 import * as Lark from "@larksuiteoapi/node-sdk"
 import { type Context, Deferred, Effect, Layer, Option } from "effect"
@@ -54,14 +57,15 @@ import {
   type FeishuClient,
   makeClient,
   MAX_UPLOAD_BYTES,
+  patchCard,
   PLATFORM,
   redact,
   sendMessage,
   sentByApp,
   uploadImage
 } from "./feishu/api.ts"
-import { bodyOf, decodeStored, type FeishuInbound, inboundOf, mentionsBot, readCallback, signatureOk } from "./feishu/events.ts"
-import { makeReply, uuidFor } from "./feishu/reply.ts"
+import { bodyOf, cardPressOf, decodeStored, type FeishuInbound, inboundOf, mentionsBot, PICK_DATA, readCallback, signatureOk } from "./feishu/events.ts"
+import { card, makeReply, uuidFor } from "./feishu/reply.ts"
 import type { PlatformCallError } from "./shared/calls.ts"
 import { sniffImage } from "./shared/images.ts"
 import { listenWebhook, type WebhookAnswer, type WebhookRequest } from "./shared/webhook.ts"
@@ -299,8 +303,45 @@ export const make = (o: FeishuOptions) =>
           Effect.catch((e) => Effect.logWarning(`feishu: image ${key} of message ${m.messageId} not downloaded: ${e.description}`).pipe(Effect.as(undefined)))
         ))
 
+    // Picker cards of this run: their content without the buttons (put back when one is pressed),
+    // and those pressed already.
+    const pickers = new Map<string, string>()
+    const pickedCards = new Set<string>()
+    const shown = (id: string, content: string) => {
+      pickers.set(id, content)
+      if (pickers.size > RECENT_CARDS) {
+        const oldest = pickers.keys().next()
+        if (oldest.done !== true) pickers.delete(oldest.value)
+      }
+    }
+
+    /** A press of a picker button (claimed): its buttons taken off (once), its command run as the presser's. */
+    const pressed = (m: FeishuInbound, command: string): Effect.Effect<Incoming | undefined> =>
+      Effect.gen(function*() {
+        if (!PICK_DATA.test(command)) return undefined
+        if (o.allowedUsers !== undefined && !o.allowedUsers.has(m.senderOpenId)) return undefined
+        const content = pickers.get(m.messageId)
+        // A second press of the same card in this run does not run (its buttons are going away).
+        if (content === undefined && pickedCards.has(m.messageId)) return undefined
+        pickedCards.add(m.messageId)
+        if (pickedCards.size > RECENT_CARDS) {
+          const oldest = pickedCards.values().next()
+          if (oldest.done !== true) pickedCards.delete(oldest.value)
+        }
+        pickers.delete(m.messageId)
+        yield* patchCard(client, m.messageId, content ?? card(`${command}`, false)).pipe(
+          Effect.catch((e) => Effect.logWarning(`feishu: picker buttons of ${m.messageId} not removed: ${e.description}`))
+        )
+        return {
+          target: { platform: PLATFORM, externalUserId: m.senderOpenId, userName: m.senderOpenId, chatId: m.isGroup ? m.chatId : "dm", isGroup: m.isGroup },
+          chatKey: m.chatId,
+          message: command
+        }
+      })
+
     const read = (m: FeishuInbound): Effect.Effect<Incoming | undefined, PlatformCallError> =>
       Effect.gen(function*() {
+        if (m.pick !== undefined) return yield* pressed(m, m.pick)
         if (!m.senderIsUser || m.senderOpenId === bot.openId) return undefined
         if (o.allowedUsers !== undefined && !o.allowedUsers.has(m.senderOpenId)) return undefined
         if (!(yield* forTheBot(m))) return undefined
@@ -334,10 +375,11 @@ export const make = (o: FeishuOptions) =>
           client,
           first: m.isGroup ? { kind: "reply", messageId: m.messageId } : { kind: "chat", chatId: m.chatId },
           rest: { kind: "chat", chatId: m.chatId },
-          key: m.messageId,
+          key: m.replyKey ?? m.messageId,
           existing,
           onMessages: (ids) => Effect.sync(() => remember(ids)).pipe(Effect.andThen(onMessages(ids))),
-          thinking: true
+          thinking: true,
+          picker: { isGroup: m.isGroup, shown }
         })
       }
     })
@@ -353,6 +395,32 @@ export const make = (o: FeishuOptions) =>
         yield* inbound.accept(m.messageId, m)
       })
 
+    /**
+     * One delivered `card.action.trigger` (flattened): a press of a picker button is claimed by its
+     * event id and answered at once (Feishu waits 3 s) with a toast; the rest gets an empty answer.
+     * Fails only when the claim could not be stored.
+     */
+    const onCardAction = (flat: unknown) =>
+      Effect.gen(function*() {
+        const press = cardPressOf(flat)
+        if (press === undefined) return {}
+        if (o.allowedUsers !== undefined && !o.allowedUsers.has(press.operatorOpenId)) return {}
+        const m: FeishuInbound = {
+          messageId: press.messageId,
+          chatId: press.chatId,
+          isGroup: press.isGroup,
+          senderOpenId: press.operatorOpenId,
+          senderIsUser: true,
+          messageType: "text",
+          content: JSON.stringify({ text: press.command }),
+          mentions: [],
+          pick: press.command,
+          replyKey: press.key
+        }
+        yield* inbound.accept(press.key, m)
+        return { toast: { type: "info", content: press.command } }
+      })
+
     let where: string
     if (o.mode === "websocket") {
       const ready = yield* Deferred.make<void, string>()
@@ -362,7 +430,8 @@ export const make = (o: FeishuOptions) =>
       let closed = false
       let restart: ReturnType<typeof setTimeout> | undefined
       const dispatcher = new Lark.EventDispatcher({ logger: client.client.logger, loggerLevel: Lark.LoggerLevel.warn }).register({
-        "im.message.receive_v1": (data: unknown) => Effect.runPromiseWith(context)(onEvent(data))
+        "im.message.receive_v1": (data: unknown) => Effect.runPromiseWith(context)(onEvent(data)),
+        "card.action.trigger": (data: unknown) => Effect.runPromiseWith(context)(onCardAction(data))
       })
       const ws: Lark.WSClient = new Lark.WSClient({
         appId: o.appId,
@@ -435,6 +504,10 @@ export const make = (o: FeishuOptions) =>
           if (callback.kind === "challenge") return answer(200, { challenge: callback.challenge })
           // Events are signed when an Encrypt Key is set (the challenge is not).
           if (o.encryptKey !== undefined && signature === undefined) return answer(401, { msg: "unsigned event" })
+          if (callback.eventType === "card.action.trigger") {
+            const pressed = yield* Effect.exit(onCardAction(callback.flat))
+            return pressed._tag === "Success" ? answer(200, pressed.value) : answer(500, { msg: "not stored; send it again" })
+          }
           if (callback.eventType !== "im.message.receive_v1") return answer(200, {})
           const exit = yield* Effect.exit(onEvent(callback.flat))
           return exit._tag === "Success" ? answer(200, {}) : answer(500, { msg: "not stored; send it again" })

@@ -1,12 +1,13 @@
 /**
  * The Feishu/Lark channel's pure rules: card Markdown, message bodies (mentions, posts, images),
- * event callbacks (decryption, signatures), what an API failure means, and the split into cards.
+ * event callbacks (decryption, signatures), picker buttons and their presses, what an API failure
+ * means, and the split into cards.
  */
 import { createCipheriv, createHash, randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
 import { classify, FeishuHttpError } from "../../../src/layers/channels/feishu/api.ts"
-import { bodyOf, type FeishuInbound, inboundOf, readCallback, signatureOk } from "../../../src/layers/channels/feishu/events.ts"
-import { CARD_LIMIT, feishuParts, toFeishuMarkdown } from "../../../src/layers/channels/feishu/reply.ts"
+import { bodyOf, cardPressOf, type FeishuInbound, inboundOf, readCallback, signatureOk } from "../../../src/layers/channels/feishu/events.ts"
+import { CARD_LIMIT, card, feishuParts, MAX_BUTTONS, toFeishuMarkdown, withButtons } from "../../../src/layers/channels/feishu/reply.ts"
 
 const BOT = "ou_bot"
 
@@ -77,6 +78,52 @@ describe("message bodies", () => {
 })
 
 describe("event callbacks", () => {
+  it("reads a press of a picker button only when every field is there and the command is ours", () => {
+    const press = (value: unknown, over: Record<string, unknown> = {}) => ({
+      event_id: "ev1",
+      event_type: "card.action.trigger",
+      token: "c-card",
+      operator: { open_id: "ou_ann" },
+      action: { value, tag: "button" },
+      context: { open_message_id: "om_card", open_chat_id: "oc_chat" },
+      ...over
+    })
+    expect(cardPressOf(press({ anna_pick: "/agent 2", anna_chat: "p2p" }))).toEqual({
+      key: "action:ev1",
+      operatorOpenId: "ou_ann",
+      messageId: "om_card",
+      chatId: "oc_chat",
+      isGroup: false,
+      command: "/agent 2"
+    })
+    expect(cardPressOf(press({ anna_pick: "/model 1" }))?.isGroup).toBe(true)
+    for (
+      const bad of [
+        press({ anna_pick: "/new" }),
+        press({ anna_pick: "/model 1 " }),
+        press({ anna_pick: 3 }),
+        press("/model 1"),
+        press({ anna_pick: "/model 1" }, { context: { open_message_id: "om_card" } }),
+        press({ anna_pick: "/model 1" }, { operator: {} }),
+        press({ anna_pick: "/model 1" }, { event_id: undefined }),
+        null,
+        "x"
+      ]
+    ) expect(cardPressOf(bad)).toBeUndefined()
+  })
+
+  it("puts a picker's buttons under a card's content, the current marked, at most MAX_BUTTONS", () => {
+    const options = Array.from({ length: MAX_BUTTONS + 5 }, (_, i) => ({ value: `m${i}`, label: `m${i}`, current: i === 1 }))
+    const v = JSON.parse(withButtons(card("1. m0", true), { command: "model", options }, true)) as { config: unknown; elements: Array<Record<string, unknown>> }
+    expect(v.config).toEqual({ wide_screen_mode: true, update_multi: true })
+    expect(v.elements[0]).toEqual({ tag: "markdown", content: "1. m0" })
+    expect(v.elements.length).toBe(1 + MAX_BUTTONS)
+    expect(v.elements[2]).toEqual({
+      tag: "action",
+      actions: [{ tag: "button", text: { tag: "plain_text", content: "✓ m1" }, type: "primary", value: { anna_pick: "/model 2", anna_chat: "group" } }]
+    })
+  })
+
   it("decrypts an encrypted challenge and event, refuses what does not decrypt", () => {
     const challenge = readCallback({ encrypt: encrypt(JSON.stringify({ type: "url_verification", challenge: "c1", token: "t" }), "k") }, "k")
     expect(challenge).toEqual({ kind: "challenge", challenge: "c1", token: "t" })

@@ -26,6 +26,11 @@
  *   `uploaded(key)` gives the bytes back.
  * - Event callbacks: `callback(url, …)` POSTs an event or a `url_verification` challenge to a
  *   channel's webhook, plain or encrypted (AES-256-CBC with the Encrypt Key) and signed.
+ * - Card callbacks (`card.action.trigger`, schema 2.0: `{header: {event_id, event_type, token, …},
+ *   event: {operator: {open_id, …}, token, action: {value, tag}, host, context: {open_message_id,
+ *   open_chat_id}}}`): `pressButton` pushes one over the long connection (the answer the client
+ *   puts in its ack, base64 JSON `data`, is kept in `actionAnswers`), `cardActionFor` builds one to
+ *   POST with `callback`; `buttons(id)` reads a card's buttons (`action` elements, checked when sent).
  * - Test controls: user messages (text, post, image, mentions, replies, p2p or group), redelivery,
  *   scripted failures (429 with `x-ogw-ratelimit-reset` and code 99991400, 5xx, any code),
  *   rejected cards, dropped connections, a record of every call and every version of every bot
@@ -33,7 +38,7 @@
  *
  * Not covered: other message types out (post, files, audio), the pixel-size limits of an upload
  * (GIF 2000×2000, others 12000×12000: the code Feishu answers is not documented), message recall, chat info and
- * membership (any chat a user wrote in exists), card callbacks, fragmented event frames, ISV apps.
+ * membership (any chat a user wrote in exists), card callbacks of the older (1.0) kind, delayed card updates by token, fragmented event frames, ISV apps.
  */
 import { createCipheriv, createHash, randomBytes, randomUUID } from "node:crypto"
 import { EventEmitter } from "node:events"
@@ -134,6 +139,26 @@ export interface SentEvent {
   readonly envelope: Record<string, unknown>
 }
 
+export interface Button {
+  readonly label: string
+  readonly value: unknown
+}
+
+export interface PressInput {
+  readonly from: string
+  /** The card pressed (a bot message). */
+  readonly messageId: string
+  /** The button's value as the card has it. */
+  readonly value: unknown
+}
+
+export interface ActionAnswer {
+  readonly eventId: string
+  /** The ack's code and the answer (`data`, decoded), or undefined when it had none. */
+  readonly code: number
+  readonly body: unknown
+}
+
 export interface FakeFeishu {
   readonly baseUrl: string
   readonly appId: string
@@ -153,6 +178,16 @@ export interface FakeFeishu {
   sendUserMessage(input: UserMessageInput): SentEvent
   /** Pushes an event again (same event_id and message). */
   redeliver(messageId: string): void
+  /** The buttons on a bot card's latest version, in order. */
+  buttons(messageId: string): ReadonlyArray<Button>
+  /** A press of a card's button: pushed over the long connection. */
+  pressButton(input: PressInput): SentEvent
+  /** The `card.action.trigger` callback body for a press (not pushed). */
+  cardActionFor(input: PressInput): SentEvent
+  /** Pushes a card action again (same event_id). */
+  redeliverAction(eventId: string): void
+  /** Answers to card actions pushed over the long connection, as the client acked them. */
+  readonly actionAnswers: ReadonlyArray<ActionAnswer>
   /** The event-callback request body for a user message (not pushed). */
   eventFor(input: UserMessageInput): SentEvent
   /** POSTs to a channel's webhook as Feishu would; `encrypt` with the Encrypt Key (and signs). */
@@ -260,6 +295,8 @@ class FakeFeishuServer implements FakeFeishu {
   private readonly order: Array<string> = []
   private readonly byUuid = new Map<string, string>()
   private readonly events = new Map<string, SentEvent>()
+  private readonly cardActions = new Map<string, SentEvent>()
+  readonly actionAnswers: Array<ActionAnswer> = []
   private readonly chatOfUserMessage = new Map<string, string>()
   private readonly images = new Map<string, { bytes: Uint8Array; mime: string }>()
   private readonly patchTimes = new Map<string, Array<number>>()
@@ -338,14 +375,19 @@ class FakeFeishuServer implements FakeFeishu {
         })
       } else if (f.method === FRAME_DATA && type === "event") {
         let code = 0
+        let data: unknown
         try {
           const v: unknown = JSON.parse(new TextDecoder().decode(f.payload ?? new Uint8Array()))
           code = isRecord(v) && typeof v.code === "number" ? v.code : 0
+          data = isRecord(v) && typeof v.data === "string" ? JSON.parse(Buffer.from(v.data, "base64").toString("utf8")) : undefined
         } catch {
           code = -1
         }
         const frameId = headerOf(f, "message_id") ?? ""
         this.acks.push({ frameMessageId: frameId, code })
+        const envelope = this.unacked.get(ws)?.get(frameId)
+        const header = isRecord(envelope?.header) ? envelope.header : undefined
+        if (header?.event_type === "card.action.trigger") this.actionAnswers.push({ eventId: String(header.event_id), code, body: data })
         if (code === 200) this.unacked.get(ws)?.delete(frameId)
       }
       this.changed()
@@ -478,6 +520,65 @@ class FakeFeishuServer implements FakeFeishu {
   redeliver(messageId: string) {
     const sent = this.events.get(messageId)
     if (sent === undefined) throw new Error(`no event for ${messageId}`)
+    this.push(sent.envelope)
+  }
+
+  // ---- card callbacks ----
+
+  buttons(messageId: string): ReadonlyArray<Button> {
+    const content = this.bot.get(messageId)?.history.at(-1)?.content ?? ""
+    let v: unknown
+    try {
+      v = JSON.parse(content)
+    } catch {
+      return []
+    }
+    const elements = isRecord(v) && Array.isArray(v.elements) ? v.elements : []
+    return elements.flatMap((e: unknown) =>
+      isRecord(e) && e.tag === "action" && Array.isArray(e.actions)
+        ? e.actions.flatMap((b: unknown) =>
+          isRecord(b) && b.tag === "button" && isRecord(b.text) && typeof b.text.content === "string" ? [{ label: b.text.content, value: b.value }] : []
+        )
+        : []
+    )
+  }
+
+  cardActionFor(input: PressInput): SentEvent {
+    const m = this.bot.get(input.messageId)
+    if (m === undefined) throw new Error(`no bot message ${input.messageId}`)
+    const eventId = randomBytes(16).toString("hex")
+    const envelope = {
+      schema: "2.0",
+      header: {
+        event_id: eventId,
+        token: this.verificationToken ?? "",
+        create_time: String(Date.now() * 1000),
+        event_type: "card.action.trigger",
+        tenant_key: "tenant",
+        app_id: this.appId
+      },
+      event: {
+        operator: { tenant_key: "tenant", user_id: "", open_id: input.from, union_id: `on_${input.from}` },
+        token: `c-${randomBytes(12).toString("hex")}`,
+        action: { value: input.value, tag: "button" },
+        host: "im_message",
+        context: { open_message_id: m.messageId, open_chat_id: m.chatId }
+      }
+    }
+    const sent = { messageId: m.messageId, eventId, chatId: m.chatId, envelope }
+    this.cardActions.set(eventId, sent)
+    return sent
+  }
+
+  pressButton(input: PressInput): SentEvent {
+    const sent = this.cardActionFor(input)
+    this.push(sent.envelope)
+    return sent
+  }
+
+  redeliverAction(eventId: string) {
+    const sent = this.cardActions.get(eventId)
+    if (sent === undefined) throw new Error(`no card action ${eventId}`)
     this.push(sent.envelope)
   }
 
@@ -671,6 +772,13 @@ class FakeFeishuServer implements FakeFeishu {
       return { code: 230025, msg: "The length of the message content reaches its limit." }
     }
     if (!isRecord(v) || !Array.isArray(v.elements) || v.elements.length === 0) return { code: 230099, msg: "Failed to create card content, ext=ErrCode: 11310; ErrMsg: card has no elements" }
+    // Buttons: `action` elements of buttons, each with a plain_text label.
+    const badAction = v.elements.some((e: unknown) =>
+      isRecord(e) && e.tag === "action" &&
+      (!Array.isArray(e.actions) || e.actions.length === 0 ||
+        e.actions.some((b: unknown) => !isRecord(b) || b.tag !== "button" || !isRecord(b.text) || typeof b.text.content !== "string" || b.text.content === ""))
+    )
+    if (badAction) return { code: 230099, msg: "Failed to create card content, ext=ErrCode: 11310; ErrMsg: invalid action element" }
     const hasMarkdown = v.elements.some((e: unknown) => isRecord(e) && e.tag === "markdown")
     if (hasMarkdown && this.cardRejections > 0) {
       this.cardRejections--

@@ -51,7 +51,11 @@ export const FeishuInbound = Schema.Struct({
   messageType: Schema.String,
   content: Schema.String,
   parentId: Schema.optionalKey(Schema.String),
-  mentions: Schema.Array(Schema.Struct({ key: Schema.String, openId: Schema.optionalKey(Schema.String), name: Schema.optionalKey(Schema.String) }))
+  mentions: Schema.Array(Schema.Struct({ key: Schema.String, openId: Schema.optionalKey(Schema.String), name: Schema.optionalKey(Schema.String) })),
+  /** A press of a picker button (`card.action.trigger`): the command it runs (`/model 2`); `messageId` is then the picker card. */
+  pick: Schema.optionalKey(Schema.String),
+  /** The claim key of a press (its event id): what the reply's idempotency keys derive from. */
+  replyKey: Schema.optionalKey(Schema.String)
 })
 export type FeishuInbound = typeof FeishuInbound.Type
 
@@ -79,6 +83,57 @@ export const inboundOf = (flat: unknown): FeishuInbound | undefined => {
       ...(m.id.open_id === undefined ? {} : { openId: m.id.open_id }),
       ...(m.name === undefined ? {} : { name: m.name })
     }))
+  }
+}
+
+/** What a picker button of ours carries (`value` of the button) and runs when pressed. */
+export const PICK_VALUE = "anna_pick"
+/** The chat kind a picker button carries (`p2p` or `group`; the callback does not say). */
+export const PICK_CHAT = "anna_chat"
+/** Commands our picker buttons run. */
+export const PICK_DATA = /^\/(model|agent) \d{1,4}$/
+
+/** A `card.action.trigger` callback (schema 2.0), flattened: header fields next to operator, action, context. */
+const CardActionEvent = Schema.Struct({
+  event_id: Schema.optionalKey(Schema.String),
+  token: Schema.optionalKey(Schema.String),
+  operator: Schema.Struct({ open_id: Schema.String }),
+  action: Schema.Struct({ value: Schema.optionalKey(Schema.Unknown), tag: Schema.optionalKey(Schema.String) }),
+  context: Schema.Struct({ open_message_id: Schema.String, open_chat_id: Schema.String })
+})
+const decodeCardAction = Schema.decodeUnknownResult(CardActionEvent)
+
+/** A press of a picker button: who, on which card in which chat, and the command (checked against PICK_DATA). */
+export interface CardPress {
+  /** The claim key (the event's id). */
+  readonly key: string
+  readonly operatorOpenId: string
+  readonly messageId: string
+  readonly chatId: string
+  readonly isGroup: boolean
+  readonly command: string
+}
+
+/**
+ * A flattened `card.action.trigger` event as a press of one of our picker buttons, or undefined
+ * (not a card action, or a value no picker of ours sends).
+ */
+export const cardPressOf = (flat: unknown): CardPress | undefined => {
+  const r = decodeCardAction(flat)
+  if (r._tag === "Failure") return undefined
+  const { event_id, operator, action, context } = r.success
+  const value = action.value
+  if (!isRecord(value)) return undefined
+  const command = value[PICK_VALUE]
+  if (typeof command !== "string" || !PICK_DATA.test(command)) return undefined
+  if (event_id === undefined || event_id === "" || operator.open_id === "" || context.open_message_id === "" || context.open_chat_id === "") return undefined
+  return {
+    key: `action:${event_id}`,
+    operatorOpenId: operator.open_id,
+    messageId: context.open_message_id,
+    chatId: context.open_chat_id,
+    isGroup: value[PICK_CHAT] !== "p2p",
+    command
   }
 }
 
@@ -219,11 +274,13 @@ export const readCallback = (body: unknown, encryptKey: string | undefined): Cal
     return { kind: "challenge", challenge: v.challenge, token: typeof v.token === "string" ? v.token : undefined }
   }
   const flat = flatten(v)
-  if (flat === undefined) return { kind: "invalid", reason: "not a schema 2.0 event" }
+  if (flat === undefined || !isRecord(v.header)) return { kind: "invalid", reason: "not a schema 2.0 event" }
+  // The Verification Token is the header's (a card action's event has a `token` of its own).
+  const token = v.header.token
   return {
     kind: "event",
     eventType: typeof flat.event_type === "string" ? flat.event_type : undefined,
-    token: typeof flat.token === "string" ? flat.token : undefined,
+    token: typeof token === "string" ? token : undefined,
     flat
   }
 }

@@ -18,8 +18,10 @@ import { Effect } from "effect"
 import { toPlainText, wellFormed } from "../../../domain/channels/markdown.ts"
 import { splitPlain, splitSources } from "../../../domain/channels/split.ts"
 import type { ReplyWriter } from "../shared/inbound.ts"
+import type { Choices } from "../../../domain/runtime/types.ts"
 import { makeReplyWriter, type ReplyPart } from "../shared/reply.ts"
 import { type Destination, type FeishuClient, patchCard, sendMessage } from "./api.ts"
+import { PICK_CHAT, PICK_VALUE } from "./events.ts"
 
 /** Characters of Markdown in one card. */
 export const CARD_LIMIT = 6_000
@@ -60,6 +62,35 @@ export const card = (text: string, rich: boolean): string =>
     elements: [rich ? { tag: "markdown", content: text } : { tag: "div", text: { tag: "plain_text", content: text } }]
   })
 
+/** Buttons of one picker, at most (a card holds a limited number of elements). */
+export const MAX_BUTTONS = 40
+
+/**
+ * A card (`content` as sent) with a command's options as buttons under it, one a row, the current
+ * one marked "✓ " and primary; a press sends `{anna_pick: "/model 3", anna_chat}` (the option's
+ * number) to the card callback.
+ */
+export const withButtons = (content: string, choices: Choices, isGroup: boolean): string => {
+  let v: unknown
+  try {
+    v = JSON.parse(content)
+  } catch {
+    v = undefined
+  }
+  const base = typeof v === "object" && v !== null && !Array.isArray(v) ? v as Record<string, unknown> : {}
+  const elements = Array.isArray(base.elements) ? base.elements : []
+  const rows = choices.options.slice(0, MAX_BUTTONS).map((o, i) => ({
+    tag: "action",
+    actions: [{
+      tag: "button",
+      text: { tag: "plain_text", content: `${o.current ? "✓ " : ""}${o.label}`.slice(0, 100) },
+      type: o.current ? "primary" : "default",
+      value: { [PICK_VALUE]: `/${choices.command} ${i + 1}`, [PICK_CHAT]: isGroup ? "group" : "p2p" }
+    }]
+  }))
+  return JSON.stringify({ ...base, config: { wide_screen_mode: true, update_multi: true }, elements: [...elements, ...rows] })
+}
+
 /** An answer as cards: each part's Markdown within CARD_LIMIT, with its plain text. */
 export const feishuParts = (md: string): ReadonlyArray<ReplyPart> =>
   splitSources(md, CARD_LIMIT, toFeishuMarkdown).map((source) => {
@@ -84,12 +115,22 @@ export interface ReplyTarget {
   readonly onMessages: (ids: ReadonlyArray<string>) => Effect.Effect<void>
   /** Send the "thinking…" card at once (a turn); false for a notification. */
   readonly thinking: boolean
+  /** Native pickers: the chat's kind, and who is told a picker card's content without its buttons. */
+  readonly picker?: {
+    readonly isGroup: boolean
+    readonly shown: (messageId: string, content: string) => void
+  } | undefined
 }
 
 export const makeReply = (t: ReplyTarget) =>
   Effect.gen(function*() {
+    // The latest content of each card of this reply (a picker's buttons go under it).
+    const contents = new Map<string, string>()
     const send = (text: string, rich: boolean, index: number) =>
-      sendMessage(t.client, index === 0 ? t.first : t.rest, "interactive", card(text, rich), uuidFor(t.key, index))
+      sendMessage(t.client, index === 0 ? t.first : t.rest, "interactive", card(text, rich), uuidFor(t.key, index)).pipe(
+        Effect.tap((id) => Effect.sync(() => contents.set(id, card(text, rich))))
+      )
+    const picker = t.picker
     let existing = t.existing
     if (t.thinking && existing.length === 0) {
       const id = yield* send(THINKING, false, 0)
@@ -105,8 +146,15 @@ export const makeReply = (t: ReplyTarget) =>
       existing,
       onMessages: t.onMessages,
       send,
-      edit: (id, text, rich) => patchCard(t.client, id, card(text, rich)),
-      richDiffers: true
+      edit: (id, text, rich) => patchCard(t.client, id, card(text, rich)).pipe(Effect.tap(() => Effect.sync(() => contents.set(id, card(text, rich))))),
+      richDiffers: true,
+      choices: picker === undefined ? undefined : (id, choices) =>
+        Effect.gen(function*() {
+          const content = contents.get(id)
+          if (content === undefined) return
+          yield* patchCard(t.client, id, withButtons(content, choices, picker.isGroup))
+          picker.shown(id, content)
+        }).pipe(Effect.catch((e) => Effect.logWarning(`feishu: the ${choices.command} picker's buttons were not added: ${e.description}`)))
     })
     return writer
   })
