@@ -6,6 +6,7 @@
  * one; an agent disabled with `disable` stays disabled until `enable`. `remove` needs `--yes` (like
  * `anna memory delete`): the agent's sessions (memory's) and its folder stay.
  */
+import { describePolicy, EVERYONE, parsePolicy } from "../domain/access/policy.ts"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import type { PlatformError } from "effect/PlatformError"
@@ -81,6 +82,7 @@ const describeAgent = (a: Agent) =>
     ["workspace", `${a.sandboxWorkspace === "user" ? "one per user" : "shared by all users"}, quota ${a.sandboxDiskMb} MiB`],
     ["/model may pick", allowed(a)],
     ["turn timeout", `${a.turnTimeoutSeconds} s`],
+    ["access", describePolicy(a.access ?? EVERYONE)],
     ["context", `${context(a)} tokens`],
     ["output reserve", output(a)],
     ["tools", tools(a)],
@@ -208,6 +210,10 @@ const set = Command.make("set", {
     Flag.withDescription("Overall deadline of one turn in seconds (default 900)"),
     Flag.optional
   ),
+  access: Flag.String("access").pipe(
+    Flag.withDescription("Who may use the agent: everyone (default), users:ID,ID… or attr:KEY=VALUE,… (users whose attributes match, see anna user set --attr)"),
+    Flag.optional
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -216,6 +222,8 @@ const set = Command.make("set", {
       return yield* new InvalidConfig({ reason: "--summary-model and --no-summary-model contradict each other" })
     }
     const systemPrompt = Option.isSome(f.systemPrompt) ? yield* systemPromptFrom(f.systemPrompt.value) : undefined
+    const access = Option.isSome(f.access) ? parsePolicy(f.access.value) : undefined
+    if (access !== undefined && access._tag === "Failure") return yield* new InvalidConfig({ reason: access.failure })
     const patch: AgentPatch = {
       ...(Option.isSome(f.name) ? { name: f.name.value } : {}),
       ...(systemPrompt !== undefined ? { systemPrompt } : {}),
@@ -238,7 +246,8 @@ const set = Command.make("set", {
       ...(Option.isSome(f.workspace) ? { sandboxWorkspace: f.workspace.value } : {}),
       ...(Option.isSome(f.diskMb) ? { sandboxDiskMb: f.diskMb.value } : {}),
       ...(Option.isSome(f.allowedModels) ? { allowedModels: f.allowedModels.value } : {}),
-      ...(Option.isSome(f.turnTimeout) ? { turnTimeoutSeconds: f.turnTimeout.value } : {})
+      ...(Option.isSome(f.turnTimeout) ? { turnTimeoutSeconds: f.turnTimeout.value } : {}),
+      ...(access !== undefined && access._tag === "Success" ? { access: access.success } : {})
     }
     const before = Option.getOrUndefined(yield* store.get(f.id).pipe(Effect.option))
     // A new agent is enabled once it has a usable model: at once when it has one, else when it gets one.

@@ -57,7 +57,9 @@ const toggle = (name: "enable" | "disable") =>
 
 const set = Command.make("set", {
   id: channelId,
-  config: Flag.KeyValuePair("config").pipe(
+  // Not Flag.KeyValuePair: it refuses `KEY=` (an empty value), which removes a key here.
+  config: Flag.String("config").pipe(
+    Flag.atLeast(1),
     Flag.withDescription(
       `A setting KEY=VALUE (repeatable), checked by the channel's settings; ${
         CHANNEL_IDS.map((id) => `${id}: ${(knownKeys(id) ?? []).join(", ")}`).join("; ")
@@ -69,7 +71,13 @@ const set = Command.make("set", {
   Effect.gen(function*() {
     const id = yield* checkChannel(f.id)
     const before = yield* current(id)
-    const merged = mergeChannelConfig(id, Option.match(before, { onNone: () => ({}), onSome: (c) => c.config }), f.config)
+    const pairs: Record<string, string> = {}
+    for (const item of f.config) {
+      const eq = item.indexOf("=")
+      if (eq <= 0) return yield* new InvalidConfig({ reason: `--config takes KEY=VALUE, got "${item}"` })
+      pairs[item.slice(0, eq)] = item.slice(eq + 1)
+    }
+    const merged = mergeChannelConfig(id, Option.match(before, { onNone: () => ({}), onSome: (c) => c.config }), pairs)
     if ("problem" in merged) return yield* new InvalidConfig({ reason: merged.problem })
     const channel = yield* (yield* ConfigStore).setChannel(f.id, { config: merged.config })
     yield* f.json ? printJson(shown(channel)) : Console.log(describe("Updated", channel))

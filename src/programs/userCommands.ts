@@ -31,6 +31,7 @@ const describeUser = (u: User) =>
     ["name", u.name || "-"],
     ["default agent", u.defaultAgentId ?? "(first enabled agent)"],
     ["identities", identities(u)],
+    ["attributes", Object.entries(u.attributes ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "-"],
     ["created", iso(u.createdAt)]
   ]).split("\n").slice(1).join("\n")
 
@@ -77,6 +78,11 @@ const set = Command.make("set", {
     Flag.withDescription("Answer this user with the first enabled agent again"),
     Flag.withDefault(false)
   ),
+  attr: Flag.KeyValuePair("attr").pipe(
+    Flag.withDescription("An attribute KEY=VALUE for agents' access policies (repeatable), e.g. group=family"),
+    Flag.optional
+  ),
+  removeAttr: Flag.String("remove-attr").pipe(Flag.withDescription("Removes the attribute KEY"), Flag.optional),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -84,16 +90,21 @@ const set = Command.make("set", {
     if (f.noDefaultAgent && Option.isSome(f.defaultAgent)) {
       return yield* new InvalidConfig({ reason: "--default-agent and --no-default-agent contradict each other" })
     }
-    if (Option.isNone(f.name) && Option.isNone(f.defaultAgent) && !f.noDefaultAgent) {
-      return yield* new InvalidConfig({ reason: "nothing to change: pass --name, --default-agent or --no-default-agent" })
+    if (Option.isNone(f.name) && Option.isNone(f.defaultAgent) && !f.noDefaultAgent && Option.isNone(f.attr) && Option.isNone(f.removeAttr)) {
+      return yield* new InvalidConfig({ reason: "nothing to change: pass --name, --default-agent, --no-default-agent, --attr or --remove-attr" })
     }
     yield* requireUser(f.id)
     if (Option.isSome(f.defaultAgent)) yield* config.setDefaultAgent(f.id, f.defaultAgent.value)
     if (f.noDefaultAgent) yield* config.setDefaultAgent(f.id, null)
     if (Option.isSome(f.name)) yield* config.renameUser(f.id, f.name.value)
+    if (Option.isSome(f.attr) || Option.isSome(f.removeAttr)) {
+      const changes: Record<string, string | null> = Object.fromEntries(Object.entries(Option.getOrElse(f.attr, () => ({}))).map(([k, v]) => [k.trim(), v.trim()]))
+      if (Option.isSome(f.removeAttr)) changes[f.removeAttr.value.trim()] = null
+      yield* config.setUserAttributes(f.id, changes)
+    }
     const user = yield* requireUser(f.id)
     yield* f.json ? printJson(user) : Console.log(`Updated user ${user.id}.\n${describeUser(user)}`)
-  })).pipe(Command.withDescription("Change a user's name or default agent"))
+  })).pipe(Command.withDescription("Change a user's name, default agent or attributes"))
 
 const issueOptions = {
   id,

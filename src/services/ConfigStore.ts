@@ -25,6 +25,8 @@ export interface User {
     /** When the user last wrote from this identity (ms; 0 = never since it was recorded). */
     readonly lastSeenAt?: number | undefined
   }>
+  /** What agents' access policies can match on (e.g. group=family); absent = none. */
+  readonly attributes?: Readonly<Record<string, string>> | undefined
   readonly createdAt: number
 }
 
@@ -92,6 +94,11 @@ export class ConfigStore extends Context.Service<ConfigStore, {
   /** Changes a user's display name (InvalidConfig when there is no such user). */
   readonly renameUser: (id: string, name: string) => Effect.Effect<User, InvalidConfig | StorageError>
   readonly setDefaultAgent: (userId: string, agentId: string | null) => Effect.Effect<void, AgentNotFound | InvalidConfig | StorageError>
+  /** Sets (a text) or removes (null) a user's attributes; the user as stored after. */
+  readonly setUserAttributes: (
+    userId: string,
+    changes: Readonly<Record<string, string | null>>
+  ) => Effect.Effect<User, InvalidConfig | StorageError>
   /** A new bearer token for the HTTP channel; only its hash is stored, so it is shown once. */
   readonly issueToken: (userId: string, label: string) => Effect.Effect<string, InvalidConfig | StorageError>
   readonly userForToken: (token: string) => Effect.Effect<User, Unauthorized | StorageError>

@@ -8,11 +8,11 @@
  */
 import { Context, type Effect, type Stream } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"
-import type { NoAgent } from "../domain/runtime/errors.ts"
+import type { AccessDenied, NoAgent } from "../domain/runtime/errors.ts"
 import type { ChatTarget, ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../domain/runtime/types.ts"
 
 export class Runtime extends Context.Service<Runtime, {
-  readonly resolve: (target: ChatTarget) => Effect.Effect<ResolvedChat, NoAgent | StorageError>
+  readonly resolve: (target: ChatTarget) => Effect.Effect<ResolvedChat, NoAgent | AccessDenied | StorageError>
   /**
    * One message: a slash command, or a turn of the agent. Failures that the user should read
    * (no model, sandbox down, provider errors) come as `notice` events followed by `done`, not as

@@ -215,6 +215,56 @@ describe("e2e: what an operator reads", () => {
   }, 60_000)
 })
 
+describe("e2e: who may use which agent", () => {
+  it("anna agent set --access and anna user set --attr decide; the HTTP API answers 403 for a closed agent", async () => {
+    const { home, env, cli } = await onboarded()
+    await cli("agent", "set", "family", "--model", "openai/fake-large", "--access", "attr:group=family")
+    const bad = await annaEnv(home, NO_DOCKER, "agent", "set", "family", "--access", "some people")
+    assert.strictEqual(bad.code, 1)
+    assert.include(bad.stderr, "access must be everyone, users:ID,… or attr:KEY=VALUE")
+    assert.include((await cli("agent", "show", "family")).stdout, "attr:group=family")
+    await cli("user", "add", "ida")
+    await cli("user", "add", "max")
+    await cli("user", "set", "ida", "--attr", "group=family")
+    assert.include((await cli("user", "show", "ida")).stdout, "group=family")
+    const ida = (await cli("user", "token", "ida")).stdout.trim()
+    const max = (await cli("user", "token", "max")).stdout.trim()
+    echo()
+    const gateway = start(home, ["gateway", "--port", "0"], "info", env)
+    const done = finish(gateway)
+    try {
+      let log = ""
+      await new Promise<void>((ready) => {
+        const check = (d: Buffer) => {
+          log += d.toString()
+          if (log.includes("press Ctrl+C")) ready()
+        }
+        gateway.stdout?.on("data", check)
+        gateway.stderr?.on("data", check)
+      })
+      const url = /HTTP channel \(OpenAI-compatible\) on (\S+)\/v1;/.exec(log)?.[1] ?? ""
+      const ask = (token: string) =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ model: "family", messages: [{ role: "user", content: "hello" }] })
+        })
+      const refused = await ask(max)
+      assert.strictEqual(refused.status, 403)
+      const body = (await refused.json()) as { error?: { code?: string; message?: string } }
+      assert.strictEqual(body.error?.code, "access_denied")
+      assert.include(body.error?.message ?? "", "not open to you")
+      assert.strictEqual((await ask(ida)).status, 200)
+      // Taking the attribute away closes the agent to her at once.
+      await cli("user", "set", "ida", "--remove-attr", "group")
+      assert.strictEqual((await ask(ida)).status, 403)
+    } finally {
+      gateway.kill("SIGTERM")
+    }
+    assert.strictEqual((await done).code, 0)
+  }, 60_000)
+})
+
 describe("e2e: anna chat shows what happened", () => {
   it("/compact shows the summary it just made, not an older one; parallel tool lines say which call finished", async () => {
     const { home, env, cli } = await onboarded()

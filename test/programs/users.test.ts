@@ -119,6 +119,11 @@ describe("anna channel", () => {
     assert.deepStrictEqual(http, { id: "http", enabled: true, config: { host: "0.0.0.0", port: 9000 } })
     refused(await anna(h, "channel", "set", "http", "--config", "port=70000"), "port must be")
     refused(await anna(h, "channel", "set", "http", "--config", "user=x"), "takes host, port")
+    refused(await anna(h, "channel", "set", "http", "--config", "portless"), `--config takes KEY=VALUE, got "portless"`)
+    // An empty value removes the key (its default applies again).
+    const unset = await annaJson<Channel>(h, "channel", "set", "http", "--config", "host=")
+    assert.deepStrictEqual(unset.config, { port: 9000 })
+    await annaJson<Channel>(h, "channel", "set", "http", "--config", "host=0.0.0.0")
     assert.deepStrictEqual((await annaJson<Channel>(h, "channel", "disable", "http")).enabled, false)
 
     const SECRET = "123456789:AAHsecretBotTokenForTheTests0"

@@ -132,6 +132,7 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   createUser: () => unused,
   renameUser: () => unused,
   setDefaultAgent: () => unused,
+  setUserAttributes: () => unused,
   issueToken: () => unused,
   listTokens: () => unused,
   revokeToken: () => unused,

@@ -3,6 +3,7 @@
  * sandbox, and what the runtime gives them (context budget, tools, turn limit).
  */
 
+import type { AccessPolicy } from "../access/policy.ts"
 export interface Agent {
   readonly id: string
   readonly name: string
@@ -42,6 +43,8 @@ export interface Agent {
   /** Model calls allowed in one turn before it stops with `max_turns`. */
   readonly maxTurns: number
   readonly enabled: boolean
+  /** Who may use it (src/domain/access/policy.ts); absent = everyone. */
+  readonly access?: AccessPolicy
   /**
    * Disabled only because it has no model (created without one): it is enabled as soon as it gets
    * one. Always set by the store; optional so that hand-made agents (tests, fakes) need not say it.

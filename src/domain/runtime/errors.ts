@@ -10,6 +10,16 @@ export class NoAgent extends Schema.TaggedError<NoAgent>()("NoAgent", {
   }
 }
 
+/** The user may not use the agent (its access policy, issue 13): a polite refusal on a channel, 403 over HTTP. */
+export class AccessDenied extends Schema.TaggedError<AccessDenied>()("AccessDenied", {
+  agentId: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return this.reason
+  }
+}
+
 /** The agent has no usable model (no provider, provider disabled or missing). */
 export class NoModel extends Schema.TaggedError<NoModel>()("NoModel", {
   agentId: Schema.String,

@@ -163,6 +163,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     runtime.resolve({ platform: PLATFORM, externalUserId: user.id, userId: user.id, userName: user.name, chatId, agentId }).pipe(
       Effect.catchTags({
         NoAgent: (e) => Effect.fail(ApiError.modelNotFound(agentId, e.reason)),
+        AccessDenied: (e) => Effect.fail(ApiError.forbidden(e.reason)),
         StorageError: (e) => Effect.fail(storage(e))
       })
     )

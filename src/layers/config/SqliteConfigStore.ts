@@ -40,8 +40,25 @@ const UserRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   default_agent_id: Schema.NullOr(Schema.String),
+  attributes: Schema.String,
   created_at: Schema.Number
 })
+const decodeAttributes = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Record(Schema.String, Schema.String)))
+
+/** A user's stored attributes; anything unreadable counts as none (no policy matches on it). */
+const storedAttributes = (json: string): Readonly<Record<string, string>> => {
+  const r = decodeAttributes(json)
+  return r._tag === "Success" ? r.success : {}
+}
+
+/** Why an attribute cannot be set, or undefined. */
+export const attributeProblem = (key: string, value: string | null): string | undefined =>
+  !/^[A-Za-z0-9_.@-]{1,64}$/.test(key)
+    ? `attribute name "${key}" must be 1 to 64 letters, digits, _ . @ or -`
+    : value !== null && (value.trim() === "" || value.length > 200 || value.includes(","))
+    ? `attribute ${key} must have a value of 1 to 200 characters without commas`
+    : undefined
+
 /** How stale an identity's `last_seen_at` may get before a message from it writes the time again. */
 const LAST_SEEN_EVERY_MS = 60_000
 const IdentityRow = Schema.Struct({ platform: Schema.String, external_id: Schema.String, user_id: Schema.String, last_seen_at: Schema.Number })
@@ -85,8 +102,8 @@ export const make = Effect.gen(function*() {
     const readUsers = (where: "all" | { readonly id: string }) =>
       Effect.gen(function*() {
         const rows = yield* (where === "all"
-          ? sql`SELECT id, name, default_agent_id, created_at FROM users ORDER BY created_at, id`
-          : sql`SELECT id, name, default_agent_id, created_at FROM users WHERE id = ${where.id}`).pipe(Effect.flatMap(decodeUsers))
+          ? sql`SELECT id, name, default_agent_id, attributes, created_at FROM users ORDER BY created_at, id`
+          : sql`SELECT id, name, default_agent_id, attributes, created_at FROM users WHERE id = ${where.id}`).pipe(Effect.flatMap(decodeUsers))
         const identities = yield* (where === "all"
           ? sql`SELECT platform, external_id, user_id, last_seen_at FROM user_identities ORDER BY platform, external_id`
           : sql`SELECT platform, external_id, user_id, last_seen_at FROM user_identities WHERE user_id = ${where.id}
@@ -95,6 +112,7 @@ export const make = Effect.gen(function*() {
           id: r.id,
           name: r.name,
           defaultAgentId: r.default_agent_id,
+          attributes: storedAttributes(r.attributes),
           identities: identities.filter((i) => i.user_id === r.id).map((i) => ({
             platform: i.platform,
             externalId: i.external_id,
@@ -176,6 +194,27 @@ export const make = Effect.gen(function*() {
         yield* sql`UPDATE users SET default_agent_id = ${agentId}, updated_at = ${now} WHERE id = ${userId}`
       }))
     }, storage("set default agent"))
+
+    const setUserAttributes = Effect.fn("ConfigStore.setUserAttributes")(function*(userId: string, changes: Readonly<Record<string, string | null>>) {
+      for (const [k, v] of Object.entries(changes)) {
+        const problem = attributeProblem(k, v)
+        if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
+      }
+      yield* immediate(Effect.gen(function*() {
+        yield* requireUser(userId)
+        const rows = yield* sql<{ attributes: string }>`SELECT attributes FROM users WHERE id = ${userId}`
+        const next: Record<string, string> = { ...storedAttributes(rows[0]?.attributes ?? "{}") }
+        for (const [k, v] of Object.entries(changes)) {
+          if (v === null) delete next[k]
+          else next[k] = v
+        }
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`UPDATE users SET attributes = ${JSON.stringify(next)}, updated_at = ${now} WHERE id = ${userId}`
+      }))
+      const [user] = yield* readUsers({ id: userId })
+      if (user === undefined) return yield* new InvalidConfig({ reason: `no user "${userId}"` })
+      return user
+    }, storage("set user attributes"))
 
     const issueToken = Effect.fn("ConfigStore.issueToken")(function*(userId: string, label: string) {
       const token = yield* newToken
@@ -385,6 +424,7 @@ export const make = Effect.gen(function*() {
       createUser,
       renameUser,
       setDefaultAgent,
+      setUserAttributes,
       issueToken,
       userForToken,
       listTokens,

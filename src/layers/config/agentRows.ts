@@ -5,6 +5,7 @@
 import { Schema } from "effect"
 import { type Agent, MAX_SYSTEM_PROMPT_BYTES, toolListProblem } from "../../domain/config/agent.ts"
 import type { AgentPatch } from "../../services/AgentStore.ts"
+import { storedPolicy } from "../../domain/access/policy.ts"
 
 export const AgentRow = Schema.Struct({
   id: Schema.String,
@@ -30,6 +31,7 @@ export const AgentRow = Schema.Struct({
   tools: Schema.NullOr(Schema.fromJsonString(Schema.Array(Schema.String))),
   max_turns: Schema.Number,
   enabled: Schema.Number,
+  access: Schema.String,
   awaiting_model: Schema.Number,
   created_at: Schema.Number,
   updated_at: Schema.Number
@@ -60,6 +62,7 @@ export const toAgent = (r: typeof AgentRow.Type): Agent => ({
   tools: r.tools,
   maxTurns: r.max_turns,
   enabled: r.enabled === 1,
+  access: storedPolicy(r.access),
   awaitingModel: r.awaiting_model === 1,
   createdAt: r.created_at,
   updatedAt: r.updated_at
@@ -92,6 +95,7 @@ export const agentColumns = (p: AgentPatch): Record<string, unknown> =>
       tools: p.tools === undefined ? undefined : p.tools === null ? null : JSON.stringify(p.tools),
       max_turns: p.maxTurns,
       enabled: p.enabled === undefined ? undefined : p.enabled ? 1 : 0,
+      access: p.access === undefined ? undefined : JSON.stringify(p.access),
       awaiting_model: p.awaitingModel === undefined ? undefined : p.awaitingModel ? 1 : 0
     }).filter(([, v]) => v !== undefined)
   )

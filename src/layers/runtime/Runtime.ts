@@ -7,9 +7,10 @@
  * - `send` answers slash commands (/new, /compact, /abort, /whoami, /model, /agent, /help) the same
  *   for every channel, and hands everything else to the SessionPool as a turn.
  */
+import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
 import { Effect, Layer, Option, Stream } from "effect"
 import { emptyUsage } from "../../domain/model/types.ts"
-import { NoAgent } from "../../domain/runtime/errors.ts"
+import { AccessDenied, NoAgent } from "../../domain/runtime/errors.ts"
 import { type ChatTarget, type ResolvedChat, type SendOptions, sessionKeyOf, type TurnEvent, type UserMessage } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
@@ -33,16 +34,27 @@ export const make = Effect.gen(function*() {
       const all = yield* agents.list
       const enabled = all.filter((a) => a.enabled)
       const isEnabled = (id: string | null | undefined) => id !== null && id !== undefined && enabled.some((a) => a.id === id)
+      // Every path into a turn comes through here: the agent's access policy decides (issue 13).
+      const subject = { id: user.id, attributes: user.attributes ?? {} }
+      const allowed = (id: string) => mayUse(enabled.find((a) => a.id === id)?.access ?? EVERYONE, subject)
+      const refuse = (id: string, why: string) => new AccessDenied({ agentId: id, reason: why })
       let agentId: string | undefined
       if (target.agentId !== undefined) {
         if (!isEnabled(target.agentId)) return yield* new NoAgent({ reason: `no enabled agent "${target.agentId}"` })
+        if (!allowed(target.agentId)) return yield* refuse(target.agentId, `Sorry, agent ${target.agentId} is not open to you; ask the operator for access.`)
         agentId = target.agentId
       } else if (target.isGroup === true) {
         const bound = Option.getOrUndefined(yield* config.chatBinding(target.platform, target.chatId ?? "dm"))
+        if (bound !== undefined && isEnabled(bound) && !allowed(bound)) {
+          return yield* refuse(bound, `Sorry, this group's agent ${bound} is not open to you; ask the operator for access.`)
+        }
         agentId = isEnabled(bound) ? bound : undefined
       }
-      if (agentId === undefined && isEnabled(user.defaultAgentId)) agentId = user.defaultAgentId ?? undefined
-      agentId ??= enabled[0]?.id
+      if (agentId === undefined && isEnabled(user.defaultAgentId) && allowed(user.defaultAgentId ?? "")) agentId = user.defaultAgentId ?? undefined
+      agentId ??= enabled.find((a) => allowed(a.id))?.id
+      if (agentId === undefined && enabled.length > 0) {
+        return yield* refuse(enabled[0]?.id ?? "", "Sorry, no agent here is open to you; ask the operator for access.")
+      }
       if (agentId === undefined) {
         return yield* new NoAgent({
           reason: all.length === 0

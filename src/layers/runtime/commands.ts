@@ -2,6 +2,7 @@
  * Slash commands, the same for every channel (seed 001, "Channel Interface"): /new, /compact,
  * /abort, /whoami, /model, /agent, /help. Each answers with text; an unknown command gets the list.
  */
+import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
 import { Effect, Option } from "effect"
 import { ANY_PROVIDER_MODEL } from "../../domain/config/agent.ts"
 import { type Choice, type Choices, CONTEXT_MARK, type ResolvedChat } from "../../domain/runtime/types.ts"
@@ -167,7 +168,10 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         return `This conversation now uses ${arg}.`
       }
       case "agent": {
-        const agents = (yield* (yield* AgentStore).list).filter((a) => a.enabled)
+        // Only the agents this user may use (their access policies) are listed or can be picked.
+        const user = Option.getOrUndefined(yield* config.getUser(chat.userId))
+        const subject = { id: chat.userId, attributes: user?.attributes ?? {} }
+        const agents = (yield* (yield* AgentStore).list).filter((a) => a.enabled && mayUse(a.access ?? EVERYONE, subject))
         if (arg === "") {
           const options = agents.map((a): Choice => ({ value: a.id, label: a.id + (a.name !== a.id ? ` (${a.name})` : ""), current: a.id === chat.agentId }))
           const reply: CommandReply = {

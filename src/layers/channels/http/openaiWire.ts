@@ -63,6 +63,11 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
     return new ApiError({ status: 401, errorType: "invalid_request_error", code: "invalid_api_key", param: null, reason })
   }
 
+  /** The user may not use this agent (its access policy). */
+  static forbidden(reason: string): ApiError {
+    return new ApiError({ status: 403, errorType: "permission_error", code: "access_denied", param: "model", reason })
+  }
+
   static modelNotFound(model: string, detail?: string): ApiError {
     return new ApiError({
       status: 404,
