@@ -7,28 +7,23 @@
  * and pictures: uploads, retries, refusals).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { Effect } from "effect"
 import { afterEach, beforeEach } from "vitest"
 import { decodeChannelSettings } from "../../../src/domain/config/channel.ts"
 import * as FeishuChannel from "../../../src/layers/channels/FeishuChannel.ts"
 import * as Notifier from "../../../src/layers/channels/Notifier.ts"
 import { CARD_LIMIT, THINKING } from "../../../src/layers/channels/feishu/reply.ts"
-import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
 import { loadPlatform } from "../../../src/layers/channels/platforms.ts"
 import { notifySource } from "../../../src/layers/tools/notify.ts"
-import { Channel, type OutboundImage } from "../../../src/services/Channel.ts"
+import type { OutboundImage } from "../../../src/services/Channel.ts"
 import { Channels } from "../../../src/services/Channels.ts"
 import { ToolCatalog } from "../../../src/services/ToolCatalog.ts"
-import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import type { FeishuSettings } from "../../../src/domain/config/channel.ts"
-import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeFeishu, startFakeFeishu } from "../../support/fakeFeishu/server.ts"
-import { configureAgent, runtimeStack } from "../../support/runtimeStack.ts"
+import { configureAgent } from "../../support/runtimeStack.ts"
+import { allAnswered as allAnsweredOn, channelHarness, lastUserText, stackOn, startChannel as startChannelOf } from "../../support/channelHarness.ts"
 
 const suite = fakeLlmSuite()
 const ENCRYPT_KEY = "anna-encrypt-key-0123"
@@ -57,35 +52,10 @@ const options = (overrides: Partial<FeishuChannel.FeishuOptions> = {}): FeishuCh
   ...overrides
 })
 
-const stackOn = (home: string) => SqliteChannelLedger.layer.pipe(Layer.provideMerge(runtimeStack(home)))
-const newHome = () => suite.keep(mkdtempSync(join(tmpdir(), "anna-feishu-")))
-
-/** Builds the channel in a scope of its own; `stop` closes it (the gateway stopping). */
-const startChannel = (o: FeishuChannel.FeishuOptions) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(Layer.effect(Channel, FeishuChannel.make(o)), scope)
-    return { channel: Context.get(context, Channel), stop: Scope.close(scope, Exit.void) }
-  })
-
-let firstRequest = 0
-beforeEach(() => {
-  firstRequest = suite.fake.requests.length
-})
-const chatRequests = () => suite.fake.requests.slice(firstRequest).filter((r: RecordedRequest) => r.method === "POST")
-const lastUserText = (r: RecordedRequest | undefined): string => {
-  const messages = (r?.body as { messages?: ReadonlyArray<{ role: string; content: unknown }> } | undefined)?.messages ?? []
-  const last = [...messages].reverse().find((m) => m.role === "user")
-  return typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "")
-}
-
+const { newHome, chatRequests } = channelHarness(suite, "feishu")
+const startChannel = (o: FeishuChannel.FeishuOptions) => startChannelOf(FeishuChannel.make(o))
+const allAnswered = allAnsweredOn("feishu", "20 seconds")
 const wait = <T>(what: string, f: () => T | undefined | false) => Effect.promise(() => fs.waitFor(f, what))
-
-/** Until every claimed message is answered (the ledger says so). */
-const allAnswered = ChannelLedger.use((ledger) => ledger.open("feishu", 0)).pipe(
-  Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (open) => open.length === 0 }),
-  Effect.timeout("20 seconds")
-)
 
 const ANN = "ou_ann0000000000000000000000000001"
 const BOB = "ou_bob0000000000000000000000000002"

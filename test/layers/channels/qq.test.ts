@@ -7,27 +7,22 @@
  * (rich media upload + msg_type 7, retried, refused with QQ's reason, checked before sending).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { Effect, Schedule } from "effect"
 import { afterEach, beforeEach } from "vitest"
 import * as QqChannel from "../../../src/layers/channels/QqChannel.ts"
 import { loadPlatform } from "../../../src/layers/channels/platforms.ts"
 import { encodeMessage, type QqMessage } from "../../../src/layers/channels/qq/message.ts"
 import { qqParts } from "../../../src/layers/channels/qq/reply.ts"
-import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
 import * as Notifier from "../../../src/layers/channels/Notifier.ts"
 import { notifySource } from "../../../src/layers/tools/notify.ts"
-import { Channel } from "../../../src/services/Channel.ts"
 import { Channels } from "../../../src/services/Channels.ts"
 import { ToolCatalog } from "../../../src/services/ToolCatalog.ts"
 import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
-import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeQq, startFakeQq } from "../../support/fakeQq/server.ts"
-import { configureAgent, runtimeStack } from "../../support/runtimeStack.ts"
+import { configureAgent } from "../../support/runtimeStack.ts"
+import { allAnswered as allAnsweredOn, channelHarness, lastUser, lastUserText, stackOn, startChannel as startChannelOf } from "../../support/channelHarness.ts"
 
 const suite = fakeLlmSuite()
 
@@ -50,36 +45,10 @@ const options = (overrides: Partial<QqChannel.QqOptions> = {}): QqChannel.QqOpti
   ...overrides
 })
 
-const stackOn = (home: string) => SqliteChannelLedger.layer.pipe(Layer.provideMerge(runtimeStack(home)))
-const newHome = () => suite.keep(mkdtempSync(join(tmpdir(), "anna-qq-")))
-
-const startChannel = (o: QqChannel.QqOptions) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(Layer.effect(Channel, QqChannel.make(o)), scope)
-    return { channel: Context.get(context, Channel), stop: Scope.close(scope, Exit.void) }
-  })
-
-let firstRequest = 0
-beforeEach(() => {
-  firstRequest = suite.fake.requests.length
-})
-const chatRequests = () => suite.fake.requests.slice(firstRequest).filter((r: RecordedRequest) => r.method === "POST")
-const lastUser = (r: RecordedRequest | undefined): unknown => {
-  const messages = (r?.body as { messages?: ReadonlyArray<{ role: string; content: unknown }> } | undefined)?.messages ?? []
-  return [...messages].reverse().find((m) => m.role === "user")?.content
-}
-const lastUserText = (r: RecordedRequest | undefined): string => {
-  const c = lastUser(r)
-  return typeof c === "string" ? c : JSON.stringify(c ?? "")
-}
-
+const { newHome, chatRequests } = channelHarness(suite, "qq")
+const startChannel = (o: QqChannel.QqOptions) => startChannelOf(QqChannel.make(o))
+const allAnswered = allAnsweredOn("qq", "15 seconds")
 const wait = <T>(what: string, f: () => T | undefined | false) => Effect.promise(() => qq.waitFor(f, what))
-
-const allAnswered = ChannelLedger.use((ledger) => ledger.open("qq", 0)).pipe(
-  Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (open) => open.length === 0 }),
-  Effect.timeout("15 seconds")
-)
 
 const connected = wait("the gateway session", () => qq.connected)
 

@@ -5,25 +5,19 @@
  * notify, and a refused token.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Schedule, Scope } from "effect"
-import { mkdtempSync } from "node:fs"
+import { Effect } from "effect"
 import { createServer } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { afterEach, beforeEach } from "vitest"
 import * as Notifier from "../../../src/layers/channels/Notifier.ts"
-import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
 import * as TelegramChannel from "../../../src/layers/channels/TelegramChannel.ts"
-import { Channel } from "../../../src/services/Channel.ts"
 import { Channels } from "../../../src/services/Channels.ts"
 import { ToolCatalog } from "../../../src/services/ToolCatalog.ts"
 import { notifySource } from "../../../src/layers/tools/notify.ts"
-import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
-import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeTelegram, startFakeTelegram } from "../../support/fakeTelegram/server.ts"
-import { configureAgent, runtimeStack } from "../../support/runtimeStack.ts"
+import { configureAgent } from "../../support/runtimeStack.ts"
+import { allAnswered as allAnsweredOn, channelHarness, lastUserText, stackOn, startChannel as startChannelOf } from "../../support/channelHarness.ts"
 
 const suite = fakeLlmSuite()
 const TOKEN = "123456:ABCdefGHIjklMNOpqrSTUvwxYZ0123456789"
@@ -44,41 +38,10 @@ const options = (overrides: Partial<TelegramChannel.TelegramOptions> = {}): Tele
   ...overrides
 })
 
-/** A gateway's worth of runtime on `home` (the database survives a "restart"). */
-const stackOn = (home: string) => SqliteChannelLedger.layer.pipe(Layer.provideMerge(runtimeStack(home)))
-
-const newHome = () => suite.keep(mkdtempSync(join(tmpdir(), "anna-telegram-")))
-
-/** Builds the channel in a scope of its own; `stop` closes it (the gateway stopping). */
-const startChannel = (o: TelegramChannel.TelegramOptions) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(Layer.effect(Channel, TelegramChannel.make(o)), scope)
-    return { channel: Context.get(context, Channel), stop: Scope.close(scope, Exit.void) }
-  })
-
-/** The model requests made since the test began (the fake server's list runs across the file's tests). */
-let firstRequest = 0
-beforeEach(() => {
-  firstRequest = suite.fake.requests.length
-})
-const chatRequests = () => suite.fake.requests.slice(firstRequest).filter((r: RecordedRequest) => r.method === "POST")
-const lastUserText = (r: RecordedRequest | undefined): string => {
-  const messages = (r?.body as { messages?: ReadonlyArray<{ role: string; content: unknown }> } | undefined)?.messages ?? []
-  const last = [...messages].reverse().find((m) => m.role === "user")
-  return typeof last?.content === "string" ? last.content : JSON.stringify(last?.content ?? "")
-}
-
+const { newHome, chatRequests } = channelHarness(suite, "telegram")
+const startChannel = (o: TelegramChannel.TelegramOptions) => startChannelOf(TelegramChannel.make(o))
+const allAnswered = allAnsweredOn("telegram", "10 seconds")
 const wait = <T>(what: string, f: () => T | undefined) => Effect.promise(() => tg.waitFor(f, what))
-
-/**
- * Until every claimed update is answered (the ledger says so): a reply's last edit is on the wire a
- * moment before the ledger records it, and a stop in between would rightly answer it again.
- */
-const allAnswered = ChannelLedger.use((ledger) => ledger.open("telegram", 0)).pipe(
-  Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (open) => open.length === 0 }),
-  Effect.timeout("10 seconds")
-)
 
 describe("Telegram channel", () => {
   it.live("answers a DM with the model's reply, as the user it creates, with typing while the turn runs", () =>

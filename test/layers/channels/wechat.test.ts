@@ -6,20 +6,15 @@
  * pictures uploaded encrypted to the CDN).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Layer, Logger, Option, Schedule, Scope } from "effect"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { Effect, Logger, Option, Schedule } from "effect"
 import { afterEach, beforeEach } from "vitest"
-import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
 import * as WechatChannel from "../../../src/layers/channels/WechatChannel.ts"
-import { Channel } from "../../../src/services/Channel.ts"
 import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
-import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeWechat, startFakeWechat } from "../../support/fakeWechat/server.ts"
-import { configureAgent, runtimeStack } from "../../support/runtimeStack.ts"
+import { configureAgent } from "../../support/runtimeStack.ts"
+import { allAnswered as allAnsweredOn, channelHarness, lastUser, lastUserText, stackOn, startChannel as startChannelOf } from "../../support/channelHarness.ts"
 
 const suite = fakeLlmSuite()
 /** A 1×1 PNG. */
@@ -44,36 +39,10 @@ const options = (overrides: Partial<WechatChannel.WechatOptions> = {}): WechatCh
   ...overrides
 })
 
-const stackOn = (home: string) => SqliteChannelLedger.layer.pipe(Layer.provideMerge(runtimeStack(home)))
-const newHome = () => suite.keep(mkdtempSync(join(tmpdir(), "anna-wechat-")))
-
-const startChannel = (o: WechatChannel.WechatOptions) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const context = yield* Layer.buildWithScope(Layer.effect(Channel, WechatChannel.make(o)), scope)
-    return { channel: Context.get(context, Channel), stop: Scope.close(scope, Exit.void) }
-  })
-
-let firstRequest = 0
-beforeEach(() => {
-  firstRequest = suite.fake.requests.length
-})
-const chatRequests = () => suite.fake.requests.slice(firstRequest).filter((r: RecordedRequest) => r.method === "POST")
-const lastUser = (r: RecordedRequest | undefined): unknown => {
-  const messages = (r?.body as { messages?: ReadonlyArray<{ role: string; content: unknown }> } | undefined)?.messages ?? []
-  return [...messages].reverse().find((m) => m.role === "user")?.content
-}
-const lastUserText = (r: RecordedRequest | undefined): string => {
-  const c = lastUser(r)
-  return typeof c === "string" ? c : JSON.stringify(c ?? "")
-}
-
+const { newHome, chatRequests } = channelHarness(suite, "wechat")
+const startChannel = (o: WechatChannel.WechatOptions) => startChannelOf(WechatChannel.make(o))
+const allAnswered = allAnsweredOn("wechat", "15 seconds")
 const wait = <T>(what: string, f: () => T | undefined | false) => Effect.promise(() => wx.waitFor(f, what))
-
-const allAnswered = ChannelLedger.use((ledger) => ledger.open("wechat", 0)).pipe(
-  Effect.repeat({ schedule: Schedule.spaced("20 millis"), until: (open) => open.length === 0 }),
-  Effect.timeout("15 seconds")
-)
 
 const ANN = "o9ann@im.wechat"
 
