@@ -59,8 +59,6 @@ export const PLATFORMS: Readonly<Record<string, () => Promise<LoadedPlatform>>> 
   wechat: () => import("./WechatChannel.ts").then((m) => erase("wechat", m.platformChannel))
 }
 
-export const isPlatform = (id: string): boolean => Object.hasOwn(PLATFORMS, id)
-
 /** The platform module for `id`, or undefined (the http channel, an unknown id). */
 export const loadPlatform = (id: string): Effect.Effect<LoadedPlatform | undefined> => {
   const load = Object.hasOwn(PLATFORMS, id) ? PLATFORMS[id] : undefined

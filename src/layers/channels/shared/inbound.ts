@@ -171,7 +171,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
       return resumed
     })
 
-    return { accept, resume, lockedChats: chats.size }
+    return { accept, resume }
   })
 
 /** Parses stored JSON, or undefined. */
