@@ -1,0 +1,70 @@
+/**
+ * `/api/users`: anna users (as `anna user add|list|show|set|remove`) with their platform identities,
+ * attributes (for agents' access policies), default agent, and their console account (role,
+ * password; `anna admin`). A `user` may read only themselves; everything else is admin-only.
+ * Removing a user keeps their sessions (memory's), as `anna user remove --keep-sessions`.
+ */
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { AdminAuth, CommonErrors, Role, UserAllowed } from "../security.ts"
+
+export const UserView = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  defaultAgentId: Schema.NullOr(Schema.String),
+  identities: Schema.Array(Schema.Struct({
+    platform: Schema.String,
+    externalId: Schema.String,
+    lastSeenAt: Schema.optional(Schema.Number)
+  })),
+  attributes: Schema.Record(Schema.String, Schema.String),
+  createdAt: Schema.Number,
+  /** The console account's role, or null (no account: cannot log in). */
+  role: Schema.NullOr(Role)
+})
+
+export const NewUser = Schema.Struct({
+  id: Schema.String,
+  name: Schema.optional(Schema.String),
+  defaultAgentId: Schema.optional(Schema.String),
+  /** With a password the user gets a console account (role default `user`). */
+  password: Schema.optional(Schema.String),
+  role: Schema.optional(Role)
+})
+
+export const UserChanges = Schema.Struct({
+  name: Schema.optional(Schema.String),
+  /** null: the first enabled agent answers them again. */
+  defaultAgentId: Schema.optional(Schema.NullOr(Schema.String)),
+  /** KEY → VALUE sets, KEY → null removes. */
+  attributes: Schema.optional(Schema.Record(Schema.String, Schema.NullOr(Schema.String)))
+})
+
+export const RemovedUser = Schema.Struct({
+  userId: Schema.String,
+  identities: Schema.Number,
+  tokens: Schema.Number,
+  chatStates: Schema.Number
+})
+
+const id = { id: Schema.String }
+
+export class UsersGroup extends HttpApiGroup.make("users")
+  .add(
+    HttpApiEndpoint.get("list", "/", { success: Schema.Array(UserView), error: CommonErrors }),
+    HttpApiEndpoint.get("get", "/:id", { params: id, success: UserView, error: CommonErrors }).annotate(UserAllowed, true),
+    HttpApiEndpoint.post("create", "/", { payload: NewUser, success: UserView, error: CommonErrors }),
+    HttpApiEndpoint.patch("update", "/:id", { params: id, payload: UserChanges, success: UserView, error: CommonErrors }),
+    HttpApiEndpoint.delete("remove", "/:id", { params: id, success: RemovedUser, error: CommonErrors }),
+    HttpApiEndpoint.put("setRole", "/:id/role", { params: id, payload: Schema.Struct({ role: Role }), success: UserView, error: CommonErrors }),
+    HttpApiEndpoint.put("setPassword", "/:id/password", {
+      params: id,
+      /** Creates the account (role `user`) when the user has none. */
+      payload: Schema.Struct({ password: Schema.String }),
+      success: HttpApiSchema.NoContent,
+      error: CommonErrors
+    })
+  )
+  .middleware(AdminAuth)
+  .prefix("/users")
+{}
