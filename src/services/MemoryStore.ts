@@ -111,6 +111,33 @@ export interface ConversationStats {
   readonly contextTokens: number
 }
 
+/** Which sessions `browseConversations` returns; absent fields do not filter. */
+export interface ConversationFilter {
+  readonly agentId?: string | undefined
+  readonly userId?: string | undefined
+  /** The platform part of the session key (`{agentId}:{platform}:{userId}:{context}`). */
+  readonly platform?: string | undefined
+  /** Case-insensitive part of the session key or of its title (`info.title`). */
+  readonly text?: string | undefined
+  /** Only these sessions (e.g. the live ones). */
+  readonly onlyKeys?: ReadonlyArray<string> | undefined
+  /** None of these sessions (e.g. not the live ones). */
+  readonly exceptKeys?: ReadonlyArray<string> | undefined
+}
+
+/** A session as a list shows it: the conversation and what its messages add up to. */
+export interface ConversationOverview extends Conversation {
+  readonly messages: number
+  readonly messageTokens: number
+  readonly lastMessageAt: number | null
+}
+
+/** A summary as the DAG listing shows it: where it sits (its parent) and whether it is in the live context. */
+export interface SummaryNode extends StoredSummary {
+  readonly parent: number | null
+  readonly live: boolean
+}
+
 export class MemoryStore extends Context.Service<MemoryStore, {
   /** Get or create the conversation of a session (ids are cached: the mapping never changes). */
   readonly ensureConversation: (session: SessionRef) => Effect.Effect<Conversation, StorageError>
@@ -124,6 +151,24 @@ export class MemoryStore extends Context.Service<MemoryStore, {
     readonly userId?: string | undefined
     readonly limit?: number | undefined
   }) => Effect.Effect<ReadonlyArray<Conversation & { readonly messages: number }>, StorageError>
+  /**
+   * A page of sessions, most recently active first, with the number matching the filter (for
+   * paging). Reads the page's rows, not every message of every session.
+   */
+  readonly browseConversations: (
+    filter: ConversationFilter,
+    page: { readonly limit: number; readonly offset: number }
+  ) => Effect.Effect<{ readonly total: number; readonly rows: ReadonlyArray<ConversationOverview> }, StorageError>
+  /** Every summary of a session (the DAG), oldest first, each with its parent and whether it is live. */
+  readonly summaryNodes: (conversationId: number) => Effect.Effect<ReadonlyArray<SummaryNode>, StorageError>
+  /**
+   * Turns started (user messages stored) per hour or day (UTC, `YYYY-MM-DDTHH` / `YYYY-MM-DD`) in
+   * [since, until), of one user's sessions or all; only buckets with turns, in order.
+   */
+  readonly turnCounts: (
+    filter: { readonly since: number; readonly until: number; readonly userId?: string | undefined },
+    bucket: "hour" | "day"
+  ) => Effect.Effect<ReadonlyArray<{ readonly bucket: string; readonly turns: number }>, StorageError>
   readonly saveInfo: (conversationId: number, info: Readonly<Record<string, unknown>>) => Effect.Effect<void, StorageError>
   readonly setReviewedSeq: (conversationId: number, seq: number) => Effect.Effect<void, StorageError>
 

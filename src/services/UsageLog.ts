@@ -38,6 +38,22 @@ export interface UsageFilter {
   readonly agentId?: string | undefined
   /** Only calls at or after this time (ms). */
   readonly since?: number | undefined
+  /** Only calls before this time (ms). */
+  readonly until?: number | undefined
+}
+
+/** What `breakdown` groups by: user, agent, `provider/model`, UTC day (`YYYY-MM-DD`) or hour (`YYYY-MM-DDTHH`). */
+export type UsageDimension = "user" | "agent" | "model" | "day" | "hour"
+
+/** Calls and tokens of one group of a breakdown (chat and summaries together). */
+export interface UsageBucket {
+  readonly key: string
+  readonly calls: number
+  readonly failed: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadTokens: number
+  readonly cacheWriteTokens: number
 }
 
 export class UsageLog extends Context.Service<UsageLog, {
@@ -48,4 +64,6 @@ export class UsageLog extends Context.Service<UsageLog, {
     ReadonlyArray<UsageTotals>,
     StorageError
   >
+  /** Calls and tokens grouped by one dimension, in key order (the admin API's usage reports and charts). */
+  readonly breakdown: (by: UsageDimension, filter?: UsageFilter) => Effect.Effect<ReadonlyArray<UsageBucket>, StorageError>
 }>()("anna/UsageLog") {}

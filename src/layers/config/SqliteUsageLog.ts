@@ -1,11 +1,26 @@
 /** UsageLog on SQLite (`model_usage`): every model call's tokens, chat and summaries, failures too. */
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { type UsageEntry, type UsageFilter, UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
+import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
 import { storageError } from "../sql/errors.ts"
+
+/** The grouping expression of each dimension (fixed text, never from input). */
+const DIMENSION: Record<UsageDimension, string> = {
+  user: "user_id",
+  agent: "agent_id",
+  model: "provider_id || '/' || model",
+  day: "strftime('%Y-%m-%d', at / 1000, 'unixepoch')",
+  hour: "strftime('%Y-%m-%dT%H', at / 1000, 'unixepoch')"
+}
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const matches = (filter: UsageFilter) =>
+    sql`(${filter.sessionKey ?? null} IS NULL OR session_key = ${filter.sessionKey ?? null})
+      AND (${filter.userId ?? null} IS NULL OR user_id = ${filter.userId ?? null})
+      AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null})
+      AND at >= ${filter.since ?? 0}
+      AND (${filter.until ?? null} IS NULL OR at < ${filter.until ?? null})`
 
   return UsageLog.of({
     record: Effect.fn("UsageLog.record")(function*(e: UsageEntry) {
@@ -44,11 +59,7 @@ export const make = Effect.gen(function*() {
         output_tokens: number
       }>`SELECT provider_id, model, purpose, count(*) AS calls, sum(1 - ok) AS failed,
           sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
-        FROM model_usage
-        WHERE (${filter.sessionKey ?? null} IS NULL OR session_key = ${filter.sessionKey ?? null})
-          AND (${filter.userId ?? null} IS NULL OR user_id = ${filter.userId ?? null})
-          AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null})
-          AND at >= ${filter.since ?? 0}
+        FROM model_usage WHERE ${matches(filter)}
         GROUP BY provider_id, model, purpose ORDER BY provider_id, model, purpose`
       return rows.map((r): UsageTotals => ({
         providerId: r.provider_id,
@@ -59,6 +70,14 @@ export const make = Effect.gen(function*() {
         inputTokens: r.input_tokens,
         outputTokens: r.output_tokens
       }))
+    }, Effect.mapError(storageError("read usage"))),
+    breakdown: Effect.fn("UsageLog.breakdown")(function*(by: UsageDimension, filter: UsageFilter = {}) {
+      const key = sql.literal(DIMENSION[by])
+      return yield* sql<UsageBucket>`SELECT ${key} AS key, count(*) AS calls, sum(1 - ok) AS failed,
+          sum(input_tokens) AS inputTokens, sum(output_tokens) AS outputTokens,
+          sum(cache_read_tokens) AS cacheReadTokens, sum(cache_write_tokens) AS cacheWriteTokens
+        FROM model_usage WHERE ${matches(filter)}
+        GROUP BY 1 ORDER BY 1`
     }, Effect.mapError(storageError("read usage")))
   })
 })

@@ -17,6 +17,7 @@ import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Rol
 import type { SearchPlan } from "../../domain/search/query.ts"
 import { type Conversation, MemoryStore, type NewSummary, type SearchRequest } from "../../services/MemoryStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
+import { makeBrowse } from "./browse.ts"
 import { makeSearch } from "./memorySearch.ts"
 import { makeSearchIndex } from "./searchIndex.ts"
 import {
@@ -580,6 +581,7 @@ export const make = Effect.gen(function*() {
   )
 
   return MemoryStore.of({
+    ...makeBrowse(sql),
     ensureConversation,
     findConversation,
     getConversation,

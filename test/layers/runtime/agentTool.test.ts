@@ -67,7 +67,8 @@ const usageLog = () => {
   const service = UsageLog.of({
     record: (e) => Effect.sync(() => void entries.push(e)),
     summaryCallsSince: () => Effect.succeed(0),
-    totals: () => Effect.succeed([])
+    totals: () => Effect.succeed([]),
+    breakdown: () => Effect.succeed([])
   })
   return { entries, service }
 }

@@ -1,0 +1,77 @@
+/**
+ * The MemoryStore's reads for browsing (the admin API and web console, issue 13): a filtered page
+ * of sessions with their totals, a session's summary DAG, and turns per hour or day for charts.
+ * Kept apart from SqliteMemoryStore.ts, which owns the writes and the hot paths of memory.
+ */
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import type { ConversationFilter, ConversationOverview, SummaryNode } from "../../services/MemoryStore.ts"
+import { decodeConversation, decodeConversationRows, storageError, type SummaryRow, toSummary } from "./rows.ts"
+
+/** `null` for an absent list, else the list as JSON for `json_each`. */
+const keyList = (keys: ReadonlyArray<string> | undefined): string | null => (keys === undefined ? null : JSON.stringify(keys))
+
+export const makeBrowse = (sql: SqlClient.SqlClient) => {
+  const where = (f: ConversationFilter) => {
+    const text = f.text === undefined || f.text.trim() === "" ? null : f.text.trim().toLowerCase()
+    const only = keyList(f.onlyKeys)
+    const except = keyList(f.exceptKeys)
+    // The platform is the key's second part; its first is the agent id, so it starts right after it.
+    return sql`(${f.agentId ?? null} IS NULL OR c.agent_id = ${f.agentId ?? null})
+      AND (${f.userId ?? null} IS NULL OR c.user_id = ${f.userId ?? null})
+      AND (${f.platform ?? null} IS NULL OR substr(c.session_key, length(c.agent_id) + 2, length(${f.platform ?? ""}) + 1) = ${
+      f.platform ?? ""
+    } || ':')
+      AND (${text} IS NULL OR instr(lower(c.session_key), ${text}) > 0
+        OR instr(lower(coalesce(json_extract(c.info, '$.title'), '')), ${text}) > 0)
+      AND (${only} IS NULL OR c.session_key IN (SELECT value FROM json_each(${only})))
+      AND (${except} IS NULL OR c.session_key NOT IN (SELECT value FROM json_each(${except})))`
+  }
+
+  const browseConversations = Effect.fn("MemoryStore.browseConversations")(function*(
+    filter: ConversationFilter,
+    page: { readonly limit: number; readonly offset: number }
+  ) {
+    const counted = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ctx_conversations c WHERE ${where(filter)}`
+    const rows = yield* sql<{ readonly messages: number; readonly message_tokens: number; readonly last_at: number | null }>`SELECT c.*,
+        coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages,
+        (SELECT coalesce(sum(token_count), 0) FROM ctx_messages m WHERE m.conversation_id = c.id) AS message_tokens,
+        (SELECT created_at FROM ctx_messages m WHERE m.conversation_id = c.id ORDER BY seq DESC LIMIT 1) AS last_at
+      FROM ctx_conversations c WHERE ${where(filter)}
+      ORDER BY c.updated_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`
+    const convs = yield* decodeConversationRows(rows)
+    return {
+      total: counted[0]?.n ?? 0,
+      rows: convs.map((c, i): ConversationOverview => ({
+        ...decodeConversation(c),
+        messages: rows[i]?.messages ?? 0,
+        messageTokens: rows[i]?.message_tokens ?? 0,
+        lastMessageAt: rows[i]?.last_at ?? null
+      }))
+    }
+  }, Effect.mapError(storageError("list conversations")))
+
+  const summaryNodes = Effect.fn("MemoryStore.summaryNodes")(function*(conversationId: number) {
+    const rows = yield* sql<SummaryRow & { readonly parent: number | null; readonly live: number }>`SELECT s.*, c.session_key, c.user_id,
+        (SELECT condensed_id FROM ctx_summary_parents p WHERE p.constituent_id = s.id) AS parent,
+        EXISTS (SELECT 1 FROM ctx_items i WHERE i.summary_id = s.id) AS live
+      FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id
+      WHERE s.conversation_id = ${conversationId} ORDER BY s.first_seq, s.depth, s.id`
+    return rows.map((r): SummaryNode => ({ ...toSummary(r), parent: r.parent, live: r.live === 1 }))
+  }, Effect.mapError(storageError("read summaries")))
+
+  const turnCounts = Effect.fn("MemoryStore.turnCounts")(function*(
+    filter: { readonly since: number; readonly until: number; readonly userId?: string | undefined },
+    bucket: "hour" | "day"
+  ) {
+    const format = bucket === "hour" ? "%Y-%m-%dT%H" : "%Y-%m-%d"
+    return yield* sql<{ bucket: string; turns: number }>`SELECT strftime(${format}, m.created_at / 1000, 'unixepoch') AS bucket,
+        count(*) AS turns
+      FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
+      WHERE m.role = 'user' AND m.created_at >= ${filter.since} AND m.created_at < ${filter.until}
+        AND (${filter.userId ?? null} IS NULL OR c.user_id = ${filter.userId ?? null})
+      GROUP BY bucket ORDER BY bucket`
+  }, Effect.mapError(storageError("count turns")))
+
+  return { browseConversations, summaryNodes, turnCounts }
+}
