@@ -30,6 +30,7 @@ const GROUPS = {
   provider: () => import("./providerCommands.ts").then((m) => m.providerCommand),
   agent: () => import("./agentCommands.ts").then((m) => m.agentCommand),
   user: () => import("./userCommands.ts").then((m) => m.userCommand),
+  admin: () => import("./adminCommands.ts").then((m) => m.adminCommand),
   channel: () => import("./channelCommands.ts").then((m) => m.channelCommand),
   sandbox: () => import("./sandboxCommands.ts").then((m) => m.sandboxCommand),
   memory: () => import("./memoryCommands.ts").then((m) => m.memoryCommand),

@@ -6,9 +6,11 @@
  * happens to the user's sessions: kept (readable by operators) or deleted for good (with the
  * agents' profiles of the user, which are drawn from them).
  */
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
+import * as SqliteAccounts from "../layers/admin/SqliteAccounts.ts"
+import { Accounts, ROLES, type Role } from "../services/Accounts.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore, type TokenInfo, type User } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
@@ -109,15 +111,20 @@ const set = Command.make("set", {
 const issueOptions = {
   id,
   label: Flag.String("label").pipe(Flag.withDescription("What the token is for, e.g. laptop"), Flag.withDefault("")),
+  role: Flag.Literals("role", ROLES).pipe(
+    Flag.withDescription("The most the token may do: user (default) or admin (needs an admin account; the account's role caps it)"),
+    Flag.withDefault("user")
+  ),
   json
 }
-const issueToken = (f: { readonly id: string; readonly label: string; readonly json: boolean }) =>
+const issueToken = (f: { readonly id: string; readonly label: string; readonly role: Role; readonly json: boolean }) =>
   Effect.gen(function*() {
-    const config = yield* ConfigStore
     const user = yield* requireUser(f.id)
-    const issued = yield* config.issueToken(f.id, f.label)
-    if (f.json) return yield* printJson({ user, token: issued })
-    yield* Console.error(`New HTTP token for ${user.id}; it is shown only this once (send it as "Authorization: Bearer …"):`)
+    const issued = yield* (yield* Accounts).issueToken(f.id, f.label, f.role)
+    if (f.json) return yield* printJson({ user, role: f.role, token: issued })
+    yield* Console.error(
+      `New ${f.role === "admin" ? "admin-scoped " : ""}HTTP token for ${user.id}; it is shown only this once (send it as "Authorization: Bearer …"):`
+    )
     yield* Console.log(issued)
   })
 
@@ -134,8 +141,8 @@ const tokenList = Command.make("list", {
     if (f.json) return yield* printJson(tokens)
     if (tokens.length === 0) return yield* Console.log("No tokens. Issue one with: anna user token <user>")
     yield* Console.log(table(
-      ["TOKEN ID", "USER", "LABEL", "CREATED"],
-      tokens.map((t) => [t.id, t.userId, t.label || "-", iso(t.createdAt)])
+      ["TOKEN ID", "USER", "ROLE", "LABEL", "CREATED"],
+      tokens.map((t) => [t.id, t.userId, t.role, t.label || "-", iso(t.createdAt)])
     ))
   })).pipe(
     Command.withDescription("List HTTP tokens by id (the start of their stored hash), never the tokens themselves")
@@ -211,5 +218,5 @@ const remove = Command.make("remove", {
 export const userCommand = Command.make("user").pipe(
   Command.withDescription("Users: add, list, show, set (name, default agent), remove, token (HTTP bearer tokens: issue, list, revoke)"),
   Command.withSubcommands([add, list, show, set, remove, token]),
-  Command.provide(StoresWithMemory)
+  Command.provide(SqliteAccounts.layer.pipe(Layer.provideMerge(StoresWithMemory)))
 )

@@ -8,6 +8,7 @@
  * Layers: `SqliteConfigStore.layer` (src/layers/config/SqliteConfigStore.ts).
  */
 import { Context, type Effect, type Option } from "effect"
+import type { Role } from "./Accounts.ts"
 import type { Agent } from "../domain/config/agent.ts"
 import type { AgentNotFound, InvalidConfig, ProviderNotFound } from "../domain/config/errors.ts"
 import type { StorageError } from "../domain/storage/errors.ts"
@@ -70,6 +71,8 @@ export interface TokenInfo {
   readonly id: string
   readonly userId: string
   readonly label: string
+  /** The most the token acts as; its account's role caps it at the time of use (see Accounts). */
+  readonly role: Role
   readonly createdAt: number
 }
 
@@ -109,7 +112,7 @@ export class ConfigStore extends Context.Service<ConfigStore, {
    * `userForToken` refuses it from then on.
    */
   readonly revokeToken: (tokenId: string) => Effect.Effect<TokenInfo, InvalidConfig | StorageError>
-  /** Removes a user with their identities, tokens and chat states, in one transaction. */
+  /** Removes a user with their identities, tokens, chat states, account and browser sessions, in one transaction. */
   readonly removeUser: (userId: string) => Effect.Effect<RemovedUser, InvalidConfig | StorageError>
 
   readonly listChannels: Effect.Effect<ReadonlyArray<Channel>, StorageError>

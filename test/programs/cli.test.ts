@@ -76,7 +76,7 @@ describe("anna CLI", () => {
       [
         ["nosuch"],
         "anna: Unknown subcommand \"nosuch\" for \"anna\"",
-        "usage: anna <gateway|chat|onboard|provider|agent|user|channel|sandbox|memory|plugin|settings|notify|doctor>",
+        "usage: anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|doctor>",
         "run `anna --help` for more"
       ],
       [

@@ -30,6 +30,7 @@ import {
   type User
 } from "../../services/ConfigStore.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
+import { ROLES } from "../../services/Accounts.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import * as SqliteAgentStore from "./SqliteAgentStore.ts"
 import * as SqliteProviderStore from "./SqliteProviderStore.ts"
@@ -235,20 +236,27 @@ export const make = Effect.gen(function*() {
       return yield* existing(id)
     }, storage("check token"))
 
-    const TokenRow = Schema.Struct({ token_hash: Schema.String, user_id: Schema.String, label: Schema.String, created_at: Schema.Number })
+    const TokenRow = Schema.Struct({
+      token_hash: Schema.String,
+      user_id: Schema.String,
+      label: Schema.String,
+      role: Schema.Literals(ROLES),
+      created_at: Schema.Number
+    })
     const decodeTokens = Schema.decodeUnknownEffect(Schema.Array(TokenRow))
     const toTokenInfo = (r: typeof TokenRow.Type): TokenInfo => ({
       id: r.token_hash.slice(0, TOKEN_ID_LENGTH),
       userId: r.user_id,
       label: r.label,
+      role: r.role,
       createdAt: r.created_at
     })
 
     const listTokens = Effect.fn("ConfigStore.listTokens")(function*(userId?: string) {
       if (userId !== undefined) yield* requireUser(userId)
       const rows = yield* (userId === undefined
-        ? sql`SELECT token_hash, user_id, label, created_at FROM user_tokens ORDER BY created_at, token_hash`
-        : sql`SELECT token_hash, user_id, label, created_at FROM user_tokens WHERE user_id = ${userId}
+        ? sql`SELECT token_hash, user_id, label, role, created_at FROM user_tokens ORDER BY created_at, token_hash`
+        : sql`SELECT token_hash, user_id, label, role, created_at FROM user_tokens WHERE user_id = ${userId}
             ORDER BY created_at, token_hash`).pipe(Effect.flatMap(decodeTokens))
       return rows.map(toTokenInfo)
     }, storage("list tokens"))
@@ -259,7 +267,7 @@ export const make = Effect.gen(function*() {
         return yield* new InvalidConfig({ reason: `"${tokenId}" is not a token id (see: anna user token list)` })
       }
       return yield* immediate(Effect.gen(function*() {
-        const rows = yield* sql`SELECT token_hash, user_id, label, created_at FROM user_tokens
+        const rows = yield* sql`SELECT token_hash, user_id, label, role, created_at FROM user_tokens
           WHERE substr(token_hash, 1, ${prefix.length}) = ${prefix}`.pipe(Effect.flatMap(decodeTokens))
         const [row, ...more] = rows
         if (row === undefined) return yield* new InvalidConfig({ reason: `no token "${tokenId}" (see: anna user token list)` })
@@ -281,6 +289,9 @@ export const make = Effect.gen(function*() {
         yield* sql`DELETE FROM user_identities WHERE user_id = ${userId}`
         yield* sql`DELETE FROM user_tokens WHERE user_id = ${userId}`
         yield* sql`DELETE FROM chat_contexts WHERE user_id = ${userId}`
+        // The account and its browser sessions (migration 0014) go too, foreign keys enforced or not.
+        yield* sql`DELETE FROM web_sessions WHERE user_id = ${userId}`
+        yield* sql`DELETE FROM accounts WHERE user_id = ${userId}`
         yield* sql`DELETE FROM users WHERE id = ${userId}`
         const removed: RemovedUser = { userId, identities, tokens, chatStates }
         return removed
