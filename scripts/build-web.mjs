@@ -1,0 +1,47 @@
+// Builds the web console (web/, issue 13) into dist/web: one JavaScript and one CSS file named by
+// their content hash under assets/ (cached for ever by the browser), and an index.html that names
+// them (no inline script or style: the console's CSP is `default-src 'self'`). Everything the
+// console needs is in these files: no CDN, works offline. Preact's JSX is compiled by esbuild.
+import { build } from "esbuild"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { basename, join, relative, sep } from "node:path"
+import { gzipSync } from "node:zlib"
+
+// ANNA_WEB_OUT: another output folder (a test may build its own).
+const out = process.env.ANNA_WEB_OUT ?? "dist/web"
+rmSync(out, { recursive: true, force: true })
+mkdirSync(join(out, "assets"), { recursive: true })
+const result = await build({
+  entryPoints: { app: "web/main.tsx", style: "web/style.css" },
+  outdir: join(out, "assets"),
+  entryNames: "[name]-[hash]",
+  assetNames: "[name]-[hash]",
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: ["es2022", "chrome110", "firefox110", "safari16"],
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  minify: true,
+  // No source maps: effect's would add ~9 MB to the package for a console nobody debugs in production.
+  sourcemap: false,
+  metafile: true,
+  legalComments: "linked",
+  define: { "process.env.NODE_ENV": '"production"' },
+  logLevel: "warning"
+})
+const outputs = Object.keys(result.metafile.outputs).map((p) => p.split("/").join(sep))
+const pick = (name, ext) => {
+  const found = outputs.find((p) => p.endsWith(ext) && basename(p).startsWith(`${name}-`))
+  if (found === undefined) throw new Error(`build-web: no ${name}${ext} output`)
+  return relative(out, found).split(sep).join("/")
+}
+const js = pick("app", ".js")
+const css = pick("style", ".css")
+const html = readFileSync("web/index.html", "utf8").replace("%APP_JS%", `/${js}`).replace("%APP_CSS%", `/${css}`)
+writeFileSync(join(out, "index.html"), html)
+const size = (p) => {
+  const bytes = readFileSync(join(out, p))
+  return `${(bytes.length / 1024).toFixed(1)} KiB (${(gzipSync(bytes).length / 1024).toFixed(1)} KiB gzipped)`
+}
+if (process.env.ANNA_WEB_SIZES) console.log(`web console: ${js} ${size(js)}, ${css} ${size(css)}`)

@@ -1,0 +1,107 @@
+/**
+ * Small hand-written SVG charts (no chart library: two chart kinds did not justify one). Colours
+ * come from CSS classes (the CSP allows no inline style attributes); each chart carries a text
+ * alternative and its numbers in a table for screen readers.
+ */
+import { formatNumber } from "./ui.tsx"
+
+export interface Series {
+  readonly name: string
+  /** A CSS class giving the colour: s1, s2, s3. */
+  readonly tone: "s1" | "s2" | "s3"
+  readonly values: ReadonlyArray<number>
+}
+
+const W = 640
+const H = 220
+const PAD = { left: 48, right: 12, top: 12, bottom: 28 }
+
+const niceMax = (max: number) => {
+  if (max <= 0) return 1
+  const p = 10 ** Math.floor(Math.log10(max))
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= max) return m * p
+  return 10 * p
+}
+const short = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(n >= 1e7 ? 0 : 1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}k` : String(Math.round(n * 100) / 100))
+
+/** Lines over labelled buckets (time). */
+export const LineChart = (props: { readonly title: string; readonly labels: ReadonlyArray<string>; readonly series: ReadonlyArray<Series> }) => {
+  const n = props.labels.length
+  const max = niceMax(Math.max(0, ...props.series.flatMap((s) => s.values)))
+  const x = (i: number) => PAD.left + (n <= 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (n - 1))
+  const y = (v: number) => PAD.top + (H - PAD.top - PAD.bottom) * (1 - v / max)
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * max)
+  const every = Math.max(1, Math.ceil(n / 6))
+  const total = props.series.map((s) => `${s.name}: ${formatNumber(s.values.reduce((a, b) => a + b, 0))}`).join(", ")
+  return (
+    <figure class="chart">
+      <figcaption>
+        {props.title}
+        <span class="legend">
+          {props.series.map((s) => (
+            <span key={s.name} class={`key ${s.tone}`}>{s.name}</span>
+          ))}
+        </span>
+      </figcaption>
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.title}. Totals: ${total}`} preserveAspectRatio="none">
+        {ticks.map((t) => (
+          <g key={t}>
+            <line class="grid" x1={PAD.left} x2={W - PAD.right} y1={y(t)} y2={y(t)} />
+            <text class="axis" x={PAD.left - 6} y={y(t) + 4} text-anchor="end">{short(t)}</text>
+          </g>
+        ))}
+        {props.labels.map((l, i) =>
+          i % every === 0 ? (
+            <text key={l} class="axis" x={x(i)} y={H - 8} text-anchor="middle">{l}</text>
+          ) : null
+        )}
+        {props.series.map((s) => (
+          <g key={s.name} class={`series ${s.tone}`}>
+            <polyline points={s.values.map((v, i) => `${x(i)},${y(v)}`).join(" ")} />
+            {s.values.map((v, i) => (v > 0 ? <circle key={i} cx={x(i)} cy={y(v)} r="3" /> : null))}
+          </g>
+        ))}
+      </svg>
+      <DataTable title={props.title} labels={props.labels} series={props.series} />
+    </figure>
+  )
+}
+
+/** Horizontal bars, one per labelled value (e.g. tokens by user). */
+export const BarChart = (props: { readonly title: string; readonly items: ReadonlyArray<{ readonly label: string; readonly value: number }>; readonly unit: string }) => {
+  const max = Math.max(1, ...props.items.map((i) => i.value))
+  return (
+    <figure class="chart bars">
+      <figcaption>{props.title}</figcaption>
+      {props.items.length === 0 ? (
+        <p class="muted">Nothing yet.</p>
+      ) : (
+        <ul>
+          {props.items.map((i) => (
+            <li key={i.label}>
+              <span class="bar-label">{i.label}</span>
+              <svg viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">
+                <rect class="s1" x="0" y="0" height="10" width={Math.max(0.5, (100 * i.value) / max)} />
+              </svg>
+              <span class="bar-value">{formatNumber(i.value)} {props.unit}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </figure>
+  )
+}
+
+const DataTable = (props: { readonly title: string; readonly labels: ReadonlyArray<string>; readonly series: ReadonlyArray<Series> }) => (
+  <table class="sr-only">
+    <caption>{props.title}</caption>
+    <thead>
+      <tr><th scope="col">When</th>{props.series.map((s) => <th scope="col" key={s.name}>{s.name}</th>)}</tr>
+    </thead>
+    <tbody>
+      {props.labels.map((l, i) => (
+        <tr key={l}><th scope="row">{l}</th>{props.series.map((s) => <td key={s.name}>{s.values[i] ?? 0}</td>)}</tr>
+      ))}
+    </tbody>
+  </table>
+)

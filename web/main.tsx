@@ -1,0 +1,122 @@
+/**
+ * The anna web console (issue 13): a Preact app served by the gateway at `/`. Hash routing
+ * (`#/agents`), so any path the server falls back to index.html for works, and reloads land on the
+ * same page. Admins see everything; users see the web chat, their sessions, usage, tokens and profile.
+ */
+import { render } from "preact"
+import { useEffect, useState } from "preact/hooks"
+import { call, setCsrfToken, whenUnauthorized } from "./api.ts"
+import { Agents } from "./pages/agents.tsx"
+import { Bindings } from "./pages/bindings.tsx"
+import { Channels } from "./pages/channels.tsx"
+import { Chat } from "./pages/chat.tsx"
+import { Dashboard } from "./pages/dashboard.tsx"
+import { Login } from "./pages/login.tsx"
+import { Plugins } from "./pages/plugins.tsx"
+import { Profile } from "./pages/profile.tsx"
+import { Providers } from "./pages/providers.tsx"
+import { Sessions } from "./pages/sessions.tsx"
+import { Settings } from "./pages/settings.tsx"
+import { Tokens } from "./pages/tokens.tsx"
+import { Usage } from "./pages/usage.tsx"
+import { Users } from "./pages/users.tsx"
+import { href, isAdmin, me, navigate, routeParts } from "./state.ts"
+import { Loading } from "./ui.tsx"
+
+interface PageDef {
+  readonly id: string
+  readonly label: string
+  readonly adminOnly: boolean
+  readonly view: (props: { readonly args: ReadonlyArray<string> }) => preact.JSX.Element
+}
+
+const PAGES: ReadonlyArray<PageDef> = [
+  { id: "dashboard", label: "Dashboard", adminOnly: true, view: Dashboard },
+  { id: "chat", label: "Chat", adminOnly: false, view: Chat },
+  { id: "sessions", label: "Sessions", adminOnly: false, view: Sessions },
+  { id: "usage", label: "Usage", adminOnly: false, view: Usage },
+  { id: "providers", label: "Providers", adminOnly: true, view: Providers },
+  { id: "agents", label: "Agents", adminOnly: true, view: Agents },
+  { id: "channels", label: "Channels", adminOnly: true, view: Channels },
+  { id: "users", label: "Users", adminOnly: true, view: Users },
+  { id: "bindings", label: "Bindings", adminOnly: true, view: Bindings },
+  { id: "plugins", label: "Plugins", adminOnly: true, view: Plugins },
+  { id: "settings", label: "Settings", adminOnly: true, view: Settings },
+  { id: "tokens", label: "API tokens", adminOnly: false, view: Tokens },
+  { id: "profile", label: "Profile", adminOnly: false, view: Profile }
+]
+
+const logout = async () => {
+  try {
+    await call((c) => c.auth.logout())
+  } finally {
+    setCsrfToken(undefined)
+    me.value = null
+  }
+}
+
+const Shell = () => {
+  const [menuOpen, setMenuOpen] = useState(false)
+  const admin = isAdmin.value
+  const pages = PAGES.filter((p) => admin || !p.adminOnly)
+  const [first, ...args] = routeParts.value
+  const page = pages.find((p) => p.id === first)
+  useEffect(() => {
+    if (page === undefined) navigate(admin ? "dashboard" : "chat")
+  }, [page, admin])
+  // A new page: focus its heading (screen readers announce it; the menu closes on phones).
+  useEffect(() => {
+    setMenuOpen(false)
+    document.getElementById("page-title")?.focus()
+  }, [first])
+  const View = page?.view
+  return (
+    <div class="shell">
+      <button type="button" class="skip" onClick={() => document.getElementById("main")?.focus()}>Skip to content</button>
+      <header class="topbar">
+        <button type="button" class="menu-toggle" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>
+          Menu
+        </button>
+        <a class="brand" href={href(admin ? "dashboard" : "chat")}>anna</a>
+        <span class="who">
+          {me.value?.user} <span class="badge">{me.value?.role}</span>
+        </span>
+        <button type="button" class="link" onClick={() => void logout()}>Log out</button>
+      </header>
+      <nav id="nav" class={menuOpen ? "open" : ""} aria-label="Console">
+        <ul>
+          {pages.map((p) => (
+            <li key={p.id}>
+              <a href={href(p.id)} aria-current={p.id === first ? "page" : undefined}>{p.label}</a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main" tabIndex={-1}>{View !== undefined ? <View args={args} /> : <Loading />}</main>
+    </div>
+  )
+}
+
+const App = () => {
+  useEffect(() => {
+    const off = whenUnauthorized(() => {
+      me.value = null
+    })
+    call((c) => c.auth.me()).then(
+      (m) => {
+        setCsrfToken(m.csrfToken)
+        me.value = { user: m.user, role: m.role }
+      },
+      () => {
+        me.value = null
+      }
+    )
+    return off
+  }, [])
+  if (me.value === undefined) return <Loading what="the console" />
+  if (me.value === null) return <Login />
+  return <Shell />
+}
+
+const root = document.getElementById("app")
+if (root !== null) render(<App />, root)

@@ -1,0 +1,92 @@
+import { useEffect, useState } from "preact/hooks"
+import { call } from "../api.ts"
+import { BarChart, LineChart } from "../charts.tsx"
+import { href } from "../state.ts"
+import { Page, Show, formatNumber, formatTime, useLoad } from "../ui.tsx"
+
+type Window = "24h" | "7d" | "30d"
+
+/** `2026-11-27T13` → `13:00`, `2026-11-27` → `11-27`. */
+export const bucketLabel = (b: string) => (b.includes("T") ? `${b.slice(11, 13)}:00` : b.slice(5))
+
+/** Tokens of a usage row (cost is unknown while anna keeps no prices). */
+export const tokensOf = (r: { readonly inputTokens: number; readonly outputTokens: number }) => r.inputTokens + r.outputTokens
+
+/** Live sessions, turns and tokens over time, spend by user and agent; refreshed every 15 s. */
+export const Dashboard = () => {
+  const [window, setWindow] = useState<Window>("24h")
+  const data = useLoad(() => call((c) => c.usage.dashboard({ query: { window } })), [window])
+  useEffect(() => {
+    const t = setInterval(data.reload, 15_000)
+    return () => clearInterval(t)
+  }, [data.reload])
+  return (
+    <Page
+      title="Dashboard"
+      actions={
+        <fieldset class="segmented">
+          <legend class="sr-only">Time window</legend>
+          {(["24h", "7d", "30d"] as const).map((w) => (
+            <button type="button" key={w} aria-pressed={window === w} onClick={() => setWindow(w)}>{w}</button>
+          ))}
+        </fieldset>
+      }
+    >
+      <Show loaded={data}>
+        {(d) => {
+          const labels = d.series.map((p) => bucketLabel(p.bucket))
+          const spend = (rows: typeof d.spendByUser) =>
+            rows.map((r) => ({ label: r.key, value: d.currency !== null && r.cost !== null ? r.cost : tokensOf(r) }))
+          const unit = d.currency ?? "tokens"
+          return (
+            <>
+              <div class="stats">
+                <div class="stat"><span class="stat-value">{d.live.sessions}</span><span class="stat-label">live sessions</span></div>
+                <div class="stat"><span class="stat-value">{d.live.running}</span><span class="stat-label">turns running</span></div>
+                <div class="stat"><span class="stat-value">{formatNumber(d.series.reduce((a, p) => a + p.turns, 0))}</span><span class="stat-label">turns ({window})</span></div>
+                <div class="stat"><span class="stat-value">{formatNumber(d.series.reduce((a, p) => a + p.inputTokens + p.outputTokens, 0))}</span><span class="stat-label">tokens ({window})</span></div>
+              </div>
+              <div class="charts">
+                <LineChart title="Turns" labels={labels} series={[{ name: "turns", tone: "s1", values: d.series.map((p) => p.turns) }]} />
+                <LineChart
+                  title="Tokens"
+                  labels={labels}
+                  series={[
+                    { name: "input", tone: "s2", values: d.series.map((p) => p.inputTokens) },
+                    { name: "output", tone: "s3", values: d.series.map((p) => p.outputTokens) }
+                  ]}
+                />
+                <BarChart title={`Spend by user (${unit})`} items={spend(d.spendByUser)} unit={unit} />
+                <BarChart title={`Spend by agent (${unit})`} items={spend(d.spendByAgent)} unit={unit} />
+              </div>
+              {d.currency === null && <p class="muted">Costs are unknown (no prices are configured), so spend is shown in tokens.</p>}
+              <h2>Live sessions</h2>
+              {d.live.list.length === 0 ? (
+                <p class="muted">No session is live right now.</p>
+              ) : (
+                <div class="table-wrap">
+                  <table>
+                    <thead>
+                      <tr><th scope="col">Session</th><th scope="col">Agent</th><th scope="col">User</th><th scope="col">State</th><th scope="col">Last turn</th></tr>
+                    </thead>
+                    <tbody>
+                      {d.live.list.map((s) => (
+                        <tr key={s.sessionKey}>
+                          <th scope="row"><a href={href("sessions", s.sessionKey)}>{s.sessionKey}</a></th>
+                          <td>{s.agentId}</td>
+                          <td>{s.userId}</td>
+                          <td>{s.running ? "running" : "idle"}</td>
+                          <td>{formatTime(s.lastTurnAt)}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              )}
+            </>
+          )
+        }}
+      </Show>
+    </Page>
+  )
+}

@@ -1,0 +1,94 @@
+import { useState } from "preact/hooks"
+import { call } from "../api.ts"
+import { BarChart, LineChart } from "../charts.tsx"
+import { isAdmin } from "../state.ts"
+import { Field, Page, Show, formatNumber, useLoad } from "../ui.tsx"
+import { bucketLabel, tokensOf } from "./dashboard.tsx"
+
+const DAY = 24 * 3600_000
+
+/** Usage by user, agent, model and day over a range (a `user` sees their own). */
+export const Usage = () => {
+  const [days, setDays] = useState(30)
+  const [user, setUser] = useState("")
+  const [agent, setAgent] = useState("")
+  const report = useLoad(
+    () =>
+      call((c) =>
+        c.usage.report({
+          query: {
+            since: Date.now() - days * DAY,
+            ...(user.trim() !== "" ? { user: user.trim() } : {}),
+            ...(agent.trim() !== "" ? { agent: agent.trim() } : {})
+          }
+        })
+      ),
+    [days, user, agent]
+  )
+  return (
+    <Page title="Usage">
+      <form class="filters" onSubmit={(e) => e.preventDefault()}>
+        <Field label="Range">
+          {(id) => (
+            <select id={id} value={String(days)} onChange={(e) => setDays(Number(e.currentTarget.value))}>
+              <option value="1">last 24 hours</option>
+              <option value="7">last 7 days</option>
+              <option value="30">last 30 days</option>
+              <option value="90">last 90 days</option>
+            </select>
+          )}
+        </Field>
+        {isAdmin.value && <Field label="User">{(id) => <input id={id} value={user} onChange={(e) => setUser(e.currentTarget.value)} placeholder="all" />}</Field>}
+        <Field label="Agent">{(id) => <input id={id} value={agent} onChange={(e) => setAgent(e.currentTarget.value)} placeholder="all" />}</Field>
+      </form>
+      <Show loaded={report}>
+        {(r) => (
+          <>
+            <div class="stats">
+              <div class="stat"><span class="stat-value">{formatNumber(r.totals.calls)}</span><span class="stat-label">model calls</span></div>
+              <div class="stat"><span class="stat-value">{formatNumber(r.totals.inputTokens)}</span><span class="stat-label">input tokens</span></div>
+              <div class="stat"><span class="stat-value">{formatNumber(r.totals.outputTokens)}</span><span class="stat-label">output tokens</span></div>
+              <div class="stat"><span class="stat-value">{r.totals.cost === null ? "—" : `${r.totals.cost.toFixed(2)} ${r.currency ?? ""}`}</span><span class="stat-label">cost</span></div>
+            </div>
+            <div class="charts" id="usage-chart">
+              <LineChart
+                title="Tokens by day"
+                labels={r.byDay.map((d) => bucketLabel(d.key))}
+                series={[
+                  { name: "input", tone: "s2", values: r.byDay.map((d) => d.inputTokens) },
+                  { name: "output", tone: "s3", values: r.byDay.map((d) => d.outputTokens) }
+                ]}
+              />
+              <BarChart title="Tokens by agent" items={r.byAgent.map((a) => ({ label: a.key, value: tokensOf(a) }))} unit="tokens" />
+            </div>
+            {([["By user", r.byUser], ["By agent", r.byAgent], ["By model", r.byModel], ["By day", r.byDay]] as const).map(([title, rows]) =>
+              rows.length === 0 ? null : (
+                <div class="table-wrap" key={title}>
+                  <table>
+                    <caption>{title}</caption>
+                    <thead>
+                      <tr><th scope="col">{title.slice(3)}</th><th scope="col">Calls</th><th scope="col">Failed</th><th scope="col">Input</th><th scope="col">Output</th><th scope="col">Cache read</th><th scope="col">Cost</th></tr>
+                    </thead>
+                    <tbody>
+                      {rows.map((row) => (
+                        <tr key={row.key}>
+                          <th scope="row">{row.key}</th>
+                          <td>{formatNumber(row.calls)}</td>
+                          <td>{formatNumber(row.failed)}</td>
+                          <td>{formatNumber(row.inputTokens)}</td>
+                          <td>{formatNumber(row.outputTokens)}</td>
+                          <td>{formatNumber(row.cacheReadTokens)}</td>
+                          <td>{row.cost === null ? "unknown" : row.cost.toFixed(4)}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              )
+            )}
+          </>
+        )}
+      </Show>
+    </Page>
+  )
+}
