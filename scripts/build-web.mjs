@@ -15,6 +15,9 @@ const result = await build({
   entryPoints: { app: "web/main.tsx", style: "web/style.css" },
   outdir: join(out, "assets"),
   entryNames: "[name]-[hash]",
+  chunkNames: "chunk-[hash]",
+  // What one page alone needs (the WeChat QR encoder) loads with that page.
+  splitting: true,
   assetNames: "[name]-[hash]",
   bundle: true,
   format: "esm",

@@ -1,4 +1,3 @@
-import QRCode from "qrcode"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { call } from "../api.ts"
 import { Field, Notice, Page, Show, useAction, useLoad } from "../ui.tsx"
@@ -83,7 +82,10 @@ const WechatLogin = (props: { readonly onDone: () => void }) => {
   const action = useAction()
   const canvas = useRef<HTMLCanvasElement>(null)
   useEffect(() => {
-    if (state?.qrcodeUrl !== undefined && canvas.current !== null) void QRCode.toCanvas(canvas.current, state.qrcodeUrl, { width: 220, margin: 1 })
+    const url = state?.qrcodeUrl
+    const target = canvas.current
+    // The QR encoder loads only here (its own chunk), not with every page.
+    if (url !== undefined && target !== null) void import("qrcode").then((QRCode) => QRCode.toCanvas(target, url, { width: 220, margin: 1 }))
   }, [state?.qrcodeUrl])
   useEffect(() => {
     if (state === undefined || state.status === "confirmed" || state.status === "failed") {
