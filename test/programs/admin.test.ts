@@ -112,7 +112,7 @@ describe("anna admin create", () => {
     const h = home()
     const session = ptyAnna(h, ["admin", "create", "carol"])
     // The prompt redraws itself on each keystroke: wait for `text` drawn after `mark` (a new prompt).
-    const after = async (mark: string, text: string) => {
+    const promptAfter = async (mark: string, text: string) => {
       await session.screen(mark)
       const out = session.output()
       await session.screen(text, out.slice(0, out.lastIndexOf(mark) + mark.length).split(text).length - 1)
@@ -121,9 +121,9 @@ describe("anna admin create", () => {
     session.type("first attempt!\r")
     await session.screen("Password again")
     session.type("something else\r")
-    await after("The passwords differ; try again.", "Password")
+    await promptAfter("The passwords differ; try again.", "Password")
     session.type("short\r")
-    await after("at least 8 characters; try again.", "Password")
+    await promptAfter("at least 8 characters; try again.", "Password")
     const asked = session.count("Password again")
     session.type("the real password\r")
     await session.screen("Password again", asked)
