@@ -1,0 +1,132 @@
+/**
+ * The admin API's usage group through the typed client against a real server: the tokens the fake
+ * LLM server reported for real turns (official OpenAI SDK, real runtime and SQLite) come back by
+ * user, agent, model and day with totals, within a date range; the dashboard's live sessions, its
+ * hourly/daily series (every bucket of the window) and spend; a user sees only their own; costs are
+ * null (no prices are known).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import { Unauthorized } from "../../../src/domain/admin/security.ts"
+import { bucketKey, windowBuckets } from "../../../src/layers/admin/UsageApi.ts"
+import { Runtime } from "../../../src/services/Runtime.ts"
+import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
+import { configureAgent, tempHome } from "../../support/runtimeStack.ts"
+import { account, adminStack, clientFor } from "./sessionsSetup.ts"
+
+const llm = fakeLlmSuite()
+
+const withAdmin = <A, E, R>(body: Effect.Effect<A, E, R>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const home = yield* tempHome
+    return yield* body.pipe(Effect.provide(adminStack(home)))
+  }))
+
+const turn = (userId: string, agentId: string, text: string) =>
+  Effect.gen(function*() {
+    const runtime = yield* Runtime
+    const chat = yield* runtime.resolve({ platform: "telegram", externalUserId: userId, userId, chatId: "dm", agentId })
+    yield* Stream.runDrain(runtime.send(chat, text))
+  })
+
+/** alice: two turns with a1; bob: one with a2; each call reports 100 input and 20 output tokens. */
+const seeded = Effect.gen(function*() {
+  yield* configureAgent(llm.fake, "a1", { tools: [] })
+  yield* configureAgent(llm.fake, "a2", { tools: [] })
+  const tokens = { root: yield* account("root", "admin"), alice: yield* account("alice", "user"), bob: yield* account("bob", "user") }
+  llm.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "noted" }], usage: { input: 100, output: 20 } }))
+  const from = Date.now()
+  yield* turn("alice", "a1", "one")
+  yield* turn("alice", "a1", "two")
+  yield* turn("bob", "a2", "three")
+  return { tokens, from, to: Date.now() }
+})
+
+/** The buckets the seeded turns fell in (one, unless they straddled a boundary). */
+const bucketsOf = (t: { readonly from: number; readonly to: number }, bucket: "hour" | "day") => [...new Set([bucketKey(t.from, bucket), bucketKey(t.to, bucket)])]
+
+interface Point {
+  readonly bucket: string
+  readonly turns: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+}
+/** The series' sums inside the given buckets, and whether every point outside them is empty. */
+const within = (series: ReadonlyArray<Point>, buckets: ReadonlyArray<string>) => {
+  const inside = series.filter((p) => buckets.includes(p.bucket))
+  return {
+    turns: inside.reduce((n, p) => n + p.turns, 0),
+    inputTokens: inside.reduce((n, p) => n + p.inputTokens, 0),
+    outputTokens: inside.reduce((n, p) => n + p.outputTokens, 0),
+    restEmpty: series.every((p) => buckets.includes(p.bucket) || (p.turns === 0 && p.inputTokens === 0 && p.outputTokens === 0))
+  }
+}
+
+describe("admin API: usage", () => {
+  it.live("report: tokens by user, agent, model and day with totals; a date range narrows it; costs unknown", () =>
+    withAdmin(Effect.gen(function*() {
+      const { tokens, ...at } = yield* seeded
+      const root = yield* clientFor(tokens.root)
+      const r = yield* root.usage.report({ query: {} })
+      assert.deepStrictEqual(r.totals, { calls: 3, failed: 0, inputTokens: 300, outputTokens: 60, cacheReadTokens: 0, cacheWriteTokens: 0, cost: null })
+      assert.isNull(r.currency)
+      const pick = (rows: ReadonlyArray<{ readonly key: string; readonly calls: number; readonly inputTokens: number; readonly cost: number | null }>) =>
+        rows.map((x) => [x.key, x.calls, x.inputTokens, x.cost])
+      assert.deepStrictEqual(pick(r.byUser), [["alice", 2, 200, null], ["bob", 1, 100, null]])
+      assert.deepStrictEqual(pick(r.byAgent), [["a1", 2, 200, null], ["a2", 1, 100, null]])
+      assert.deepStrictEqual(pick(r.byModel), [["local/fake-large", 3, 300, null]])
+      assert.includeMembers(bucketsOf(at, "day"), r.byDay.map((x) => x.key))
+      assert.strictEqual(r.byDay.reduce((n, x) => n + x.inputTokens, 0), 300)
+      assert.strictEqual(r.until - r.since, 30 * 24 * 3600_000)
+
+      const agentOnly = yield* root.usage.report({ query: { agent: "a2" } })
+      assert.deepStrictEqual(pick(agentOnly.byUser), [["bob", 1, 100, null]])
+      // A range after the calls, and one before them, hold none.
+      const later = yield* root.usage.report({ query: { since: Date.now() + 3600_000, until: Date.now() + 7200_000 } })
+      assert.strictEqual(later.totals.calls, 0)
+      assert.deepStrictEqual(later.byUser, [])
+      const earlier = yield* root.usage.report({ query: { since: 0, until: r.since } })
+      assert.strictEqual(earlier.totals.calls, 0)
+    })))
+
+  it.live("a user gets only their own usage, whatever they ask for; anonymous gets 401", () =>
+    withAdmin(Effect.gen(function*() {
+      const { tokens } = yield* seeded
+      const alice = yield* clientFor(tokens.alice)
+      const r = yield* alice.usage.report({ query: { user: "bob" } })
+      assert.strictEqual(r.totals.calls, 2)
+      assert.deepStrictEqual(r.byUser.map((x) => x.key), ["alice"])
+      assert.deepStrictEqual(r.byAgent.map((x) => x.key), ["a1"])
+      const d = yield* alice.usage.dashboard({ query: {} })
+      assert.deepStrictEqual(d.live.list.map((s) => s.userId), ["alice"])
+      assert.strictEqual(d.series.reduce((n, p) => n + p.turns, 0), 2)
+      assert.deepStrictEqual(d.spendByUser.map((x) => x.key), ["alice"])
+
+      const anonymous = yield* clientFor()
+      assert.instanceOf(yield* Effect.flip(anonymous.usage.report({ query: {} })), Unauthorized)
+      assert.instanceOf(yield* Effect.flip(anonymous.usage.dashboard({ query: {} })), Unauthorized)
+    })))
+
+  it.live("dashboard: live sessions now, turns and tokens in every bucket of the window, spend by user and agent", () =>
+    withAdmin(Effect.gen(function*() {
+      const { tokens, ...at } = yield* seeded
+      const root = yield* clientFor(tokens.root)
+      const day = yield* root.usage.dashboard({ query: {} })
+      assert.strictEqual(day.bucket, "hour")
+      // Every hour of the window, the last being the one the server's clock is in.
+      assert.deepStrictEqual(day.series.map((p) => p.bucket), windowBuckets(day.until - 1, "hour", 24).keys)
+      assert.strictEqual(day.since, windowBuckets(day.until - 1, "hour", 24).since)
+      assert.deepStrictEqual(within(day.series, bucketsOf(at, "hour")), { turns: 3, inputTokens: 300, outputTokens: 60, restEmpty: true })
+      assert.deepStrictEqual({ sessions: day.live.sessions, running: day.live.running }, { sessions: 2, running: 0 })
+      assert.sameMembers(day.live.list.map((s) => s.userId), ["alice", "bob"])
+      assert.deepStrictEqual(day.spendByUser.map((x) => [x.key, x.outputTokens, x.cost]), [["alice", 40, null], ["bob", 20, null]])
+      assert.deepStrictEqual(day.spendByAgent.map((x) => [x.key, x.calls]), [["a1", 2], ["a2", 1]])
+
+      const week = yield* root.usage.dashboard({ query: { window: "7d" } })
+      assert.strictEqual(week.bucket, "day")
+      assert.strictEqual(week.series.length, 7)
+      assert.deepStrictEqual(week.series.map((p) => p.bucket), windowBuckets(week.until - 1, "day", 7).keys)
+      assert.deepStrictEqual(within(week.series, bucketsOf(at, "day")), { turns: 3, inputTokens: 300, outputTokens: 60, restEmpty: true })
+      assert.strictEqual((yield* root.usage.dashboard({ query: { window: "30d" } })).series.length, 30)
+    })))
+})
