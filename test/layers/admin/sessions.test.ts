@@ -6,7 +6,7 @@
  * only their own, and another's session is 404 like a missing one.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { type ChatTarget, sessionKeyOf } from "../../../src/domain/runtime/types.ts"
 import { NotFound, Unauthorized } from "../../../src/domain/admin/security.ts"
 import { Compactor } from "../../../src/services/Compactor.ts"
@@ -29,11 +29,28 @@ const turn = (userId: string, platform: string, chatId: string, text: string, ag
     return chat
   })
 
+/** Where this test's requests start in the fake server's record (it keeps every test file's). */
+let mark = 0
+const modelCalls = () => llm.fake.requests.slice(mark).filter((r) => r.method === "POST")
+
+/** A turn whose model call hangs, running once the model has the request; `stop` aborts it. */
+const hangingTurn = (userId: string, platform: string, chatId: string) =>
+  Effect.gen(function*() {
+    const runtime = yield* Runtime
+    const calls = modelCalls().length
+    llm.fake.script({ kind: "hang" })
+    const chat = yield* runtime.resolve({ platform, externalUserId: userId, userId, chatId, agentId: "a1" })
+    const fiber = yield* Effect.forkChild(Stream.runCollect(runtime.send(chat, "think forever")))
+    yield* Effect.promise(() => llm.fake.when(() => modelCalls().length > calls, { what: "the hanging model call" }))
+    return { chat, stop: Effect.andThen(runtime.abort(chat), Fiber.join(fiber)) }
+  })
+
 /**
  * Agents a1 and a2 on the fake model; accounts root (admin), alice and bob (users) with tokens;
  * alice has a Telegram DM with a1 and a web chat with a2, bob a Telegram DM with a1.
  */
 const seeded = Effect.gen(function*() {
+  mark = llm.fake.requests.length
   yield* configureAgent(llm.fake, "a1", { tools: [] })
   yield* configureAgent(llm.fake, "a2", { tools: [] })
   const tokens = {
@@ -66,7 +83,7 @@ describe("admin API: sessions", () => {
       assert.sameMembers(all.sessions.map((s) => s.sessionKey), [aliceDm.sessionKey, aliceWeb.sessionKey, bobDm.sessionKey])
       const dm = all.sessions.find((s) => s.sessionKey === aliceDm.sessionKey)
       assert.isDefined(dm)
-      assert.deepInclude(dm, { agentId: "a1", userId: "alice", platform: "telegram", context: "dm", messages: 2, live: true, running: false })
+      assert.deepInclude(dm, { agentId: "a1", userId: "alice", platform: "telegram", context: "dm", messages: 2, running: false })
       assert.isAbove(dm?.messageTokens ?? 0, 10)
       assert.isAbove(dm?.lastActivityAt ?? 0, Date.now() - 60_000)
 
@@ -84,12 +101,19 @@ describe("admin API: sessions", () => {
       assert.deepStrictEqual(paged.flatMap(keys), keys(all))
       assert.deepStrictEqual(keys(all), [bobDm.sessionKey, aliceWeb.sessionKey, aliceDm.sessionKey])
 
-      // Live: the runners are up after their turns; a session stored but never run is idle.
+      // Live: a session whose turn is running (the model hangs) has its runner up, whatever the idle
+      // reaper does with the others; a session stored but never run is idle.
       const store = yield* MemoryStore
       const idleKey = sessionKeyOf("a1", "telegram", "alice", "old")
       yield* store.ensureConversation({ key: idleKey, agentId: "a1", userId: "alice" })
-      assert.sameMembers(keys(yield* root.sessions.list({ query: { state: "live" } })), [aliceDm.sessionKey, aliceWeb.sessionKey, bobDm.sessionKey])
-      assert.deepStrictEqual(keys(yield* root.sessions.list({ query: { state: "idle" } })), [idleKey])
+      const hanging = yield* hangingTurn("bob", "telegram", "dm")
+      const live = yield* root.sessions.list({ query: { state: "live" } })
+      assert.deepInclude(live.sessions.find((s) => s.sessionKey === bobDm.sessionKey), { live: true, running: true })
+      assert.notInclude(keys(live), idleKey)
+      const idle = keys(yield* root.sessions.list({ query: { state: "idle" } }))
+      assert.include(idle, idleKey)
+      assert.notInclude(idle, bobDm.sessionKey)
+      yield* hanging.stop
     })))
 
   it.live("a user lists and reads only their own sessions; another's is 404 like a missing one", () =>

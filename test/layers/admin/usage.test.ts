@@ -6,7 +6,7 @@
  * null (no prices are known).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, Fiber, Stream } from "effect"
 import { Unauthorized } from "../../../src/domain/admin/security.ts"
 import { bucketKey, windowBuckets } from "../../../src/layers/admin/UsageApi.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
@@ -29,8 +29,25 @@ const turn = (userId: string, agentId: string, text: string) =>
     yield* Stream.runDrain(runtime.send(chat, text))
   })
 
+/** Where this test's requests start in the fake server's record (it keeps every test file's). */
+let mark = 0
+const modelCalls = () => llm.fake.requests.slice(mark).filter((r) => r.method === "POST")
+
+/** A turn whose model call hangs (its runner stays up while it runs); `stop` aborts it. */
+const hangingTurn = (userId: string, chatId: string) =>
+  Effect.gen(function*() {
+    const runtime = yield* Runtime
+    const calls = modelCalls().length
+    llm.fake.script({ kind: "hang" })
+    const chat = yield* runtime.resolve({ platform: "web", externalUserId: userId, userId, chatId, agentId: "a1" })
+    const fiber = yield* Effect.forkChild(Stream.runDrain(runtime.send(chat, "think forever")))
+    yield* Effect.promise(() => llm.fake.when(() => modelCalls().length > calls, { what: "the hanging model call" }))
+    return { key: chat.sessionKey, stop: Effect.andThen(runtime.abort(chat), Fiber.join(fiber)) }
+  })
+
 /** alice: two turns with a1; bob: one with a2; each call reports 100 input and 20 output tokens. */
 const seeded = Effect.gen(function*() {
+  mark = llm.fake.requests.length
   yield* configureAgent(llm.fake, "a1", { tools: [] })
   yield* configureAgent(llm.fake, "a2", { tools: [] })
   const tokens = { root: yield* account("root", "admin"), alice: yield* account("alice", "user"), bob: yield* account("bob", "user") }
@@ -97,10 +114,16 @@ describe("admin API: usage", () => {
       assert.strictEqual(r.totals.calls, 2)
       assert.deepStrictEqual(r.byUser.map((x) => x.key), ["alice"])
       assert.deepStrictEqual(r.byAgent.map((x) => x.key), ["a1"])
+      // Bob's turn is running now; alice's dashboard does not show it.
+      const bobs = yield* hangingTurn("bob", "busy")
       const d = yield* alice.usage.dashboard({ query: {} })
-      assert.deepStrictEqual(d.live.list.map((s) => s.userId), ["alice"])
+      assert.isTrue(d.live.list.every((s) => s.userId === "alice"))
+      assert.strictEqual(d.live.running, 0)
       assert.strictEqual(d.series.reduce((n, p) => n + p.turns, 0), 2)
       assert.deepStrictEqual(d.spendByUser.map((x) => x.key), ["alice"])
+      const all = yield* (yield* clientFor(tokens.root)).usage.dashboard({ query: {} })
+      assert.deepInclude(all.live.list.find((s) => s.sessionKey === bobs.key), { userId: "bob", running: true })
+      yield* bobs.stop
 
       const anonymous = yield* clientFor()
       assert.instanceOf(yield* Effect.flip(anonymous.usage.report({ query: {} })), Unauthorized)
@@ -117,8 +140,8 @@ describe("admin API: usage", () => {
       assert.deepStrictEqual(day.series.map((p) => p.bucket), windowBuckets(day.until - 1, "hour", 24).keys)
       assert.strictEqual(day.since, windowBuckets(day.until - 1, "hour", 24).since)
       assert.deepStrictEqual(within(day.series, bucketsOf(at, "hour")), { turns: 3, inputTokens: 300, outputTokens: 60, restEmpty: true })
-      assert.deepStrictEqual({ sessions: day.live.sessions, running: day.live.running }, { sessions: 2, running: 0 })
-      assert.sameMembers(day.live.list.map((s) => s.userId), ["alice", "bob"])
+      assert.strictEqual(day.live.running, 0)
+      assert.strictEqual(day.live.sessions, day.live.list.length)
       assert.deepStrictEqual(day.spendByUser.map((x) => [x.key, x.outputTokens, x.cost]), [["alice", 40, null], ["bob", 20, null]])
       assert.deepStrictEqual(day.spendByAgent.map((x) => [x.key, x.calls]), [["a1", 2], ["a2", 1]])
 
@@ -128,5 +151,13 @@ describe("admin API: usage", () => {
       assert.deepStrictEqual(week.series.map((p) => p.bucket), windowBuckets(week.until - 1, "day", 7).keys)
       assert.deepStrictEqual(within(week.series, bucketsOf(at, "day")), { turns: 3, inputTokens: 300, outputTokens: 60, restEmpty: true })
       assert.strictEqual((yield* root.usage.dashboard({ query: { window: "30d" } })).series.length, 30)
+
+      // A turn running now is counted at once.
+      const busy = yield* hangingTurn("alice", "busy")
+      const now = yield* root.usage.dashboard({ query: {} })
+      assert.strictEqual(now.live.running, 1)
+      assert.deepInclude(now.live.list.find((s) => s.sessionKey === busy.key), { userId: "alice", agentId: "a1", running: true })
+      yield* busy.stop
+      assert.strictEqual((yield* root.usage.dashboard({ query: {} })).live.running, 0)
     })))
 })
