@@ -33,6 +33,8 @@ import type { AgentStore } from "../services/AgentStore.ts"
 import type { ChannelLedger } from "../services/ChannelLedger.ts"
 import type { ConfigStore } from "../services/ConfigStore.ts"
 import type { Runtime } from "../services/Runtime.ts"
+import type { Accounts } from "../services/Accounts.ts"
+import type { AdminServices } from "../layers/admin/routes.ts"
 import { database, layerFromEnv } from "./env.ts"
 
 /** A layer from a module loaded on first use (a chunk of its own in the bundled CLI). */
@@ -92,6 +94,8 @@ export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.agentRun
 /**
  * The gateway's channels (ChannelSupervisor over the channel kinds anna can run). A new channel is
  * one more entry in this list. `overrides` win over the stored settings (the gateway's --host/--port).
+ * The HTTP channel's server also serves the admin API and the web console (one port); Accounts is
+ * built once here, so the login rate limit outlives a restart of the channel.
  */
 export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Record<string, unknown>>>>) =>
   lazy(
@@ -100,11 +104,19 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
         import("../layers/channels/ChannelSupervisor.ts"),
         import("../layers/channels/HttpChannel.ts"),
         import("../layers/channels/SqliteChannelLedger.ts"),
-        import("../layers/channels/platforms.ts")
+        import("../layers/channels/platforms.ts"),
+        import("../layers/admin/routes.ts"),
+        import("../layers/admin/SqliteAccounts.ts")
       ]),
-    ([Supervisor, HttpChannel, SqliteChannelLedger, platforms]) =>
-      Supervisor.layer<Runtime | ConfigStore | AgentStore | ChannelLedger>({
-        channels: [Supervisor.runnable(HttpChannel.definition), ...platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))],
+    ([Supervisor, HttpChannel, SqliteChannelLedger, platforms, AdminRoutes, SqliteAccounts]) =>
+      Supervisor.layer<GatewayServices>({
+        channels: [
+          Supervisor.runnable(HttpChannel.definitionWith(AdminRoutes.layer(), { notFound: AdminRoutes.notFound() })),
+          ...platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))
+        ],
         overrides
-      }).pipe(Layer.provide(SqliteChannelLedger.layer))
+      }).pipe(Layer.provide(Layer.merge(SqliteChannelLedger.layer, SqliteAccounts.layer)))
   )
+
+/** What the gateway's channels (and the admin API on the HTTP channel's server) use of the runtime. */
+type GatewayServices = Runtime | ConfigStore | AgentStore | ChannelLedger | Accounts | AdminServices

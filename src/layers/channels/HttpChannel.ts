@@ -225,6 +225,13 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
 export const layer = (options: ServeOptions = {}): Layer.Layer<HttpAddress, ServeError, Runtime | ConfigStore | AgentStore> =>
   serve(routes, options)
 
+/**
+ * The channel's server with more routes on it (the admin API and the web console): one port for
+ * everything the gateway serves over HTTP.
+ */
+export const layerWith = <E, R>(extra: Layer.Layer<never, E, R>, options: ServeOptions = {}) =>
+  serve(Layer.merge(routes, extra), options)
+
 /** The channel's Channel service over a running server: it answers, it cannot push. */
 const channelService = Layer.effect(Channel, Effect.gen(function*() {
   const address = yield* HttpAddress
@@ -240,23 +247,34 @@ const channelService = Layer.effect(Channel, Effect.gen(function*() {
  * The HTTP channel as the gateway runs it: settings decoded by `HttpSettings` (host, port and the
  * request limits), the server started when the layer is built.
  */
-export const definition: ChannelDefinition<Settings, ChannelStartFailed, Runtime | ConfigStore | AgentStore> = {
-  id: PLATFORM,
-  settings: HttpSettings,
-  layer: (settings) => {
+export const definition: ChannelDefinition<Settings, ChannelStartFailed, Runtime | ConfigStore | AgentStore> = definitionWith(Layer.empty)
+
+/**
+ * The channel with `extra` routes on its server (see `layerWith`): rebuilt with the channel when its
+ * settings change. The routes' own failures to build are the channel's failure to start.
+ */
+export function definitionWith<E, R>(extra: Layer.Layer<never, E, R>, serveOptions: Pick<ServeOptions, "notFound"> = {}) {
+  const channel = (settings: Settings) => {
     const o = httpOptions(settings)
+    const serveProblem = (e: unknown) =>
+      isServeError(e) ? listenProblem(e.cause, o.host, o.port) : `the HTTP server's routes could not start: ${describeCause(e)}`
     return channelService.pipe(
-      Layer.provide(layer({
+      Layer.provide(layerWith(extra, {
+        ...serveOptions,
         host: o.host,
         port: o.port,
         requestTimeoutSeconds: o.requestTimeoutSeconds,
         headersTimeoutSeconds: o.headersTimeoutSeconds,
         maxConnections: o.maxConnections
       })),
-      Layer.catchTag("ServeError", (e) => Layer.effect(Channel, Effect.fail(new ChannelStartFailed({ channel: PLATFORM, reason: listenProblem(e.cause, o.host, o.port) }))))
+      Layer.catch((e) => Layer.effect(Channel, Effect.fail(new ChannelStartFailed({ channel: PLATFORM, reason: serveProblem(e) }))))
     )
   }
+  return { id: PLATFORM, settings: HttpSettings, layer: channel } satisfies ChannelDefinition<Settings, ChannelStartFailed, unknown>
 }
+
+const isServeError = (e: unknown): e is ServeError =>
+  typeof e === "object" && e !== null && "_tag" in e && e._tag === "ServeError"
 
 /** Why the server could not listen, and what to do about it. */
 const listenProblem = (cause: unknown, host: string, port: number): string => {

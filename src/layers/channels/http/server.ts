@@ -2,7 +2,8 @@
  * The gateway's one HTTP server: `effect/http`'s router served by `@effect/platform-node`'s Node
  * server on {host, port} (default 127.0.0.1:8787). Channels and the admin UI contribute route
  * layers (`HttpRouter.add`/`use`), merged and served together; a request no route matches gets a
- * 404 with an OpenAI-style error body (the OpenAI-compatible API is the main client).
+ * 404 with an OpenAI-style error body (the OpenAI-compatible API is the main client), unless
+ * `notFound` answers it (the web console's files and pages).
  *
  * Lifetime is the layer's scope: on close the server stops accepting connections and lets requests
  * in flight (a streamed answer, say) finish for up to `gracefulShutdown` (default 10 s). A handler
@@ -16,7 +17,7 @@
  * (else 408 and close), and connections beyond the cap are closed as they come.
  */
 import { Context, Deferred, Duration, Effect, Layer } from "effect"
-import { HttpRouter, HttpServer, HttpServerResponse } from "effect/http"
+import { HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as NetAddress from "effect/net/NetAddress"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { createServer } from "node:http"
@@ -43,6 +44,11 @@ export interface ServeOptions {
   readonly headersTimeoutSeconds?: number | undefined
   /** Connections open at once (default 512); Node closes any connection beyond it at once. */
   readonly maxConnections?: number | undefined
+  /**
+   * Answers what no route takes (default: a 404 with an OpenAI-style error body). The web console
+   * answers GETs of its files and pages here; a router cannot hold a GET wildcard beside this one.
+   */
+  readonly notFound?: ((request: HttpServerRequest.HttpServerRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse>) | undefined
 }
 
 /**
@@ -72,8 +78,13 @@ const pathOf = (url: string): string => {
   return q < 0 ? url : url.slice(0, q)
 }
 
+/** The 404 of a request no route takes. */
+export const notFoundResponse = (request: HttpServerRequest.HttpServerRequest): HttpServerResponse.HttpServerResponse =>
+  errorResponse(ApiError.notFound(request.method, pathOf(request.url)))
+
 /** Anything no other route takes (static routes and parameters win over the wildcard). */
-const fallback = HttpRouter.add("*", "/*", (request) => Effect.succeed(errorResponse(ApiError.notFound(request.method, pathOf(request.url)))))
+const fallback = (notFound: ServeOptions["notFound"]) =>
+  HttpRouter.add("*", "/*", (request) => notFound === undefined ? Effect.succeed(notFoundResponse(request)) : notFound(request))
 
 const addressOf = (address: NetAddress.SocketAddress) => {
   const url = HttpServer.formatAddress(address).replace(/\/$/, "")
@@ -140,7 +151,7 @@ export const serve = <E, R>(routes: Layer.Layer<never, E, R>, options: ServeOpti
   }))
   return startClock.pipe(
     Layer.provideMerge(Layer.merge(
-      HttpRouter.serve(Layer.merge(routes, fallback), { disableLogger: true, disableListenLog: true }),
+      HttpRouter.serve(Layer.merge(routes, fallback(options.notFound)), { disableLogger: true, disableListenLog: true }),
       addressLayer
     )),
     Layer.provide(Layer.merge(

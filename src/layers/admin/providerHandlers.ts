@@ -1,0 +1,96 @@
+/**
+ * `/api/providers` handlers: `anna provider add|set|list|remove|models` over ProviderStore, with the
+ * CLI's rules: responses show keys, header values and URL credentials masked (`shownProvider`), and
+ * error messages are scrubbed of the provider's secrets (an SDK error can quote a request).
+ */
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { AdminApi } from "../../domain/admin/api.ts"
+import { BadRequest } from "../../domain/admin/security.ts"
+import { InvalidConfig } from "../../domain/config/errors.ts"
+import { firstByteTimeoutProblem, type ProviderConfig, providerSecrets, redactSecrets, shownProvider } from "../../domain/model/types.ts"
+import * as ProviderClients from "../providers/SdkProviderRegistry.ts"
+import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
+import { ProviderStore } from "../../services/ProviderStore.ts"
+import { answer } from "./errors.ts"
+
+/** A provider as the API shows it (masked; the optional timeout only when set). */
+export const providerView = (p: ProviderConfig) => {
+  const s = shownProvider(p)
+  return {
+    id: s.id,
+    type: s.type,
+    baseUrl: s.baseUrl,
+    apiKey: s.apiKey,
+    models: s.models,
+    defaultModel: s.defaultModel,
+    headers: s.headers,
+    enabled: s.enabled,
+    ...(s.firstByteTimeoutSeconds === undefined ? {} : { firstByteTimeoutSeconds: s.firstByteTimeoutSeconds })
+  }
+}
+
+export const layer = HttpApiBuilder.group(AdminApi, "providers", Effect.fn(function*(handlers) {
+  const store = yield* ProviderStore
+  const registry = yield* ProviderRegistry
+
+  return handlers
+    .handle("list", () => answer(Effect.map(store.list, (all) => all.map(providerView))))
+    .handle("get", ({ params }) => answer(Effect.map(store.get(params.id), providerView)))
+    .handle("create", ({ payload }) =>
+      answer(Effect.gen(function*() {
+        const models = payload.models ?? []
+        const base: ProviderConfig = {
+          id: payload.id,
+          type: payload.type,
+          baseUrl: payload.baseUrl ?? "",
+          apiKey: payload.apiKey ?? "",
+          models,
+          defaultModel: payload.defaultModel ?? models[0] ?? "",
+          headers: payload.headers ?? {},
+          enabled: payload.enabled ?? true,
+          ...(payload.firstByteTimeoutSeconds === undefined ? {} : { firstByteTimeoutSeconds: payload.firstByteTimeoutSeconds })
+        }
+        const secrets = providerSecrets(base)
+        let config = base
+        if (config.defaultModel === "") {
+          // As `anna provider add`: no model named, so the server's first listed model.
+          const listed = yield* ProviderClients.clientFor({ ...base, defaultModel: "-" }).pipe(
+            Effect.flatMap((client) => client.listModels),
+            Effect.mapError((e) =>
+              new InvalidConfig({
+                reason: `no default model given and the server's models could not be listed (${redactSecrets(e.message, secrets)}); give defaultModel`
+              })
+            )
+          )
+          const first = listed[0]
+          if (first === undefined) return yield* new InvalidConfig({ reason: "the server lists no models; give defaultModel" })
+          config = { ...base, defaultModel: first.id }
+        }
+        yield* store.add(config).pipe(
+          Effect.catchTag("InvalidConfig", (e) => Effect.fail(new InvalidConfig({ reason: redactSecrets(e.reason, secrets) })))
+        )
+        return providerView(yield* store.get(config.id))
+      })))
+    .handle("update", ({ params, payload }) =>
+      answer(Effect.gen(function*() {
+        const seconds = payload.firstByteTimeoutSeconds
+        if (seconds !== undefined) {
+          if (seconds !== null && firstByteTimeoutProblem(seconds) !== undefined) {
+            return yield* BadRequest.of(firstByteTimeoutProblem(seconds) ?? "")
+          }
+          yield* store.setFirstByteTimeout(params.id, seconds ?? undefined)
+        }
+        return providerView(yield* store.get(params.id))
+      })))
+    .handle("remove", ({ params }) => answer(store.remove(params.id)))
+    .handle("models", ({ params }) =>
+      answer(Effect.gen(function*() {
+        const provider = yield* store.get(params.id)
+        const client = yield* registry.client(provider.id)
+        const listed = yield* client.listModels.pipe(
+          Effect.mapError((e) => new InvalidConfig({ reason: `the server's models could not be listed: ${redactSecrets(e.message, providerSecrets(provider))}` }))
+        )
+        return listed.map((m) => ({ id: m.id, ...(m.displayName === undefined ? {} : { displayName: m.displayName }) }))
+      })))
+}))
