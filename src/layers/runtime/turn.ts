@@ -5,6 +5,11 @@
  * session's memory: each round the model gets the context assembled within the budget, and every
  * answer and tool result is stored. Text and tool activity stream to the channel as TurnEvents.
  *
+ * A message a channel answers again after a crash (`resumed`) is not stored twice; when its first
+ * attempt also stored the whole answer (the crash came while the reply was being delivered), that
+ * answer is given again as it was and the model is not asked a second time, so that a platform
+ * that cannot edit (QQ, WeChat) finishes the reply it began with parts of the same answer.
+ *
  * Windows of any size (issue 11): the output reserve — what each model call asks for and what the
  * budget leaves free — is the agent's setting or proportional to its window (`outputReserve`), so a
  * 6k-token local model is neither asked for 8k of output nor left a 1k context. Compaction runs only
@@ -72,14 +77,36 @@ export const assemblyBudget = (setup: Pick<TurnSetup, "contextTokens" | "maxOutp
   )
 }
 
-/** Whether the session's last stored message is this user message (a resumed answer's first attempt stored it). */
-const storedLast = (memory: MemoryProvider["Service"], sessionKey: string, message: UserMessage) =>
-  memory.assemble(sessionKey, { budget: 1, freshTail: 1 }).pipe(
-    Effect.map((a) => {
-      const last = a.messages.at(-1)
-      return last !== undefined && last.role === "user" && JSON.stringify(last.content) === JSON.stringify(message)
+/** How far a resumed message got before the crash: `new` (not stored), `stored` (stored, unanswered), or `answered` with the stored answer's text. */
+type Progress = { readonly kind: "new" | "stored" } | { readonly kind: "answered"; readonly text: string }
+
+/** Messages of the fresh tail looked at for a resumed message's answer. */
+const RESUME_TAIL = 64
+
+const textOf = (m: { readonly content: string | ReadonlyArray<{ readonly type: string; readonly text?: string }> }): string =>
+  typeof m.content === "string" ? m.content : m.content.map((b) => (b.type === "text" ? b.text ?? "" : "")).join("")
+
+/**
+ * Where a message answered again after a crash stands in the session: its first attempt stored it
+ * (the last message), or also stored the whole answer (the crash came while the reply was being
+ * delivered: the answer is given again as it was, not asked of the model a second time, so that the
+ * parts a platform already shows belong to the same answer and memory holds it once).
+ */
+const resumedProgress = (memory: MemoryProvider["Service"], sessionKey: string, message: UserMessage) =>
+  memory.assemble(sessionKey, { budget: 1_000_000, freshTail: RESUME_TAIL, tailShare: 1 }).pipe(
+    Effect.map((a): Progress => {
+      const lastUser = a.messages.findLastIndex((m) => m.role === "user")
+      const user = a.messages[lastUser]
+      if (user === undefined || JSON.stringify(user.content) !== JSON.stringify(message)) return { kind: "new" }
+      const after = a.messages.slice(lastUser + 1)
+      const last = after.at(-1)
+      if (last === undefined) return { kind: "stored" }
+      const finished = last.role === "assistant" && (typeof last.content === "string" || last.content.every((b) => b.type !== "tool_use"))
+      const answers = after.filter((m) => m.role === "assistant" && !isNotAnswered(m))
+      // A turn cut short among its tool calls, or stopped before the model answered (its marker), runs again.
+      return finished && answers.length > 0 ? { kind: "answered", text: answers.map(textOf).join("") } : { kind: "new" }
     }),
-    Effect.orElseSucceed(() => false)
+    Effect.orElseSucceed((): Progress => ({ kind: "new" }))
   )
 
 export const runTurn = (setup: TurnSetup, message: UserMessage) =>
@@ -88,9 +115,12 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
     const session = { key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }
     const budget = assemblyBudget(setup)
 
-    if (!(setup.resumed === true && (yield* storedLast(memory, chat.sessionKey, message)))) {
-      yield* memory.append(session, [{ role: "user", content: message }])
+    const progress: Progress = setup.resumed === true ? yield* resumedProgress(memory, chat.sessionKey, message) : { kind: "new" }
+    if (progress.kind === "answered") {
+      if (progress.text !== "") yield* emit({ type: "text", text: progress.text })
+      return { stopReason: "end_turn" as StopReason | "max_turns" | "unavailable", usage: emptyUsage, modelCalls: 0, toolCalls: 0 }
     }
+    if (progress.kind === "new") yield* memory.append(session, [{ role: "user", content: message }])
 
     if (Option.isSome(setup.compactor)) {
       const compactor = setup.compactor.value
@@ -175,3 +205,7 @@ export const notAnswered = (why: string): NewMessage => ({
   role: "assistant",
   content: `[not answered: ${why.length > MAX_REASON ? `${why.slice(0, MAX_REASON - 1)}…` : why}]`
 })
+
+/** Whether `m` is such a marker. */
+const isNotAnswered = (m: { readonly role: string; readonly content: unknown }): boolean =>
+  m.role === "assistant" && typeof m.content === "string" && m.content.startsWith("[not answered: ") && m.content.endsWith("]")

@@ -7,6 +7,8 @@
  * 3, none sent twice (also when QQ pushes the messages again), none lost; memory holds each question
  * and each answer once.
  */
+import { createServer, type IncomingMessage, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
@@ -56,6 +58,56 @@ const until = async (ok: () => boolean, what: string, timeoutMs = 30_000): Promi
 }
 
 const user = (i: number) => `QQUSER${String(i).padStart(4, "0")}`
+
+/**
+ * An HTTP proxy in front of the fake QQ's API (the gateway's `base_url`): while `hold` is on, a
+ * passive reply with msg_seq 2 or more is never answered nor passed on (the platform stalls between
+ * the parts of a reply); everything else goes through as it is.
+ */
+const startHoldingProxy = async (target: string) => {
+  let hold = true
+  let held = 0
+  const read = (req: IncomingMessage): Promise<Buffer> =>
+    new Promise((done, fail) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => done(Buffer.concat(chunks)))
+      req.on("error", fail)
+    })
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const body = await read(req)
+      if (hold && req.method === "POST" && /\/messages$/.test(req.url ?? "")) {
+        const seq = (JSON.parse(body.toString("utf8")) as { msg_seq?: number }).msg_seq ?? 1
+        if (seq >= 2) {
+          held++
+          return
+        }
+      }
+      const headers: Record<string, string> = {}
+      for (const h of ["authorization", "content-type"]) {
+        const v = req.headers[h]
+        if (typeof v === "string") headers[h] = v
+      }
+      const answer = await fetch(`${target}${req.url ?? "/"}`, { method: req.method ?? "GET", headers, ...(req.method === "POST" ? { body } : {}) })
+      res.writeHead(answer.status, { "content-type": answer.headers.get("content-type") ?? "application/json" })
+      res.end(Buffer.from(await answer.arrayBuffer()))
+    })().catch(() => res.destroy())
+  })
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", () => done()))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held: () => held,
+    release: () => {
+      hold = false
+    },
+    close: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections()
+        server.close(() => done())
+      })
+  }
+}
 
 describe("e2e: QQ replies survive a SIGKILL", () => {
   it("every inbound message gets exactly one complete reply (msg_seq 1, 2, 3) after a kill mid-turn and a restart", async () => {
@@ -155,6 +207,93 @@ describe("e2e: QQ replies survive a SIGKILL", () => {
     for (let i = 1; i <= USERS; i++) {
       expect(rows.filter((r) => r["role"] === "user" && r["text"] === `question ${i}`).length, `question ${i} stored once`).toBe(1)
       expect(rows.filter((r) => r["role"] === "assistant" && r["text"] === full(`question ${i}`)).length, `answer ${i} stored once`).toBe(1)
+    }
+  }, 240_000)
+})
+
+describe("e2e: QQ replies cut between their parts survive a SIGKILL", () => {
+  it("a reply whose first part was sent before the kill is finished with the same answer's other parts (msg_seq 2, 3), the model not asked again", async () => {
+    const fake = suite.fake
+    const home = suite.keep(newHome())
+    const db = join(home, "anna.db")
+    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-qq" }
+    const proxy = await startHoldingProxy(qq.baseUrl)
+    try {
+      const cli = async (...args: Array<string>) => {
+        const r = await annaEnv(home, env, ...args)
+        expect(r.code, `anna ${args.join(" ")}: ${r.stderr}`).toBe(0)
+        return r.stdout
+      }
+      await cli("onboard", "--from-env")
+      await cli("agent", "set", "default", "--tools", "notify")
+      await cli(
+        "channel", "set", "qq",
+        "--config", `app_id=${qq.appId}`,
+        "--config", `app_secret=${qq.secret}`,
+        "--config", `base_url=${proxy.url}`,
+        "--config", `token_url=${qq.tokenUrl}`
+      )
+      await cli("channel", "enable", "qq")
+      await cli("channel", "disable", "http")
+
+      // First life: every turn is done; each reply's first part reaches QQ, the platform stalls on the second.
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: full(userText(req)) }] }))
+      const first = start(home, ["gateway"], "info", env)
+      const firstDone = finish(first)
+      await waitForOutput(first, "press Ctrl+C")
+      await qq.waitFor(() => qq.connected, "the gateway session", 30_000)
+      const asked = Array.from({ length: USERS }, (_, i) => qq.sendUserMessage({ user: user(i + 1), content: `question ${i + 1}` }))
+      await qq.waitFor(() => Array.from({ length: USERS }, (_, i) => qq.messages(user(i + 1)).length === 1).every(Boolean), "a first part for every user", 60_000)
+      await until(
+        () => Number(query(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND reply != '[]'")[0]?.["n"]) === USERS,
+        "every reply's first part on record"
+      )
+      await until(() => proxy.held() >= USERS, "every second part held")
+      first.kill("SIGKILL")
+      await firstDone
+      const modelCalls = fake.requests.filter((r) => r.method === "POST").length
+      for (let i = 1; i <= USERS; i++) expect(qq.messages(user(i)).map((m) => m.content)).toEqual([part(`question ${i}`, 1)])
+
+      // Second life: the platform takes everything; the model would now say something else.
+      proxy.release()
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: `Another answer to "${userText(req)}".` }] }))
+      const second = start(home, ["gateway"], "info", env)
+      let secondLog = ""
+      second.stderr?.on("data", (d: Buffer) => (secondLog += d.toString()))
+      const secondDone = finish(second)
+      try {
+        await waitForOutput(second, "press Ctrl+C")
+        await until(
+          () => Number(query(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND answered_at IS NULL")[0]?.["n"]) === 0,
+          "every message answered in the ledger",
+          60_000
+        ).catch((e: unknown) => {
+          throw new Error(`${String(e)}\n${secondLog}`)
+        })
+      } finally {
+        second.kill("SIGTERM")
+      }
+      expect((await secondDone).code).toBe(0)
+      for (let i = 0; i < USERS; i++) {
+        const sent = qq.messages(user(i + 1))
+        expect(sent.map((m) => [m.msgId, m.msgSeq, m.content]), user(i + 1)).toEqual(
+          [1, 2, 3].map((n) => [asked[i]?.id, n, part(`question ${i + 1}`, n)])
+        )
+      }
+      // The answers were given in the first life: the model was not asked again.
+      expect(fake.requests.filter((r) => r.method === "POST").length).toBe(modelCalls)
+      const rows = query(
+        db,
+        "SELECT m.text AS text, m.role AS role FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id WHERE c.session_key LIKE '%:qq:%' ORDER BY c.id, m.seq"
+      )
+      for (let i = 1; i <= USERS; i++) {
+        expect(rows.filter((r) => r["role"] === "user" && r["text"] === `question ${i}`).length, `question ${i} stored once`).toBe(1)
+        expect(rows.filter((r) => r["role"] === "assistant").map((r) => r["text"]).filter((t) => String(t).includes(`"question ${i}"`)), `answer ${i} stored once`).toEqual([
+          full(`question ${i}`)
+        ])
+      }
+    } finally {
+      await proxy.close()
     }
   }, 240_000)
 })

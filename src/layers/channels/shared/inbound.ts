@@ -6,7 +6,8 @@
  *   platform saw our acknowledgement) is dropped. The reply's platform ids are recorded as they are
  *   sent; the message is marked answered when the whole reply is out. `resume` (once, at start)
  *   answers again what a crash left unanswered in the last day, into the messages already written
- *   (the user's message is not stored again when the first attempt stored it: SendOptions.resumed).
+ *   (the user's message is not stored again when the first attempt stored it, and an answer it
+ *   stored is given again rather than asked anew: SendOptions.resumed).
  * - **Who and where**: the platform's `read` says who sent it, in which chat, and what it asks (or
  *   that it is not for the bot); the Runtime resolves the user (created on first contact), the agent
  *   and the session `{agent}:{platform}:{user}:{context}`. A refusal (no agent) is answered politely.
