@@ -6,6 +6,10 @@
  * exactly one complete reply: its three parts as passive replies to that message with msg_seq 1, 2,
  * 3, none sent twice (also when QQ pushes the messages again), none lost; memory holds each question
  * and each answer once.
+ *
+ * The second test kills the gateway between the parts of finished replies (a proxy in front of the
+ * fake holds every msg_seq 2): the restart sends parts 2 and 3 of the answer the first life gave,
+ * without asking the model again (it would now answer otherwise), and memory holds it once.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
