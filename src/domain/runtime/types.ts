@@ -53,9 +53,11 @@ export interface TurnError {
 /** How a message is sent. */
 export interface SendOptions {
   /**
-   * The channel answers this message again after a crash: when the session's last stored message is
-   * this same user message (the first attempt stored it and died before anything followed), it is
-   * not stored a second time.
+   * The channel answers this message again after a crash. When the session's last stored message is
+   * this same user message (the first attempt stored it and died before the model answered), it is
+   * not stored a second time and the turn runs again. When the session already holds this message's
+   * finished answer (the crash came while the reply was being delivered), that stored answer is
+   * streamed again: the model is not asked, nothing is stored (src/layers/runtime/turn.ts).
    */
   readonly resumed?: boolean | undefined
 }

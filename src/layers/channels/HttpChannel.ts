@@ -36,6 +36,7 @@ import { ByteSize, Clock, Effect, Layer, Option, Sink, Stream } from "effect"
 import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
 import { randomUUID } from "node:crypto"
+import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import type { Agent } from "../../domain/config/agent.ts"
 import { type HttpSettings as Settings, HttpSettings, httpOptions } from "../../domain/config/channel.ts"
@@ -147,15 +148,20 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     )
 
   const listModels = Effect.fn("HttpChannel.listModels")(function*(request: HttpServerRequest.HttpServerRequest) {
-    yield* authenticate(request)
+    const user = yield* authenticate(request)
     const all = yield* agents.list.pipe(Effect.mapError(storage))
-    return HttpServerResponse.jsonUnsafe({ object: "list", data: all.filter((a) => a.enabled).map(modelObject) })
+    // Only the agents this user may use (their access policies), as /agent lists them.
+    const subject = { id: user.id, attributes: user.attributes ?? {} }
+    return HttpServerResponse.jsonUnsafe({ object: "list", data: all.filter((a) => a.enabled && mayUse(a.access ?? EVERYONE, subject)).map(modelObject) })
   }, answerErrors)
 
   const getModel = Effect.fn("HttpChannel.getModel")(function*(request: HttpServerRequest.HttpServerRequest) {
-    yield* authenticate(request)
+    const user = yield* authenticate(request)
     const params = yield* HttpRouter.params
     const agent = yield* enabledAgent(params["model"] ?? "")
+    if (!mayUse(agent.access ?? EVERYONE, { id: user.id, attributes: user.attributes ?? {} })) {
+      return yield* ApiError.forbidden(`agent ${agent.id} is not open to you; ask the operator for access`)
+    }
     return HttpServerResponse.jsonUnsafe(modelObject(agent))
   }, answerErrors)
 

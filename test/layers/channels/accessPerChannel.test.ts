@@ -315,6 +315,16 @@ describe("access per channel: the OpenAI-compatible HTTP channel", () => {
         // A slash command does not get past it either.
         assert.strictEqual((yield* ask(maxToken, "/new", stream)).status, 403)
       }
+      // The models list shows only the agents the caller may use; asking for a closed one is 403.
+      const models = (token: string, path = "") =>
+        Effect.promise(async () => {
+          const res = await fetch(`${url}/v1/models${path}`, { headers: { authorization: `Bearer ${token}` } })
+          return { status: res.status, body: (await res.json()) as { data?: ReadonlyArray<{ id: string }> } }
+        })
+      assert.deepStrictEqual((yield* models(maxToken)).body.data?.map((m) => m.id), [])
+      assert.deepStrictEqual((yield* models(annToken)).body.data?.map((m) => m.id), ["default"])
+      assert.strictEqual((yield* models(maxToken, "/default")).status, 403)
+      assert.strictEqual((yield* models(annToken, "/default")).status, 200)
       const answered = yield* ask(annToken, "ann asks", false)
       assert.strictEqual(answered.status, 200)
       assert.include(answered.body, "re: ann asks")
