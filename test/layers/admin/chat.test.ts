@@ -14,16 +14,11 @@ import { sessionKeyOf } from "../../../src/domain/runtime/types.ts"
 import { HttpAddress } from "../../../src/services/HttpAddress.ts"
 import { annaJson } from "../../support/cli.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
-import { configureAgent, tempHome } from "../../support/runtimeStack.ts"
-import { account, adminStack, clientFor } from "./sessionsSetup.ts"
+import { configureAgent } from "../../support/runtimeStack.ts"
+import { account, clientFor, withAdmin } from "./sessionsSetup.ts"
 
 const llm = fakeLlmSuite()
 
-const withAdmin = <A, E, R>(body: (home: string) => Effect.Effect<A, E, R>) =>
-  Effect.scoped(Effect.gen(function*() {
-    const home = yield* tempHome
-    return yield* body(home).pipe(Effect.provide(adminStack(home)))
-  }))
 
 /** Agent a1 open to everyone, a2 to bob only; accounts alice and bob (users). */
 const seeded = Effect.gen(function*() {
@@ -165,5 +160,37 @@ describe("admin API: web chat", () => {
         const idle = yield* alice.sessions.get({ params: { key } })
         assert.isFalse(idle.session.running)
         assert.isFalse((yield* alice.sessions.abort({ params: { key } })).aborted)
+      })))
+
+  it.live("as the browser calls it: the session cookie, and the CSRF token required on the POST", () =>
+    withAdmin(() =>
+      Effect.gen(function*() {
+        yield* seeded
+        const { url } = yield* HttpAddress
+        const chat = (headers: Record<string, string>) =>
+          Effect.promise(async () => {
+            const res = await fetch(`${url}/api/chat`, {
+              method: "POST",
+              headers: { "content-type": "application/json", ...headers },
+              body: JSON.stringify({ agent: "a1", message: "/whoami" })
+            })
+            return { status: res.status, body: await res.text() }
+          })
+        const login = yield* Effect.promise(async () => {
+          const res = await fetch(`${url}/api/auth/login`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ username: "alice", password: "correct horse battery" })
+          })
+          const cookie = /anna_session=([^;]*)/.exec(res.headers.get("set-cookie") ?? "")?.[1] ?? ""
+          return { cookie, csrfToken: ((await res.json()) as { csrfToken: string }).csrfToken }
+        })
+        const cookie = `anna_session=${login.cookie}`
+        const refused = yield* chat({ cookie })
+        assert.strictEqual(refused.status, 403)
+        assert.include(refused.body, "csrf")
+        const ok = yield* chat({ cookie, "x-csrf-token": login.csrfToken })
+        assert.strictEqual(ok.status, 200)
+        assert.include(ok.body, "user: alice")
       })))
 })

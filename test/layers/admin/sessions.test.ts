@@ -14,8 +14,8 @@ import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
-import { configureAgent, tempHome } from "../../support/runtimeStack.ts"
-import { account, adminStack, clientFor } from "./sessionsSetup.ts"
+import { configureAgent } from "../../support/runtimeStack.ts"
+import { account, clientFor, withAdmin } from "./sessionsSetup.ts"
 
 const llm = fakeLlmSuite()
 
@@ -67,15 +67,10 @@ const seeded = Effect.gen(function*() {
   return { tokens, aliceDm, aliceWeb, bobDm }
 })
 
-const withAdmin = <A, E, R>(body: Effect.Effect<A, E, R>) =>
-  Effect.scoped(Effect.gen(function*() {
-    const home = yield* tempHome
-    return yield* body.pipe(Effect.provide(adminStack(home)))
-  }))
 
 describe("admin API: sessions", () => {
   it.live("list: an admin sees every session with counts and live state; filters and paging narrow it", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens, aliceDm, aliceWeb, bobDm } = yield* seeded
       const root = yield* clientFor(tokens.root)
       const all = yield* root.sessions.list({ query: {} })
@@ -117,7 +112,7 @@ describe("admin API: sessions", () => {
     })))
 
   it.live("a user lists and reads only their own sessions; another's is 404 like a missing one", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens, aliceDm, aliceWeb, bobDm } = yield* seeded
       const alice = yield* clientFor(tokens.alice)
       const bob = yield* clientFor(tokens.bob)
@@ -148,7 +143,7 @@ describe("admin API: sessions", () => {
     })))
 
   it.live("a conversation in pages, tool_use and tool_result blocks intact", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens } = yield* seeded
       llm.fake.script(
         { kind: "reply", parts: [{ type: "text", text: "Let me look." }, { type: "tool_call", id: "call_1", name: "lookup", input: { q: "folder" } }] },
@@ -172,7 +167,7 @@ describe("admin API: sessions", () => {
     })))
 
   it.live("the summary DAG: list with depth, coverage and parents; describe and expand as anna memory does, 404 for another user", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens } = yield* seeded
       const store = yield* MemoryStore
       const key = sessionKeyOf("a1", "telegram", "alice", "history")
@@ -227,7 +222,7 @@ describe("admin API: sessions", () => {
     })))
 
   it.live("search: ranked hits with marked snippets, in the principal's scope only", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens, aliceDm, bobDm } = yield* seeded
       const alice = yield* clientFor(tokens.alice)
       const { hits } = yield* alice.sessions.search({ query: { q: "staging database port" } })
@@ -253,7 +248,7 @@ describe("admin API: sessions", () => {
     })))
 
   it.live("new context: the chat moves on as /new does there, and the old session stays", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens, aliceDm } = yield* seeded
       const alice = yield* clientFor(tokens.alice)
       const r = yield* alice.sessions.newContext({ params: { key: aliceDm.sessionKey } })
@@ -273,7 +268,7 @@ describe("admin API: sessions", () => {
     })))
 
   it.live("anonymous requests get 401 from every sessions endpoint", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { aliceDm } = yield* seeded
       const anonymous = yield* clientFor()
       const bad = yield* clientFor("not-a-token")

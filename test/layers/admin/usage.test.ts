@@ -11,16 +11,11 @@ import { Unauthorized } from "../../../src/domain/admin/security.ts"
 import { bucketKey, windowBuckets } from "../../../src/layers/admin/UsageApi.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
-import { configureAgent, tempHome } from "../../support/runtimeStack.ts"
-import { account, adminStack, clientFor } from "./sessionsSetup.ts"
+import { configureAgent } from "../../support/runtimeStack.ts"
+import { account, clientFor, withAdmin } from "./sessionsSetup.ts"
 
 const llm = fakeLlmSuite()
 
-const withAdmin = <A, E, R>(body: Effect.Effect<A, E, R>) =>
-  Effect.scoped(Effect.gen(function*() {
-    const home = yield* tempHome
-    return yield* body.pipe(Effect.provide(adminStack(home)))
-  }))
 
 const turn = (userId: string, agentId: string, text: string) =>
   Effect.gen(function*() {
@@ -81,7 +76,7 @@ const within = (series: ReadonlyArray<Point>, buckets: ReadonlyArray<string>) =>
 
 describe("admin API: usage", () => {
   it.live("report: tokens by user, agent, model and day with totals; a date range narrows it; costs unknown", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens, ...at } = yield* seeded
       const root = yield* clientFor(tokens.root)
       const r = yield* root.usage.report({ query: {} })
@@ -107,7 +102,7 @@ describe("admin API: usage", () => {
     })))
 
   it.live("a user gets only their own usage, whatever they ask for; anonymous gets 401", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens } = yield* seeded
       const alice = yield* clientFor(tokens.alice)
       const r = yield* alice.usage.report({ query: { user: "bob" } })
@@ -131,7 +126,7 @@ describe("admin API: usage", () => {
     })))
 
   it.live("dashboard: live sessions now, turns and tokens in every bucket of the window, spend by user and agent", () =>
-    withAdmin(Effect.gen(function*() {
+    withAdmin(() => Effect.gen(function*() {
       const { tokens, ...at } = yield* seeded
       const root = yield* clientFor(tokens.root)
       const day = yield* root.usage.dashboard({ query: {} })
