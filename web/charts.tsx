@@ -3,6 +3,7 @@
  * come from CSS classes (the CSP allows no inline style attributes); each chart carries a text
  * alternative and its numbers in a table for screen readers.
  */
+import { useEffect, useRef, useState } from "preact/hooks"
 import { formatNumber } from "./ui.tsx"
 
 export interface Series {
@@ -12,8 +13,7 @@ export interface Series {
   readonly values: ReadonlyArray<number>
 }
 
-const W = 640
-const H = 220
+const H = 200
 const PAD = { left: 48, right: 12, top: 12, bottom: 28 }
 
 const niceMax = (max: number) => {
@@ -24,14 +24,32 @@ const niceMax = (max: number) => {
 }
 const short = (n: number) => (n >= 1e6 ? `${(n / 1e6).toFixed(n >= 1e7 ? 0 : 1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(n >= 1e4 ? 0 : 1)}k` : String(Math.round(n * 100) / 100))
 
+/** The width of an element in CSS pixels, followed as it changes (the charts draw at their real size, so text is never stretched). */
+const useWidth = (fallback: number) => {
+  const ref = useRef<HTMLDivElement>(null)
+  const [width, setWidth] = useState(fallback)
+  useEffect(() => {
+    const el = ref.current
+    if (el === null) return
+    const observer = new ResizeObserver((entries) => {
+      const w = Math.round(entries[0]?.contentRect.width ?? 0)
+      if (w > 0) setWidth(w)
+    })
+    observer.observe(el)
+    return () => observer.disconnect()
+  }, [])
+  return [ref, width] as const
+}
+
 /** Lines over labelled buckets (time). */
 export const LineChart = (props: { readonly title: string; readonly labels: ReadonlyArray<string>; readonly series: ReadonlyArray<Series> }) => {
+  const [box, W] = useWidth(640)
   const n = props.labels.length
   const max = niceMax(Math.max(0, ...props.series.flatMap((s) => s.values)))
   const x = (i: number) => PAD.left + (n <= 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (n - 1))
   const y = (v: number) => PAD.top + (H - PAD.top - PAD.bottom) * (1 - v / max)
   const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * max)
-  const every = Math.max(1, Math.ceil(n / 6))
+  const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(W / 70))))
   const total = props.series.map((s) => `${s.name}: ${formatNumber(s.values.reduce((a, b) => a + b, 0))}`).join(", ")
   return (
     <figure class="chart">
@@ -43,7 +61,8 @@ export const LineChart = (props: { readonly title: string; readonly labels: Read
           ))}
         </span>
       </figcaption>
-      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={`${props.title}. Totals: ${total}`} preserveAspectRatio="none">
+      <div ref={box}>
+      <svg viewBox={`0 0 ${W} ${H}`} width={W} height={H} role="img" aria-label={`${props.title}. Totals: ${total}`}>
         {ticks.map((t) => (
           <g key={t}>
             <line class="grid" x1={PAD.left} x2={W - PAD.right} y1={y(t)} y2={y(t)} />
@@ -62,6 +81,7 @@ export const LineChart = (props: { readonly title: string; readonly labels: Read
           </g>
         ))}
       </svg>
+      </div>
       <DataTable title={props.title} labels={props.labels} series={props.series} />
     </figure>
   )

@@ -20,7 +20,7 @@ import { Settings } from "./pages/settings.tsx"
 import { Tokens } from "./pages/tokens.tsx"
 import { Usage } from "./pages/usage.tsx"
 import { Users } from "./pages/users.tsx"
-import { href, isAdmin, me, navigate, routeParts } from "./state.ts"
+import { href, isAdmin, me, navigate, route, routeParts } from "./state.ts"
 import { Loading } from "./ui.tsx"
 
 interface PageDef {
@@ -64,11 +64,12 @@ const Shell = () => {
   useEffect(() => {
     if (page === undefined) navigate(admin ? "dashboard" : "chat")
   }, [page, admin])
-  // A new page: focus its heading (screen readers announce it; the menu closes on phones).
+  // Another page or view: focus its heading (screen readers announce it); the menu closes on phones.
+  const where = route.value
   useEffect(() => {
     setMenuOpen(false)
-    document.getElementById("page-title")?.focus()
-  }, [first])
+    if (where !== "") document.getElementById("page-title")?.focus()
+  }, [where])
   const View = page?.view
   return (
     <div class="shell">

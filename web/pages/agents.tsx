@@ -125,48 +125,49 @@ const AgentForm = (props: { readonly id: string }) => {
     >
       <p><a href={href("agents")}>← All agents</a>{a !== undefined && <> · {a.enabled ? "enabled" : a.awaitingModel ? "disabled until it has a model" : "disabled"}</>}</p>
       <Notice error={action.error} done={action.done} />
+      {/* Uncontrolled fields (defaultValue): the form is made anew for each saved version of the agent. */}
       <form class="card" onSubmit={(e) => void save(e)} key={a?.updatedAt ?? "new"}>
         <datalist id="models">{models.map((m) => <option key={m} value={m} />)}</datalist>
         <h2>Identity and model</h2>
         <div class="grid">
-          {isNew && <Field label="Id" hint="Letters, digits, - and _">{(id) => <input id={id} name="id" required pattern="[A-Za-z0-9_-]+" />}</Field>}
-          <Field label="Name">{(id) => <input id={id} name="name" value={a?.name ?? ""} />}</Field>
-          <Field label="Model" hint="PROVIDER/MODEL, or PROVIDER for its default">{(id) => <input id={id} name="model" list="models" value={a?.model ?? ""} required={isNew} />}</Field>
-          <Field label="Summary model" hint="Empty: the main model summarizes">{(id) => <input id={id} name="summaryModel" list="models" value={a?.summaryModel ?? ""} />}</Field>
+          {isNew && <Field label="Id" hint="Letters, digits, - and _">{(id) => <input id={id} name="id" required pattern="[A-Za-z0-9_\-]+" />}</Field>}
+          <Field label="Name">{(id) => <input id={id} name="name" defaultValue={a?.name ?? ""} />}</Field>
+          <Field label="Model" hint="PROVIDER/MODEL, or PROVIDER for its default">{(id) => <input id={id} name="model" list="models" defaultValue={a?.model ?? ""} required={isNew} />}</Field>
+          <Field label="Summary model" hint="Empty: the main model summarizes">{(id) => <input id={id} name="summaryModel" list="models" defaultValue={a?.summaryModel ?? ""} />}</Field>
         </div>
         <h2>Budget and limits</h2>
         <div class="grid">
-          <Field label="Context window (tokens)" hint="0 = default (128,000)">{(id) => <input id={id} name="contextTokens" type="number" min="0" value={a?.contextTokens ?? ""} />}</Field>
-          <Field label="Max output tokens">{(id) => <input id={id} name="maxOutputTokens" type="number" min="0" value={a?.maxOutputTokens ?? ""} />}</Field>
-          <Field label="Turn limit (model calls per turn)">{(id) => <input id={id} name="maxTurns" type="number" min="1" value={a?.maxTurns ?? ""} />}</Field>
-          <Field label="Turn timeout (seconds)">{(id) => <input id={id} name="turnTimeoutSeconds" type="number" min="1" value={a?.turnTimeoutSeconds ?? ""} />}</Field>
-          <Field label="Summary calls per window">{(id) => <input id={id} name="summaryMaxCalls" type="number" min="0" value={a?.summaryMaxCalls ?? ""} />}</Field>
-          <Field label="Tools" hint="Comma-separated; empty = every tool">{(id) => <input id={id} name="tools" value={a?.tools === null || a === undefined ? "" : a.tools.join(", ")} />}</Field>
+          <Field label="Context window (tokens)" hint="0 = default (128,000)">{(id) => <input id={id} name="contextTokens" type="number" min="0" defaultValue={a?.contextTokens ?? ""} />}</Field>
+          <Field label="Max output tokens">{(id) => <input id={id} name="maxOutputTokens" type="number" min="0" defaultValue={a?.maxOutputTokens ?? ""} />}</Field>
+          <Field label="Turn limit (model calls per turn)">{(id) => <input id={id} name="maxTurns" type="number" min="1" defaultValue={a?.maxTurns ?? ""} />}</Field>
+          <Field label="Turn timeout (seconds)">{(id) => <input id={id} name="turnTimeoutSeconds" type="number" min="1" defaultValue={a?.turnTimeoutSeconds ?? ""} />}</Field>
+          <Field label="Summary calls per window">{(id) => <input id={id} name="summaryMaxCalls" type="number" min="0" defaultValue={a?.summaryMaxCalls ?? ""} />}</Field>
+          <Field label="Tools" hint="Comma-separated; empty = every tool">{(id) => <input id={id} name="tools" defaultValue={a?.tools === null || a === undefined ? "" : a.tools.join(", ")} />}</Field>
         </div>
         <h2>Sandbox</h2>
         <div class="grid">
-          <Field label="Image" hint="Empty: the default image">{(id) => <input id={id} name="sandboxImage" value={a?.sandboxImage ?? ""} />}</Field>
+          <Field label="Image" hint="Empty: the default image">{(id) => <input id={id} name="sandboxImage" defaultValue={a?.sandboxImage ?? ""} />}</Field>
           <Field label="Network">
             {(id) => (
-              <select id={id} name="sandboxNetwork" value={a?.sandboxNetwork ?? "disabled"}>
-                <option value="disabled">disabled</option>
-                <option value="allow_all">allow all</option>
+              <select id={id} name="sandboxNetwork">
+                <option value="disabled" selected={a?.sandboxNetwork !== "allow_all"}>disabled</option>
+                <option value="allow_all" selected={a?.sandboxNetwork === "allow_all"}>allow all</option>
               </select>
             )}
           </Field>
           <Field label="Workspace">
             {(id) => (
-              <select id={id} name="sandboxWorkspace" value={a?.sandboxWorkspace ?? "user"}>
-                <option value="user">one per user</option>
-                <option value="shared">shared</option>
+              <select id={id} name="sandboxWorkspace">
+                <option value="user" selected={a?.sandboxWorkspace !== "shared"}>one per user</option>
+                <option value="shared" selected={a?.sandboxWorkspace === "shared"}>shared</option>
               </select>
             )}
           </Field>
-          <Field label="Memory (MB)">{(id) => <input id={id} name="sandboxMemoryMb" type="number" min="16" value={a?.sandboxMemoryMb ?? ""} />}</Field>
-          <Field label="CPUs">{(id) => <input id={id} name="sandboxCpus" type="number" min="0.1" step="0.1" value={a?.sandboxCpus ?? ""} />}</Field>
+          <Field label="Memory (MB)">{(id) => <input id={id} name="sandboxMemoryMb" type="number" min="16" defaultValue={a?.sandboxMemoryMb ?? ""} />}</Field>
+          <Field label="CPUs">{(id) => <input id={id} name="sandboxCpus" type="number" min="0.1" step="0.1" defaultValue={a?.sandboxCpus ?? ""} />}</Field>
         </div>
         <h2>System prompt</h2>
-        <Field label="System prompt">{(id) => <textarea id={id} name="systemPrompt" rows={6} value={a?.systemPrompt ?? ""} />}</Field>
+        <Field label="System prompt">{(id) => <textarea id={id} name="systemPrompt" rows={6} defaultValue={a?.systemPrompt ?? ""} />}</Field>
         <fieldset>
           <legend>Who may use this agent</legend>
           {(["everyone", "users", "attr"] as const).map((k) => (
@@ -188,7 +189,7 @@ const AgentForm = (props: { readonly id: string }) => {
           )}
           {access.kind === "attr" && (
             <Field label="Attributes" hint="KEY=VALUE, comma-separated (all must match)">
-              {(id) => <input id={id} name="accessAttr" value={access.value} onInput={(e) => setAccess({ kind: "attr", value: e.currentTarget.value })} />}
+              {(id) => <input id={id} name="accessAttr" defaultValue={access.value} onInput={(e) => setAccess({ kind: "attr", value: e.currentTarget.value })} />}
             </Field>
           )}
           <p class="muted">Policy: <code>{accessValue}</code></p>

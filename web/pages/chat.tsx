@@ -130,12 +130,13 @@ export const Chat = () => {
     }
   }
 
+  /** Stops the turn on the server (the stream then ends with what was said); the request itself only if that fails. */
   const stop = async () => {
-    if (sessionKey !== undefined) {
-      const key = sessionKey
-      await call((c) => c.sessions.abort({ params: { key } })).catch(() => undefined)
-    }
-    abort.current?.abort()
+    const controller = abort.current
+    const key = sessionKey
+    const stopped = key === undefined ? false : await call((c) => c.sessions.abort({ params: { key } })).then((r) => r.aborted, () => false)
+    if (!stopped) controller?.abort()
+    else setTimeout(() => controller?.abort(), 5000)
   }
 
   const onKeyDown = (e: KeyboardEvent) => {
@@ -188,7 +189,8 @@ export const Chat = () => {
                   id="chat-message"
                   ref={input}
                   rows={2}
-                  placeholder="Message (Enter to send, Shift+Enter for a new line, / for commands)"
+                  placeholder="Message, or / for commands"
+                  title="Enter sends, Shift+Enter starts a new line"
                   value={draft}
                   onInput={(e) => setDraft(e.currentTarget.value)}
                   onKeyDown={onKeyDown}

@@ -75,7 +75,7 @@ export const Providers = () => {
       <form class="card" onSubmit={(e) => void add(e)} aria-labelledby="add-provider">
         <h2 id="add-provider">Add a provider</h2>
         <div class="grid">
-          <Field label="Id" hint="A short name, e.g. openai or local">{(id) => <input id={id} name="id" required pattern="[A-Za-z0-9._-]+" value={form.id} onInput={set("id")} />}</Field>
+          <Field label="Id" hint="A short name, e.g. openai or local">{(id) => <input id={id} name="id" required pattern="[A-Za-z0-9._\-]+" value={form.id} onInput={set("id")} />}</Field>
           <Field label="Type">
             {(id) => (
               <select id={id} name="type" value={form.type} onChange={set("type")}>

@@ -50,7 +50,7 @@ export const Tokens = () => {
         </div>
       )}
       {isAdmin.value && (
-        <Field label="Show the tokens of user">{(id) => <input id={id} value={user} placeholder={me.value?.user ?? ""} onChange={(e) => setUser(e.currentTarget.value)} />}</Field>
+        <Field label="Show the tokens of user">{(id) => <input id={id} defaultValue={user} placeholder={me.value?.user ?? ""} onChange={(e) => setUser(e.currentTarget.value)} />}</Field>
       )}
       <Show loaded={list}>
         {(ts) =>

@@ -7,6 +7,13 @@ import { bucketLabel, tokensOf } from "./dashboard.tsx"
 
 const DAY = 24 * 3600_000
 
+/** Every UTC day `YYYY-MM-DD` of [since, until), so days without use show as 0. */
+const everyDay = (since: number, until: number): ReadonlyArray<string> => {
+  const days: Array<string> = []
+  for (let t = Math.floor(since / DAY) * DAY; t < until && days.length < 400; t += DAY) days.push(new Date(t).toISOString().slice(0, 10))
+  return days
+}
+
 /** Usage by user, agent, model and day over a range (a `user` sees their own). */
 export const Usage = () => {
   const [days, setDays] = useState(30)
@@ -38,8 +45,8 @@ export const Usage = () => {
             </select>
           )}
         </Field>
-        {isAdmin.value && <Field label="User">{(id) => <input id={id} value={user} onChange={(e) => setUser(e.currentTarget.value)} placeholder="all" />}</Field>}
-        <Field label="Agent">{(id) => <input id={id} value={agent} onChange={(e) => setAgent(e.currentTarget.value)} placeholder="all" />}</Field>
+        {isAdmin.value && <Field label="User">{(id) => <input id={id} defaultValue={user} onChange={(e) => setUser(e.currentTarget.value)} placeholder="all" />}</Field>}
+        <Field label="Agent">{(id) => <input id={id} defaultValue={agent} onChange={(e) => setAgent(e.currentTarget.value)} placeholder="all" />}</Field>
       </form>
       <Show loaded={report}>
         {(r) => (
@@ -53,10 +60,10 @@ export const Usage = () => {
             <div class="charts" id="usage-chart">
               <LineChart
                 title="Tokens by day"
-                labels={r.byDay.map((d) => bucketLabel(d.key))}
+                labels={everyDay(r.since, r.until).map(bucketLabel)}
                 series={[
-                  { name: "input", tone: "s2", values: r.byDay.map((d) => d.inputTokens) },
-                  { name: "output", tone: "s3", values: r.byDay.map((d) => d.outputTokens) }
+                  { name: "input", tone: "s2", values: everyDay(r.since, r.until).map((d) => r.byDay.find((x) => x.key === d)?.inputTokens ?? 0) },
+                  { name: "output", tone: "s3", values: everyDay(r.since, r.until).map((d) => r.byDay.find((x) => x.key === d)?.outputTokens ?? 0) }
                 ]}
               />
               <BarChart title="Tokens by agent" items={r.byAgent.map((a) => ({ label: a.key, value: tokensOf(a) }))} unit="tokens" />

@@ -64,7 +64,7 @@ const UserList = () => {
       <form class="card" onSubmit={(e) => void add(e)} aria-labelledby="add-user">
         <h2 id="add-user">Add a user</h2>
         <div class="grid">
-          <Field label="Id" hint="Also the login name">{(id) => <input id={id} name="id" required pattern="[A-Za-z0-9._@-]+" autocomplete="off" />}</Field>
+          <Field label="Id" hint="Also the login name">{(id) => <input id={id} name="id" required pattern="[A-Za-z0-9._@\-]+" autocomplete="off" />}</Field>
           <Field label="Name">{(id) => <input id={id} name="name" autocomplete="off" />}</Field>
           <Field label="Password" hint="Optional: gives a console login (at least 8 characters)">{(id) => <input id={id} name="password" type="password" autocomplete="new-password" minLength={8} />}</Field>
           <Field label="Role">

@@ -1,0 +1,279 @@
+/**
+ * The web console in a real headless Chromium (issue 13), against a real gateway process on a fresh
+ * ANNA_HOME and the fake LLM: the operator's first login, adding a provider (the fake LLM), creating
+ * an agent, adding a user with a password and restricting the agent to that user; that user then
+ * logs in, sees only their pages, chats in the web chat with a streamed answer (stopped mid-stream,
+ * then a whole one), finds the conversation in the session browser, and sees the usage chart; back
+ * as the admin, the dashboard shows the turns and the spend. Screenshots go to test-artifacts/.
+ * No response of the API carries the provider key.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { resolve } from "node:path"
+import type { Browser, Page } from "playwright-core"
+import { afterAll, beforeAll } from "vitest"
+import { anna, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
+import { artifact, browserRequired, browserUnavailable, launchChromium } from "../support/browser.ts"
+import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
+
+const ROOT = resolve(import.meta.dirname, "../..")
+const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
+const ADMIN_PASSWORD = "admin-password-1"
+const BOB_PASSWORD = "bob-password-22"
+const PROVIDER_KEY = "sk-browser-test-secret-9f3a71"
+
+const unavailable = browserUnavailable()
+const runIt = unavailable === undefined || browserRequired()
+if (!runIt) console.warn(`e2e console: skipped, ${unavailable} (set ANNA_REQUIRE_BROWSER=1 to fail instead)`)
+
+const suite = fakeLlmSuite({ reset: false })
+
+const freePort = () =>
+  new Promise<number>((done, fail) => {
+    const server = createServer()
+    server.on("error", fail)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => done(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+/** `anna admin create NAME --role admin --password-stdin`, the password written to its stdin. */
+const createAdmin = async (home: string, name: string, password: string) => {
+  const child = spawn(process.execPath, [MAIN, "admin", "create", name, "--role", "admin", "--password-stdin"], {
+    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn", ...NO_DOCKER },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  child.stdin.end(`${password}\n`)
+  const r = await finish(child)
+  assert.strictEqual(r.code, 0, `anna admin create: ${r.stdout}${r.stderr}`)
+  return r
+}
+
+describe.runIf(runIt)("e2e: the web console in Chromium", () => {
+  let home = ""
+  let gateway: ChildProcess | undefined
+  let gatewayLog = ""
+  let base = ""
+  let browser: Browser | undefined
+  const apiBodies: Array<string> = []
+
+  beforeAll(async () => {
+    // The console as `npm run build` makes it (dist/web), fresh from web/.
+    execFileSync(process.execPath, ["scripts/build-web.mjs"], { cwd: ROOT, stdio: "inherit" })
+    home = suite.keep(newHome())
+    const enabled = await anna(home, "channel", "enable", "http")
+    assert.strictEqual(enabled.code, 0, enabled.stderr)
+    const created = await createAdmin(home, "admin", ADMIN_PASSWORD)
+    assert.notInclude(created.stdout + created.stderr, ADMIN_PASSWORD)
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
+    gateway = start(home, ["gateway", "--port", String(port)], "info", NO_DOCKER)
+    gateway.stdout?.on("data", (d: Buffer) => (gatewayLog += d.toString()))
+    gateway.stderr?.on("data", (d: Buffer) => (gatewayLog += d.toString()))
+    // Ready once it says so; a channel that could not start (or an early exit) fails here, with its log.
+    const ready = await waitForLine(gateway, (line) => (line.includes("press Ctrl+C") ? "ready" : line.includes("could not start") ? line : undefined))
+    assert.strictEqual(ready, "ready", gatewayLog)
+    browser = await launchChromium()
+  })
+
+  afterAll(async () => {
+    await browser?.close()
+    if (gateway !== undefined && gateway.exitCode === null) {
+      const done = new Promise((r) => gateway?.once("close", r))
+      gateway.kill("SIGTERM")
+      await done
+    }
+  })
+
+  const pages: Array<Page> = []
+  /** On a failure, what each page showed (test-artifacts/failure-N.png) and the gateway's log. */
+  const onFailure = async (e: unknown) => {
+    for (const [i, p] of pages.entries()) await p.screenshot({ path: artifact(`failure-${i + 1}.png`), fullPage: true }).catch(() => undefined)
+    console.error(`gateway log:\n${gatewayLog}`)
+    throw e
+  }
+
+  /** A fresh browser profile (its own cookies), every API response body kept for the secret scan. */
+  const newPage = async (viewport = { width: 1280, height: 860 }): Promise<Page> => {
+    if (browser === undefined) throw new Error("no browser")
+    const context = await browser.newContext({ viewport, colorScheme: "light" })
+    const page = await context.newPage()
+    pages.push(page)
+    page.on("response", (response) => {
+      if (!response.url().includes("/api/")) return
+      // The chat stream is read by the page itself; the rest is small JSON.
+      if ((response.headers()["content-type"] ?? "").includes("text/event-stream")) return
+      response.text().then((t) => apiBodies.push(t), () => undefined)
+    })
+    const errors: Array<string> = []
+    page.on("pageerror", (e) => errors.push(e.message))
+    page.on("console", (m) => {
+      if (m.type() === "error" && !m.text().includes("status of 40")) errors.push(m.text())
+    })
+    ;(page as Page & { errors?: Array<string> }).errors = errors
+    return page
+  }
+  const pageErrors = (page: Page) => (page as Page & { errors?: Array<string> }).errors ?? []
+
+  const login = async (page: Page, username: string, password: string) => {
+    await page.goto(base)
+    await page.getByLabel("Username").fill(username)
+    await page.getByLabel("Password").fill(password)
+    await page.getByRole("button", { name: "Log in" }).click()
+  }
+
+  const nav = (page: Page, name: string) => page.getByRole("navigation", { name: "Console" }).getByRole("link", { name, exact: true }).click()
+
+  it("an operator sets up a provider, an agent only bob may use, and bob chats with it", () => operatorAndUser().catch(onFailure), 180_000)
+
+  const operatorAndUser = async () => {
+    // ── The operator's first login: a strict CSP, no inline script.
+    const admin = await newPage()
+    const first = await admin.goto(base)
+    const csp = first?.headers()["content-security-policy"] ?? ""
+    assert.include(csp, "default-src 'self'", "the console is served with a strict CSP")
+    await login(admin, "admin", "wrong-password")
+    await admin.getByRole("alert").filter({ hasText: /wrong username or password/i }).waitFor()
+    await admin.getByLabel("Password").fill(ADMIN_PASSWORD)
+    await admin.getByRole("button", { name: "Log in" }).click()
+    await admin.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
+
+    // ── A provider: the fake LLM. The key goes in once and only comes back masked.
+    await nav(admin, "Providers")
+    await admin.getByRole("heading", { level: 1, name: "Providers" }).waitFor()
+    await admin.getByLabel("Id", { exact: true }).fill("fake")
+    await admin.getByLabel("Type").selectOption("openai")
+    await admin.getByLabel("Base URL").fill(suite.fake.openAiUrl)
+    await admin.getByLabel("API key").fill(PROVIDER_KEY)
+    await admin.getByLabel("Default model").fill("fake-large")
+    await admin.getByRole("button", { name: "Add provider" }).click()
+    await admin.getByRole("status").filter({ hasText: "Provider fake added." }).waitFor()
+    const row = admin.getByRole("row").filter({ has: admin.getByRole("rowheader", { name: "fake" }) })
+    await row.waitFor()
+    assert.include((await row.textContent()) ?? "", "fake-large")
+    assert.strictEqual(await admin.getByLabel("API key").inputValue(), "", "the key field is emptied")
+    assert.notInclude(await admin.content(), PROVIDER_KEY)
+
+    // ── A user with a console password.
+    await nav(admin, "Users")
+    await admin.getByLabel("Id", { exact: true }).fill("bob")
+    await admin.getByLabel("Name", { exact: true }).fill("Bob")
+    await admin.getByLabel("Password").fill(BOB_PASSWORD)
+    await admin.getByRole("button", { name: "Add user" }).click()
+    await admin.getByRole("status").filter({ hasText: "User bob added." }).waitFor()
+    await admin.getByRole("link", { name: "Bob (bob)" }).waitFor()
+
+    // ── An agent on the fake model, open to bob only.
+    await nav(admin, "Agents")
+    await admin.getByRole("link", { name: "New agent" }).click()
+    await admin.getByRole("heading", { level: 1, name: "New agent" }).waitFor()
+    await admin.getByLabel("Id", { exact: true }).fill("helper")
+    await admin.getByLabel("Name", { exact: true }).fill("Helper")
+    await admin.getByLabel("Model", { exact: true }).fill("fake/fake-large")
+    await admin.getByLabel("System prompt").fill("You are a helpful test agent.")
+    await admin.getByLabel("Tools").fill("memory")
+    await admin.getByLabel("Only these users").check()
+    await admin.getByRole("checkbox", { name: "Bob (bob)" }).check()
+    await admin.getByText("users:bob", { exact: true }).waitFor()
+    await admin.getByRole("button", { name: "Create agent" }).click()
+    await admin.getByRole("heading", { level: 1, name: "Agent Helper" }).waitFor()
+    await nav(admin, "Agents")
+    const agentRow = admin.getByRole("row").filter({ has: admin.getByRole("link", { name: "Helper (helper)" }) })
+    await agentRow.waitFor()
+    const agentText = (await agentRow.textContent()) ?? ""
+    assert.include(agentText, "users bob")
+    assert.include(agentText, "enabled")
+
+    // ── Bob, at phone width: only his pages; the web chat streams the answer.
+    const bob = await newPage({ width: 390, height: 844 })
+    await login(bob, "bob", BOB_PASSWORD)
+    await bob.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
+    await bob.getByRole("button", { name: "Menu" }).click()
+    const links = await bob.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()
+    assert.deepStrictEqual(links, ["Chat", "Sessions", "Usage", "API tokens", "Profile"])
+    await bob.getByRole("button", { name: "Menu" }).click()
+    assert.strictEqual(await bob.getByLabel("Agent").inputValue(), "helper")
+
+    // A reply that stalls half-way: its first words show while the turn still runs, then Stop ends it.
+    suite.fake.script({ kind: "disconnect", parts: [{ type: "text", text: "Once upon a time, a gateway streamed its answers word by word." }], afterEvents: 4, stall: true })
+    const message = bob.getByLabel("Message")
+    await message.fill("tell me a story")
+    await message.press("Enter")
+    const answer = bob.locator(".bubble.assistant.streaming")
+    await answer.filter({ hasText: "Once" }).waitFor()
+    assert.notInclude((await answer.textContent()) ?? "", "word by word", "only part of the answer has arrived")
+    await bob.getByRole("button", { name: "Stop" }).click()
+    await bob.getByRole("button", { name: "Send" }).waitFor()
+    await bob.locator(".chat-log .bubble:not(.user)").filter({ hasText: /stopped/i }).waitFor()
+    await suite.fake.when(() => suite.fake.requests.at(-1)?.aborted === true, { what: "the stalled model call aborted" })
+
+    // A whole answer, streamed in small pieces.
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "Hello Bob, the web chat works and streams." }], chunk: 3 })
+    await message.fill("hello there")
+    await message.press("Enter")
+    await bob.locator(".bubble.assistant:not(.streaming)").filter({ hasText: "Hello Bob, the web chat works and streams." }).waitFor()
+    const sent = suite.fake.requests.at(-1)?.body as {
+      messages?: ReadonlyArray<{ role: string; content?: unknown }>
+      tools?: ReadonlyArray<{ function: { name: string } }>
+    }
+    assert.include(JSON.stringify(sent.messages), "You are a helpful test agent.", "the agent's system prompt went to the model")
+    assert.include(JSON.stringify(sent.messages), "hello there")
+    assert.deepStrictEqual((sent.tools ?? []).map((t) => t.function.name), ["memory"], "the agent's tools as set in the console")
+    assert.strictEqual(await bob.getByText(/Docker is not reachable/).count(), 0, "an agent without sandbox tools needs no Docker")
+    // Slash commands work as on every channel.
+    await message.fill("/whoami")
+    await message.press("Enter")
+    await bob.locator(".chat-log .bubble:not(.user)").filter({ hasText: "helper" }).last().waitFor()
+    await bob.screenshot({ path: artifact("webchat.png"), fullPage: false })
+
+    // ── The conversation in bob's session browser.
+    await bob.getByRole("button", { name: "Menu" }).click()
+    await nav(bob, "Sessions")
+    const sessionLink = bob.getByRole("row").filter({ hasText: "web" }).filter({ hasText: "helper" }).getByRole("link")
+    await sessionLink.first().click()
+    await bob.getByRole("heading", { level: 1, name: "Session" }).waitFor()
+    await bob.locator(".msg.user").filter({ hasText: "hello there" }).waitFor()
+    await bob.locator(".msg.assistant").filter({ hasText: "Hello Bob, the web chat works and streams." }).waitFor()
+    // …and found by searching memory, the match highlighted.
+    await bob.getByRole("button", { name: "Menu" }).click()
+    await nav(bob, "Sessions")
+    await bob.getByRole("link", { name: "Search memory" }).click()
+    await bob.getByLabel("Search", { exact: true }).fill("streams")
+    await bob.getByRole("button", { name: "Search", exact: true }).click()
+    await bob.locator(".hits mark").first().waitFor()
+    assert.match((await bob.locator(".hits mark").first().textContent()) ?? "", /stream/i)
+
+    // ── Bob's usage: the chart shows his tokens.
+    await bob.getByRole("button", { name: "Menu" }).click()
+    await nav(bob, "Usage")
+    await bob.getByRole("heading", { level: 1, name: "Usage" }).waitFor()
+    const chart = bob.getByRole("img", { name: /Tokens by day/ })
+    await chart.waitFor()
+    assert.notMatch((await chart.getAttribute("aria-label")) ?? "", /input: 0\b/, "the chart counts bob's input tokens")
+    assert.isAbove(await bob.locator("#usage-chart .series polyline").count(), 0)
+    await bob.screenshot({ path: artifact("usage-phone.png"), fullPage: true })
+    // Bob cannot open the admin pages, even by address.
+    await bob.goto(`${base}/#/providers`)
+    await bob.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
+
+    // ── The admin's dashboard: the turns and bob's spend.
+    await nav(admin, "Dashboard")
+    await admin.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
+    await admin.getByRole("img", { name: /^Turns/ }).waitFor()
+    await admin.locator(".bars li").filter({ hasText: "bob" }).first().waitFor()
+    await admin.screenshot({ path: artifact("console.png"), fullPage: false })
+
+    // Helper is closed to the admin: the web chat does not offer it.
+    await nav(admin, "Chat")
+    await admin.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
+    const offered = await admin.getByLabel("Agent").locator("option").allInnerTexts().catch(() => [] as Array<string>)
+    assert.notInclude(offered.join(","), "helper")
+
+    for (const body of apiBodies) assert.notInclude(body, PROVIDER_KEY, "an API response carried the provider key")
+    assert.isAbove(apiBodies.length, 10)
+    assert.deepStrictEqual([...pageErrors(admin), ...pageErrors(bob)], [])
+    assert.notInclude(gatewayLog, PROVIDER_KEY)
+  }
+})
