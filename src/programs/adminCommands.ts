@@ -11,6 +11,7 @@ import { Console, Effect, Layer, Option, Redacted, Schema, Stdio, Stream } from 
 import { Argument, Command, Flag, Prompt } from "effect/cli"
 import { AccountError } from "../domain/admin/errors.ts"
 import { passwordProblem } from "../domain/admin/password.ts"
+import { isValidId } from "../domain/config/agent.ts"
 import { HTTP_DEFAULT_HOST, HTTP_DEFAULT_PORT, HttpSettings, httpOptions } from "../domain/config/channel.ts"
 import * as SqliteAccounts from "../layers/admin/SqliteAccounts.ts"
 import { type AccountInfo, Accounts, ROLES, type WebSessionInfo } from "../services/Accounts.ts"
@@ -92,6 +93,10 @@ const create = Command.make("create", {
       return yield* new AccountError({ reason: `user "${f.user}" already has an account (see: anna admin passwd, anna admin role)` })
     }
     const existed = Option.isSome(yield* config.getUser(f.user))
+    // Before the password is asked for, so a typo in the id does not cost the typing.
+    if (!existed && !isValidId(f.user)) {
+      return yield* new AccountError({ reason: `user id "${f.user}" must be 1–64 letters, digits, '.', '_' or '-'` })
+    }
     const password = yield* readPassword(f.passwordStdin)
     if (Option.isNone(password)) return
     const account = yield* accounts.create({ userId: f.user, password: password.value, role: f.role, name: Option.getOrUndefined(f.name) })

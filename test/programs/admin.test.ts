@@ -103,6 +103,8 @@ describe("anna admin create", () => {
     refused(await annaIn(h, "", "admin", "create", "alice", "--password-stdin"), 1, "no password on stdin")
     refused(await annaIn(h, "short\n", "admin", "create", "alice", "--password-stdin"), 1, "at least 8 characters")
     refused(await annaIn(h, `${PASSWORD}\n`, "admin", "create", "no such id", "--password-stdin"), 1, "user id")
+    // Checked before any password is asked for (no terminal here, yet not exit 2).
+    refused(await anna(h, "admin", "create", "no such id"), 1, "user id \"no such id\" must be")
     refused(await anna(h, "admin", "passwd", "alice"), 1, "has no account")
     assert.deepStrictEqual(await annaJson<Array<AccountInfo>>(h, "admin", "list"), [])
     assert.deepStrictEqual(await annaJson<Array<unknown>>(h, "user", "list"), [], "no user left behind either")
