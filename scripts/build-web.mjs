@@ -3,7 +3,7 @@
 // them (no inline script or style: the console's CSP is `default-src 'self'`). Everything the
 // console needs is in these files: no CDN, works offline. Preact's JSX is compiled by esbuild.
 import { build } from "esbuild"
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { basename, join, relative, sep } from "node:path"
 import { gzipSync } from "node:zlib"
 
@@ -11,6 +11,16 @@ import { gzipSync } from "node:zlib"
 const out = process.env.ANNA_WEB_OUT ?? "dist/web"
 rmSync(out, { recursive: true, force: true })
 mkdirSync(join(out, "assets"), { recursive: true })
+// effect/http-api's barrel carries the Swagger UI and Scalar documentation pages (~5 MB of embedded
+// JavaScript behind dynamic imports) that only a server serves; the console never loads them, so
+// they are left out rather than shipped as dead chunks.
+const docsPagesOut = {
+  name: "no-api-docs-pages",
+  setup(b) {
+    b.onResolve({ filter: /internal\/httpApi(Scalar|Swagger)\.js$/ }, (args) => ({ path: args.path, namespace: "anna-empty" }))
+    b.onLoad({ filter: /.*/, namespace: "anna-empty" }, () => ({ contents: "export {}", loader: "js" }))
+  }
+}
 const result = await build({
   entryPoints: { app: "web/main.tsx", style: "web/style.css" },
   outdir: join(out, "assets"),
@@ -31,7 +41,8 @@ const result = await build({
   metafile: true,
   legalComments: "linked",
   define: { "process.env.NODE_ENV": '"production"' },
-  logLevel: "warning"
+  logLevel: "warning",
+  plugins: [docsPagesOut]
 })
 const outputs = Object.keys(result.metafile.outputs).map((p) => p.split("/").join(sep))
 const pick = (name, ext) => {
@@ -47,4 +58,7 @@ const size = (p) => {
   const bytes = readFileSync(join(out, p))
   return `${(bytes.length / 1024).toFixed(1)} KiB (${(gzipSync(bytes).length / 1024).toFixed(1)} KiB gzipped)`
 }
+// A guard on what the package ships: the console is ~0.7 MB; several MB means something heavy slipped in.
+const total = outputs.reduce((n, p) => n + statSync(p).size, 0)
+if (total > 2 * 1024 * 1024) throw new Error(`build-web: dist/web/assets holds ${(total / 1048576).toFixed(1)} MB; see what esbuild bundled (metafile)`)
 if (process.env.ANNA_WEB_SIZES) console.log(`web console: ${js} ${size(js)}, ${css} ${size(css)}`)
