@@ -4,8 +4,8 @@
  * an agent, adding a user with a password and restricting the agent to that user; that user then
  * logs in, sees only their pages, chats in the web chat with a streamed answer (stopped mid-stream,
  * then a whole one), finds the conversation in the session browser, and sees the usage chart; back
- * as the admin, the dashboard shows the turns and the spend. Screenshots go to test-artifacts/.
- * No response of the API carries the provider key.
+ * as the admin, the dashboard shows the turns and the spend, and every page loads without an error.
+ * Screenshots go to test-artifacts/. No response of the API carries the provider key or a password.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
@@ -188,7 +188,13 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
 
     // ── Bob, at phone width: only his pages; the web chat streams the answer.
     const bob = await newPage({ width: 390, height: 844 })
-    await login(bob, "bob", BOB_PASSWORD)
+    // From the keyboard alone: type, Tab to the password, Enter.
+    await bob.goto(base)
+    await bob.getByLabel("Username").focus()
+    await bob.keyboard.type("bob")
+    await bob.keyboard.press("Tab")
+    await bob.keyboard.type(BOB_PASSWORD)
+    await bob.keyboard.press("Enter")
     await bob.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
     await bob.getByRole("button", { name: "Menu" }).click()
     const links = await bob.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()
@@ -245,6 +251,24 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await bob.locator(".hits mark").first().waitFor()
     assert.match((await bob.locator(".hits mark").first().textContent()) ?? "", /stream/i)
 
+    // ── An API token: shown once when issued, then only its id.
+    await bob.getByRole("button", { name: "Menu" }).click()
+    await nav(bob, "API tokens")
+    await bob.getByLabel("Label").fill("my script")
+    await bob.getByRole("button", { name: "Issue token" }).click()
+    const shown = bob.locator("output.secret-once")
+    await shown.waitFor()
+    const token = ((await shown.textContent()) ?? "").trim()
+    assert.isAbove(token.length, 20)
+    await bob.getByRole("row").filter({ hasText: "my script" }).waitFor()
+    await bob.getByRole("button", { name: "Done, hide it" }).click()
+    await shown.waitFor({ state: "detached" })
+    assert.notInclude(await bob.content(), token, "the token is gone from the page")
+    // It works as a bearer token on the API, as bob.
+    const me = await fetch(`${base}/api/auth/me`, { headers: { authorization: `Bearer ${token}` } })
+    assert.strictEqual(me.status, 200)
+    assert.strictEqual(((await me.json()) as { user: string }).user, "bob")
+
     // ── Bob's usage: the chart shows his tokens.
     await bob.getByRole("button", { name: "Menu" }).click()
     await nav(bob, "Usage")
@@ -271,7 +295,28 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     const offered = await admin.getByLabel("Agent").locator("option").allInnerTexts().catch(() => [] as Array<string>)
     assert.notInclude(offered.join(","), "helper")
 
-    for (const body of apiBodies) assert.notInclude(body, PROVIDER_KEY, "an API response carried the provider key")
+    // Every admin page loads its data without an error (each saved as test-artifacts/page-*.png).
+    for (const [link, heading] of [
+      ["Dashboard", "Dashboard"], ["Sessions", "Sessions"], ["Usage", "Usage"], ["Providers", "Providers"], ["Agents", "Agents"],
+      ["Channels", "Channels"], ["Users", "Users"], ["Bindings", "Bindings"], ["Plugins", "Plugins"], ["Settings", "Settings"],
+      ["API tokens", "API tokens"], ["Profile", "Profile"]
+    ] as const) {
+      await nav(admin, link)
+      await admin.getByRole("heading", { level: 1, name: heading }).waitFor()
+      await admin.waitForFunction(`![...document.querySelectorAll("main [role=status]")].some((e) => e.textContent.startsWith("Loading"))`)
+      assert.strictEqual(await admin.locator(".notice.error").count(), 0, `${link}: ${await admin.locator(".notice.error").allTextContents()}`)
+      await admin.screenshot({ path: artifact(`page-${link.toLowerCase().replace(" ", "-")}.png`), fullPage: true })
+    }
+    // The conversation as the admin sees it: the agent's session of bob, with its summaries tab.
+    await nav(admin, "Sessions")
+    await admin.getByRole("link", { name: "helper:web:bob:default" }).click()
+    await admin.locator(".msg.assistant").filter({ hasText: "Hello Bob" }).waitFor()
+    await admin.getByRole("tab", { name: "Summaries" }).click()
+    await admin.getByText(/No summary yet|in context/).first().waitFor()
+
+    for (const body of apiBodies) {
+      for (const secret of [PROVIDER_KEY, ADMIN_PASSWORD, BOB_PASSWORD]) assert.notInclude(body, secret, "an API response carried a secret")
+    }
     assert.isAbove(apiBodies.length, 10)
     assert.deepStrictEqual([...pageErrors(admin), ...pageErrors(bob)], [])
     assert.notInclude(gatewayLog, PROVIDER_KEY)

@@ -38,7 +38,7 @@ export const Settings = () => {
                   <div class="field">
                     <label for={`set-${s.key}`}><code>{s.key}</code></label>
                     <input id={`set-${s.key}`} value={edits[s.key] ?? s.value} onInput={(e) => setEdits({ ...edits, [s.key]: e.currentTarget.value })} aria-describedby={`desc-${s.key}`} />
-                    <small class="hint" id={`desc-${s.key}`}>{s.description} Default: <code>{s.defaultValue}</code>{s.stored ? "" : " (in force)"}</small>
+                    <small class="hint" id={`desc-${s.key}`}>{s.description}{/[.!?]$/.test(s.description) ? "" : "."} Default: <code>{s.defaultValue}</code>{s.stored ? "" : " (in force)"}</small>
                   </div>
                   <button type="submit" disabled={edits[s.key] === undefined}>Save</button>
                   {s.stored && <button type="button" onClick={() => void reset(s.key)}>Reset</button>}
