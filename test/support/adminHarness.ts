@@ -17,7 +17,17 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AdminApi } from "../../src/domain/admin/api.ts"
-import { CSRF_HEADER, SESSION_COOKIE } from "../../src/domain/admin/security.ts"
+import {
+  BadRequest,
+  Conflict,
+  CSRF_HEADER,
+  Forbidden,
+  NotFound,
+  ServerError,
+  SESSION_COOKIE,
+  TooManyRequests,
+  Unauthorized
+} from "../../src/domain/admin/security.ts"
 import * as AdminRoutes from "../../src/layers/admin/routes.ts"
 import * as SqliteAccounts from "../../src/layers/admin/SqliteAccounts.ts"
 import * as HttpChannel from "../../src/layers/channels/HttpChannel.ts"
@@ -81,8 +91,8 @@ export interface AdminHarness {
   readonly headersOf: (credentials: Credentials) => Record<string, string>
   /** Logs in through the API; the cookie and CSRF token. */
   readonly login: (username: string, password: string) => Promise<Session>
-  /** Runs an effect with the stack's services (Accounts, the stores, the runtime). */
-  readonly services: Context.Context<never>
+  /** The stack's services (Accounts, the stores, the runtime), for `Effect.provide`. */
+  readonly services: Context.Context<StackServices>
 }
 
 const headersOf = (c: Credentials): Record<string, string> => ({
@@ -99,6 +109,8 @@ export const adminStack = (home: string, options: { readonly webRoot?: string | 
     Layer.provideMerge(Layer.merge(ProviderClients.layer(fastTransport), SqlitePluginStore.layer)),
     Layer.provideMerge(runtimeStack(home))
   )
+
+export type StackServices = Layer.Success<ReturnType<typeof adminStack>>
 
 /**
  * Starts the stack in the current scope (its home removed with it) and logs the two accounts in.
@@ -169,3 +181,27 @@ export const startAdminHarness = (options: { readonly webRoot?: string | undefin
     }
     return harness
   })
+
+/** The harness as a service, for `layer(harnessLayer(), { excludeTestServices: true })` (one stack per file). */
+export class Harness extends Context.Service<Harness, AdminHarness>()("test/AdminHarness") {}
+
+export const harnessLayer = (options: { readonly webRoot?: string | undefined } = {}) => Layer.effect(Harness, startAdminHarness(options))
+
+/** The status of a failed typed-client call (an API error's, else the HTTP response's), or "ok". */
+export const outcome = <A, E, R>(call: Effect.Effect<A, E, R>): Effect.Effect<number | "ok", never, R> =>
+  call.pipe(
+    Effect.as("ok" as const),
+    Effect.catch((e: unknown) => Effect.succeed(statusOf(e)))
+  )
+
+const statusOf = (e: unknown): number => {
+  if (e instanceof BadRequest) return 400
+  if (e instanceof Unauthorized) return 401
+  if (e instanceof Forbidden) return 403
+  if (e instanceof NotFound) return 404
+  if (e instanceof Conflict) return 409
+  if (e instanceof TooManyRequests) return 429
+  if (e instanceof ServerError) return 500
+  const response = typeof e === "object" && e !== null ? (e as { response?: { status?: unknown } }).response : undefined
+  return typeof response?.status === "number" ? response.status : -1
+}

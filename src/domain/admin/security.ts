@@ -33,6 +33,9 @@ const detail = (code: string, message: string) => ({ error: { code, message } })
 
 /** 400: the request cannot be done as asked (invalid value, contradiction); the message says what to change. */
 export class BadRequest extends Schema.Error<BadRequest>("BadRequest")({ error: ErrorDetail }, { httpApiStatus: 400 }) {
+  override get message() {
+    return this.error.message
+  }
   static of(message: string, code = "invalid") {
     return new BadRequest(detail(code, message))
   }
@@ -40,6 +43,9 @@ export class BadRequest extends Schema.Error<BadRequest>("BadRequest")({ error: 
 
 /** 401: no valid session cookie or bearer token (or a wrong login). */
 export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")({ error: ErrorDetail }, { httpApiStatus: 401 }) {
+  override get message() {
+    return this.error.message
+  }
   static of(message: string, code = "unauthorized") {
     return new Unauthorized(detail(code, message))
   }
@@ -47,6 +53,9 @@ export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")({ e
 
 /** 403: authenticated, but not allowed (role, someone else's data, a missing CSRF token). */
 export class Forbidden extends Schema.Error<Forbidden>("Forbidden")({ error: ErrorDetail }, { httpApiStatus: 403 }) {
+  override get message() {
+    return this.error.message
+  }
   static of(message: string, code = "forbidden") {
     return new Forbidden(detail(code, message))
   }
@@ -54,6 +63,9 @@ export class Forbidden extends Schema.Error<Forbidden>("Forbidden")({ error: Err
 
 /** 404: no such thing. */
 export class NotFound extends Schema.Error<NotFound>("NotFound")({ error: ErrorDetail }, { httpApiStatus: 404 }) {
+  override get message() {
+    return this.error.message
+  }
   static of(message: string, code = "not_found") {
     return new NotFound(detail(code, message))
   }
@@ -61,6 +73,9 @@ export class NotFound extends Schema.Error<NotFound>("NotFound")({ error: ErrorD
 
 /** 409: it exists already, or is in use. */
 export class Conflict extends Schema.Error<Conflict>("Conflict")({ error: ErrorDetail }, { httpApiStatus: 409 }) {
+  override get message() {
+    return this.error.message
+  }
   static of(message: string, code = "conflict") {
     return new Conflict(detail(code, message))
   }
@@ -71,6 +86,9 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
   error: ErrorDetail,
   retryAfterSeconds: Schema.Number
 }, { httpApiStatus: 429 }) {
+  override get message() {
+    return this.error.message
+  }
   static of(message: string, retryAfterSeconds: number) {
     return new TooManyRequests({ ...detail("throttled", message), retryAfterSeconds })
   }
@@ -78,6 +96,9 @@ export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyReque
 
 /** 500: anna could not do it (storage failed); the details are in the gateway's log. */
 export class ServerError extends Schema.Error<ServerError>("ServerError")({ error: ErrorDetail }, { httpApiStatus: 500 }) {
+  override get message() {
+    return this.error.message
+  }
   static of(message: string, code = "server_error") {
     return new ServerError(detail(code, message))
   }

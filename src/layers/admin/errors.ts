@@ -4,18 +4,22 @@
  * answered without the database's words).
  */
 import { Effect } from "effect"
-import { BadRequest, Conflict, NotFound, ServerError } from "../../domain/admin/security.ts"
+import { BadRequest, Conflict, Forbidden, NotFound, ServerError, TooManyRequests, Unauthorized } from "../../domain/admin/security.ts"
 
 type Tagged = { readonly _tag?: string | undefined; readonly message: string }
 
-export type ApiFailure = BadRequest | NotFound | Conflict | ServerError
+export type ApiFailure = BadRequest | NotFound | Conflict | ServerError | Forbidden | Unauthorized | TooManyRequests
+
+const isApiFailure = (e: unknown): e is ApiFailure =>
+  e instanceof BadRequest || e instanceof NotFound || e instanceof Conflict || e instanceof ServerError ||
+  e instanceof Forbidden || e instanceof Unauthorized || e instanceof TooManyRequests
 
 const NOT_FOUND = new Set(["AgentNotFound", "ProviderNotFound", "PluginNotFound", "NotFound"])
 const CONFLICT = new Set(["ProviderExists", "ProviderInUse", "Conflict"])
 
 /** One failure as the API answers it. */
 export const toApiFailure = (e: Tagged): Effect.Effect<never, ApiFailure> => {
-  if (e instanceof BadRequest || e instanceof NotFound || e instanceof Conflict || e instanceof ServerError) return Effect.fail(e)
+  if (isApiFailure(e)) return Effect.fail(e)
   const tag = e._tag ?? ""
   if (NOT_FOUND.has(tag)) return Effect.fail(NotFound.of(e.message))
   if (CONFLICT.has(tag)) return Effect.fail(Conflict.of(e.message))

@@ -7,7 +7,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminApi } from "../../domain/admin/api.ts"
 import { BadRequest } from "../../domain/admin/security.ts"
-import { InvalidConfig } from "../../domain/config/errors.ts"
+import { InvalidConfig, ProviderExists } from "../../domain/config/errors.ts"
 import { firstByteTimeoutProblem, type ProviderConfig, providerSecrets, redactSecrets, shownProvider } from "../../domain/model/types.ts"
 import * as ProviderClients from "../providers/SdkProviderRegistry.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
@@ -39,6 +39,8 @@ export const layer = HttpApiBuilder.group(AdminApi, "providers", Effect.fn(funct
     .handle("get", ({ params }) => answer(Effect.map(store.get(params.id), providerView)))
     .handle("create", ({ payload }) =>
       answer(Effect.gen(function*() {
+        // Said first, so a taken id is 409 even when the server's models would have been listed.
+        if ((yield* Effect.option(store.get(payload.id)))._tag === "Some") return yield* new ProviderExists({ id: payload.id })
         const models = payload.models ?? []
         const base: ProviderConfig = {
           id: payload.id,
