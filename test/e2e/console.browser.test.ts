@@ -218,8 +218,11 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await bob.locator(".chat-log .bubble:not(.user)").filter({ hasText: /stopped/i }).waitFor()
     await suite.fake.when(() => suite.fake.requests.at(-1)?.aborted === true, { what: "the stalled model call aborted" })
 
-    // A whole answer, streamed in small pieces.
-    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "Hello Bob, the web chat works and streams." }], chunk: 3 })
+    // A whole answer after a tool call (the chat shows only the answer), streamed in small pieces.
+    suite.fake.script(
+      { kind: "reply", parts: [{ type: "tool_call", id: "call_status", name: "memory", input: { action: "status" } }] },
+      { kind: "reply", parts: [{ type: "text", text: "Hello Bob, the web chat works and streams." }], chunk: 3 }
+    )
     await message.fill("hello there")
     await message.press("Enter")
     await bob.locator(".bubble.assistant:not(.streaming)").filter({ hasText: "Hello Bob, the web chat works and streams." }).waitFor()
@@ -245,6 +248,14 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await bob.getByRole("heading", { level: 1, name: "Session" }).waitFor()
     await bob.locator(".msg.user").filter({ hasText: "hello there" }).waitFor()
     await bob.locator(".msg.assistant").filter({ hasText: "Hello Bob, the web chat works and streams." }).waitFor()
+    // The tool call and its result are there, folded: a click opens them.
+    const call = bob.locator("details.tool").filter({ hasText: "Tool call: memory" })
+    await call.waitFor()
+    assert.isFalse(await call.evaluate((d) => (d as unknown as { open: boolean }).open), "folded at first")
+    assert.isFalse(await call.locator("pre").isVisible())
+    await call.locator("summary").click()
+    assert.include((await call.locator("pre").textContent()) ?? "", '"status"')
+    await bob.locator("details.tool").filter({ hasText: "Tool result" }).first().waitFor()
     // …and found by searching memory, the match highlighted.
     await bob.getByRole("button", { name: "Menu" }).click()
     await nav(bob, "Sessions")
