@@ -17,6 +17,7 @@ import { ProvidersGroup } from "./groups/providers.ts"
 import { SettingsGroup } from "./groups/settings.ts"
 import { TokensGroup } from "./groups/tokens.ts"
 import { UsersGroup } from "./groups/users.ts"
+import { SchemaErrors } from "./security.ts"
 import { ChatGroup } from "./groups/chat.ts"
 import { SessionsGroup } from "./groups/sessions.ts"
 import { UsageGroup } from "./groups/usage.ts"
@@ -39,6 +40,8 @@ export class AdminApi extends HttpApi.make("anna-admin")
   .add(SessionsGroup)
   .add(UsageGroup)
   .add(ChatGroup)
+  // Last: it applies to every endpoint added before it.
+  .middleware(SchemaErrors)
   .prefix(API_PREFIX)
   .annotateMerge(OpenApi.annotations({
     title: "anna admin API",

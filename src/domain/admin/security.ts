@@ -124,3 +124,11 @@ export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth, { provides: 
   },
   error: [Unauthorized, Forbidden]
 }) {}
+
+/**
+ * Requests the API's Schemas refuse (a missing field, a wrong type) answered as a 400 with the usual
+ * error body instead of the HTTP API's bare default. Applied to the whole API.
+ */
+export class SchemaErrors extends HttpApiMiddleware.Service<SchemaErrors>()("anna/admin/SchemaErrors", {
+  error: [BadRequest, ServerError]
+}) {}

@@ -11,9 +11,20 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
-import type { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { type HttpApiEndpoint, type HttpApiGroup, HttpApiMiddleware } from "effect/http-api"
 import { timingSafeEqual } from "node:crypto"
-import { AdminAuth, CSRF_HEADER, CurrentPrincipal, Forbidden, SESSION_COOKIE, Unauthorized, UserAllowed } from "../../domain/admin/security.ts"
+import {
+  AdminAuth,
+  BadRequest,
+  CSRF_HEADER,
+  CurrentPrincipal,
+  Forbidden,
+  SchemaErrors,
+  ServerError,
+  SESSION_COOKIE,
+  Unauthorized,
+  UserAllowed
+} from "../../domain/admin/security.ts"
 import { Accounts, type Principal } from "../../services/Accounts.ts"
 import { header } from "./http.ts"
 
@@ -72,3 +83,9 @@ export const make = Effect.gen(function*() {
 })
 
 export const layer = Layer.effect(AdminAuth, make)
+
+/** `SchemaErrors`: a request the Schemas refuse is a 400 with the usual body (a response that fails them, a 500). */
+export const schemaErrorsLayer = HttpApiMiddleware.layerSchemaErrorTransform(SchemaErrors, (error) =>
+  error.kind === "ResponseHeaders"
+    ? Effect.fail(ServerError.of("anna built a response its own API refuses; see the gateway's log"))
+    : Effect.fail(BadRequest.of(`the request's ${error.kind.toLowerCase()} is not what the API takes: ${error.cause.message.slice(0, 400)}`)))

@@ -40,7 +40,7 @@ const handlers = Layer.mergeAll(
 /** The admin API alone. */
 export const api = HttpApiBuilder.layer(AdminApi, { openapiPath: OPENAPI_PATH }).pipe(
   Layer.provide(handlers),
-  Layer.provide(AdminAuth.layer),
+  Layer.provide(Layer.merge(AdminAuth.layer, AdminAuth.schemaErrorsLayer)),
   Layer.provide(NodeHttpServer.layerHttpServices)
 )
 

@@ -297,6 +297,20 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
       assert.strictEqual(own.status, 200)
     }))
 
+  it.effect("a request the Schemas refuse is a 400 with the usual error body", () =>
+    Effect.gen(function*() {
+      const h = yield* Harness
+      for (const body of [JSON.stringify({ id: 5, type: "openai" }), JSON.stringify({ id: "x", type: "carrier-pigeon" }), "{"]) {
+        const r = yield* Effect.promise(() =>
+          h.fetch("/api/providers", { method: "POST", headers: { ...h.headersOf({ bearer: h.adminToken }), "content-type": "application/json" }, body })
+        )
+        assert.strictEqual(r.status, 400, body)
+        const parsed = (yield* Effect.promise(() => r.json())) as { error: { code: string; message: string } }
+        assert.strictEqual(parsed.error.code, "invalid")
+        assert.isString(parsed.error.message)
+      }
+    }))
+
   it.effect("/api/openapi.json is the OpenAPI document: valid JSON listing the paths and both security schemes", () =>
     Effect.gen(function*() {
       const h = yield* Harness
