@@ -79,7 +79,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     const ready = await waitForLine(gateway, (line) => (line.includes("press Ctrl+C") ? "ready" : line.includes("could not start") ? line : undefined))
     assert.strictEqual(ready, "ready", gatewayLog)
     browser = await launchChromium()
-  })
+  }, 180_000)
 
   afterAll(async () => {
     await browser?.close()
@@ -102,6 +102,8 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
   const newPage = async (viewport = { width: 1280, height: 860 }): Promise<Page> => {
     if (browser === undefined) throw new Error("no browser")
     const context = await browser.newContext({ viewport, colorScheme: "light" })
+    // Generous: the whole suite may be running beside it on two cores.
+    context.setDefaultTimeout(60_000)
     const page = await context.newPage()
     pages.push(page)
     page.on("response", (response) => {
@@ -129,7 +131,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
 
   const nav = (page: Page, name: string) => page.getByRole("navigation", { name: "Console" }).getByRole("link", { name, exact: true }).click()
 
-  it("an operator sets up a provider, an agent only bob may use, and bob chats with it", () => operatorAndUser().catch(onFailure), 180_000)
+  it("an operator sets up a provider, an agent only bob may use, and bob chats with it", () => operatorAndUser().catch(onFailure), 360_000)
 
   const operatorAndUser = async () => {
     // ── The operator's first login: a strict CSP, no inline script.
@@ -216,7 +218,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await bob.getByRole("button", { name: "Stop" }).click()
     await bob.getByRole("button", { name: "Send" }).waitFor()
     await bob.locator(".chat-log .bubble:not(.user)").filter({ hasText: /stopped/i }).waitFor()
-    await suite.fake.when(() => suite.fake.requests.at(-1)?.aborted === true, { what: "the stalled model call aborted" })
+    await suite.fake.when(() => suite.fake.requests.at(-1)?.aborted === true, { what: "the stalled model call aborted", timeoutMs: 30_000 })
 
     // A whole answer after a tool call (the chat shows only the answer), streamed in small pieces.
     suite.fake.script(
