@@ -19,7 +19,7 @@
  *   AgentRuntime   Memory + Runtime, SessionPool and LiveConfig over the sandbox (lazy; see ./compose.ts)
  *   GatewayChannels  the channels the gateway runs, over AgentRuntime (lazy)
  */
-import { Effect, Layer, Option } from "effect"
+import { Deferred, Effect, Layer, Option } from "effect"
 import { formatModelRef } from "../domain/config/agent.ts"
 import * as SqliteConfigStore from "../layers/config/SqliteConfigStore.ts"
 import * as SqlitePluginStore from "../layers/config/SqlitePluginStore.ts"
@@ -34,6 +34,7 @@ import type { ChannelLedger } from "../services/ChannelLedger.ts"
 import type { ConfigStore } from "../services/ConfigStore.ts"
 import type { Runtime } from "../services/Runtime.ts"
 import type { Accounts } from "../services/Accounts.ts"
+import { Channels } from "../services/Channels.ts"
 import type { AdminServices } from "../layers/admin/routes.ts"
 import { database, layerFromEnv } from "./env.ts"
 
@@ -109,13 +110,27 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
         import("../layers/admin/SqliteAccounts.ts")
       ]),
     ([Supervisor, HttpChannel, SqliteChannelLedger, platforms, AdminRoutes, SqliteAccounts]) =>
-      Supervisor.layer<GatewayServices>({
-        channels: [
-          Supervisor.runnable(HttpChannel.definitionWith(AdminRoutes.layer(), { notFound: AdminRoutes.notFound() })),
-          ...platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))
-        ],
-        overrides
-      }).pipe(Layer.provide(Layer.merge(SqliteChannelLedger.layer, SqliteAccounts.layer)))
+      Layer.effect(
+        Channels,
+        Effect.gen(function*() {
+          // The admin API (built inside the supervisor, with the HTTP channel) shows the channels'
+          // states: it gets the supervisor through this handle, answered once the supervisor is up.
+          const handle = yield* Deferred.make<Channels["Service"]>()
+          const later = Channels.of({
+            status: Effect.flatMap(Deferred.await(handle), (c) => c.status),
+            notify: (id, target, message) => Effect.flatMap(Deferred.await(handle), (c) => c.notify(id, target, message))
+          })
+          const channels = yield* Supervisor.make<GatewayServices | Channels>({
+            channels: [
+              Supervisor.runnable(HttpChannel.definitionWith(AdminRoutes.layer(), { notFound: AdminRoutes.notFound() })),
+              ...platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))
+            ],
+            overrides
+          }).pipe(Effect.provideService(Channels, later))
+          yield* Deferred.succeed(handle, channels)
+          return channels
+        })
+      ).pipe(Layer.provide(Layer.merge(SqliteChannelLedger.layer, SqliteAccounts.layer)))
   )
 
 /** What the gateway's channels (and the admin API on the HTTP channel's server) use of the runtime. */

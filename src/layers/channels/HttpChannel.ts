@@ -31,6 +31,8 @@
  *   The turn itself is the runtime's: stopped with the gateway, or run to its end and stored.
  * - Bodies over 10 MiB, or a user message larger than memory keeps (8 MiB as stored) → 413;
  *   malformed JSON or wrong types → 400; unknown routes → 404; all with OpenAI error bodies.
+ * - The gateway serves the admin API (`/api`) and the web console on this same server:
+ *   `definitionWith(routes, { notFound })` (see src/programs/layers.ts `GatewayChannels`).
  */
 import { ByteSize, Clock, Effect, Layer, Option, Sink, Stream } from "effect"
 import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"

@@ -24,7 +24,7 @@ const createAdmin = (home: string, user: string, password: string) => {
 }
 
 describe("admin API in anna gateway", () => {
-  it("serves /api (OpenAPI, login, changes the CLI sees) and the console on the HTTP channel's port", async () => {
+  it("serves /api (OpenAPI, login, changes the CLI sees, the channels' states) and the console on the HTTP channel's port", async () => {
     const home = newHome()
     homes.push(home)
     const made = await createAdmin(home, "root", "root-password-1")
@@ -56,6 +56,13 @@ describe("admin API in anna gateway", () => {
       const shown = await anna(home, "agent", "show", "helper", "--json")
       assert.strictEqual(shown.code, 0, shown.stderr)
       assert.strictEqual((JSON.parse(shown.stdout) as { systemPrompt: string }).systemPrompt, "Set through the API.")
+
+      // The channels' states come from the running gateway.
+      const channels = (await (await fetch(`${url}/api/channels`, { headers: { cookie } })).json()) as ReadonlyArray<{ id: string; state?: string; description?: string }>
+      const http = channels.find((c) => c.id === "http")
+      assert.strictEqual(http?.state, "running")
+      assert.include(http?.description ?? "", url)
+      assert.strictEqual(channels.find((c) => c.id === "telegram")?.state, "stopped")
 
       const page = await fetch(`${url}/`, { headers: { accept: "text/html" } })
       assert.strictEqual(page.status, 200)
