@@ -16,6 +16,7 @@ import { afterAll, beforeAll } from "vitest"
 import { anna, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
 import { artifact, browserRequired, browserUnavailable, launchChromium } from "../support/browser.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
+import { startFakeWechat } from "../support/fakeWechat/server.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -132,6 +133,61 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
   const nav = (page: Page, name: string) => page.getByRole("navigation", { name: "Console" }).getByRole("link", { name, exact: true }).click()
 
   it("an operator sets up a provider, an agent only bob may use, and bob chats with it", () => operatorAndUser().catch(onFailure), 360_000)
+
+  it("an admin logs WeChat in by its QR code on the channels page", () => wechatQrLogin().catch(onFailure), 240_000)
+
+  const wechatQrLogin = async () => {
+    const wx = await startFakeWechat({ qrHoldMs: 300, token: "wx-bot-token-secret-4242" })
+    try {
+      const admin = await newPage()
+      await login(admin, "admin", ADMIN_PASSWORD)
+      await admin.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
+      await nav(admin, "Channels")
+      const card = admin.locator("section.card").filter({ has: admin.getByRole("heading", { level: 2, name: "wechat" }) })
+      await card.waitFor()
+      // Point the channel at the fake iLink server through its settings form.
+      await card.locator("summary").filter({ hasText: "Settings" }).click()
+      for (const [key, value] of [["base_url", wx.baseUrl], ["cdn_base_url", wx.cdnBaseUrl]] as const) {
+        await card.getByLabel("Setting").fill(key)
+        await card.getByLabel("New value").fill(value)
+        await card.getByRole("button", { name: "Save" }).click()
+        await card.getByRole("status").filter({ hasText: `${key} saved.` }).waitFor()
+      }
+      await card.getByRole("button", { name: "Log in with a QR code" }).click()
+      await card.getByText("Scan the code with WeChat on your phone.").waitFor()
+      const qr = card.getByLabel("WeChat login QR code")
+      await qr.waitFor()
+      // The code is drawn: opaque dark modules on a light ground, not a blank canvas.
+      await admin.waitForFunction(
+        (el) => {
+          const c = el as unknown as { getContext: (k: string) => { getImageData: (x: number, y: number, w: number, h: number) => { data: ArrayLike<number> } } | null; width: number; height: number }
+          const data = c.getContext("2d")?.getImageData(0, 0, c.width, c.height).data
+          if (data === undefined) return false
+          let dark = 0
+          let light = 0
+          for (let i = 0; i < data.length; i += 4) {
+            if ((data[i + 3] ?? 0) < 200) continue
+            if ((data[i] ?? 0) < 80) dark++
+            else if ((data[i] ?? 0) > 200) light++
+          }
+          return dark > 1000 && light > 1000
+        },
+        await qr.elementHandle()
+      )
+      assert.strictEqual(await card.getByRole("link", { name: "Open the login link on the phone" }).getAttribute("href"), wx.qrs.at(-1)?.url)
+      await admin.screenshot({ path: artifact("wechat-qr.png"), fullPage: true })
+      wx.setQr("scaned")
+      await card.getByText("Scanned: confirm on your phone.").waitFor()
+      wx.setQr("confirmed")
+      await card.getByText(/^Logged in/).waitFor()
+      // The bot token was saved, and is shown masked only.
+      await card.locator("dt").filter({ hasText: /^token$/ }).waitFor()
+      assert.notInclude(await admin.content(), "wx-bot-token-secret-4242")
+      assert.deepStrictEqual(pageErrors(admin), [])
+    } finally {
+      await wx.close()
+    }
+  }
 
   const operatorAndUser = async () => {
     // ── The operator's first login: a strict CSP, no inline script.

@@ -85,7 +85,11 @@ const WechatLogin = (props: { readonly onDone: () => void }) => {
     const url = state?.qrcodeUrl
     const target = canvas.current
     // The QR encoder loads only here (its own chunk), not with every page.
-    if (url !== undefined && target !== null) void import("qrcode").then((QRCode) => QRCode.toCanvas(target, url, { width: 220, margin: 1 }))
+    if (url === undefined || target === null) return
+    void import("qrcode").then((m) => {
+      // A CommonJS module: its exports arrive as the namespace's default (the named ones do not).
+      return m.default.toCanvas(target, url, { width: 220, margin: 1 })
+    })
   }, [state?.qrcodeUrl])
   useEffect(() => {
     if (state === undefined || state.status === "confirmed" || state.status === "failed") {
