@@ -3,6 +3,7 @@ import { useEffect, useRef, useState } from "preact/hooks"
 import type { ChatEvent } from "../../src/domain/admin/groups/chat.ts"
 import type { Message } from "../../src/domain/message.ts"
 import { call } from "../api.ts"
+import { Markdown } from "../Markdown.tsx"
 import { Field, Notice, Page, Show, asError, useLoad } from "../ui.tsx"
 
 interface Line {
@@ -172,7 +173,13 @@ export const Chat = () => {
                 {lines.map((l) => (
                   <div key={l.id} class={`bubble ${l.kind}${l.streaming === true ? " streaming" : ""}`} data-role={l.kind}>
                     <span class="sr-only">{l.kind === "user" ? "You: " : l.kind === "assistant" ? "Agent: " : `${l.kind}: `}</span>
-                    {l.text === "" && l.streaming === true ? <span class="typing">…<span class="sr-only">answering</span></span> : l.text}
+                    {l.text === "" && l.streaming === true ? (
+                      <span class="typing">…<span class="sr-only">answering</span></span>
+                    ) : l.kind === "assistant" ? (
+                      <Markdown text={l.text} />
+                    ) : (
+                      l.text
+                    )}
                   </div>
                 ))}
               </div>

@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks"
 import type { Message } from "../../src/domain/message.ts"
 import { call } from "../api.ts"
+import { Markdown } from "../Markdown.tsx"
 import { href, isAdmin, navigate } from "../state.ts"
 import { Field, Notice, Page, Show, asError, formatNumber, formatTime, useAction, useLoad } from "../ui.tsx"
 
@@ -98,13 +99,14 @@ const SessionList = () => {
 /** One content block: text as text, images named, tool calls and results folded. */
 const Blocks = (props: { readonly message: Message }) => {
   const c = props.message.content
-  if (typeof c === "string") return <div class="text">{c}</div>
+  const md = props.message.role === "assistant"
+  if (typeof c === "string") return md ? <Markdown text={c} /> : <div class="text">{c}</div>
   return (
     <>
       {c.map((b, i) => {
         switch (b.type) {
           case "text":
-            return <div class="text" key={i}>{b.text}</div>
+            return md ? <Markdown key={i} text={b.text} /> : <div class="text" key={i}>{b.text}</div>
           case "image":
             return <div class="muted" key={i}>[image]</div>
           case "tool_use":
