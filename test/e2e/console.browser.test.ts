@@ -279,11 +279,16 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     // A whole answer after a tool call (the chat shows only the answer), streamed in small pieces.
     suite.fake.script(
       { kind: "reply", parts: [{ type: "tool_call", id: "call_status", name: "memory", input: { action: "status" } }] },
-      { kind: "reply", parts: [{ type: "text", text: "Hello Bob, the web chat works and streams." }], chunk: 3 }
+      { kind: "reply", parts: [{ type: "text", text: "Hello **Bob**, the web chat works and streams.\n\n- answers in Markdown\n- `code` too" }], chunk: 3 }
     )
     await message.fill("hello there")
     await message.press("Enter")
-    await bob.locator(".bubble.assistant:not(.streaming)").filter({ hasText: "Hello Bob, the web chat works and streams." }).waitFor()
+    const whole = bob.locator(".bubble.assistant:not(.streaming)").filter({ hasText: "Hello Bob, the web chat works and streams." })
+    await whole.waitFor()
+    // Markdown shown as elements, not as asterisks.
+    assert.strictEqual((await whole.locator("strong").textContent()) ?? "", "Bob")
+    assert.deepStrictEqual(await whole.locator("li").allTextContents(), ["answers in Markdown", "code too"])
+    assert.notInclude((await whole.textContent()) ?? "", "**")
     const sent = suite.fake.requests.at(-1)?.body as {
       messages?: ReadonlyArray<{ role: string; content?: unknown }>
       tools?: ReadonlyArray<{ function: { name: string } }>
