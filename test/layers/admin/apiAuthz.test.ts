@@ -18,8 +18,17 @@ import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { type AdminHarness, ADMIN, Harness, harnessLayer, USER } from "../../support/adminHarness.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
+import { type FakeWechat, startFakeWechat } from "../../support/fakeWechat/server.ts"
+import { afterAll, beforeAll } from "vitest"
 
 const suite = fakeLlmSuite()
+let wx: FakeWechat
+beforeAll(async () => {
+  wx = await startFakeWechat()
+})
+afterAll(async () => {
+  await wx.close()
+})
 
 type Caller = "anonymous" | "user" | "admin"
 
@@ -140,11 +149,29 @@ const ROWS: ReadonlyArray<Row> = [
   { op: "PUT /api/channels/{id}/settings", method: "PUT", path: "/api/channels/http/settings", access: "admin", body: { config: { request_timeout_seconds: "30" } } },
   { op: "POST /api/channels/{id}/enable", method: "POST", path: "/api/channels/qq/enable", access: "admin" },
   { op: "POST /api/channels/{id}/disable", method: "POST", path: "/api/channels/qq/disable", access: "admin" },
-  // Without a reachable iLink server the start is refused (400) after the role check; its 200 is in api.test.ts.
-  { op: "POST /api/channels/wechat/login", method: "POST", path: "/api/channels/wechat/login", access: "admin", ok: 400, prepare: () => Effect.gen(function*() {
-      yield* (yield* ConfigStore).setChannel("wechat", { config: { base_url: "http://127.0.0.1:1" } })
-    }) },
-  { op: "GET /api/channels/wechat/login/{id}", method: "GET", path: "/api/channels/wechat/login/none", access: "admin", ok: 404 },
+  {
+    op: "POST /api/channels/wechat/login",
+    method: "POST",
+    path: "/api/channels/wechat/login",
+    access: "admin",
+    prepare: () => Effect.gen(function*() {
+      yield* (yield* ConfigStore).setChannel("wechat", { config: { base_url: wx.baseUrl } })
+    })
+  },
+  {
+    op: "GET /api/channels/wechat/login/{id}",
+    method: "GET",
+    path: (c) => `/api/channels/wechat/login/${c.vars.login}`,
+    access: "admin",
+    prepare: (c) =>
+      Effect.gen(function*() {
+        yield* (yield* ConfigStore).setChannel("wechat", { config: { base_url: wx.baseUrl } })
+        const started = yield* Effect.promise(() =>
+          c.h.fetch("/api/channels/wechat/login", { method: "POST", headers: c.h.headersOf({ bearer: c.h.adminToken }) }).then((r) => r.json())
+        )
+        c.vars.login = (started as { id: string }).id
+      })
+  },
   // users
   { op: "GET /api/users", method: "GET", path: "/api/users", access: "admin" },
   { op: "GET /api/users/{id}", method: "GET", path: (c) => `/api/users/${c.self}`, access: "user" },
