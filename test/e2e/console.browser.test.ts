@@ -240,6 +240,12 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await admin.getByText("users:bob", { exact: true }).waitFor()
     await admin.getByRole("button", { name: "Create agent" }).click()
     await admin.getByRole("heading", { level: 1, name: "Agent Helper" }).waitFor()
+    // The agent's page, loaded back from the server, shows what was saved.
+    assert.strictEqual(await admin.getByLabel("Model", { exact: true }).inputValue(), "fake/fake-large")
+    assert.strictEqual(await admin.getByLabel("Tools").inputValue(), "memory")
+    assert.strictEqual(await admin.getByLabel("System prompt").inputValue(), "You are a helpful test agent.")
+    assert.isTrue(await admin.getByRole("checkbox", { name: "Bob (bob)" }).isChecked())
+    assert.isFalse(await admin.getByRole("checkbox", { name: "admin" }).isChecked())
     await nav(admin, "Agents")
     const agentRow = admin.getByRole("row").filter({ has: admin.getByRole("link", { name: "Helper (helper)" }) })
     await agentRow.waitFor()

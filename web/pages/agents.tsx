@@ -86,6 +86,7 @@ const AgentForm = (props: { readonly id: string }) => {
       ...((f["model"] ?? "").trim() !== "" ? { model: (f["model"] ?? "").trim() } : {}),
       summaryModel: (f["summaryModel"] ?? "").trim() === "" ? null : (f["summaryModel"] ?? "").trim(),
       tools: tools === "" || tools === "*" ? null : splitList(tools),
+      allowedModels: splitList(f["allowedModels"]),
       access: accessValue,
       sandboxWorkspace: (f["sandboxWorkspace"] ?? "user") as "user" | "shared",
       sandboxNetwork: (f["sandboxNetwork"] ?? "disabled") as "disabled" | "allow_all",
@@ -133,6 +134,9 @@ const AgentForm = (props: { readonly id: string }) => {
           {isNew && <Field label="Id" hint="Letters, digits, - and _">{(id) => <input id={id} name="id" required pattern="[A-Za-z0-9_\-]+" />}</Field>}
           <Field label="Name">{(id) => <input id={id} name="name" defaultValue={a?.name ?? ""} />}</Field>
           <Field label="Model" hint="PROVIDER/MODEL, or PROVIDER for its default">{(id) => <input id={id} name="model" list="models" defaultValue={a?.model ?? ""} required={isNew} />}</Field>
+          <Field label="Allowed models" hint="Models /model may switch to besides the agent's own, comma-separated; * for any the provider lists">
+            {(id) => <input id={id} name="allowedModels" defaultValue={a?.allowedModels.join(", ") ?? ""} />}
+          </Field>
           <Field label="Summary model" hint="Empty: the main model summarizes">{(id) => <input id={id} name="summaryModel" list="models" defaultValue={a?.summaryModel ?? ""} />}</Field>
         </div>
         <h2>Budget and limits</h2>
