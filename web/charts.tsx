@@ -45,10 +45,13 @@ const useWidth = (fallback: number) => {
 export const LineChart = (props: { readonly title: string; readonly labels: ReadonlyArray<string>; readonly series: ReadonlyArray<Series> }) => {
   const [box, W] = useWidth(640)
   const n = props.labels.length
-  const max = niceMax(Math.max(0, ...props.series.flatMap((s) => s.values)))
+  const top = Math.max(0, ...props.series.flatMap((s) => s.values))
+  // Small counts (turns) get whole-number ticks: 0, 1, 2 — never 0.5 of a turn.
+  const small = top <= 4 && props.series.every((s) => s.values.every(Number.isInteger))
+  const max = small ? Math.max(1, top) : niceMax(top)
   const x = (i: number) => PAD.left + (n <= 1 ? 0 : (i * (W - PAD.left - PAD.right)) / (n - 1))
   const y = (v: number) => PAD.top + (H - PAD.top - PAD.bottom) * (1 - v / max)
-  const ticks = [0, 0.25, 0.5, 0.75, 1].map((f) => f * max)
+  const ticks = small ? Array.from({ length: max + 1 }, (_, i) => i) : [0, 0.25, 0.5, 0.75, 1].map((f) => f * max)
   const every = Math.max(1, Math.ceil(n / Math.max(2, Math.floor(W / 70))))
   const total = props.series.map((s) => `${s.name}: ${formatNumber(s.values.reduce((a, b) => a + b, 0))}`).join(", ")
   return (

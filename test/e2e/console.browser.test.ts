@@ -200,6 +200,8 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await admin.getByLabel("Password").fill(ADMIN_PASSWORD)
     await admin.getByRole("button", { name: "Log in" }).click()
     await admin.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
+    // A first login on an empty gateway says where to begin.
+    await admin.getByRole("region", { name: "Getting started" }).getByRole("link", { name: "Add a provider" }).waitFor()
 
     // ── A provider: the fake LLM. The key goes in once and only comes back masked.
     await nav(admin, "Providers")
@@ -397,7 +399,10 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await nav(admin, "Sessions")
     await admin.getByRole("link", { name: "helper:web:bob:default" }).click()
     await admin.locator(".msg.assistant").filter({ hasText: "Hello Bob" }).waitFor()
-    await admin.getByRole("tab", { name: "Summaries" }).click()
+    // The views are tabs for the keyboard too: the arrow key moves to Summaries.
+    await admin.getByRole("tab", { name: "Conversation" }).focus()
+    await admin.keyboard.press("ArrowRight")
+    assert.strictEqual(await admin.getByRole("tab", { name: "Summaries" }).getAttribute("aria-selected"), "true")
     await admin.getByText(/No summary yet|in context/).first().waitFor()
 
     for (const body of apiBodies) {

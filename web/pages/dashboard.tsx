@@ -32,6 +32,7 @@ export const Dashboard = () => {
         </fieldset>
       }
     >
+      <GettingStarted />
       <Show loaded={data}>
         {(d) => {
           const labels = d.series.map((p) => bucketLabel(p.bucket))
@@ -88,5 +89,24 @@ export const Dashboard = () => {
         }}
       </Show>
     </Page>
+  )
+}
+
+/** On a gateway with no provider or no enabled agent yet, what to do first (gone once done). */
+const GettingStarted = () => {
+  const setup = useLoad(() => Promise.all([call((c) => c.providers.list()), call((c) => c.agents.list())]))
+  if (setup.data === undefined) return null
+  const [providers, agents] = setup.data
+  const steps = [
+    providers.length === 0 ? <li key="p"><a href={href("providers")}>Add a provider</a>: an API key and base URL of a model service.</li> : null,
+    !agents.some((a) => a.enabled) ? <li key="a"><a href={href("agents", "new")}>Create an agent</a> on one of its models, and say who may use it.</li> : null,
+    providers.length === 0 || !agents.some((a) => a.enabled) ? <li key="u"><a href={href("users")}>Add users</a> with a password for the console, then <a href={href("chat")}>chat</a>.</li> : null
+  ].filter((x) => x !== null)
+  if (steps.length === 0) return null
+  return (
+    <section class="card getting-started" aria-labelledby="getting-started">
+      <h2 id="getting-started">Getting started</h2>
+      <ol>{steps}</ol>
+    </section>
   )
 }

@@ -169,9 +169,24 @@ const SessionView = (props: { readonly sessionKey: string }) => {
           </>
         )}
       </Show>
-      <div class="tabs" role="tablist" aria-label="Session views">
-        <button type="button" role="tab" id="tab-conversation" aria-selected={tab === "conversation"} aria-controls="panel" onClick={() => setTab("conversation")}>Conversation</button>
-        <button type="button" role="tab" id="tab-summaries" aria-selected={tab === "summaries"} aria-controls="panel" onClick={() => setTab("summaries")}>Summaries</button>
+      {/* Tabs as ARIA has them: one tab stop, the arrow keys move between them. */}
+      <div
+        class="tabs"
+        role="tablist"
+        aria-label="Session views"
+        onKeyDown={(e) => {
+          if (e.key !== "ArrowLeft" && e.key !== "ArrowRight") return
+          e.preventDefault()
+          const next = tab === "conversation" ? "summaries" : "conversation"
+          setTab(next)
+          document.getElementById(`tab-${next}`)?.focus()
+        }}
+      >
+        {(["conversation", "summaries"] as const).map((t) => (
+          <button type="button" role="tab" key={t} id={`tab-${t}`} aria-selected={tab === t} aria-controls="panel" tabIndex={tab === t ? 0 : -1} onClick={() => setTab(t)}>
+            {t === "conversation" ? "Conversation" : "Summaries"}
+          </button>
+        ))}
       </div>
       <div id="panel" role="tabpanel" aria-labelledby={`tab-${tab}`}>
         {tab === "conversation" ? <Conversation sessionKey={key} /> : <Summaries sessionKey={key} />}
