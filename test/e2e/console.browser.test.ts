@@ -374,11 +374,21 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await admin.locator(".bars li").filter({ hasText: "bob" }).first().waitFor()
     await admin.screenshot({ path: artifact("console.png"), fullPage: false })
 
-    // Helper is closed to the admin: the web chat does not offer it.
+    // Helper is closed to the admin: the web chat offers no agent at all.
     await nav(admin, "Chat")
-    await admin.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
-    const offered = await admin.getByLabel("Agent").locator("option").allInnerTexts().catch(() => [] as Array<string>)
-    assert.notInclude(offered.join(","), "helper")
+    await admin.getByText("No agent is open to you yet.").waitFor()
+    // Opened to everyone, it is offered at once, with the admin's own (empty) history, not bob's.
+    await nav(admin, "Agents")
+    await admin.getByRole("link", { name: "Helper (helper)" }).click()
+    await admin.getByLabel("Everyone").check()
+    await admin.getByRole("button", { name: "Save" }).click()
+    await admin.getByRole("status").filter({ hasText: "Agent helper saved." }).waitFor()
+    const history = admin.waitForResponse((r) => r.url().includes("/api/sessions?") && r.url().includes("platform=web"))
+    await nav(admin, "Chat")
+    assert.strictEqual(await admin.getByLabel("Agent").inputValue(), "helper")
+    assert.include((await history).url(), "user=admin")
+    await admin.getByText("Say hello. Type / for commands.").waitFor()
+    assert.strictEqual(await admin.locator(".chat-log .bubble").count(), 0, "bob's conversation is not the admin's")
 
     // Every admin page loads its data without an error (each saved as test-artifacts/page-*.png).
     for (const [link, heading] of [

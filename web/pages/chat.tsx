@@ -4,6 +4,7 @@ import type { ChatEvent } from "../../src/domain/admin/groups/chat.ts"
 import type { Message } from "../../src/domain/message.ts"
 import { call } from "../api.ts"
 import { Markdown } from "../Markdown.tsx"
+import { me } from "../state.ts"
 import { Field, Notice, Page, Show, asError, useLoad } from "../ui.tsx"
 
 interface Line {
@@ -56,7 +57,9 @@ export const Chat = () => {
     let stale = false
     void (async () => {
       try {
-        const list = await call((c) => c.sessions.list({ query: { agent, platform: "web", limit: 1 } }))
+        // This user's own (an admin's list would hold everyone's).
+        const user = me.value?.user
+        const list = await call((c) => c.sessions.list({ query: { agent, platform: "web", limit: 1, ...(user !== undefined ? { user } : {}) } }))
         const s = list.sessions[0]
         if (s === undefined || stale) return
         const page = await call((c) => c.sessions.messages({ params: { key: s.sessionKey }, query: { from: Math.max(1, s.messages - 39), limit: 40 } }))
