@@ -98,28 +98,69 @@ const add = Command.make("add", {
     yield* Console.log(`Added provider ${config.id} (${config.type}, default model ${config.defaultModel}, key ${maskKey(config.apiKey)}).`)
   })).pipe(Command.withDescription("Add a model provider"))
 
-/** `anna provider set ID --first-byte-timeout SECONDS|default`: settings that can change after `add`. */
+/**
+ * `anna provider set ID [--base-url URL] [--api-key KEY | --api-key-env VAR] [--model M…]
+ * [--default-model M] [--header NAME=VALUE…] [--enable | --disable] [--first-byte-timeout S|default]`:
+ * changes what is given (a new key in place, say, for a provider agents use), validated as `add`.
+ */
 const set = Command.make("set", {
   id: Argument.String("id").pipe(Argument.withDescription("Provider id")),
+  baseUrl: Flag.String("base-url").pipe(Flag.withDescription("A new API base URL (\"\" = the provider's public endpoint)"), Flag.optional),
+  apiKey: Flag.String("api-key").pipe(Flag.withDescription("A new API key (prefer --api-key-env: shell history keeps flags)"), Flag.optional),
+  apiKeyEnv: Flag.String("api-key-env").pipe(Flag.withDescription("Read the new API key from this environment variable"), Flag.optional),
+  model: Flag.String("model").pipe(Flag.withDescription("The models this provider serves, replacing the list (repeatable)"), Flag.atLeast(0)),
+  defaultModel: Flag.String("default-model").pipe(Flag.withDescription("The model used when none is named"), Flag.optional),
+  header: Flag.KeyValuePair("header").pipe(Flag.withDescription("Extra HTTP headers NAME=VALUE, replacing the old ones (repeatable)"), Flag.optional),
+  enable: Flag.Boolean("enable").pipe(Flag.withDescription("Enable the provider"), Flag.withDefault(false)),
+  disable: Flag.Boolean("disable").pipe(Flag.withDescription("Disable the provider (its agents cannot answer)"), Flag.withDefault(false)),
   firstByteTimeout: Flag.String("first-byte-timeout").pipe(
-    Flag.withDescription(`Seconds one attempt may wait for the response to start, or "default" (${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s)`)
+    Flag.withDescription(`Seconds one attempt may wait for the response to start, or "default" (${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s)`),
+    Flag.optional
   ),
   json
 }, (f) =>
   Effect.gen(function*() {
-    const raw = f.firstByteTimeout.trim()
-    const seconds = raw === "default" ? undefined : Number(raw)
-    if (seconds !== undefined && (raw === "" || firstByteTimeoutProblem(seconds) !== undefined)) {
-      return yield* new InvalidConfig({ reason: `--first-byte-timeout takes seconds above 0 and at most 3600, or "default"; got "${raw}"` })
+    if (f.enable && f.disable) return yield* new InvalidConfig({ reason: "--enable and --disable contradict each other" })
+    if (Option.isSome(f.apiKey) && Option.isSome(f.apiKeyEnv)) return yield* new InvalidConfig({ reason: "give --api-key or --api-key-env, not both" })
+    let seconds: number | null | undefined
+    if (Option.isSome(f.firstByteTimeout)) {
+      const raw = f.firstByteTimeout.value.trim()
+      seconds = raw === "default" ? null : Number(raw)
+      if (seconds !== null && (raw === "" || firstByteTimeoutProblem(seconds) !== undefined)) {
+        return yield* new InvalidConfig({ reason: `--first-byte-timeout takes seconds above 0 and at most 3600, or "default"; got "${raw}"` })
+      }
+    }
+    let apiKey = Option.getOrUndefined(f.apiKey)
+    if (Option.isSome(f.apiKeyEnv)) {
+      const value = process.env[f.apiKeyEnv.value]
+      if (value === undefined || value === "") return yield* new InvalidConfig({ reason: `environment variable ${f.apiKeyEnv.value} is not set` })
+      apiKey = value
+    }
+    const patch = {
+      baseUrl: Option.getOrUndefined(f.baseUrl),
+      apiKey,
+      models: f.model.length > 0 ? f.model : undefined,
+      defaultModel: Option.getOrUndefined(f.defaultModel),
+      headers: Option.getOrUndefined(f.header),
+      enabled: f.enable ? true : f.disable ? false : undefined,
+      firstByteTimeoutSeconds: seconds
+    }
+    if (Object.values(patch).every((v) => v === undefined)) {
+      return yield* new InvalidConfig({ reason: "nothing to change: give at least one of --base-url, --api-key, --api-key-env, --model, --default-model, --header, --enable, --disable, --first-byte-timeout" })
     }
     const store = yield* ProviderStore
-    yield* store.setFirstByteTimeout(f.id, seconds)
-    const updated = yield* store.get(f.id)
-    if (f.json) return yield* printJson(shownProvider(updated))
-    yield* Console.log(
-      `Provider ${f.id}: first-byte timeout ${seconds === undefined ? `${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s (default)` : `${seconds} s`}.`
+    const before = yield* store.get(f.id)
+    // The store's refusal may quote the base URL; the old and new credentials stay hidden.
+    const secrets = [...providerSecrets(before), ...providerSecrets({ ...before, apiKey: apiKey ?? before.apiKey, baseUrl: patch.baseUrl ?? before.baseUrl, headers: patch.headers ?? before.headers })]
+    const updated = yield* store.update(f.id, patch).pipe(
+      Effect.catchTag("InvalidConfig", (e) => Effect.fail(new InvalidConfig({ reason: redactSecrets(e.reason, secrets) })))
     )
-  })).pipe(Command.withDescription("Change a provider's settings (first-byte timeout)"))
+    if (f.json) return yield* printJson(shownProvider(updated))
+    const timeout = updated.firstByteTimeoutSeconds === undefined ? `${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s (default)` : `${updated.firstByteTimeoutSeconds} s`
+    yield* Console.log(
+      `Provider ${f.id}: ${updated.enabled ? "enabled" : "disabled"}, default model ${updated.defaultModel}, key ${maskKey(updated.apiKey)}, first-byte timeout ${timeout}.`
+    )
+  })).pipe(Command.withDescription("Change a provider's settings (key, base URL, models, headers, enabled, first-byte timeout)"))
 
 const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {

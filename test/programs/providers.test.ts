@@ -213,4 +213,36 @@ describe("providers from the command line", () => {
     const ghost = await annaEnv(h, {}, "provider", "set", "nowhere", "--first-byte-timeout", "5")
     assert.strictEqual(ghost.code, 1)
   })
+
+  it("rotates a provider's key in place while an agent uses it, and changes its other settings", async () => {
+    const h = newHome()
+    homes.push(h)
+    const ok = async (env: Record<string, string>, ...args: ReadonlyArray<string>) => {
+      const r = await annaEnv(h, env, ...args)
+      if (r.code !== 0) throw new Error(`anna ${args.join(" ")} exited ${r.code}\n${r.stdout}\n${r.stderr}`)
+      return r.stdout
+    }
+    await ok({}, "provider", "add", "local", "--type", "openai", "--base-url", fake.openAiUrl, "--api-key", "sk-old-key-000000aaaa", "--default-model", "fake-large")
+    await ok({}, "agent", "set", "default", "--model", "local/fake-large")
+    // In use, so it cannot be removed: the key changes in place, read from the environment.
+    assert.strictEqual((await annaEnv(h, {}, "provider", "remove", "local")).code, 1)
+    const rotated = await ok({ NEW_KEY: "sk-new-key-000000bbbb" }, "provider", "set", "local", "--api-key-env", "NEW_KEY", "--default-model", "fake-small", "--disable")
+    assert.include(rotated, "key sk-…bbbb")
+    assert.include(rotated, "disabled, default model fake-small")
+    assert.notInclude(rotated, "sk-new-key-000000bbbb")
+    const shown = JSON.parse(await ok({}, "provider", "list", "--json")) as Array<{ apiKey: string; enabled: boolean; defaultModel: string }>
+    assert.deepStrictEqual(shown.map((p) => [p.apiKey, p.enabled, p.defaultModel]), [["sk-…bbbb", false, "fake-small"]])
+    // The next call carries the new key.
+    await ok({}, "provider", "set", "local", "--enable")
+    fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hello with the new key" }] }))
+    assert.include(await ok({}, "chat", "-p", "hi"), "hello with the new key")
+    assert.strictEqual(fake.requests.at(-1)?.headers["authorization"], "Bearer sk-new-key-000000bbbb")
+    // Nothing to change, contradictions and a bad URL are refused; the bad URL's credentials are not quoted.
+    const none = await annaEnv(h, {}, "provider", "set", "local")
+    assert.deepStrictEqual([none.code, none.stderr.includes("nothing to change")], [1, true])
+    assert.strictEqual((await annaEnv(h, {}, "provider", "set", "local", "--enable", "--disable")).code, 1)
+    const badUrl = await annaEnv(h, {}, "provider", "set", "local", "--base-url", "ftp://user:hunter2secret@x")
+    assert.strictEqual(badUrl.code, 1)
+    assert.notInclude(badUrl.stderr, "hunter2secret")
+  })
 })

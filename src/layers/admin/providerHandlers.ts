@@ -6,9 +6,8 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminApi } from "../../domain/admin/api.ts"
-import { BadRequest } from "../../domain/admin/security.ts"
 import { InvalidConfig, ProviderExists } from "../../domain/config/errors.ts"
-import { firstByteTimeoutProblem, type ProviderConfig, providerSecrets, redactSecrets, shownProvider } from "../../domain/model/types.ts"
+import { type ProviderConfig, providerSecrets, redactSecrets, shownProvider } from "../../domain/model/types.ts"
 import * as ProviderClients from "../providers/SdkProviderRegistry.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
@@ -76,14 +75,21 @@ export const layer = HttpApiBuilder.group(AdminApi, "providers", Effect.fn(funct
       })))
     .handle("update", ({ params, payload }) =>
       answer(Effect.gen(function*() {
-        const seconds = payload.firstByteTimeoutSeconds
-        if (seconds !== undefined) {
-          if (seconds !== null && firstByteTimeoutProblem(seconds) !== undefined) {
-            return yield* BadRequest.of(firstByteTimeoutProblem(seconds) ?? "")
-          }
-          yield* store.setFirstByteTimeout(params.id, seconds ?? undefined)
-        }
-        return providerView(yield* store.get(params.id))
+        const before = yield* store.get(params.id)
+        // The store's refusal may quote the base URL; the old and new credentials stay hidden.
+        const secrets = [
+          ...providerSecrets(before),
+          ...providerSecrets({
+            ...before,
+            baseUrl: payload.baseUrl ?? before.baseUrl,
+            apiKey: payload.apiKey ?? before.apiKey,
+            headers: payload.headers ?? before.headers
+          })
+        ]
+        const updated = yield* store.update(params.id, payload).pipe(
+          Effect.catchTag("InvalidConfig", (e) => Effect.fail(new InvalidConfig({ reason: redactSecrets(e.reason, secrets) })))
+        )
+        return providerView(updated)
       })))
     .handle("remove", ({ params }) => answer(store.remove(params.id)))
     .handle("models", ({ params }) =>

@@ -6,7 +6,7 @@ import { Clock, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../../domain/config/errors.ts"
 import { firstByteTimeoutProblem, PROVIDER_TYPES, type ProviderConfig, type ProviderType } from "../../domain/model/types.ts"
-import { ProviderStore } from "../../services/ProviderStore.ts"
+import { type ProviderPatch, ProviderStore } from "../../services/ProviderStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import { storageError } from "../sql/errors.ts"
 
@@ -108,6 +108,29 @@ export const make = Effect.gen(function*() {
       )
       if (updated.length === 0) return yield* new ProviderNotFound({ id })
     }),
+    update: Effect.fn("ProviderStore.update")((id: string, patch: ProviderPatch) =>
+      immediate(Effect.gen(function*() {
+        const current = yield* getProvider(id)
+        const timeout = patch.firstByteTimeoutSeconds === undefined ? current.firstByteTimeoutSeconds : patch.firstByteTimeoutSeconds ?? undefined
+        const { firstByteTimeoutSeconds: _, ...rest } = current
+        const next: ProviderConfig = {
+          ...rest,
+          ...(patch.baseUrl === undefined ? {} : { baseUrl: patch.baseUrl.trim() }),
+          ...(patch.apiKey === undefined ? {} : { apiKey: patch.apiKey }),
+          ...(patch.models === undefined ? {} : { models: patch.models }),
+          ...(patch.defaultModel === undefined ? {} : { defaultModel: patch.defaultModel.trim() }),
+          ...(patch.headers === undefined ? {} : { headers: patch.headers }),
+          ...(patch.enabled === undefined ? {} : { enabled: patch.enabled }),
+          ...(timeout === undefined ? {} : { firstByteTimeoutSeconds: timeout })
+        }
+        const problem = validateProvider(next)
+        if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`UPDATE providers SET base_url = ${next.baseUrl}, api_key = ${next.apiKey}, models = ${JSON.stringify(next.models)},
+          default_model = ${next.defaultModel}, headers = ${JSON.stringify(next.headers)}, enabled = ${next.enabled ? 1 : 0},
+          first_byte_timeout_seconds = ${next.firstByteTimeoutSeconds ?? null}, updated_at = ${now} WHERE id = ${id}`
+        return next
+      })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("update provider")(e))))),
     remove: Effect.fn("ProviderStore.remove")((id: string) =>
       immediate(Effect.gen(function*() {
         yield* getProvider(id)

@@ -22,6 +22,7 @@ afterAll(async () => {
 })
 
 const PROVIDER_KEY = "sk-provider-secret-key-0000abcd"
+const ROTATED_KEY = "sk-provider-rotated-key-00wxyz"
 const HEADER_SECRET = "header-secret-value-1234567890"
 const TELEGRAM_TOKEN = "123456:telegram-secret-token-abcdefghij"
 const CAROL_PASSWORD = "carol-password-one"
@@ -121,6 +122,17 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
         const reset = yield* h.admin.providers.update({ params: { id: "local" }, payload: { firstByteTimeoutSeconds: null } })
         assert.isUndefined(reset.firstByteTimeoutSeconds)
         assert.strictEqual(yield* outcome(h.admin.providers.update({ params: { id: "local" }, payload: { firstByteTimeoutSeconds: 0 } })), 400)
+        // The key rotated in place (a provider in use cannot be removed), shown masked; the other settings change too.
+        const rotated = yield* h.admin.providers.update({
+          params: { id: "local" },
+          payload: { apiKey: ROTATED_KEY, models: ["fake-large", "fake-small"], defaultModel: "fake-small", enabled: false }
+        })
+        assert.deepStrictEqual([rotated.apiKey, rotated.defaultModel, rotated.enabled], ["sk-…wxyz", "fake-small", false])
+        assert.deepStrictEqual(yield* h.admin.providers.get({ params: { id: "local" } }), rotated)
+        // A bad base URL is refused whole: nothing changed, the key not quoted.
+        assert.strictEqual(yield* outcome(h.admin.providers.update({ params: { id: "local" }, payload: { baseUrl: "ftp://x", apiKey: "sk-never-stored-000" } })), 400)
+        assert.strictEqual((yield* h.admin.providers.get({ params: { id: "local" } })).apiKey, "sk-…wxyz")
+        yield* h.admin.providers.update({ params: { id: "local" }, payload: { apiKey: PROVIDER_KEY, defaultModel: "fake-large", enabled: true } })
         const models = yield* h.admin.providers.models({ params: { id: "local" } })
         assert.deepStrictEqual(models.map((m) => m.id), ["fake-large", "fake-small"])
         assert.strictEqual(yield* outcome(h.admin.providers.create({ payload: { id: "local", type: "openai", apiKey: "x" } })), 409)
@@ -372,6 +384,8 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
       assert.isAbove(h.bodies.length, 100)
       const secrets = [
         PROVIDER_KEY,
+        ROTATED_KEY,
+        "sk-never-stored-000",
         HEADER_SECRET,
         TELEGRAM_TOKEN,
         ADMIN.password,

@@ -45,8 +45,19 @@ export class ProvidersGroup extends HttpApiGroup.make("providers")
     HttpApiEndpoint.post("create", "/", { payload: NewProvider, success: ProviderView, error: CommonErrors }),
     HttpApiEndpoint.patch("update", "/:id", {
       params: id,
-      /** `firstByteTimeoutSeconds: null` resets it to the default. */
-      payload: Schema.Struct({ firstByteTimeoutSeconds: Schema.optional(Schema.NullOr(Schema.Number)) }),
+      /**
+       * Absent fields stay as they are; `apiKey` is write-only (a new key, e.g. a rotation);
+       * `firstByteTimeoutSeconds: null` resets it to the default.
+       */
+      payload: Schema.Struct({
+        baseUrl: Schema.optional(Schema.String),
+        apiKey: Schema.optional(Schema.String),
+        models: Schema.optional(Schema.Array(Schema.String)),
+        defaultModel: Schema.optional(Schema.String),
+        headers: Schema.optional(Schema.Record(Schema.String, Schema.String)),
+        enabled: Schema.optional(Schema.Boolean),
+        firstByteTimeoutSeconds: Schema.optional(Schema.NullOr(Schema.Number))
+      }),
       success: ProviderView,
       error: CommonErrors
     }),
