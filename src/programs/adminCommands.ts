@@ -75,8 +75,8 @@ const consoleUrl = Effect.gen(function*() {
 })
 
 const role = Flag.Literals("role", ROLES).pipe(
-  Flag.withDescription("admin (everything) or user (their own sessions, usage, tokens and profile)"),
-  Flag.withDefault("user")
+  Flag.withDescription("admin (everything; the default, as the command's name says) or user (their own sessions, usage, tokens and profile)"),
+  Flag.withDefault("admin")
 )
 
 const create = Command.make("create", {
@@ -113,7 +113,7 @@ const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {
     const all = yield* (yield* Accounts).list
     if (f.json) return yield* printJson(all)
-    if (all.length === 0) return yield* Console.log("No accounts yet. Create one with: anna admin create <user> --role admin")
+    if (all.length === 0) return yield* Console.log("No accounts yet. Create the first admin with: anna admin create <user>")
     yield* Console.log(table(
       ["USER", "ROLE", "CREATED", "PASSWORD CHANGED"],
       all.map((a: AccountInfo) => [a.userId, a.role, iso(a.createdAt), iso(a.passwordChangedAt)])

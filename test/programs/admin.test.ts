@@ -86,7 +86,8 @@ describe("anna admin create", () => {
     const j = await annaIn(h, "another password\r\n", "admin", "create", "bob", "--password-stdin", "--json")
     assert.strictEqual(j.code, 0, j.stderr)
     const doc = JSON.parse(j.stdout) as { account: AccountInfo; userCreated: boolean; url: string }
-    assert.deepStrictEqual([doc.account.userId, doc.account.role, doc.userCreated, doc.url], ["bob", "user", false, "http://127.0.0.1:9099/"])
+    // Without --role the account is an admin: `anna admin create` makes the first admin.
+    assert.deepStrictEqual([doc.account.userId, doc.account.role, doc.userCreated, doc.url], ["bob", "admin", false, "http://127.0.0.1:9099/"])
     assert.isTrue(await logsIn(h, "bob", "another password"))
 
     refused(await annaIn(h, "whatever password\n", "admin", "create", "bob", "--password-stdin"), 1, "already has an account")
@@ -132,7 +133,7 @@ describe("anna admin create", () => {
     session.type("the real password\r")
     const r = await session.done
     assert.strictEqual(r.code, 0, session.output())
-    assert.include(session.output(), "Created user account carol")
+    assert.include(session.output(), "Created admin account carol")
     for (const typed of ["first attempt!", "something else", "the real password"]) assert.notInclude(session.output(), typed)
     assert.isTrue(await logsIn(h, "carol", "the real password"))
   }, 120_000)
@@ -142,7 +143,7 @@ describe("anna admin list|passwd|role|remove|sessions|revoke", () => {
   it("manages accounts and browser sessions", async () => {
     const h = home()
     assert.strictEqual((await annaIn(h, `${PASSWORD}\n`, "admin", "create", "alice", "--role", "admin", "--password-stdin")).code, 0)
-    assert.strictEqual((await annaIn(h, `${PASSWORD}\n`, "admin", "create", "bob", "--password-stdin")).code, 0)
+    assert.strictEqual((await annaIn(h, `${PASSWORD}\n`, "admin", "create", "bob", "--role", "user", "--password-stdin")).code, 0)
     const listed = await annaJson<Array<AccountInfo>>(h, "admin", "list")
     assert.deepStrictEqual(listed.map((a) => [a.userId, a.role]), [["alice", "admin"], ["bob", "user"]])
     const text = await anna(h, "admin", "list")
