@@ -108,6 +108,31 @@ const set = Command.make("set", {
     yield* f.json ? printJson(user) : Console.log(`Updated user ${user.id}.\n${describeUser(user)}`)
   })).pipe(Command.withDescription("Change a user's name, default agent or attributes"))
 
+/** An identity as `PLATFORM:ID` (the first colon splits, so ids may hold colons). */
+const identityArg = Argument.String("identity").pipe(
+  Argument.withDescription("PLATFORM:ID, e.g. telegram:123456789 (see anna user list for the ones in use)")
+)
+const splitIdentity = (text: string) => {
+  const colon = text.indexOf(":")
+  return colon <= 0 || colon === text.length - 1
+    ? Effect.fail(new InvalidConfig({ reason: `an identity is PLATFORM:ID, e.g. telegram:123456789; got "${text}"` }))
+    : Effect.succeed({ platform: text.slice(0, colon), externalId: text.slice(colon + 1) })
+}
+
+const link = Command.make("link", { id, identity: identityArg, json }, (f) =>
+  Effect.gen(function*() {
+    const { platform, externalId } = yield* splitIdentity(f.identity)
+    const user = yield* (yield* ConfigStore).linkIdentity(f.id, platform, externalId)
+    yield* f.json ? printJson(user) : Console.log(`${platform}:${externalId} is now ${user.id}'s: messages from it reach them and their memory.`)
+  })).pipe(Command.withDescription("Make a platform identity this user's (one person on several apps is one user)"))
+
+const unlink = Command.make("unlink", { id, identity: identityArg, json }, (f) =>
+  Effect.gen(function*() {
+    const { platform, externalId } = yield* splitIdentity(f.identity)
+    const user = yield* (yield* ConfigStore).unlinkIdentity(f.id, platform, externalId)
+    yield* f.json ? printJson(user) : Console.log(`${platform}:${externalId} is no longer ${user.id}'s; its next message makes a new user.`)
+  })).pipe(Command.withDescription("Remove one of a user's platform identities"))
+
 const issueOptions = {
   id,
   label: Flag.String("label").pipe(Flag.withDescription("What the token is for, e.g. laptop"), Flag.withDefault("")),
@@ -216,7 +241,7 @@ const remove = Command.make("remove", {
   )
 
 export const userCommand = Command.make("user").pipe(
-  Command.withDescription("Users: add, list, show, set (name, default agent), remove, token (HTTP bearer tokens: issue, list, revoke)"),
-  Command.withSubcommands([add, list, show, set, remove, token]),
+  Command.withDescription("Users: add, list, show, set (name, default agent, attributes), link/unlink (platform identities), remove, token (HTTP bearer tokens: issue, list, revoke)"),
+  Command.withSubcommands([add, list, show, set, link, unlink, remove, token]),
   Command.provide(SqliteAccounts.layer.pipe(Layer.provideMerge(StoresWithMemory)))
 )

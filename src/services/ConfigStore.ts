@@ -96,6 +96,14 @@ export class ConfigStore extends Context.Service<ConfigStore, {
   readonly createUser: (id: string, name: string) => Effect.Effect<User, InvalidConfig | StorageError>
   /** Changes a user's display name (InvalidConfig when there is no such user). */
   readonly renameUser: (id: string, name: string) => Effect.Effect<User, InvalidConfig | StorageError>
+  /**
+   * Makes a platform identity (e.g. telegram + the Telegram user id) this user's, so messages from it
+   * reach this user and their memory; InvalidConfig when it belongs to another user (unlink it there
+   * first) or is malformed. Linking an identity the user already has changes nothing.
+   */
+  readonly linkIdentity: (userId: string, platform: string, externalId: string) => Effect.Effect<User, InvalidConfig | StorageError>
+  /** Removes one of the user's identities (its next message makes a new user); InvalidConfig when they have no such identity. */
+  readonly unlinkIdentity: (userId: string, platform: string, externalId: string) => Effect.Effect<User, InvalidConfig | StorageError>
   readonly setDefaultAgent: (userId: string, agentId: string | null) => Effect.Effect<void, AgentNotFound | InvalidConfig | StorageError>
   /** Sets (a text) or removes (null) a user's attributes; the user as stored after. */
   readonly setUserAttributes: (

@@ -81,6 +81,26 @@ describe("anna user", () => {
     assert.include(help.stdout, "--no-default-agent")
   })
 
+  it("links a platform identity to a user and unlinks it; refuses another user's and malformed ones", async () => {
+    const h = home()
+    await annaJson(h, "user", "add", "alice")
+    await annaJson(h, "user", "add", "bob")
+    // Bob already wrote from Telegram as a user of his own (made on first contact).
+    const stranger = await withStores(h, Effect.flatMap(ConfigStore, (c) => c.upsertUser("telegram", "555", "Bob on Telegram")))
+    const linked = await annaJson<User>(h, "user", "link", "alice", "feishu:ou_abc:def")
+    assert.deepStrictEqual(linked.identities.map((i) => [i.platform, i.externalId]), [["feishu", "ou_abc:def"]])
+    // Messages from it now reach alice.
+    assert.strictEqual((await withStores(h, Effect.flatMap(ConfigStore, (c) => c.upsertUser("feishu", "ou_abc:def")))).id, "alice")
+    refused(await anna(h, "user", "link", "bob", "telegram:555"), `telegram:555 belongs to user ${stranger.id}; unlink it there first`)
+    refused(await anna(h, "user", "link", "bob", "telegram"), "an identity is PLATFORM:ID")
+    refused(await anna(h, "user", "link", "nobody", "telegram:1"), "nobody")
+    const text = await anna(h, "user", "unlink", stranger.id, "telegram:555")
+    assert.strictEqual(text.code, 0, text.stderr)
+    assert.include(text.stdout, "its next message makes a new user")
+    assert.deepStrictEqual((await annaJson<User>(h, "user", "link", "bob", "telegram:555")).identities.map((i) => i.externalId), ["555"])
+    refused(await anna(h, "user", "unlink", "alice", "telegram:555"), "alice has no identity telegram:555")
+  })
+
   it("prints a token once, alone on stdout, that then authenticates its user", async () => {
     const h = home()
     await annaJson(h, "user", "add", "carol")

@@ -131,6 +131,8 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   listUsers: unused,
   createUser: () => unused,
   renameUser: () => unused,
+  linkIdentity: () => unused,
+  unlinkIdentity: () => unused,
   setDefaultAgent: () => unused,
   setUserAttributes: () => unused,
   issueToken: () => unused,

@@ -99,6 +99,23 @@ const UserView = (props: { readonly id: string }) => {
   const [attrKey, setAttrKey] = useState("")
   const [attrValue, setAttrValue] = useState("")
   const [password, setPassword] = useState("")
+  const [idPlatform, setIdPlatform] = useState("telegram")
+  const [idExternal, setIdExternal] = useState("")
+  const link = async (e: Event) => {
+    e.preventDefault()
+    const platform = idPlatform.trim()
+    const externalId = idExternal.trim()
+    const r = await action.run(() => call((c) => c.users.linkIdentity({ params: { id }, payload: { platform, externalId } })), `${platform}:${externalId} linked.`)
+    if (r !== undefined) {
+      setIdExternal("")
+      user.reload()
+    }
+  }
+  const unlink = async (platform: string, externalId: string) => {
+    if (!confirm(`Unlink ${platform}:${externalId} from ${id}? Its next message makes a new user.`)) return
+    const r = await action.run(() => call((c) => c.users.unlinkIdentity({ params: { id, platform, externalId } })), `${platform}:${externalId} unlinked.`)
+    if (r !== undefined) user.reload()
+  }
   const update = async (payload: Parameters<typeof updateUser>[1], done: string) => {
     const r = await action.run(() => updateUser(id, payload), done)
     if (r !== undefined) user.reload()
@@ -181,12 +198,23 @@ const UserView = (props: { readonly id: string }) => {
             <section class="card" aria-labelledby="u-ids">
               <h2 id="u-ids">Identities</h2>
               {u.identities.length === 0 ? (
-                <p class="muted">None yet: an identity is added when the user first writes on a channel (or with <code>anna user link</code>).</p>
+                <p class="muted">None yet: an identity is added when the user first writes on a channel, or linked here.</p>
               ) : (
                 <ul class="plain">
-                  {u.identities.map((i) => <li key={`${i.platform}:${i.externalId}`}><code>{i.platform}:{i.externalId}</code> <span class="muted">last seen {formatTime(i.lastSeenAt)}</span></li>)}
+                  {u.identities.map((i) => (
+                    <li key={`${i.platform}:${i.externalId}`}>
+                      <code>{i.platform}:{i.externalId}</code> <span class="muted">last seen {formatTime(i.lastSeenAt)}</span>{" "}
+                      <button type="button" class="small" onClick={() => void unlink(i.platform, i.externalId)} aria-label={`Unlink ${i.platform}:${i.externalId}`}>Unlink</button>
+                    </li>
+                  ))}
                 </ul>
               )}
+              <p class="muted">Link an app's account to this user (one person on several apps is one user, with one memory).</p>
+              <form class="inline" onSubmit={(e) => void link(e)}>
+                <Field label="Platform">{(fid) => <input id={fid} required value={idPlatform} onInput={(e) => setIdPlatform(e.currentTarget.value)} />}</Field>
+                <Field label="Platform user id">{(fid) => <input id={fid} required value={idExternal} onInput={(e) => setIdExternal(e.currentTarget.value)} />}</Field>
+                <button type="submit">Link identity</button>
+              </form>
             </section>
             <section class="card" aria-labelledby="u-pw">
               <h2 id="u-pw">Console password</h2>

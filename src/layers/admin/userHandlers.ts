@@ -73,6 +73,25 @@ export const usersLayer = HttpApiBuilder.group(AdminApi, "users", Effect.fn(func
         }
         return yield* shown(payload.id)
       })))
+    .handle("linkIdentity", ({ params, payload }) =>
+      answer(Effect.gen(function*() {
+        yield* requireUser(params.id)
+        const owner = (yield* config.listUsers).find((u) =>
+          u.id !== params.id && u.identities.some((i) => i.platform === payload.platform && i.externalId === payload.externalId)
+        )
+        if (owner !== undefined) return yield* Conflict.of(`${payload.platform}:${payload.externalId} belongs to user ${owner.id}; unlink it there first`)
+        yield* config.linkIdentity(params.id, payload.platform, payload.externalId)
+        return yield* shown(params.id)
+      })))
+    .handle("unlinkIdentity", ({ params }) =>
+      answer(Effect.gen(function*() {
+        const user = yield* requireUser(params.id)
+        if (!user.identities.some((i) => i.platform === params.platform && i.externalId === params.externalId)) {
+          return yield* NotFound.of(`user ${params.id} has no identity ${params.platform}:${params.externalId}`)
+        }
+        yield* config.unlinkIdentity(params.id, params.platform, params.externalId)
+        return yield* shown(params.id)
+      })))
     .handle("update", ({ params, payload }) =>
       answer(Effect.gen(function*() {
         yield* requireUser(params.id)

@@ -93,6 +93,10 @@ const storage = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =
     (e) => Effect.fail(storageError(operation)(e))
   )
 
+/** A platform's name as identities carry it (the channel ids: telegram, feishu, qq, wechat, http, cli…). */
+const IDENTITY_PLATFORM = /^[a-z][a-z0-9_-]{0,31}$/
+const hasControl = (text: string): boolean => [...text].some((ch) => (ch.codePointAt(0) ?? 0) < 0x20 || ch === "\u007f")
+
 export const make = Effect.gen(function*() {
     const annaHome = (yield* AppConfig).home
     const sql = yield* SqlClient.SqlClient
@@ -186,6 +190,39 @@ export const make = Effect.gen(function*() {
         return yield* existing(id)
       }))
     }, storage("rename user"))
+
+    const identityProblem = (platform: string, externalId: string): string | undefined =>
+      !IDENTITY_PLATFORM.test(platform)
+        ? `platform "${platform}" must be 1–32 lowercase letters, digits, '_' or '-' (e.g. telegram)`
+        : externalId.length === 0 || externalId.length > 256 || hasControl(externalId)
+        ? "an identity's id must be 1–256 characters without control characters"
+        : undefined
+
+    const linkIdentity = Effect.fn("ConfigStore.linkIdentity")(function*(userId: string, platform: string, externalId: string) {
+      const problem = identityProblem(platform, externalId)
+      if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
+      return yield* immediate(Effect.gen(function*() {
+        yield* requireUser(userId)
+        const owner = yield* userOfIdentity(platform, externalId)
+        if (owner !== undefined && owner !== userId) {
+          return yield* new InvalidConfig({ reason: `${platform}:${externalId} belongs to user ${owner}; unlink it there first` })
+        }
+        if (owner === undefined) {
+          yield* sql`INSERT INTO user_identities ${sql.insert({ platform, external_id: externalId, user_id: userId, last_seen_at: 0 })}`
+        }
+        return yield* existing(userId)
+      }))
+    }, storage("link identity"))
+
+    const unlinkIdentity = Effect.fn("ConfigStore.unlinkIdentity")(function*(userId: string, platform: string, externalId: string) {
+      return yield* immediate(Effect.gen(function*() {
+        yield* requireUser(userId)
+        const removed = yield* sql<{ platform: string }>`DELETE FROM user_identities
+          WHERE platform = ${platform} AND external_id = ${externalId} AND user_id = ${userId} RETURNING platform`
+        if (removed.length === 0) return yield* new InvalidConfig({ reason: `user ${userId} has no identity ${platform}:${externalId}` })
+        return yield* existing(userId)
+      }))
+    }, storage("unlink identity"))
 
     const setDefaultAgent = Effect.fn("ConfigStore.setDefaultAgent")(function*(userId: string, agentId: string | null) {
       yield* immediate(Effect.gen(function*() {
@@ -434,6 +471,8 @@ export const make = Effect.gen(function*() {
       listUsers: readUsers("all").pipe(storage("list users")),
       createUser,
       renameUser,
+      linkIdentity,
+      unlinkIdentity,
       setDefaultAgent,
       setUserAttributes,
       issueToken,

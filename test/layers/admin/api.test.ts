@@ -11,6 +11,7 @@ import { afterAll, beforeAll } from "vitest"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeWechat, startFakeWechat } from "../../support/fakeWechat/server.ts"
 import { ADMIN, Harness, harnessLayer, outcome, USER } from "../../support/adminHarness.ts"
+import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 
 const suite = fakeLlmSuite()
 let wx: FakeWechat
@@ -290,6 +291,15 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
         assert.strictEqual((yield* h.admin.users.setRole({ params: { id: "bob" }, payload: { role: "admin" } })).role, "admin")
         assert.strictEqual((yield* h.anonymous.auth.login({ payload: { username: "bob", password: "bob-password-123" } })).role, "admin")
         assert.strictEqual(yield* outcome(h.admin.users.setRole({ params: { id: ADMIN.user }, payload: { role: "user" } })), 409)
+        // Identities: bob's Telegram account is linked to him; another user's is refused; unlinked again.
+        const linked = yield* h.admin.users.linkIdentity({ params: { id: "bob" }, payload: { platform: "telegram", externalId: "4242" } })
+        assert.deepStrictEqual(linked.identities.map((i) => `${i.platform}:${i.externalId}`), ["telegram:4242"])
+        assert.strictEqual(yield* outcome(h.admin.users.linkIdentity({ params: { id: USER.user }, payload: { platform: "telegram", externalId: "4242" } })), 409)
+        assert.strictEqual(yield* outcome(h.admin.users.linkIdentity({ params: { id: "bob" }, payload: { platform: "Tele gram", externalId: "1" } })), 400)
+        const upserted = yield* Effect.provide(Effect.flatMap(ConfigStore, (c) => c.upsertUser("telegram", "4242", "someone")), h.services)
+        assert.strictEqual(upserted.id, "bob")
+        assert.deepStrictEqual((yield* h.admin.users.unlinkIdentity({ params: { id: "bob", platform: "telegram", externalId: "4242" } })).identities, [])
+        assert.strictEqual(yield* outcome(h.admin.users.unlinkIdentity({ params: { id: "bob", platform: "telegram", externalId: "4242" } })), 404)
         const list = yield* h.admin.users.list()
         assert.includeMembers(list.map((u) => u.id), [ADMIN.user, USER.user, "bob"])
         assert.strictEqual(list.find((u) => u.id === ADMIN.user)?.role, "admin")

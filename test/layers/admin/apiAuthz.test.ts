@@ -179,6 +179,25 @@ const ROWS: ReadonlyArray<Row> = [
   { op: "PATCH /api/users/{id}", method: "PATCH", path: "/api/users/mx-u", access: "admin", body: { name: "M" }, prepare: () => ensureUser("mx-u") },
   { op: "DELETE /api/users/{id}", method: "DELETE", path: "/api/users/mx-del", access: "admin", prepare: () => ensureUser("mx-del") },
   { op: "PUT /api/users/{id}/password", method: "PUT", path: "/api/users/mx-u/password", access: "admin", ok: 204, body: { password: "mx-password-1" }, prepare: () => ensureUser("mx-u") },
+  {
+    op: "POST /api/users/{id}/identities",
+    method: "POST",
+    path: "/api/users/mx-u/identities",
+    access: "admin",
+    body: { platform: "telegram", externalId: "mx-tg-1" },
+    prepare: () => ensureUser("mx-u")
+  },
+  {
+    op: "DELETE /api/users/{id}/identities/{platform}/{externalId}",
+    method: "DELETE",
+    path: "/api/users/mx-u/identities/telegram/mx-tg-2",
+    access: "admin",
+    prepare: () =>
+      Effect.gen(function*() {
+        yield* ensureUser("mx-u")
+        yield* (yield* ConfigStore).linkIdentity("mx-u", "telegram", "mx-tg-2")
+      })
+  },
   { op: "PUT /api/users/{id}/role", method: "PUT", path: "/api/users/mx-u/role", access: "admin", body: { role: "user" }, prepare: () => ensureUser("mx-u") },
   // tokens
   { op: "GET /api/tokens", method: "GET", path: "/api/tokens", access: "user" },

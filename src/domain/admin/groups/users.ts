@@ -56,6 +56,19 @@ export class UsersGroup extends HttpApiGroup.make("users")
     HttpApiEndpoint.post("create", "/", { payload: NewUser, success: UserView, error: CommonErrors }),
     HttpApiEndpoint.patch("update", "/:id", { params: id, payload: UserChanges, success: UserView, error: CommonErrors }),
     HttpApiEndpoint.delete("remove", "/:id", { params: id, success: RemovedUser, error: CommonErrors }),
+    /** Makes a platform identity this user's (messages from it reach them and their memory); 409 when another user has it. */
+    HttpApiEndpoint.post("linkIdentity", "/:id/identities", {
+      params: id,
+      payload: Schema.Struct({ platform: Schema.String, externalId: Schema.String }),
+      success: UserView,
+      error: CommonErrors
+    }),
+    /** Removes one of the user's identities (its next message makes a new user). */
+    HttpApiEndpoint.delete("unlinkIdentity", "/:id/identities/:platform/:externalId", {
+      params: { id: Schema.String, platform: Schema.String, externalId: Schema.String },
+      success: UserView,
+      error: CommonErrors
+    }),
     HttpApiEndpoint.put("setRole", "/:id/role", { params: id, payload: Schema.Struct({ role: Role }), success: UserView, error: CommonErrors }),
     HttpApiEndpoint.put("setPassword", "/:id/password", {
       params: id,
