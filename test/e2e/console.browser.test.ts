@@ -23,6 +23,8 @@ const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
 const ADMIN_PASSWORD = "admin-password-1"
 const BOB_PASSWORD = "bob-password-22"
 const PROVIDER_KEY = "sk-browser-test-secret-9f3a71"
+/** The key the operator rotates to: the model calls that follow carry it. */
+const ROTATED_KEY = "sk-browser-rotated-key-44c0d2"
 
 const unavailable = browserUnavailable()
 const runIt = unavailable === undefined || browserRequired()
@@ -218,6 +220,14 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     assert.include((await row.textContent()) ?? "", "fake-large")
     assert.strictEqual(await admin.getByLabel("API key").inputValue(), "", "the key field is emptied")
     assert.notInclude(await admin.content(), PROVIDER_KEY)
+    // The key rotated in place: shown masked, the field emptied, the form gone.
+    await admin.getByRole("button", { name: "New key for provider fake" }).click()
+    await admin.getByLabel("New API key").fill(ROTATED_KEY)
+    await admin.getByRole("button", { name: "Save key" }).click()
+    await admin.getByRole("status").filter({ hasText: "Provider fake: new key saved." }).waitFor()
+    await row.filter({ hasText: "sk-…c0d2" }).waitFor()
+    assert.strictEqual(await admin.getByLabel("New API key").count(), 0)
+    assert.notInclude(await admin.content(), ROTATED_KEY)
 
     // ── A user with a console password.
     await nav(admin, "Users")
@@ -301,6 +311,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
       messages?: ReadonlyArray<{ role: string; content?: unknown }>
       tools?: ReadonlyArray<{ function: { name: string } }>
     }
+    assert.strictEqual(suite.fake.requests.at(-1)?.headers["authorization"], `Bearer ${ROTATED_KEY}`, "the rotated key is the one used")
     assert.include(JSON.stringify(sent.messages), "You are a helpful test agent.", "the agent's system prompt went to the model")
     assert.include(JSON.stringify(sent.messages), "hello there")
     assert.deepStrictEqual((sent.tools ?? []).map((t) => t.function.name), ["memory"], "the agent's tools as set in the console")
@@ -416,10 +427,11 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await admin.getByText(/No summary yet|in context/).first().waitFor()
 
     for (const body of apiBodies) {
-      for (const secret of [PROVIDER_KEY, ADMIN_PASSWORD, BOB_PASSWORD]) assert.notInclude(body, secret, "an API response carried a secret")
+      for (const secret of [PROVIDER_KEY, ROTATED_KEY, ADMIN_PASSWORD, BOB_PASSWORD]) assert.notInclude(body, secret, "an API response carried a secret")
     }
     assert.isAbove(apiBodies.length, 10)
     assert.deepStrictEqual([...pageErrors(admin), ...pageErrors(bob)], [])
     assert.notInclude(gatewayLog, PROVIDER_KEY)
+    assert.notInclude(gatewayLog, ROTATED_KEY)
   }
 })

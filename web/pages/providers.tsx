@@ -4,7 +4,7 @@ import { Field, Notice, Page, Show, splitList, useAction, useLoad } from "../ui.
 
 type ProviderType = "anthropic" | "openai" | "openai-response"
 
-/** Model providers: the list (keys masked by the server), add one, remove one. Keys are write-only. */
+/** Model providers: the list (keys masked by the server), add, enable/disable, a new key in place, remove. Keys are write-only. */
 export const Providers = () => {
   const list = useLoad(() => call((c) => c.providers.list()))
   const action = useAction()
@@ -35,6 +35,19 @@ export const Providers = () => {
       list.reload()
     }
   }
+  const toggle = async (id: string, enabled: boolean) => {
+    await action.run(() => call((c) => c.providers.update({ params: { id }, payload: { enabled } })), `Provider ${id} ${enabled ? "enabled" : "disabled"}.`)
+    list.reload()
+  }
+  const [rotate, setRotate] = useState({ id: "", apiKey: "" })
+  const rotateKey = async (e: Event) => {
+    e.preventDefault()
+    const id = rotate.id
+    const r = await action.run(() => call((c) => c.providers.update({ params: { id }, payload: { apiKey: rotate.apiKey } })), `Provider ${id}: new key saved.`)
+    // The key leaves the page with the request.
+    setRotate({ id: "", apiKey: "" })
+    if (r !== undefined) list.reload()
+  }
   const remove = async (id: string) => {
     if (!confirm(`Remove provider ${id}?`)) return
     await action.run(() => call((c) => c.providers.remove({ params: { id } })), `Provider ${id} removed.`)
@@ -63,7 +76,13 @@ export const Providers = () => {
                       <td><code>{p.apiKey === "" ? "—" : p.apiKey}</code></td>
                       <td>{p.defaultModel}</td>
                       <td>{p.enabled ? "enabled" : "disabled"}</td>
-                      <td><button type="button" class="danger small" onClick={() => void remove(p.id)} aria-label={`Remove provider ${p.id}`}>Remove</button></td>
+                      <td>
+                        <button type="button" class="small" onClick={() => void toggle(p.id, !p.enabled)} aria-label={`${p.enabled ? "Disable" : "Enable"} provider ${p.id}`}>
+                          {p.enabled ? "Disable" : "Enable"}
+                        </button>{" "}
+                        <button type="button" class="small" onClick={() => setRotate({ id: p.id, apiKey: "" })} aria-label={`New key for provider ${p.id}`}>New key</button>{" "}
+                        <button type="button" class="danger small" onClick={() => void remove(p.id)} aria-label={`Remove provider ${p.id}`}>Remove</button>
+                      </td>
                     </tr>
                   ))}
                 </tbody>
@@ -72,6 +91,17 @@ export const Providers = () => {
           )
         }
       </Show>
+      {rotate.id !== "" && (
+        <form class="card" onSubmit={(e) => void rotateKey(e)} aria-labelledby="rotate-key">
+          <h2 id="rotate-key">New key for {rotate.id}</h2>
+          <p class="muted">Replaces the key in place (agents keep using the provider); the next call uses it.</p>
+          <Field label="New API key" hint="Write-only: never shown again, only masked">
+            {(id) => <input id={id} name="newApiKey" type="password" autocomplete="new-password" required value={rotate.apiKey} onInput={(e) => setRotate({ ...rotate, apiKey: e.currentTarget.value })} />}
+          </Field>
+          <button type="submit" class="primary" disabled={action.busy}>Save key</button>{" "}
+          <button type="button" onClick={() => setRotate({ id: "", apiKey: "" })}>Cancel</button>
+        </form>
+      )}
       <form class="card" onSubmit={(e) => void add(e)} aria-labelledby="add-provider">
         <h2 id="add-provider">Add a provider</h2>
         <div class="grid">
