@@ -45,6 +45,9 @@ export class AdminApi extends HttpApi.make("anna-admin")
   .prefix(API_PREFIX)
   .annotateMerge(OpenApi.annotations({
     title: "anna admin API",
-    description: "Configure and operate an anna gateway: providers, agents, channels, users, tokens, bindings, plugins, settings."
+    // The API's own version (not the package's): moves when an endpoint changes incompatibly.
+    version: "1.0.0",
+    description:
+      "Configure and operate an anna gateway: providers, agents, channels, users and identities, tokens, bindings, plugins, settings; sessions, usage and the web chat."
   }))
 {}

@@ -241,11 +241,11 @@ export const layerWith = <E, R>(extra: Layer.Layer<never, E, R>, options: ServeO
   serve(Layer.merge(routes, extra), options)
 
 /** The channel's Channel service over a running server: it answers, it cannot push. */
-const channelService = Layer.effect(Channel, Effect.gen(function*() {
+const channelService = (withConsole: boolean) => Layer.effect(Channel, Effect.gen(function*() {
   const address = yield* HttpAddress
   return Channel.of({
     id: PLATFORM,
-    description: `HTTP channel (OpenAI-compatible) on ${address.url}/v1`,
+    description: `HTTP channel (OpenAI-compatible) on ${address.url}/v1${withConsole ? `; web console and admin API on ${address.url}/` : ""}`,
     notify: () =>
       Effect.fail(new ChannelError({ channel: PLATFORM, reason: "the HTTP channel cannot push messages (its clients ask and it answers); deliver on a chat platform" }))
   })
@@ -266,7 +266,7 @@ export function definitionWith<E, R>(extra: Layer.Layer<never, E, R>, serveOptio
     const o = httpOptions(settings)
     const serveProblem = (e: unknown) =>
       isServeError(e) ? listenProblem(e.cause, o.host, o.port) : `the HTTP server's routes could not start: ${describeCause(e)}`
-    return channelService.pipe(
+    return channelService(serveOptions.notFound !== undefined).pipe(
       Layer.provide(layerWith(extra, {
         ...serveOptions,
         host: o.host,
