@@ -91,8 +91,14 @@ export const LineChart = (props: { readonly title: string; readonly labels: Read
 }
 
 /** Horizontal bars, one per labelled value (e.g. tokens by user). */
-export const BarChart = (props: { readonly title: string; readonly items: ReadonlyArray<{ readonly label: string; readonly value: number }>; readonly unit: string }) => {
-  const max = Math.max(1, ...props.items.map((i) => i.value))
+export const BarChart = (props: {
+  readonly title: string
+  readonly items: ReadonlyArray<{ readonly label: string; readonly value: number; readonly text?: string | undefined }>
+  readonly unit: string
+}) => {
+  // Scaled to the largest (costs are often fractions of a dollar); all 0: empty bars.
+  const top = Math.max(0, ...props.items.map((i) => i.value))
+  const max = top > 0 ? top : 1
   return (
     <figure class="chart bars">
       <figcaption>{props.title}</figcaption>
@@ -106,7 +112,7 @@ export const BarChart = (props: { readonly title: string; readonly items: Readon
               <svg viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true">
                 <rect class="s1" x="0" y="0" height="10" width={Math.max(0.5, (100 * i.value) / max)} />
               </svg>
-              <span class="bar-value">{formatNumber(i.value)} {props.unit}</span>
+              <span class="bar-value">{i.text ?? `${formatNumber(i.value)} ${props.unit}`}</span>
             </li>
           ))}
         </ul>

@@ -1,5 +1,5 @@
 /**
- * `anna provider add|set|list|remove|models|usage` and `anna onboard`. Credentials are never printed in
+ * `anna provider add|set|list|remove|models|price|prices|usage` and `anna onboard`. Credentials are never printed in
  * full (text or JSON): API keys and extra header values as `sk-…abcd`, URL user info and query values
  * as `***`, and error messages scrubbed of the provider's secrets (an SDK error can quote a request).
  */
@@ -7,6 +7,7 @@ import { Console, Effect, Option, Stdio } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { formatModelRef } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
+import { formatUsd, type ModelPrice } from "../domain/model/prices.ts"
 import {
   DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS,
   DEFAULT_RETRY_BUDGET_MS,
@@ -215,6 +216,65 @@ const models = Command.make("models", {
     }
   })).pipe(Command.withDescription("List the models each provider's server offers"))
 
+const usd = (name: string, what: string) => Flag.Finite(name).pipe(Flag.withDescription(`${what}, USD per million tokens`), Flag.optional)
+
+/**
+ * `anna provider price ID MODEL --input USD --output USD [--cache-read USD] [--cache-write USD]`
+ * sets (replaces) a model's price; `--remove` removes it. Usage is then costed from it, past calls too.
+ */
+const price = Command.make("price", {
+  id: Argument.String("provider").pipe(Argument.withDescription("Provider id")),
+  model: Argument.String("model").pipe(Argument.withDescription("Model id, as the usage log names it (anna provider usage)")),
+  input: usd("input", "Price of input (prompt) tokens"),
+  output: usd("output", "Price of output tokens"),
+  cacheRead: usd("cache-read", "Price of prompt tokens read from the cache (default: the input price)"),
+  cacheWrite: usd("cache-write", "Price of prompt tokens written to the cache (default: the input price)"),
+  remove: Flag.Boolean("remove").pipe(Flag.withDescription("Remove the model's price"), Flag.withDefault(false)),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const store = yield* ProviderStore
+    const given = [f.input, f.output, f.cacheRead, f.cacheWrite].some(Option.isSome)
+    if (f.remove) {
+      if (given) return yield* new InvalidConfig({ reason: "--remove takes no prices" })
+      yield* store.setPrice(f.id, f.model, null)
+      return yield* f.json ? printJson({ removed: { providerId: f.id, model: f.model } }) : Console.log(`Removed the price of ${f.id}/${f.model}.`)
+    }
+    if (Option.isNone(f.input) || Option.isNone(f.output)) {
+      return yield* new InvalidConfig({ reason: "give --input and --output (USD per million tokens), or --remove" })
+    }
+    yield* store.setPrice(f.id, f.model, {
+      input: f.input.value,
+      output: f.output.value,
+      cacheRead: Option.getOrNull(f.cacheRead),
+      cacheWrite: Option.getOrNull(f.cacheWrite)
+    })
+    const stored = (yield* store.prices(f.id)).find((p) => p.model === f.model)
+    if (f.json) return yield* printJson(stored ?? null)
+    yield* Console.log(`Price of ${f.id}/${f.model} set: ${describePrice({ input: f.input.value, output: f.output.value, cacheRead: Option.getOrNull(f.cacheRead), cacheWrite: Option.getOrNull(f.cacheWrite) })} per million tokens.`)
+  })).pipe(Command.withDescription("Set (or with --remove, remove) a model's price in USD per million tokens, for usage costs"))
+
+const describePrice = (p: Pick<ModelPrice, "input" | "output" | "cacheRead" | "cacheWrite">) =>
+  `input $${p.input}, output $${p.output}` +
+  (p.cacheRead === null ? "" : `, cache read $${p.cacheRead}`) +
+  (p.cacheWrite === null ? "" : `, cache write $${p.cacheWrite}`)
+
+const prices = Command.make("prices", {
+  id: Argument.String("provider").pipe(Argument.withDescription("Provider id (default: every provider)"), Argument.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const all = yield* (yield* ProviderStore).prices(Option.getOrUndefined(f.id))
+    if (f.json) return yield* printJson(all)
+    if (all.length === 0) return yield* Console.log("No prices set. Set one with anna provider price PROVIDER MODEL --input USD --output USD.")
+    const cell = (n: number | null) => (n === null ? "(input)" : `$${n}`)
+    yield* Console.log(table(
+      ["PROVIDER", "MODEL", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE"],
+      all.map((p) => [p.providerId, p.model, `$${p.input}`, `$${p.output}`, cell(p.cacheRead), cell(p.cacheWrite)])
+    ))
+    yield* Console.log("USD per million tokens.")
+  })).pipe(Command.withDescription("List model prices (USD per million tokens)"))
+
 const usage = Command.make("usage", {
   session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
   agent: Flag.String("agent").pipe(Flag.withDescription("Only this agent's calls"), Flag.optional),
@@ -229,15 +289,28 @@ const usage = Command.make("usage", {
     })
     if (f.json) return yield* printJson(totals)
     if (totals.length === 0) return yield* Console.log("No model calls recorded.")
+    // The COST column once some price applies: "—" where none does, "(partial)" where some calls are unpriced.
+    const costed = totals.some((t) => t.cost !== null)
+    const cost = (t: (typeof totals)[number]) =>
+      t.cost === null ? "—" : `${formatUsd(t.cost)}${t.unpricedCalls > 0 ? " (partial)" : ""}`
     yield* Console.log(table(
-      ["PROVIDER", "MODEL", "PURPOSE", "CALLS", "FAILED", "INPUT TOKENS", "OUTPUT TOKENS"],
-      totals.map((t) => [t.providerId, t.model, t.purpose, String(t.calls), String(t.failed), String(t.inputTokens), String(t.outputTokens)])
+      ["PROVIDER", "MODEL", "PURPOSE", "CALLS", "FAILED", "INPUT TOKENS", "OUTPUT TOKENS", ...(costed ? ["COST"] : [])],
+      totals.map((t) => [
+        t.providerId,
+        t.model,
+        t.purpose,
+        String(t.calls),
+        String(t.failed),
+        String(t.inputTokens),
+        String(t.outputTokens),
+        ...(costed ? [cost(t)] : [])
+      ])
     ))
   })).pipe(Command.withDescription("Token usage of model calls (chat and summaries)"))
 
 export const providerCommand = Command.make("provider").pipe(
-  Command.withDescription("Model providers: add, set, list, remove, models, usage"),
-  Command.withSubcommands([add, set, list, remove, models, usage]),
+  Command.withDescription("Model providers: add, set, list, remove, models, price, prices, usage"),
+  Command.withSubcommands([add, set, list, remove, models, price, prices, usage]),
   Command.provide(Providers)
 )
 

@@ -1,12 +1,14 @@
 /**
  * ProviderStore — the `providers` table: which model services anna may call, with their base URL,
  * key, models and extra headers. Owns validation of a provider's configuration; does not talk to
- * the providers (that is ProviderRegistry's clients).
+ * the providers (that is ProviderRegistry's clients). Also owns each provider's model prices
+ * (`model_prices`, USD per million tokens), which UsageLog applies to the calls it logged.
  *
  * Layers: `SqliteProviderStore.layer` (src/layers/config/SqliteProviderStore.ts).
  */
 import { Context, type Effect } from "effect"
-import type { InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../domain/config/errors.ts"
+import type { InvalidConfig, PriceNotFound, ProviderExists, ProviderInUse, ProviderNotFound } from "../domain/config/errors.ts"
+import type { ModelPrice, PriceInput } from "../domain/model/prices.ts"
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 
@@ -37,5 +39,18 @@ export class ProviderStore extends Context.Service<ProviderStore, {
    * provider as stored after.
    */
   readonly update: (id: string, patch: ProviderPatch) => Effect.Effect<ProviderConfig, ProviderNotFound | InvalidConfig | StorageError>
+  /** Removes a provider, and its prices with it. */
   readonly remove: (id: string) => Effect.Effect<void, ProviderNotFound | ProviderInUse | StorageError>
+  /**
+   * Sets (replaces) a model's price, USD per million tokens, checked (finite, 0 to 10,000, a model
+   * id); with null, removes it (PriceNotFound when none was set). The model need not be in the
+   * provider's declared list: usage is logged under whatever model was called.
+   */
+  readonly setPrice: (
+    providerId: string,
+    model: string,
+    price: PriceInput | null
+  ) => Effect.Effect<void, ProviderNotFound | PriceNotFound | InvalidConfig | StorageError>
+  /** The prices of one provider (ProviderNotFound if it does not exist) or of all, by provider then model. */
+  readonly prices: (providerId?: string) => Effect.Effect<ReadonlyArray<ModelPrice>, ProviderNotFound | StorageError>
 }>()("anna/ProviderStore") {}

@@ -1,6 +1,7 @@
 /**
  * UsageLog — every model call's token usage (chat and summaries, failed calls included), and the
- * counts the summarization spend guard needs.
+ * counts the summarization spend guard needs. Costs are computed when read, from the prices
+ * ProviderStore keeps (`model_prices`), so a price set today also prices last month's calls.
  *
  * Layers: `SqliteUsageLog.layer` (src/layers/config/SqliteUsageLog.ts).
  */
@@ -29,6 +30,10 @@ export interface UsageTotals {
   readonly failed: number
   readonly inputTokens: number
   readonly outputTokens: number
+  /** USD of the priced calls; null when none is priced. */
+  readonly cost: number | null
+  /** Calls with tokens but no price for their model (cost then covers the others only). */
+  readonly unpricedCalls: number
 }
 
 /** Every field narrows the totals; absent fields do not filter. */
@@ -54,6 +59,13 @@ export interface UsageBucket {
   readonly outputTokens: number
   readonly cacheReadTokens: number
   readonly cacheWriteTokens: number
+  /**
+   * USD of the bucket's priced calls (tokens × the model's price per million; cache reads and
+   * writes at their own price, else the input price); null when no call of it is priced.
+   */
+  readonly cost: number | null
+  /** Calls with tokens but no price: when above 0 and cost is not null, the cost is partial. */
+  readonly unpricedCalls: number
 }
 
 export class UsageLog extends Context.Service<UsageLog, {

@@ -1,7 +1,8 @@
 /**
  * Providers as a new user meets them: `anna onboard --from-env` against an OpenAI-compatible server
  * (the fake LLM server on 127.0.0.1), model listing, compaction by that server's model, a failing
- * and a rate-limiting provider. Real processes, real SQLite.
+ * and a rate-limiting provider; model prices set, listed and removed, and usage costed from them.
+ * Real processes, real SQLite.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { rmSync, writeFileSync } from "node:fs"
@@ -98,6 +99,52 @@ describe("providers from the command line", () => {
     const again = await run("memory", "compact", "default:cli:u1:main")
     assert.include(again.stderr, "summarizer: openai/fake-small (agent default's summary model)")
     assert.strictEqual((fake.requests[next]?.body as { model?: string } | undefined)?.model, "fake-small")
+  })
+
+  it("prices a model, lists prices, costs usage from them (a COST column), removes them", async () => {
+    const { run, json } = await setupHome()
+    await json("onboard", "--from-env")
+    fake.script({ kind: "reply", parts: [{ type: "text", text: "priced" }], usage: { input: 1000, output: 100 } })
+    const turn = await run("chat", "-p", "hi")
+    assert.strictEqual(turn.code, 0, turn.stderr)
+    const plain = await run("provider", "usage")
+    assert.notInclude(plain.stdout, "COST", "no price yet: no COST column")
+    assert.deepInclude((await json<Array<{ purpose: string; cost: number | null; unpricedCalls: number }>>("provider", "usage")).find((u) => u.purpose === "chat"), {
+      cost: null,
+      unpricedCalls: 1
+    })
+
+    const set = await run("provider", "price", "openai", "fake-large", "--input", "2.5", "--output", "10")
+    assert.strictEqual(set.code, 0, set.stderr)
+    assert.include(set.stdout, "Price of openai/fake-large set: input $2.5, output $10 per million tokens.")
+    for (const [args, says] of [
+      [["--input", "20000", "--output", "1"], "from 0 to 10000"],
+      [["--input", "1"], "give --input and --output"],
+      [["--input", "1", "--output", "1", "--remove"], "--remove takes no prices"]
+    ] as const) {
+      const r = await run("provider", "price", "openai", "fake-large", ...args)
+      assert.notStrictEqual(r.code, 0, args.join(" "))
+      assert.include(r.stderr, says)
+    }
+    const unknown = await run("provider", "price", "nope", "m", "--input", "1", "--output", "1")
+    assert.include(unknown.stderr, 'no provider "nope"')
+
+    assert.deepStrictEqual(await json("provider", "prices"), [{ providerId: "openai", model: "fake-large", input: 2.5, output: 10, cacheRead: null, cacheWrite: null }])
+    const listed = await run("provider", "prices", "openai")
+    assert.match(listed.stdout, /openai\s+fake-large\s+\$2\.5\s+\$10\s+\(input\)/)
+    // 1000 input tokens at $2.5 and 100 output at $10 per million: $0.0035.
+    const chat = (await json<Array<{ purpose: string; cost: number | null; unpricedCalls: number }>>("provider", "usage")).find((u) => u.purpose === "chat")
+    assert.closeTo(chat?.cost ?? Number.NaN, 0.0035, 1e-12)
+    assert.strictEqual(chat?.unpricedCalls, 0)
+    const costed = await run("provider", "usage")
+    assert.include(costed.stdout, "COST")
+    assert.match(costed.stdout, /chat .*\$0\.0035/)
+
+    assert.strictEqual((await run("provider", "price", "openai", "fake-large", "--remove")).code, 0)
+    const again = await run("provider", "price", "openai", "fake-large", "--remove")
+    assert.notStrictEqual(again.code, 0)
+    assert.include(again.stderr, "no price is set for openai/fake-large")
+    assert.include((await run("provider", "prices")).stdout, "No prices set.")
   })
 
   it("a provider answering 500 to every summary: one call (retried twice), then deterministic summaries, one warning", async () => {

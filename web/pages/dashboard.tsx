@@ -3,13 +3,14 @@ import { call } from "../api.ts"
 import { BarChart, LineChart } from "../charts.tsx"
 import { href } from "../state.ts"
 import { Page, Show, formatNumber, formatTime, useLoad } from "../ui.tsx"
+import { costLabel } from "./prices.tsx"
 
 type Window = "24h" | "7d" | "30d"
 
 /** `2026-11-27T13` → `13:00`, `2026-11-27` → `11-27`. */
 export const bucketLabel = (b: string) => (b.includes("T") ? `${b.slice(11, 13)}:00` : b.slice(5))
 
-/** Tokens of a usage row (cost is unknown while anna keeps no prices). */
+/** Tokens of a usage row (what spend is shown in while no model has a price). */
 export const tokensOf = (r: { readonly inputTokens: number; readonly outputTokens: number }) => r.inputTokens + r.outputTokens
 
 /** Live sessions, turns and tokens over time, spend by user and agent; refreshed every 15 s. */
@@ -36,8 +37,13 @@ export const Dashboard = () => {
       <Show loaded={data}>
         {(d) => {
           const labels = d.series.map((p) => bucketLabel(p.bucket))
+          // Money once some price is known (a row without one at $0, "partial" where some calls are unpriced); tokens before.
           const spend = (rows: typeof d.spendByUser) =>
-            rows.map((r) => ({ label: r.key, value: d.currency !== null && r.cost !== null ? r.cost : tokensOf(r) }))
+            rows.map((r) =>
+              d.currency !== null
+                ? { label: r.key, value: r.cost ?? 0, text: costLabel(r) ?? "no price" }
+                : { label: r.key, value: tokensOf(r) }
+            )
           const unit = d.currency ?? "tokens"
           return (
             <>
@@ -60,7 +66,10 @@ export const Dashboard = () => {
                 <BarChart title={`Spend by user (${unit})`} items={spend(d.spendByUser)} unit={unit} />
                 <BarChart title={`Spend by agent (${unit})`} items={spend(d.spendByAgent)} unit={unit} />
               </div>
-              {d.currency === null && <p class="muted">Costs are unknown (no prices are configured), so spend is shown in tokens.</p>}
+              {d.currency === null && <p class="muted">Costs are unknown (no model has a price: set them on the <a href={href("providers")}>providers</a> page), so spend is shown in tokens.</p>}
+              {d.currency !== null && [...d.spendByUser, ...d.spendByAgent].some((r) => r.unpricedCalls > 0) && (
+                <p class="muted">Some calls are on models without a price: their spend is partial.</p>
+              )}
               <h2>Live sessions</h2>
               {d.live.list.length === 0 ? (
                 <p class="muted">No session is live right now.</p>

@@ -1,10 +1,14 @@
 import { useState } from "preact/hooks"
 import { call } from "../api.ts"
 import { Field, Notice, Page, Show, splitList, useAction, useLoad } from "../ui.tsx"
+import { PricesEditor } from "./prices.tsx"
 
 type ProviderType = "anthropic" | "openai" | "openai-response"
 
-/** Model providers: the list (keys masked by the server), add, enable/disable, a new key in place, remove. Keys are write-only. */
+/**
+ * Model providers: the list (keys masked by the server), add, enable/disable, a new key in place,
+ * model prices (for usage costs), remove. Keys are write-only.
+ */
 export const Providers = () => {
   const list = useLoad(() => call((c) => c.providers.list()))
   const action = useAction()
@@ -48,6 +52,7 @@ export const Providers = () => {
     setRotate({ id: "", apiKey: "" })
     if (r !== undefined) list.reload()
   }
+  const [pricesOf, setPricesOf] = useState("")
   const remove = async (id: string) => {
     if (!confirm(`Remove provider ${id}?`)) return
     await action.run(() => call((c) => c.providers.remove({ params: { id } })), `Provider ${id} removed.`)
@@ -81,6 +86,7 @@ export const Providers = () => {
                           {p.enabled ? "Disable" : "Enable"}
                         </button>{" "}
                         <button type="button" class="small" onClick={() => setRotate({ id: p.id, apiKey: "" })} aria-label={`New key for provider ${p.id}`}>New key</button>{" "}
+                        <button type="button" class="small" onClick={() => setPricesOf(p.id)} aria-label={`Prices of provider ${p.id}`} aria-pressed={pricesOf === p.id}>Prices</button>{" "}
                         <button type="button" class="danger small" onClick={() => void remove(p.id)} aria-label={`Remove provider ${p.id}`}>Remove</button>
                       </td>
                     </tr>
@@ -91,6 +97,14 @@ export const Providers = () => {
           )
         }
       </Show>
+      {pricesOf !== "" && (
+        <PricesEditor
+          key={pricesOf}
+          providerId={pricesOf}
+          models={[...new Set(list.data?.filter((p) => p.id === pricesOf).flatMap((p) => [p.defaultModel, ...p.models]) ?? [])]}
+          onClose={() => setPricesOf("")}
+        />
+      )}
       {rotate.id !== "" && (
         <form class="card" onSubmit={(e) => void rotateKey(e)} aria-labelledby="rotate-key">
           <h2 id="rotate-key">New key for {rotate.id}</h2>

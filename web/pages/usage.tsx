@@ -2,8 +2,9 @@ import { useState } from "preact/hooks"
 import { call } from "../api.ts"
 import { BarChart, LineChart } from "../charts.tsx"
 import { isAdmin } from "../state.ts"
-import { Field, Page, Show, formatNumber, useLoad } from "../ui.tsx"
+import { Field, Page, Show, formatCost, formatNumber, useLoad } from "../ui.tsx"
 import { bucketLabel, tokensOf } from "./dashboard.tsx"
+import { costLabel } from "./prices.tsx"
 
 const DAY = 24 * 3600_000
 
@@ -55,7 +56,10 @@ export const Usage = () => {
               <div class="stat"><span class="stat-value">{formatNumber(r.totals.calls)}</span><span class="stat-label">model calls</span></div>
               <div class="stat"><span class="stat-value">{formatNumber(r.totals.inputTokens)}</span><span class="stat-label">input tokens</span></div>
               <div class="stat"><span class="stat-value">{formatNumber(r.totals.outputTokens)}</span><span class="stat-label">output tokens</span></div>
-              <div class="stat"><span class="stat-value">{r.totals.cost === null ? "—" : `${r.totals.cost.toFixed(2)} ${r.currency ?? ""}`}</span><span class="stat-label">cost</span></div>
+              <div class="stat" id="usage-cost">
+                <span class="stat-value">{r.totals.cost === null ? "—" : formatCost(r.totals.cost)}</span>
+                <span class="stat-label">{r.totals.cost === null ? "cost (no prices set)" : r.totals.unpricedCalls > 0 ? `cost (partial: ${formatNumber(r.totals.unpricedCalls)} calls unpriced)` : "cost"}</span>
+              </div>
             </div>
             <div class="charts" id="usage-chart">
               <LineChart
@@ -66,7 +70,11 @@ export const Usage = () => {
                   { name: "output", tone: "s3", values: everyDay(r.since, r.until).map((d) => r.byDay.find((x) => x.key === d)?.outputTokens ?? 0) }
                 ]}
               />
-              <BarChart title="Tokens by agent" items={r.byAgent.map((a) => ({ label: a.key, value: tokensOf(a) }))} unit="tokens" />
+              {r.currency === null ? (
+                <BarChart title="Tokens by agent" items={r.byAgent.map((a) => ({ label: a.key, value: tokensOf(a) }))} unit="tokens" />
+              ) : (
+                <BarChart title="Cost by agent (USD)" items={r.byAgent.map((a) => ({ label: a.key, value: a.cost ?? 0, text: costLabel(a) ?? "no price" }))} unit="USD" />
+              )}
             </div>
             {([["By user", r.byUser], ["By agent", r.byAgent], ["By model", r.byModel], ["By day", r.byDay]] as const).map(([title, rows]) =>
               rows.length === 0 ? null : (
@@ -85,7 +93,7 @@ export const Usage = () => {
                           <td>{formatNumber(row.inputTokens)}</td>
                           <td>{formatNumber(row.outputTokens)}</td>
                           <td>{formatNumber(row.cacheReadTokens)}</td>
-                          <td>{row.cost === null ? "unknown" : row.cost.toFixed(4)}</td>
+                          <td>{costLabel(row) ?? "no price"}</td>
                         </tr>
                       ))}
                     </tbody>

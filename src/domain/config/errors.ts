@@ -50,3 +50,12 @@ export class InvalidConfig extends Schema.TaggedError<InvalidConfig>()("InvalidC
     return this.reason
   }
 }
+
+export class PriceNotFound extends Schema.TaggedError<PriceNotFound>()("PriceNotFound", {
+  providerId: Schema.String,
+  model: Schema.String
+}) {
+  override get message() {
+    return `no price is set for ${this.providerId}/${this.model} (see: anna provider prices ${this.providerId})`
+  }
+}

@@ -2,9 +2,9 @@
  * Handlers of the admin API's `usage` group (src/domain/admin/groups/usage.ts): model calls' tokens
  * from the UsageLog, turns from memory (user messages stored), live sessions from the SessionPool.
  *
- * A `user` gets only their own usage, turns and live sessions. Costs are null: anna keeps no
- * prices (providers declare none, the log stores tokens), and an invented price would be worse
- * than none. Buckets are UTC hours or days, every bucket of the window present (0 when empty) so
+ * A `user` gets only their own usage, turns and live sessions. Costs are in USD from the prices
+ * the operator set (UsageLog joins them): null where no call is priced, partial where
+ * `unpricedCalls` > 0; `currency` is null while no cost is known at all. Buckets are UTC hours or days, every bucket of the window present (0 when empty) so
  * a chart's x axis is the window itself.
  */
 import { Clock, Effect } from "effect"
@@ -15,6 +15,7 @@ import { CurrentPrincipal } from "../../domain/admin/security.ts"
 import { MemoryStore } from "../../services/MemoryStore.ts"
 import { SessionPool } from "../../services/SessionPool.ts"
 import { type UsageBucket, type UsageDimension, type UsageFilter, UsageLog } from "../../services/UsageLog.ts"
+import { CURRENCY } from "../../domain/model/prices.ts"
 import { storage } from "./SessionsApi.ts"
 
 const HOUR = 3600_000
@@ -28,7 +29,25 @@ const WINDOWS = {
   "30d": { bucket: "day", count: 30 }
 } as const
 
-const withCost = (b: UsageBucket): UsageRow => ({ ...b, cost: null })
+const toRow = (b: UsageBucket): UsageRow => ({
+  key: b.key,
+  calls: b.calls,
+  failed: b.failed,
+  inputTokens: b.inputTokens,
+  outputTokens: b.outputTokens,
+  cacheReadTokens: b.cacheReadTokens,
+  cacheWriteTokens: b.cacheWriteTokens,
+  cost: b.cost,
+  unpricedCalls: b.unpricedCalls
+})
+
+/** The sum of the known costs; null when none is known. */
+export const sumCosts = (rows: ReadonlyArray<{ readonly cost: number | null }>): number | null =>
+  rows.reduce<number | null>((n, r) => (r.cost === null ? n : (n ?? 0) + r.cost), null)
+
+/** `USD` once some cost is known. */
+const currencyOf = (...groups: ReadonlyArray<ReadonlyArray<{ readonly cost: number | null }>>) =>
+  groups.some((rows) => sumCosts(rows) !== null) ? CURRENCY : null
 
 /** UTC bucket key, as SQLite's strftime writes it (`YYYY-MM-DDTHH` / `YYYY-MM-DD`). */
 export const bucketKey = (at: number, bucket: "hour" | "day"): string => new Date(at).toISOString().slice(0, bucket === "hour" ? 13 : 10)
@@ -47,7 +66,7 @@ export const layer = HttpApiBuilder.group(AdminApi, "usage", (handlers) =>
     const pool = yield* SessionPool
 
     const breakdown = (by: UsageDimension, filter: UsageFilter) =>
-      usage.breakdown(by, filter).pipe(Effect.map((rows) => rows.map(withCost)), storage)
+      usage.breakdown(by, filter).pipe(Effect.map((rows) => rows.map(toRow)), storage)
 
     /** The principal's own user id for a `user`; the asked one (or all) for an admin. */
     const userScope = (asked: string | undefined) =>
@@ -67,7 +86,7 @@ export const layer = HttpApiBuilder.group(AdminApi, "usage", (handlers) =>
           return {
             since,
             until,
-            currency: null,
+            currency: currencyOf(byModel),
             totals: {
               calls: sum((r) => r.calls),
               failed: sum((r) => r.failed),
@@ -75,7 +94,8 @@ export const layer = HttpApiBuilder.group(AdminApi, "usage", (handlers) =>
               outputTokens: sum((r) => r.outputTokens),
               cacheReadTokens: sum((r) => r.cacheReadTokens),
               cacheWriteTokens: sum((r) => r.cacheWriteTokens),
-              cost: null
+              cost: sumCosts(byModel),
+              unpricedCalls: sum((r) => r.unpricedCalls)
             },
             byUser: yield* breakdown("user", filter),
             byAgent: yield* breakdown("agent", filter),
@@ -95,6 +115,7 @@ export const layer = HttpApiBuilder.group(AdminApi, "usage", (handlers) =>
           const tokens = yield* breakdown(window.bucket, { since, until, userId })
           const turnsBy = new Map(turns.map((t) => [t.bucket, t.turns]))
           const tokensBy = new Map(tokens.map((t) => [t.key, t]))
+          const spendByUser = yield* breakdown("user", { since, until, userId })
           const live = (yield* pool.live).filter((s) => userId === undefined || s.userId === userId)
           return {
             since,
@@ -111,8 +132,8 @@ export const layer = HttpApiBuilder.group(AdminApi, "usage", (handlers) =>
               inputTokens: tokensBy.get(bucket)?.inputTokens ?? 0,
               outputTokens: tokensBy.get(bucket)?.outputTokens ?? 0
             })),
-            currency: null,
-            spendByUser: yield* breakdown("user", { since, until, userId }),
+            currency: currencyOf(spendByUser),
+            spendByUser,
             spendByAgent: yield* breakdown("agent", { since, until, userId })
           }
         }))

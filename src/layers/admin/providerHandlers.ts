@@ -1,5 +1,5 @@
 /**
- * `/api/providers` handlers: `anna provider add|set|list|remove|models` over ProviderStore, with the
+ * `/api/providers` handlers: `anna provider add|set|list|remove|models|prices|price` over ProviderStore, with the
  * CLI's rules: responses show keys, header values and URL credentials masked (`shownProvider`), and
  * error messages are scrubbed of the provider's secrets (an SDK error can quote a request).
  */
@@ -101,4 +101,12 @@ export const layer = HttpApiBuilder.group(AdminApi, "providers", Effect.fn(funct
         )
         return listed.map((m) => ({ id: m.id, ...(m.displayName === undefined ? {} : { displayName: m.displayName }) }))
       })))
+    .handle("prices", ({ params }) => answer(store.prices(params.id)))
+    .handle("setPrice", ({ params, payload }) =>
+      answer(Effect.gen(function*() {
+        yield* store.setPrice(params.id, params.model, payload)
+        const stored = (yield* store.prices(params.id)).find((p) => p.model === params.model)
+        return stored ?? (yield* Effect.die(new Error(`the price of ${params.id}/${params.model} was set but not found`)))
+      })))
+    .handle("removePrice", ({ params }) => answer(store.setPrice(params.id, params.model, null)))
 }))

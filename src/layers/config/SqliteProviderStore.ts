@@ -4,7 +4,8 @@
  */
 import { Clock, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { InvalidConfig, ProviderExists, ProviderInUse, ProviderNotFound } from "../../domain/config/errors.ts"
+import { InvalidConfig, PriceNotFound, ProviderExists, ProviderInUse, ProviderNotFound } from "../../domain/config/errors.ts"
+import { type ModelPrice, type PriceInput, priceProblem } from "../../domain/model/prices.ts"
 import { firstByteTimeoutProblem, PROVIDER_TYPES, type ProviderConfig, type ProviderType } from "../../domain/model/types.ts"
 import { type ProviderPatch, ProviderStore } from "../../services/ProviderStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
@@ -32,6 +33,24 @@ const toProvider = (r: typeof ProviderRow.Type): ProviderConfig => ({
   headers: r.headers,
   enabled: r.enabled === 1,
   ...(r.first_byte_timeout_seconds === null ? {} : { firstByteTimeoutSeconds: r.first_byte_timeout_seconds })
+})
+
+const PriceRow = Schema.Struct({
+  provider_id: Schema.String,
+  model: Schema.String,
+  input: Schema.Number,
+  output: Schema.Number,
+  cache_read: Schema.NullOr(Schema.Number),
+  cache_write: Schema.NullOr(Schema.Number)
+})
+const decodePrices = Schema.decodeUnknownEffect(Schema.Array(PriceRow))
+const toPrice = (r: typeof PriceRow.Type): ModelPrice => ({
+  providerId: r.provider_id,
+  model: r.model,
+  input: r.input,
+  output: r.output,
+  cacheRead: r.cache_read,
+  cacheWrite: r.cache_write
 })
 
 /** Checks a provider row before it is stored; the reason says what to change. */
@@ -137,8 +156,41 @@ export const make = Effect.gen(function*() {
         const users = yield* sql<{ id: string }>`SELECT id FROM agents
           WHERE provider_id = ${id} OR summary_provider_id = ${id} ORDER BY id`
         if (users.length > 0) return yield* new ProviderInUse({ id, agents: users.map((u) => u.id) })
+        // Its prices go with it (ON DELETE CASCADE).
         yield* sql`DELETE FROM providers WHERE id = ${id}`
-      })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("remove provider")(e)))))
+      })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("remove provider")(e))))),
+    setPrice: Effect.fn("ProviderStore.setPrice")((providerId: string, model: string, price: PriceInput | null) =>
+      immediate(Effect.gen(function*() {
+        yield* getProvider(providerId)
+        if (price === null) {
+          const removed = yield* sql<{ model: string }>`DELETE FROM model_prices
+            WHERE provider_id = ${providerId} AND model = ${model} RETURNING model`
+          if (removed.length === 0) return yield* new PriceNotFound({ providerId, model })
+          return
+        }
+        const problem = priceProblem(model, price)
+        if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
+        const now = yield* Clock.currentTimeMillis
+        const row = {
+          input: price.input,
+          output: price.output,
+          cache_read: price.cacheRead ?? null,
+          cache_write: price.cacheWrite ?? null,
+          updated_at: now
+        }
+        yield* sql`INSERT INTO model_prices ${sql.insert({ provider_id: providerId, model, ...row })}
+          ON CONFLICT (provider_id, model) DO UPDATE SET input = excluded.input, output = excluded.output,
+          cache_read = excluded.cache_read, cache_write = excluded.cache_write, updated_at = excluded.updated_at`
+      })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("set price")(e))))),
+    prices: Effect.fn("ProviderStore.prices")(function*(providerId?: string) {
+      if (providerId !== undefined) yield* getProvider(providerId)
+      const rows = yield* sql`SELECT provider_id, model, input, output, cache_read, cache_write FROM model_prices
+        WHERE ${providerId ?? null} IS NULL OR provider_id = ${providerId ?? null} ORDER BY provider_id, model`.pipe(
+        Effect.flatMap(decodePrices),
+        Effect.mapError(storageError("read prices"))
+      )
+      return rows.map(toPrice)
+    })
   })
 })
 

@@ -1,4 +1,10 @@
-/** UsageLog on SQLite (`model_usage`): every model call's tokens, chat and summaries, failures too. */
+/**
+ * UsageLog on SQLite (`model_usage`): every model call's tokens, chat and summaries, failures too.
+ * Costs are computed when read, each call joined to its model's price (`model_prices`, USD per
+ * million tokens). OpenAI's APIs count cached prompt tokens within the input tokens and Anthropic's
+ * besides them (as the log stores them: src/layers/providers/*), so for the OpenAI types the
+ * input tokens billed at the input price are those left after the cache reads and writes.
+ */
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
@@ -21,6 +27,23 @@ export const make = Effect.gen(function*() {
       AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null})
       AND at >= ${filter.since ?? 0}
       AND (${filter.until ?? null} IS NULL OR at < ${filter.until ?? null})`
+
+  /** The filtered calls, each with its cost (null: no price) and whether it is unpriced (tokens, no price). */
+  const priced = (filter: UsageFilter) =>
+    sql`SELECT u.*,
+        CASE WHEN p.input IS NULL THEN NULL ELSE (
+          (CASE WHEN pr.type = 'anthropic' THEN u.input_tokens
+            ELSE max(u.input_tokens - u.cache_read_tokens - u.cache_write_tokens, 0) END) * p.input
+          + u.output_tokens * p.output
+          + u.cache_read_tokens * coalesce(p.cache_read, p.input)
+          + u.cache_write_tokens * coalesce(p.cache_write, p.input)
+        ) / 1000000.0 END AS cost,
+        CASE WHEN p.input IS NULL AND u.input_tokens + u.output_tokens + u.cache_read_tokens + u.cache_write_tokens > 0
+          THEN 1 ELSE 0 END AS unpriced
+      FROM model_usage u
+      LEFT JOIN model_prices p ON p.provider_id = u.provider_id AND p.model = u.model
+      LEFT JOIN providers pr ON pr.id = u.provider_id
+      WHERE ${matches(filter)}`
 
   return UsageLog.of({
     record: Effect.fn("UsageLog.record")(function*(e: UsageEntry) {
@@ -57,9 +80,12 @@ export const make = Effect.gen(function*() {
         failed: number
         input_tokens: number
         output_tokens: number
-      }>`SELECT provider_id, model, purpose, count(*) AS calls, sum(1 - ok) AS failed,
-          sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
-        FROM model_usage WHERE ${matches(filter)}
+        cost: number | null
+        unpriced: number
+      }>`WITH calls AS (${priced(filter)})
+        SELECT provider_id, model, purpose, count(*) AS calls, sum(1 - ok) AS failed,
+          sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost, sum(unpriced) AS unpriced
+        FROM calls
         GROUP BY provider_id, model, purpose ORDER BY provider_id, model, purpose`
       return rows.map((r): UsageTotals => ({
         providerId: r.provider_id,
@@ -68,15 +94,19 @@ export const make = Effect.gen(function*() {
         calls: r.calls,
         failed: r.failed,
         inputTokens: r.input_tokens,
-        outputTokens: r.output_tokens
+        outputTokens: r.output_tokens,
+        cost: r.cost,
+        unpricedCalls: r.unpriced
       }))
     }, Effect.mapError(storageError("read usage"))),
     breakdown: Effect.fn("UsageLog.breakdown")(function*(by: UsageDimension, filter: UsageFilter = {}) {
       const key = sql.literal(DIMENSION[by])
-      return yield* sql<UsageBucket>`SELECT ${key} AS key, count(*) AS calls, sum(1 - ok) AS failed,
+      return yield* sql<UsageBucket>`WITH calls AS (${priced(filter)})
+        SELECT ${key} AS key, count(*) AS calls, sum(1 - ok) AS failed,
           sum(input_tokens) AS inputTokens, sum(output_tokens) AS outputTokens,
-          sum(cache_read_tokens) AS cacheReadTokens, sum(cache_write_tokens) AS cacheWriteTokens
-        FROM model_usage WHERE ${matches(filter)}
+          sum(cache_read_tokens) AS cacheReadTokens, sum(cache_write_tokens) AS cacheWriteTokens,
+          sum(cost) AS cost, sum(unpriced) AS unpricedCalls
+        FROM calls
         GROUP BY 1 ORDER BY 1`
     }, Effect.mapError(storageError("read usage")))
   })

@@ -137,6 +137,19 @@ const ROWS: ReadonlyArray<Row> = [
   { op: "PATCH /api/providers/{id}", method: "PATCH", path: "/api/providers/mx", access: "admin", body: { firstByteTimeoutSeconds: 20 }, prepare: () => ensureProvider("mx") },
   { op: "DELETE /api/providers/{id}", method: "DELETE", path: "/api/providers/mx-del", access: "admin", ok: 204, prepare: () => ensureProvider("mx-del") },
   { op: "GET /api/providers/{id}/models", method: "GET", path: "/api/providers/mx/models", access: "admin", prepare: () => ensureProvider("mx") },
+  { op: "GET /api/providers/{id}/prices", method: "GET", path: "/api/providers/mx/prices", access: "admin", prepare: () => ensureProvider("mx") },
+  { op: "PUT /api/providers/{id}/prices/{model}", method: "PUT", path: "/api/providers/mx/prices/fake-large", access: "admin", body: { input: 1, output: 2 }, prepare: () => ensureProvider("mx") },
+  {
+    op: "DELETE /api/providers/{id}/prices/{model}",
+    method: "DELETE",
+    path: "/api/providers/mx/prices/fake-small",
+    access: "admin",
+    ok: 204,
+    prepare: () => Effect.gen(function*() {
+      yield* ensureProvider("mx")
+      yield* (yield* ProviderStore).setPrice("mx", "fake-small", { input: 1, output: 1 })
+    })
+  },
   // agents
   { op: "GET /api/agents", method: "GET", path: "/api/agents", access: "admin" },
   { op: "GET /api/agents/{id}", method: "GET", path: "/api/agents/mx", access: "admin", prepare: () => Effect.andThen(ensureProvider("mx"), ensureAgent("mx")) },

@@ -3,13 +3,16 @@
  * LLM server reported for real turns (official OpenAI SDK, real runtime and SQLite) come back by
  * user, agent, model and day with totals, within a date range; the dashboard's live sessions, its
  * hourly/daily series (every bucket of the window) and spend; a user sees only their own; costs are
- * null (no prices are known).
+ * null while no prices are known, in USD once they are (partial where some calls are unpriced), and
+ * prices are set, listed and removed through the providers group.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Stream } from "effect"
-import { Unauthorized } from "../../../src/domain/admin/security.ts"
+import { BadRequest, Forbidden, NotFound, Unauthorized } from "../../../src/domain/admin/security.ts"
+import { emptyUsage } from "../../../src/domain/model/types.ts"
 import { bucketKey, windowBuckets } from "../../../src/layers/admin/UsageApi.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
+import { UsageLog } from "../../../src/services/UsageLog.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { configureAgent } from "../../support/runtimeStack.ts"
 import { account, clientFor, withAdmin } from "./sessionsSetup.ts"
@@ -80,7 +83,7 @@ describe("admin API: usage", () => {
       const { tokens, ...at } = yield* seeded
       const root = yield* clientFor(tokens.root)
       const r = yield* root.usage.report({ query: {} })
-      assert.deepStrictEqual(r.totals, { calls: 3, failed: 0, inputTokens: 300, outputTokens: 60, cacheReadTokens: 0, cacheWriteTokens: 0, cost: null })
+      assert.deepStrictEqual(r.totals, { calls: 3, failed: 0, inputTokens: 300, outputTokens: 60, cacheReadTokens: 0, cacheWriteTokens: 0, cost: null, unpricedCalls: 3 })
       assert.isNull(r.currency)
       const pick = (rows: ReadonlyArray<{ readonly key: string; readonly calls: number; readonly inputTokens: number; readonly cost: number | null }>) =>
         rows.map((x) => [x.key, x.calls, x.inputTokens, x.cost])
@@ -154,5 +157,48 @@ describe("admin API: usage", () => {
       assert.deepInclude(now.live.list.find((s) => s.sessionKey === busy.key), { userId: "alice", agentId: "a1", running: true })
       yield* busy.stop
       assert.strictEqual((yield* root.usage.dashboard({ query: {} })).live.running, 0)
+    })))
+
+  it.live("prices: set, listed and removed by an admin; costs in USD from them, partial where a call is unpriced", () =>
+    withAdmin(() => Effect.gen(function*() {
+      const { tokens } = yield* seeded
+      const root = yield* clientFor(tokens.root)
+      const set = yield* root.providers.setPrice({ params: { id: "local", model: "fake-large" }, payload: { input: 1, output: 10 } })
+      assert.deepStrictEqual(set, { providerId: "local", model: "fake-large", input: 1, output: 10, cacheRead: null, cacheWrite: null })
+      // A model id with a slash and a colon (OpenRouter, Ollama) is one path segment.
+      const odd = "vendor/odd-model:7b"
+      yield* root.providers.setPrice({ params: { id: "local", model: odd }, payload: { input: 2, output: 2, cacheRead: 0.5 } })
+      assert.deepStrictEqual((yield* root.providers.prices({ params: { id: "local" } })).map((p) => [p.model, p.cacheRead]), [["fake-large", null], [odd, 0.5]])
+      yield* root.providers.removePrice({ params: { id: "local", model: odd } })
+      assert.instanceOf(yield* Effect.flip(root.providers.removePrice({ params: { id: "local", model: odd } })), NotFound)
+      assert.instanceOf(yield* Effect.flip(root.providers.setPrice({ params: { id: "local", model: "m" }, payload: { input: -1, output: 1 } })), BadRequest)
+      assert.instanceOf(yield* Effect.flip(root.providers.prices({ params: { id: "nope" } })), NotFound)
+      const alice = yield* clientFor(tokens.alice)
+      assert.instanceOf(yield* Effect.flip(alice.providers.prices({ params: { id: "local" } })), Forbidden)
+
+      // One more call of alice's, on a model without a price.
+      yield* (yield* UsageLog).record({
+        providerId: "local",
+        model: "unpriced",
+        purpose: "chat",
+        sessionKey: "a1:web:alice:x",
+        agentId: "a1",
+        userId: "alice",
+        usage: { ...emptyUsage, inputTokens: 50, outputTokens: 5 }
+      })
+      // Each seeded call: 100 input tokens at $1 and 20 output at $10 per million = $0.0003.
+      const micro = (cost: number | null) => (cost === null ? null : Math.round(cost * 1e6))
+      const r = yield* root.usage.report({ query: {} })
+      assert.strictEqual(r.currency, "USD")
+      assert.deepStrictEqual([micro(r.totals.cost), r.totals.unpricedCalls], [900, 1])
+      assert.deepStrictEqual(r.byUser.map((x) => [x.key, micro(x.cost), x.unpricedCalls]), [["alice", 600, 1], ["bob", 300, 0]])
+      assert.deepStrictEqual(r.byModel.map((x) => [x.key, micro(x.cost), x.unpricedCalls]), [["local/fake-large", 900, 0], ["local/unpriced", null, 1]])
+      const d = yield* root.usage.dashboard({ query: {} })
+      assert.strictEqual(d.currency, "USD")
+      assert.deepStrictEqual(d.spendByUser.map((x) => [x.key, micro(x.cost), x.unpricedCalls]), [["alice", 600, 1], ["bob", 300, 0]])
+      assert.deepStrictEqual(d.spendByAgent.map((x) => [x.key, micro(x.cost)]), [["a1", 600], ["a2", 300]])
+      // A user sees the cost of their own calls.
+      const own = yield* alice.usage.report({ query: {} })
+      assert.deepStrictEqual([micro(own.totals.cost), own.totals.unpricedCalls], [600, 1])
     })))
 })

@@ -1,7 +1,8 @@
 /**
  * `/api/providers`: the model providers (as `anna provider add|set|list|remove`). Keys are
  * write-only: responses carry them masked as the CLI shows them (`sk-…abcd`), header values and URL
- * credentials too, never in full.
+ * credentials too, never in full. Model prices (USD per million tokens; a cache price null = the
+ * input price) are read and set per provider, as `anna provider prices|price`.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
@@ -38,6 +39,29 @@ export const NewProvider = Schema.Struct({
 
 const id = { id: Schema.String }
 
+/** Checked by the store: finite, 0 to 10,000. */
+const Usd = Schema.Number
+
+/** A model's price, USD per million tokens; a null cache price is the input price. */
+export const ModelPriceView = Schema.Struct({
+  providerId: Schema.String,
+  model: Schema.String,
+  input: Usd,
+  output: Usd,
+  cacheRead: Schema.NullOr(Usd),
+  cacheWrite: Schema.NullOr(Usd)
+})
+
+export const NewPrice = Schema.Struct({
+  input: Usd,
+  output: Usd,
+  /** Absent or null: the input price. */
+  cacheRead: Schema.optional(Schema.NullOr(Usd)),
+  cacheWrite: Schema.optional(Schema.NullOr(Usd))
+})
+
+const priceParams = { id: Schema.String, model: Schema.String }
+
 export class ProvidersGroup extends HttpApiGroup.make("providers")
   .add(
     HttpApiEndpoint.get("list", "/", { success: Schema.Array(ProviderView), error: CommonErrors }),
@@ -66,7 +90,10 @@ export class ProvidersGroup extends HttpApiGroup.make("providers")
       params: id,
       success: Schema.Array(Schema.Struct({ id: Schema.String, displayName: Schema.optional(Schema.String) })),
       error: CommonErrors
-    })
+    }),
+    HttpApiEndpoint.get("prices", "/:id/prices", { params: id, success: Schema.Array(ModelPriceView), error: CommonErrors }),
+    HttpApiEndpoint.put("setPrice", "/:id/prices/:model", { params: priceParams, payload: NewPrice, success: ModelPriceView, error: CommonErrors }),
+    HttpApiEndpoint.delete("removePrice", "/:id/prices/:model", { params: priceParams, success: HttpApiSchema.NoContent, error: CommonErrors })
   )
   .middleware(AdminAuth)
   .prefix("/providers")

@@ -3,8 +3,9 @@
  * model and day over a date range with totals (as `anna provider usage`), and a dashboard: sessions
  * live now, turns and tokens per hour or day over a window, spend by user and agent.
  *
- * Cost: anna keeps no prices (no provider declares them, and the usage log stores tokens only), so
- * every `cost` is null — unknown, never a guess. A `user` sees only their own usage.
+ * Cost: in USD, from the prices the operator set per model (`/api/providers/{id}/prices`, `anna
+ * provider price`), never a guess: null when no call of a row is priced, and `unpricedCalls` > 0
+ * when the cost covers only some of its calls (partial). A `user` sees only their own usage.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
@@ -19,8 +20,10 @@ export const UsageRow = Schema.Struct({
   outputTokens: Schema.Number,
   cacheReadTokens: Schema.Number,
   cacheWriteTokens: Schema.Number,
-  /** In `currency`; null: unknown (no prices are known). */
-  cost: Schema.NullOr(Schema.Number)
+  /** In `currency`; null: unknown (no call of the row is priced). */
+  cost: Schema.NullOr(Schema.Number),
+  /** Calls with tokens but no price: above 0 with a cost, the cost is partial. */
+  unpricedCalls: Schema.Number
 })
 export type UsageRow = typeof UsageRow.Type
 
@@ -31,14 +34,15 @@ export const UsageTotalsView = Schema.Struct({
   outputTokens: Schema.Number,
   cacheReadTokens: Schema.Number,
   cacheWriteTokens: Schema.Number,
-  cost: Schema.NullOr(Schema.Number)
+  cost: Schema.NullOr(Schema.Number),
+  unpricedCalls: Schema.Number
 })
 
 export const UsageReport = Schema.Struct({
   /** The range reported, [since, until) in ms. */
   since: Schema.Number,
   until: Schema.Number,
-  /** The currency of costs, or null while no cost is known. */
+  /** The currency of costs (`USD`), or null while no cost is known. */
   currency: Schema.NullOr(Schema.String),
   totals: UsageTotalsView,
   byUser: Schema.Array(UsageRow),
