@@ -3,8 +3,9 @@
  * ANNA_HOME and the fake LLM: the operator's first login, adding a provider (the fake LLM), creating
  * an agent, adding a user with a password and restricting the agent to that user; that user then
  * logs in, sees only their pages, chats in the web chat with a streamed answer (stopped mid-stream,
- * then a whole one), finds the conversation in the session browser, and sees the usage chart; back
- * as the admin, the dashboard shows the turns and the spend, and every page loads without an error.
+ * then a whole one), finds the conversation in the session browser, and sees the usage chart and its
+ * cost (from the price the operator set on the providers page); back as the admin, the dashboard
+ * shows the turns and the spend in money, and every page loads without an error.
  * Screenshots go to test-artifacts/. No response of the API carries the provider key or a password.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -228,6 +229,16 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await row.filter({ hasText: "sk-…c0d2" }).waitFor()
     assert.strictEqual(await admin.getByLabel("New API key").count(), 0)
     assert.notInclude(await admin.content(), ROTATED_KEY)
+    // A price for its model (USD per million tokens; dear, so a few tokens show as money).
+    await admin.getByRole("button", { name: "Prices of provider fake" }).click()
+    const prices = admin.getByRole("region", { name: "Prices of fake" })
+    await prices.getByLabel("Model", { exact: true }).fill("fake-large")
+    await prices.getByLabel("Input, USD per 1M tokens").fill("1000")
+    await prices.getByLabel("Output, USD per 1M tokens").fill("2000")
+    await prices.getByRole("button", { name: "Save price" }).click()
+    await admin.getByRole("status").filter({ hasText: "Price of fake/fake-large saved." }).waitFor()
+    await prices.getByRole("row").filter({ has: admin.getByRole("rowheader", { name: "fake-large" }) }).filter({ hasText: "$1000" }).waitFor()
+    await prices.getByRole("button", { name: "Close" }).click()
 
     // ── A user with a console password.
     await nav(admin, "Users")
@@ -373,6 +384,8 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await chart.waitFor()
     assert.notMatch((await chart.getAttribute("aria-label")) ?? "", /input: 0\b/, "the chart counts bob's input tokens")
     assert.isAbove(await bob.locator("#usage-chart .series polyline").count(), 0)
+    // His calls' cost, in money, from the price the operator set.
+    assert.match((await bob.locator("#usage-cost .stat-value").textContent()) ?? "", /^\$\d+\.\d{2,4}$/)
     await bob.screenshot({ path: artifact("usage-phone.png"), fullPage: true })
     // Bob cannot open the admin pages, even by address.
     await bob.goto(`${base}/#/providers`)
@@ -382,7 +395,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await nav(admin, "Dashboard")
     await admin.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
     await admin.getByRole("img", { name: /^Turns/ }).waitFor()
-    await admin.locator(".bars li").filter({ hasText: "bob" }).first().waitFor()
+    await admin.locator(".bars li").filter({ hasText: "bob" }).filter({ hasText: "$" }).first().waitFor()
     await admin.screenshot({ path: artifact("console.png"), fullPage: false })
 
     // Helper is closed to the admin: the web chat offers no agent at all.
