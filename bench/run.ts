@@ -14,13 +14,16 @@
  * first): rate and peak RSS, against a raw-SQL floor.
  *
  * channels runs the Telegram channel end to end (fake Bot API, instant model) against the runtime alone.
- * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,sandbox,startup limits phases.
+ * admin times the admin API (issue 13) on 1,000 sessions / ~200k messages / 20k model calls against
+ * raw SQL on the same file, and sizes the web console's first load (dist/web, rebuilt first).
+ * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, release, tmpdir, totalmem } from "node:os"
 import { join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
+import { runAdmin } from "./admin.ts"
 import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
 import { runChannels } from "./channels.ts"
@@ -34,7 +37,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,sandbox,startup").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -99,6 +102,10 @@ const main = async () => {
     if (only.has("channels")) {
       await runChannels(dir)
       markRss("after channels")
+    }
+    if (only.has("admin")) {
+      await runAdmin()
+      markRss("after admin")
     }
     if (only.has("sandbox")) {
       await runSandboxOutput()

@@ -33,12 +33,18 @@ export const makeBrowse = (sql: SqlClient.SqlClient) => {
     page: { readonly limit: number; readonly offset: number }
   ) {
     const counted = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ctx_conversations c WHERE ${where(filter)}`
-    const rows = yield* sql<{ readonly messages: number; readonly message_tokens: number; readonly last_at: number | null }>`SELECT c.*,
+    // The page first, then its totals: with the totals in the same SELECT as the ORDER BY, SQLite
+    // computed them (a sum over every message) for every matching session before sorting, so a
+    // page cost a pass over the whole database (BENCHMARKS.md, issue 13: 1,000 sessions / 200k messages).
+    const rows = yield* sql<{ readonly messages: number; readonly message_tokens: number; readonly last_at: number | null }>`WITH page AS (
+        SELECT * FROM ctx_conversations c WHERE ${where(filter)}
+        ORDER BY c.updated_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}
+      )
+      SELECT c.*,
         coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages,
         (SELECT coalesce(sum(token_count), 0) FROM ctx_messages m WHERE m.conversation_id = c.id) AS message_tokens,
         (SELECT created_at FROM ctx_messages m WHERE m.conversation_id = c.id ORDER BY seq DESC LIMIT 1) AS last_at
-      FROM ctx_conversations c WHERE ${where(filter)}
-      ORDER BY c.updated_at DESC, c.id DESC LIMIT ${page.limit} OFFSET ${page.offset}`
+      FROM page c ORDER BY c.updated_at DESC, c.id DESC`
     const convs = yield* decodeConversationRows(rows)
     return {
       total: counted[0]?.n ?? 0,
