@@ -107,7 +107,7 @@ export class Accounts extends Context.Service<Accounts, {
   readonly authenticateToken: (token: string) => Effect.Effect<Option.Option<Principal>, StorageError>
   /** Ends the session of this cookie (nothing when it is unknown). */
   readonly logout: (cookie: string) => Effect.Effect<void, StorageError>
-  /** Live browser sessions of one user, or of everyone; newest first. */
+  /** Live browser sessions of one user, or of everyone; newest first (of two made in the same millisecond, the later login first). */
   readonly listSessions: (userId?: string | undefined) => Effect.Effect<ReadonlyArray<WebSessionInfo>, StorageError>
   /** Ends one browser session by its public id (AccountError when there is none). */
   readonly revokeSession: (sessionId: string) => Effect.Effect<WebSessionInfo, AccountError | StorageError>

@@ -311,9 +311,9 @@ export const make = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const rows = yield* (userId === undefined
       ? sql`SELECT id, user_id, client, csrf_token, created_at, last_seen_at, expires_at FROM web_sessions
-          WHERE expires_at > ${now} ORDER BY created_at DESC, id`
+          WHERE expires_at > ${now} ORDER BY created_at DESC, rowid DESC`
       : sql`SELECT id, user_id, client, csrf_token, created_at, last_seen_at, expires_at FROM web_sessions
-          WHERE expires_at > ${now} AND user_id = ${userId} ORDER BY created_at DESC, id`).pipe(Effect.flatMap(decodeSessions))
+          WHERE expires_at > ${now} AND user_id = ${userId} ORDER BY created_at DESC, rowid DESC`).pipe(Effect.flatMap(decodeSessions))
     return rows.map(toSession)
   }, storage("list sessions"))
 
