@@ -161,6 +161,8 @@ export class MemoryStore extends Context.Service<MemoryStore, {
   ) => Effect.Effect<{ readonly total: number; readonly rows: ReadonlyArray<ConversationOverview> }, StorageError>
   /** Every summary of a session (the DAG), oldest first, each with its parent and whether it is live. */
   readonly summaryNodes: (conversationId: number) => Effect.Effect<ReadonlyArray<SummaryNode>, StorageError>
+  /** How many messages a session holds (cheap: no pass over them, unlike `stats`). */
+  readonly messageCount: (conversationId: number) => Effect.Effect<number, StorageError>
   /**
    * Turns started (user messages stored) per hour or day (UTC, `YYYY-MM-DDTHH` / `YYYY-MM-DD`) in
    * [since, until), of one user's sessions or all; only buckets with turns, in order.

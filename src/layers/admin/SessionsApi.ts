@@ -147,7 +147,7 @@ export const layer = HttpApiBuilder.group(AdminApi, "sessions", (handlers) =>
           const c = yield* visibleSession(params.key)
           const limit = query.limit ?? DEFAULT_PAGE
           const rows = yield* store.messagesBySeq(c.id, query.from ?? 1, limit + 1).pipe(storage)
-          const stats = yield* store.stats(c.id).pipe(storage)
+          const total = yield* store.messageCount(c.id).pipe(storage)
           return {
             sessionKey: c.sessionKey,
             messages: rows.slice(0, limit).map((m) => ({
@@ -159,7 +159,7 @@ export const layer = HttpApiBuilder.group(AdminApi, "sessions", (handlers) =>
               createdAt: m.createdAt
             })),
             nextSeq: rows[limit]?.seq ?? null,
-            total: stats.messages
+            total
           }
         }))
       .handle("summaries", ({ params }) =>

@@ -79,5 +79,12 @@ export const makeBrowse = (sql: SqlClient.SqlClient) => {
       GROUP BY bucket ORDER BY bucket`
   }, Effect.mapError(storageError("count turns")))
 
-  return { browseConversations, summaryNodes, turnCounts }
+  // Seqs run 1..N without gaps (memory is lossless; `anna memory verify` checks it), so the last seq
+  // is the count: one index probe, whatever the session's size.
+  const messageCount = Effect.fn("MemoryStore.messageCount")(function*(conversationId: number) {
+    const rows = yield* sql<{ n: number | null }>`SELECT max(seq) AS n FROM ctx_messages WHERE conversation_id = ${conversationId}`
+    return rows[0]?.n ?? 0
+  }, Effect.mapError(storageError("count messages")))
+
+  return { browseConversations, summaryNodes, turnCounts, messageCount }
 }
