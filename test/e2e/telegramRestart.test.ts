@@ -13,6 +13,7 @@ import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.t
 import type { RecordedRequest } from "../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { type FakeTelegram, startFakeTelegram } from "../support/fakeTelegram/server.ts"
+import { recordedReplies, until } from "../support/gatewayDb.ts"
 
 const suite = fakeLlmSuite()
 const TOKEN = "424242:RestartTestTokenRestartTestToken"
@@ -31,25 +32,7 @@ const userText = (r: RecordedRequest): string => {
   const last = [...messages].reverse().find((m) => m.role === "user")
   return typeof last?.content === "string" ? last.content : ""
 }
-/** Replies of the first life whose first message id is in the ledger (read-only, beside the running gateway). */
-const recordedReplies = (db: string): number => {
-  const sqlite = new DatabaseSync(db, { readOnly: true })
-  try {
-    const row = sqlite.prepare("SELECT count(*) AS n FROM channel_inbound WHERE channel = 'telegram' AND reply != '[]'").get()
-    return Number(row?.["n"] ?? 0)
-  } finally {
-    sqlite.close()
-  }
-}
 
-/** Re-checks `ok` every 20 ms (a condition in another process's database: nothing to subscribe to). */
-const until = async (ok: () => boolean, what: string, timeoutMs = 10_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 const full = (q: string) => `The complete answer to "${q}", with everything it needs to say, in full.`
 
@@ -82,7 +65,7 @@ describe("e2e: Telegram replies survive a SIGKILL", () => {
     // Kill once each reply's first message is on record (the platform has no idempotency key: a kill
     // in the milliseconds between Telegram's answer to sendMessage and the ledger's write would leave
     // that one message behind; README says so).
-    await until(() => recordedReplies(join(home, "anna.db")) === CHATS, "every reply's message id recorded")
+    await until(() => recordedReplies(join(home, "anna.db"), "telegram") === CHATS, "every reply's message id recorded")
     for (let i = 1; i <= CHATS; i++) assert.notInclude(tg.messages(1000 + i)[0]?.text ?? "", "in full.", "the first life must not finish")
     first.kill("SIGKILL")
     await firstDone

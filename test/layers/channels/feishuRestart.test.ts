@@ -6,13 +6,13 @@
  * the one the first life sent (finished in place), the second card follows once, nothing doubles.
  */
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { THINKING } from "../../../src/layers/channels/feishu/reply.ts"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../../support/cli.ts"
 import { type FakeFeishu, startFakeFeishu } from "../../support/fakeFeishu/server.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
+import { recordedReplies, until } from "../../support/gatewayDb.ts"
 
 const suite = fakeLlmSuite()
 const USERS = 20
@@ -35,25 +35,7 @@ const userText = (r: RecordedRequest): string => {
 const part = (q: string, n: number) => `Part ${n} of the answer to "${q}": ${"and so on ".repeat(400).trim()}.`
 const full = (q: string) => [1, 2].map((n) => part(q, n)).join("\n\n")
 
-/** Inbound messages whose first card is on record (read-only, beside the running gateway). */
-const recordedReplies = (db: string): number => {
-  const sqlite = new DatabaseSync(db, { readOnly: true })
-  try {
-    const row = sqlite.prepare("SELECT count(*) AS n FROM channel_inbound WHERE channel = 'feishu' AND reply != '[]'").get()
-    return Number(row?.["n"] ?? 0)
-  } finally {
-    sqlite.close()
-  }
-}
 
-/** Re-checks `ok` every 20 ms (a condition in another process's database: nothing to subscribe to). */
-const until = async (ok: () => boolean, what: string, timeoutMs = 30_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 const user = (i: number) => `ou_user${String(i).padStart(4, "0")}`
 
@@ -87,7 +69,7 @@ describe("e2e: Feishu replies survive a SIGKILL", () => {
       "every card showing the start of its answer",
       60_000
     )
-    await until(() => recordedReplies(join(home, "anna.db")) === USERS, "every first card on record")
+    await until(() => recordedReplies(join(home, "anna.db"), "feishu") === USERS, "every first card on record")
     first.kill("SIGKILL")
     await firstDone
     const firstCards = chats.map((c) => fs.messages(c))

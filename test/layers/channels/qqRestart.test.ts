@@ -14,12 +14,12 @@
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../../support/cli.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeQq, startFakeQq } from "../../support/fakeQq/server.ts"
+import { readRows, until } from "../../support/gatewayDb.ts"
 
 const suite = fakeLlmSuite()
 const USERS = 20
@@ -42,24 +42,7 @@ const userText = (r: RecordedRequest): string => {
 const part = (q: string, n: number) => `Part ${n} of the answer to "${q}": ${"and so on ".repeat(150).trim()}.`
 const full = (q: string) => [1, 2, 3].map((n) => part(q, n)).join("\n\n")
 
-/** Rows of the gateway's database (read-only, beside a running gateway or after it). */
-const query = (db: string, sql: string): Array<Record<string, unknown>> => {
-  const sqlite = new DatabaseSync(db, { readOnly: true })
-  try {
-    return sqlite.prepare(sql).all() as Array<Record<string, unknown>>
-  } finally {
-    sqlite.close()
-  }
-}
 
-/** Re-checks `ok` every 20 ms (a condition in another process's database: nothing to subscribe to). */
-const until = async (ok: () => boolean, what: string, timeoutMs = 30_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 const user = (i: number) => `QQUSER${String(i).padStart(4, "0")}`
 
@@ -149,7 +132,7 @@ describe("e2e: QQ replies survive a SIGKILL", () => {
       { what: "every question's turn streaming", timeoutMs: 60_000 }
     )
     await until(
-      () => Number(query(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND answered_at IS NULL")[0]?.["n"]) === USERS,
+      () => Number(readRows(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND answered_at IS NULL")[0]?.["n"]) === USERS,
       "every message claimed and open"
     )
     first.kill("SIGKILL")
@@ -185,7 +168,7 @@ describe("e2e: QQ replies survive a SIGKILL", () => {
         [1, 2, 3].map((n) => [more.id, n, part("one more", n)])
       )
       await until(
-        () => Number(query(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND answered_at IS NULL")[0]?.["n"]) === 0,
+        () => Number(readRows(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND answered_at IS NULL")[0]?.["n"]) === 0,
         "every message answered in the ledger"
       )
     } finally {
@@ -204,7 +187,7 @@ describe("e2e: QQ replies survive a SIGKILL", () => {
     // No refused send on the way (a repeated msg_seq would be refused with 40054005).
     expect(qq.calls.filter((c) => c.path.endsWith("/messages") && c.status !== 200)).toEqual([])
     // Memory holds each question once, answered once: the resumed turn did not store it again.
-    const rows = query(
+    const rows = readRows(
       db,
       "SELECT m.text AS text, m.role AS role FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id WHERE c.session_key LIKE '%:qq:%' ORDER BY c.id, m.seq"
     )
@@ -249,7 +232,7 @@ describe("e2e: QQ replies cut between their parts survive a SIGKILL", () => {
       const asked = Array.from({ length: USERS }, (_, i) => qq.sendUserMessage({ user: user(i + 1), content: `question ${i + 1}` }))
       await qq.waitFor(() => Array.from({ length: USERS }, (_, i) => qq.messages(user(i + 1)).length === 1).every(Boolean), "a first part for every user", 60_000)
       await until(
-        () => Number(query(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND reply != '[]'")[0]?.["n"]) === USERS,
+        () => Number(readRows(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND reply != '[]'")[0]?.["n"]) === USERS,
         "every reply's first part on record"
       )
       await until(() => proxy.held() >= USERS, "every second part held")
@@ -268,7 +251,7 @@ describe("e2e: QQ replies cut between their parts survive a SIGKILL", () => {
       try {
         await waitForOutput(second, "press Ctrl+C")
         await until(
-          () => Number(query(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND answered_at IS NULL")[0]?.["n"]) === 0,
+          () => Number(readRows(db, "SELECT count(*) AS n FROM channel_inbound WHERE channel = 'qq' AND answered_at IS NULL")[0]?.["n"]) === 0,
           "every message answered in the ledger",
           60_000
         ).catch((e: unknown) => {
@@ -286,7 +269,7 @@ describe("e2e: QQ replies cut between their parts survive a SIGKILL", () => {
       }
       // The answers were given in the first life: the model was not asked again.
       expect(fake.requests.filter((r) => r.method === "POST").length).toBe(modelCalls)
-      const rows = query(
+      const rows = readRows(
         db,
         "SELECT m.text AS text, m.role AS role FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id WHERE c.session_key LIKE '%:qq:%' ORDER BY c.id, m.seq"
       )

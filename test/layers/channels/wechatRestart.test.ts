@@ -6,12 +6,12 @@
  * delivered are not sent again (iLink cannot edit), none is lost, none is doubled.
  */
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterEach, beforeEach, describe, expect, it } from "vitest"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../../support/cli.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeWechat, startFakeWechat } from "../../support/fakeWechat/server.ts"
+import { recordedReplies, until } from "../../support/gatewayDb.ts"
 
 const suite = fakeLlmSuite()
 const USERS = 20
@@ -34,25 +34,7 @@ const userText = (r: RecordedRequest): string => {
 const part = (q: string, n: number) => `Part ${n} of the answer to "${q}": ${"and so on ".repeat(150).trim()}.`
 const full = (q: string) => [1, 2, 3].map((n) => part(q, n)).join("\n\n")
 
-/** Inbound messages whose first reply message is on record (read-only, beside the running gateway). */
-const recordedReplies = (db: string): number => {
-  const sqlite = new DatabaseSync(db, { readOnly: true })
-  try {
-    const row = sqlite.prepare("SELECT count(*) AS n FROM channel_inbound WHERE channel = 'wechat' AND reply != '[]'").get()
-    return Number(row?.["n"] ?? 0)
-  } finally {
-    sqlite.close()
-  }
-}
 
-/** Re-checks `ok` every 20 ms (a condition in another process's database: nothing to subscribe to). */
-const until = async (ok: () => boolean, what: string, timeoutMs = 20_000): Promise<void> => {
-  const deadline = Date.now() + timeoutMs
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 const user = (i: number) => `o9user${i}@im.wechat`
 
@@ -81,7 +63,7 @@ describe("e2e: WeChat replies survive a SIGKILL", () => {
     await waitForOutput(first, "press Ctrl+C")
     for (let i = 1; i <= USERS; i++) wx.sendUserMessage({ from: user(i), text: `question ${i}` })
     await wx.waitFor(() => Array.from({ length: USERS }, (_, i) => wx.messages(user(i + 1)).length === 1).every(Boolean), "a first part for every user", 60_000)
-    await until(() => recordedReplies(join(home, "anna.db")) === USERS, "every reply's first part on record")
+    await until(() => recordedReplies(join(home, "anna.db"), "wechat") === USERS, "every reply's first part on record")
     first.kill("SIGKILL")
     await firstDone
     for (let i = 1; i <= USERS; i++) expect(wx.messages(user(i)).map((m) => m.text)).toEqual([part(`question ${i}`, 1)])
