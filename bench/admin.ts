@@ -374,6 +374,6 @@ export const runAdmin = async (options: { readonly sessions?: number; readonly l
   section(
     `Web console first load (dist/web${built ? ", rebuilt" : ", as on disk"})`,
     table(["file", "raw", "gzip"], [...web.map((f) => [f.path, kib(f.raw), kib(f.gzip)]), ["total", kib(raw), kib(gz)]]),
-    "index.html, the files it links and their static imports; gzip at zlib's default level. The server sends them as they are (no Content-Encoding)."
+    "index.html, the files it links and their static imports; gzip at zlib's default level. The server sends the build's gzipped copies (level 9) to browsers that accept gzip."
   )
 }

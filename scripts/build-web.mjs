@@ -71,9 +71,13 @@ const css = pick("style", ".css")
 const total = files.reduce((n, f) => n + f.contents.length, 0)
 if (total > 2 * 1024 * 1024) throw new Error(`build-web: the console's assets come to ${(total / 1048576).toFixed(1)} MB; see what esbuild bundled`)
 
-for (const f of files) replace(f.path, f.contents)
+// Each asset also gzipped beside it (`NAME.gz`, level 9, made once here): the gateway sends that to
+// a browser that accepts gzip, so the first load is ~200 KiB instead of ~640 KiB, with no
+// compression work per request.
+const gzipped = files.filter((f) => /\.(js|css)$/.test(f.path)).map((f) => ({ path: `${f.path}.gz`, contents: gzipSync(f.contents, { level: 9 }) }))
+for (const f of [...files, ...gzipped]) replace(f.path, f.contents)
 replace(join(out, "index.html"), readFileSync("web/index.html", "utf8").replace("%APP_JS%", `/${js}`).replace("%APP_CSS%", `/${css}`))
-const current = new Set(files.map((f) => basename(f.path)))
+const current = new Set([...files, ...gzipped].map((f) => basename(f.path)))
 for (const name of readdirSync(assets)) if (!current.has(name) && !name.endsWith(".tmp")) rmSync(join(assets, name), { force: true })
 
 if (process.env.ANNA_WEB_SIZES) {

@@ -5,6 +5,8 @@
  *
  * - Caching: index.html `no-store` (it names the current assets); files under `assets/` are hashed,
  *   so they are cached for a year, immutable; anything else for an hour (revalidated).
+ * - Compression: the build writes each script and stylesheet gzipped beside it (`NAME.gz`); a client
+ *   whose `Accept-Encoding` takes gzip gets that copy (`Content-Encoding: gzip`, `Vary: accept-encoding`).
  * - Headers: a strict Content-Security-Policy (default-src 'self', no inline scripts, no framing),
  *   `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`.
  * - Paths: decoded once, normalised, refused with `..` segments, NUL or backslashes, and resolved
@@ -87,10 +89,22 @@ export const safeSegments = (urlPath: string): ReadonlyArray<string> | undefined
   return segments
 }
 
-const respond = (body: Uint8Array | string, contentType: string, cache: string, status = 200) =>
+const respond = (body: Uint8Array | string, contentType: string, cache: string, extra: Readonly<Record<string, string>> = {}) =>
   typeof body === "string"
-    ? HttpServerResponse.text(body, { status, contentType, headers: { ...SECURITY_HEADERS, "cache-control": cache } })
-    : HttpServerResponse.uint8Array(body, { status, contentType, headers: { ...SECURITY_HEADERS, "cache-control": cache } })
+    ? HttpServerResponse.text(body, { status: 200, contentType, headers: { ...SECURITY_HEADERS, "cache-control": cache, ...extra } })
+    : HttpServerResponse.uint8Array(body, { status: 200, contentType, headers: { ...SECURITY_HEADERS, "cache-control": cache, ...extra } })
+
+/** Files the build gzips beside themselves (`NAME.gz`). */
+const PRECOMPRESSED = new Set([".js", ".css"])
+
+/** Whether the client takes gzip: `Accept-Encoding` names it (or `*`) without `q=0`. */
+export const acceptsGzip = (acceptEncoding: string | undefined): boolean =>
+  (acceptEncoding ?? "").split(",").some((part) => {
+    const [coding = "", ...params] = part.trim().toLowerCase().split(";").map((x) => x.trim())
+    if (coding !== "gzip" && coding !== "*") return false
+    const q = params.find((x) => x.startsWith("q="))
+    return q === undefined || Number(q.slice(2)) > 0
+  })
 
 /** A regular file inside `root` (after symlinks), or undefined. */
 const fileInside = (root: string, segments: ReadonlyArray<string>) =>
@@ -131,9 +145,16 @@ export const notFound = (webRoot?: string | undefined) => {
       if (segments === undefined) return missing
       const file = segments.length === 0 ? undefined : yield* fileInside(root, segments)
       if (file !== undefined) {
-        const type = TYPES[extname(file).toLowerCase()] ?? "application/octet-stream"
+        const ext = extname(file).toLowerCase()
+        const type = TYPES[ext] ?? "application/octet-stream"
         const cache = segments[0] === "assets" ? "public, max-age=31536000, immutable" : "public, max-age=3600, must-revalidate"
-        return respond(yield* read(file), type, cache)
+        if (!PRECOMPRESSED.has(ext)) return respond(yield* read(file), type, cache)
+        // The build's gzipped copy when the client takes it; caches keep the two apart (Vary).
+        const last = segments[segments.length - 1] ?? ""
+        const gz = acceptsGzip(header(request, "accept-encoding")) ? yield* fileInside(root, [...segments.slice(0, -1), `${last}.gz`]) : undefined
+        return gz === undefined
+          ? respond(yield* read(file), type, cache, { vary: "accept-encoding" })
+          : respond(yield* read(gz), type, cache, { vary: "accept-encoding", "content-encoding": "gzip" })
       }
       // A console page reloaded in the browser (e.g. /agents/default): the console routes it.
       const accepts = header(request, "accept") ?? ""

@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { gzipSync } from "node:zlib"
 import { afterAll } from "vitest"
 import { startAdminHarness } from "../../support/adminHarness.ts"
 
@@ -44,6 +45,28 @@ const raw = (url: string, path: string, headers: Record<string, string> = {}) =>
 const HTML = { accept: "text/html,application/xhtml+xml" }
 
 describe("web console files", () => {
+  it.live("a script is sent gzipped (the build's NAME.gz) to a client that takes gzip, as it is to one that does not", () =>
+    Effect.gen(function*() {
+      const script = `console.log(${JSON.stringify("anna ".repeat(200))})`
+      writeFileSync(join(root, "assets", "big-77aa.js"), script)
+      writeFileSync(join(root, "assets", "big-77aa.js.gz"), gzipSync(script))
+      writeFileSync(join(root, "assets", "plain-88bb.css"), "body{margin:0}")
+      const h = yield* startAdminHarness({ webRoot: root })
+      const zipped = yield* Effect.promise(() => fetch(`${h.url}/assets/big-77aa.js`, { headers: { "accept-encoding": "gzip, br" } }))
+      assert.strictEqual(zipped.headers.get("content-encoding"), "gzip")
+      assert.strictEqual(zipped.headers.get("vary"), "accept-encoding")
+      assert.include(String(zipped.headers.get("content-type")), "text/javascript")
+      assert.strictEqual(yield* Effect.promise(() => zipped.text()), script, "the gzipped copy decodes to the script")
+      for (const headers of [{}, { "accept-encoding": "gzip;q=0, identity" }, { "accept-encoding": "br" }]) {
+        const plain = yield* raw(h.url, "/assets/big-77aa.js", headers)
+        assert.deepStrictEqual([plain.status, plain.headers["content-encoding"], plain.body], [200, undefined, script], JSON.stringify(headers))
+        assert.strictEqual(plain.headers["vary"], "accept-encoding")
+      }
+      // No gzipped copy: sent as it is.
+      const css = yield* raw(h.url, "/assets/plain-88bb.css", { "accept-encoding": "gzip" })
+      assert.deepStrictEqual([css.status, css.headers["content-encoding"], css.body], [200, undefined, "body{margin:0}"])
+    }))
+
   it.live("/ and console pages get index.html (no-store, CSP, nosniff); assets are cached for good; APIs never get HTML", () =>
     Effect.gen(function*() {
       const h = yield* startAdminHarness({ webRoot: root })
