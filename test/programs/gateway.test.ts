@@ -44,7 +44,10 @@ describe("anna gateway", () => {
     assert.strictEqual(r.code, 0, r.stderr)
     assert.strictEqual(r.stdout, "")
     assert.match(r.stderr, /\] INFO \(#\d+\): anna gateway: database .* ready/)
-    assert.match(r.stderr, /\] INFO \(#\d+\): HTTP channel \(OpenAI-compatible\) on http:\/\/127\.0\.0\.1:\d+\/v1; press Ctrl\+C to stop/)
+    assert.match(
+      r.stderr,
+      /\] INFO \(#\d+\): HTTP channel \(OpenAI-compatible\) on http:\/\/127\.0\.0\.1:(\d+)\/v1; web console and admin API on http:\/\/127\.0\.0\.1:\1\/; press Ctrl\+C to stop/
+    )
     assert.include(r.stderr, "anna gateway: stopping")
     const warned = warnings(r.stderr)
     assert.strictEqual(warned.length, 1, r.stderr)
