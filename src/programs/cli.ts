@@ -37,6 +37,9 @@ const GROUPS = {
   plugin: () => import("./pluginCommands.ts").then((m) => m.pluginCommand),
   settings: () => import("./settingsCommands.ts").then((m) => m.settingsCommand),
   notify: () => import("./notifyCommand.ts").then((m) => m.notifyCommand),
+  schedule: () => import("./scheduleCommands.ts").then((m) => m.scheduleCommand),
+  skill: () => import("./skillCommands.ts").then((m) => m.skillCommand),
+  mcp: () => import("./mcpCommands.ts").then((m) => m.mcpCommand),
   doctor: () => import("./doctor.ts").then((m) => m.doctorCommand)
 } as const
 

@@ -78,7 +78,23 @@ export const make = Effect.gen(function*() {
     Effect.mapError(storageError("read plugins"))
   )
 
+  // Interim (the plugin-tools work replaces it): the agent's row when present, else the global state.
+  const agentRow = (pluginId: string, agentId: string) =>
+    sql<{ readonly enabled: number | null; readonly config: string }>`SELECT enabled, config FROM agent_plugins WHERE plugin_id = ${pluginId} AND agent_id = ${agentId}`
+  const enabledFor = Effect.fn("PluginStore.enabledFor")(function*(pluginId: string, agentId: string) {
+    const [own] = yield* agentRow(pluginId, agentId)
+    if (own !== undefined && own.enabled !== null) return own.enabled === 1
+    return (yield* all).some((p) => p.id === pluginId && p.enabled)
+  }, Effect.mapError(storageError("read plugins")))
+  const configFor = Effect.fn("PluginStore.configFor")(function*(pluginId: string, agentId: string) {
+    const [own] = yield* agentRow(pluginId, agentId)
+    const global = (yield* all).find((p) => p.id === pluginId)?.config ?? {}
+    return { ...global, ...(own === undefined ? {} : (JSON.parse(own.config) as Record<string, unknown>)) }
+  }, Effect.mapError(storageError("read plugins")))
+
   return PluginStore.of({
+    enabledFor,
+    configFor,
     list: all.pipe(Effect.mapError(storageError("list plugins"))),
     enable,
     disable,
