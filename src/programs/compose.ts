@@ -7,7 +7,11 @@ import { type Duration, Layer } from "effect"
 import * as CachedLiveConfig from "../layers/config/CachedLiveConfig.ts"
 import * as Runtime from "../layers/runtime/Runtime.ts"
 import * as SessionPool from "../layers/runtime/SessionPool.ts"
+import * as McpTool from "../layers/tools/mcp.ts"
 import * as MemoryTool from "../layers/tools/memory.ts"
+import * as SchedulerTool from "../layers/tools/scheduler.ts"
+import * as SkillsTool from "../layers/tools/skills.ts"
+import * as WebFetchTool from "../layers/tools/webfetch.ts"
 import * as ToolCatalog from "../layers/tools/ToolCatalog.ts"
 import * as WorkspaceTools from "../layers/tools/WorkspaceTools.ts"
 
@@ -19,10 +23,17 @@ export interface RuntimeOptions {
 }
 
 /**
- * The ToolCatalog with anna's built-in sources: the workspace tools (when a Sandbox is provided) and
- * the memory tool. More sources (MCP servers, plugins) are layers merged next to these.
+ * The ToolCatalog with anna's built-in sources: the workspace tools (when a Sandbox is provided), the
+ * memory tool, skills, the scheduler, and the plugin tools mcp and webfetch. More sources (MCP servers, plugins) are layers merged next to these.
  */
-export const tools = Layer.mergeAll(WorkspaceTools.layer, MemoryTool.layer).pipe(Layer.provideMerge(ToolCatalog.layer))
+export const tools = Layer.mergeAll(
+  WorkspaceTools.layer,
+  MemoryTool.layer,
+  SkillsTool.layer,
+  SchedulerTool.layer,
+  McpTool.layer,
+  WebFetchTool.layer
+).pipe(Layer.provideMerge(ToolCatalog.layer))
 
 /**
  * Runtime over a SessionPool with live configuration and the built-in tools. Provides Runtime,

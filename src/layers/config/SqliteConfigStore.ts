@@ -32,6 +32,7 @@ import {
 import { ProviderStore } from "../../services/ProviderStore.ts"
 import { ROLES } from "../../services/Accounts.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
+import * as SqlitePluginStore from "./SqlitePluginStore.ts"
 import * as SqliteAgentStore from "./SqliteAgentStore.ts"
 import * as SqliteProviderStore from "./SqliteProviderStore.ts"
 import * as SqliteUsageLog from "./SqliteUsageLog.ts"
@@ -498,9 +499,9 @@ export const make = Effect.gen(function*() {
 /** ConfigStore; needs SqlClient, AgentStore, ProviderStore and AppConfig (workspaces are under its home). */
 export const layer = Layer.effect(ConfigStore, make)
 
-/** ConfigStore with ProviderStore, AgentStore and UsageLog; needs SqlClient and AppConfig. */
+/** ConfigStore with ProviderStore, AgentStore, UsageLog and PluginStore; needs SqlClient and AppConfig. */
 export const layerStores = layer.pipe(
-  Layer.provideMerge(Layer.merge(SqliteAgentStore.layer, SqliteUsageLog.layer)),
+  Layer.provideMerge(Layer.mergeAll(SqliteAgentStore.layer, SqliteUsageLog.layer, SqlitePluginStore.layer)),
   Layer.provideMerge(SqliteProviderStore.layer)
 )
 
