@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { type Agent, isValidId } from "../domain/config/agent.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
-import { busyboxRootfs, findStaticBusybox, importRootfs, makeDocker, ping, smokeTest } from "../layers/sandbox/docker/client.ts"
+import { busyboxRootfs, findStaticBusybox, importRootfs, makeDocker, nodeIntoRootfs, ping, smokeTest } from "../layers/sandbox/docker/client.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { Sandbox } from "../services/Sandbox.ts"
 import { AppConfig } from "../services/AppConfig.ts"
@@ -77,9 +77,16 @@ const buildImage = Command.make("build-image", {
     Flag.withDescription("Build a minimal rootfs around this statically linked busybox (e.g. /bin/busybox from busybox-static)"),
     Flag.optional
   ),
+  node: Flag.String("node").pipe(
+    Flag.withDescription("Also copy this (dynamically linked) Node binary, its shared libraries and loader into the image, as /usr/local/bin/node (for stdio MCP servers)"),
+    Flag.optional
+  ),
   tag: Flag.String("tag").pipe(Flag.withDescription(`Image tag (default ${DEFAULT_IMAGE})`), Flag.withDefault(DEFAULT_IMAGE))
 }, (f) =>
   Effect.gen(function*() {
+    if (Option.isSome(f.node) && Option.isSome(f.rootfs)) {
+      return yield* usageError(["anna", "sandbox", "build-image"], "--node adds Node to a busybox image; with --rootfs, put Node into the root filesystem yourself")
+    }
     if (Option.isSome(f.rootfs) && Option.isSome(f.busybox)) {
       return yield* usageError(["anna", "sandbox", "build-image"], "give at most one of --rootfs <folder-or-tar> and --busybox <path>")
     }
@@ -101,14 +108,17 @@ const buildImage = Command.make("build-image", {
     if (busybox !== undefined) {
       const dir = mkdtempSync(join(tmpdir(), "anna-rootfs-"))
       yield* Effect.ensuring(
-        busyboxRootfs(busybox, dir).pipe(Effect.andThen(importRootfs(docker, dir, f.tag))),
+        busyboxRootfs(busybox, dir).pipe(
+          Effect.andThen(Option.isSome(f.node) ? nodeIntoRootfs(f.node.value, dir) : Effect.void),
+          Effect.andThen(importRootfs(docker, dir, f.tag))
+        ),
         Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
       )
     } else if (Option.isSome(f.rootfs)) {
       yield* importRootfs(docker, f.rootfs.value, f.tag)
     }
     yield* smokeTest(docker, f.tag)
-    yield* Console.log(`Built image ${f.tag}; /bin/sh runs in it.`)
+    yield* Console.log(`Built image ${f.tag}; /bin/sh runs in it${Option.isSome(f.node) ? " (and /usr/local/bin/node)" : ""}.`)
   })).pipe(Command.withDescription(
   "Build a local sandbox image (docker import; no registry needed): from a root filesystem, a static busybox, or — with neither flag — the static busybox found on PATH (Debian/Ubuntu: apt-get install busybox-static)"
 ))

@@ -8,7 +8,7 @@ import { Duration, Effect } from "effect"
 import { execFileSync, spawn } from "node:child_process"
 import { chmodSync, closeSync, copyFileSync, createReadStream, existsSync, mkdirSync, openSync, readSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import type { Readable } from "node:stream"
 import { DockerUnavailable, ImageMissing, PolicyUnenforceable, SandboxFailure } from "../../../domain/sandbox/errors.ts"
 import { DEFAULT_IMAGE, type NetworkPolicy, SANDBOX_LABEL } from "../../../domain/sandbox/types.ts"
@@ -269,6 +269,33 @@ export const busyboxRootfs = (busybox: string, dir: string) =>
       return applets.length
     },
     catch: (e) => new SandboxFailure({ operation: "build rootfs", detail: `${busybox}: ${errorDetail(e)}` })
+  })
+
+/**
+ * Adds a dynamically linked Node binary to a rootfs at /usr/local/bin/node, with the shared
+ * libraries and the loader `ldd` lists, each at its own path (so stdio MCP servers can run inside
+ * the sandbox). Returns how many libraries were copied.
+ */
+export const nodeIntoRootfs = (node: string, dir: string) =>
+  Effect.try({
+    try: () => {
+      const libs = execFileSync("ldd", [node], { encoding: "utf8" })
+        .split("\n")
+        .flatMap((line) => {
+          const m = /(?:=>\s*)?(\/\S+)\s+\(0x/.exec(line)
+          return m?.[1] === undefined ? [] : [m[1]]
+        })
+      for (const lib of libs) {
+        mkdirSync(join(dir, dirname(lib)), { recursive: true })
+        copyFileSync(lib, join(dir, lib))
+        chmodSync(join(dir, lib), 0o755)
+      }
+      mkdirSync(join(dir, "usr", "local", "bin"), { recursive: true })
+      copyFileSync(node, join(dir, "usr", "local", "bin", "node"))
+      chmodSync(join(dir, "usr", "local", "bin", "node"), 0o755)
+      return libs.length
+    },
+    catch: (e) => new SandboxFailure({ operation: "build rootfs", detail: `${node}: ${errorDetail(e)}` })
   })
 
 /** Runs `/bin/sh -c 'echo ok'` in a throwaway container of `image` (no network): does it work here? */
