@@ -1,8 +1,9 @@
 -- The scheduler (issue 14): jobs an operator (`anna schedule add`, the admin API) or an agent (the
 -- `scheduler` tool) made, and the history of their runs. Times are Unix milliseconds.
--- A job has exactly one of cron (5 fields, in `tz`), every (a duration, `every_ms`) or at (one shot);
+-- A job has exactly one of cron (5 fields, in `tz`), every (a duration) or at (one shot): `kind` + `spec`;
 -- `next_run_at` is the next time it is due (NULL: a one-shot that ran); `run_requested` asks the
--- running gateway to run it now (`anna schedule run`), whatever its schedule.
+-- running gateway to run it now (`anna schedule run`), whatever its schedule; `catch_up` NULL follows
+-- the setting scheduler.catch_up.
 CREATE TABLE scheduler_jobs (
   id TEXT PRIMARY KEY,
   agent_id TEXT NOT NULL,
@@ -10,12 +11,11 @@ CREATE TABLE scheduler_jobs (
   kind TEXT NOT NULL CHECK (kind IN ('cron', 'every', 'at')),
   spec TEXT NOT NULL,
   tz TEXT,
-  every_ms INTEGER,
   prompt TEXT NOT NULL,
   session_mode TEXT NOT NULL CHECK (session_mode IN ('reuse', 'new')),
   deliver_user TEXT,
   deliver_channel TEXT,
-  catch_up TEXT NOT NULL CHECK (catch_up IN ('run', 'skip')),
+  catch_up TEXT CHECK (catch_up IN ('run', 'skip')),
   created_by TEXT NOT NULL CHECK (created_by IN ('operator', 'agent')),
   created_at INTEGER NOT NULL,
   next_run_at INTEGER,

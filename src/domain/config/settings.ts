@@ -29,6 +29,18 @@ export const SETTINGS: ReadonlyArray<SettingSpec> = [
     description: "Live sandbox containers on this gateway at once",
     defaultValue: "16",
     problem: wholeNumber(1, 10_000)
+  },
+  {
+    key: "scheduler.catch_up",
+    description: "Scheduled jobs missed while the gateway was down: run once at start (run) or skip them (skip); a job's own --catch-up wins",
+    defaultValue: "run",
+    problem: (v) => (v === "run" || v === "skip" ? undefined : "must be run or skip")
+  },
+  {
+    key: "scheduler.heartbeat_interval",
+    description: "How often agents read HEARTBEAT.md in their workspaces and act on it (a duration such as 30m; off disables)",
+    defaultValue: "30m",
+    problem: (v) => (v === "off" || /^(\d+[smhd])+$/.test(v) && !/^(0+[smhd])+$/.test(v) ? undefined : "must be a duration such as 30m or 1h, or off")
   }
 ]
 

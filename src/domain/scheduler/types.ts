@@ -20,7 +20,8 @@ export interface Job {
   /** Who gets the reply (null: stored only), and on which channel (null: where they wrote last). */
   readonly deliverUser: string | null
   readonly deliverChannel: string | null
-  readonly catchUp: CatchUp
+  /** Missed runs while the gateway was down: run once at start, or skip (null: the setting scheduler.catch_up). */
+  readonly catchUp: CatchUp | null
   readonly createdBy: "operator" | "agent"
   readonly createdAt: number
   /** Next time the job is due (null: a one-shot that has run). */

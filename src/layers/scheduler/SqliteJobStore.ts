@@ -1,0 +1,197 @@
+/** JobStore on the scheduler_jobs and scheduler_runs tables (migration 0019); rows are Schema-decoded. */
+import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomBytes } from "node:crypto"
+import { InvalidSchedule, JobNotFound } from "../../domain/scheduler/errors.ts"
+import { checkZone, nextAfter, parseAt, parseCron, parseEvery } from "../../domain/scheduler/schedule.ts"
+import { type Job, KEEP_RUNS, MAX_PROMPT_CHARS, MIN_EVERY_MS, type NewJob, type Run, type ScheduleKind } from "../../domain/scheduler/types.ts"
+import { JobStore, type JobFilter, type RunOutcome } from "../../services/JobStore.ts"
+import { storageError } from "../sql/errors.ts"
+
+const JobRow = Schema.Struct({
+  id: Schema.String,
+  agent_id: Schema.String,
+  user_id: Schema.String,
+  kind: Schema.Literals(["cron", "every", "at"]),
+  spec: Schema.String,
+  tz: Schema.NullOr(Schema.String),
+  prompt: Schema.String,
+  session_mode: Schema.Literals(["reuse", "new"]),
+  deliver_user: Schema.NullOr(Schema.String),
+  deliver_channel: Schema.NullOr(Schema.String),
+  catch_up: Schema.NullOr(Schema.Literals(["run", "skip"])),
+  created_by: Schema.Literals(["operator", "agent"]),
+  created_at: Schema.Number,
+  next_run_at: Schema.NullOr(Schema.Number),
+  run_requested: Schema.Number
+})
+const RunRow = Schema.Struct({
+  id: Schema.Number,
+  job_id: Schema.String,
+  trigger: Schema.Literals(["schedule", "catch_up", "manual", "heartbeat"]),
+  started_at: Schema.Number,
+  ended_at: Schema.NullOr(Schema.Number),
+  status: Schema.Literals(["ok", "error", "skipped", "running"]),
+  reply: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  delivered_to: Schema.NullOr(Schema.String)
+})
+const decodeJobs = Schema.decodeUnknownEffect(Schema.Array(JobRow))
+const decodeRuns = Schema.decodeUnknownEffect(Schema.Array(RunRow))
+
+const toJob = (r: typeof JobRow.Type): Job => ({
+  id: r.id,
+  agentId: r.agent_id,
+  userId: r.user_id,
+  kind: r.kind,
+  spec: r.spec,
+  tz: r.tz,
+  prompt: r.prompt,
+  sessionMode: r.session_mode,
+  deliverUser: r.deliver_user,
+  deliverChannel: r.deliver_channel,
+  catchUp: r.catch_up,
+  createdBy: r.created_by,
+  createdAt: r.created_at,
+  nextRunAt: r.next_run_at,
+  runRequested: r.run_requested === 1
+})
+const toRun = (r: typeof RunRow.Type): Run => ({
+  id: r.id,
+  jobId: r.job_id,
+  trigger: r.trigger,
+  startedAt: r.started_at,
+  endedAt: r.ended_at,
+  status: r.status,
+  reply: r.reply,
+  error: r.error,
+  deliveredTo: r.delivered_to
+})
+
+const invalid = (reason: string) => new InvalidSchedule({ reason })
+
+/** The job's kind, spec (as stored) and first due time, or why it cannot be scheduled. */
+export const checkSchedule = (job: NewJob, now: number): { kind: ScheduleKind; spec: string; tz: string | null; first: number } | { problem: string } => {
+  const given = [job.cron, job.every, job.at].filter((x) => x !== undefined)
+  if (given.length !== 1) return { problem: "give exactly one of --cron, --every or --at" }
+  const tz = job.tz ?? null
+  if (tz !== null) {
+    const zone = checkZone(tz)
+    if ("problem" in zone) return zone
+  }
+  if (job.cron !== undefined) {
+    const cron = parseCron(job.cron, tz)
+    if ("problem" in cron) return cron
+    const spec = job.cron.trim().split(/\s+/).join(" ")
+    return { kind: "cron", spec, tz, first: nextAfter({ kind: "cron", spec, tz }, now) ?? now }
+  }
+  if (job.every !== undefined) {
+    if (tz !== null) return { problem: "--tz goes with --cron or --at, not --every" }
+    const every = parseEvery(job.every)
+    if ("problem" in every) return every
+    if (every.ok < MIN_EVERY_MS) return { problem: `--every must be at least 1s` }
+    return { kind: "every", spec: job.every.trim().toLowerCase(), tz, first: now + every.ok }
+  }
+  const at = parseAt(job.at ?? "", tz, now)
+  if ("problem" in at) return at
+  return { kind: "at", spec: new Date(at.ok).toISOString(), tz, first: at.ok }
+}
+
+export const make = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const fail = (operation: string) => Effect.mapError(storageError(operation))
+
+  const list = Effect.fn("JobStore.list")(function*(filter: JobFilter = {}) {
+    const rows = yield* sql`SELECT * FROM scheduler_jobs WHERE (${filter.userId ?? null} IS NULL OR user_id = ${filter.userId ?? null})
+      AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null}) ORDER BY created_at, id`.pipe(
+      Effect.flatMap(decodeJobs),
+      fail("list scheduled jobs")
+    )
+    return rows.map(toJob)
+  })
+
+  const get = Effect.fn("JobStore.get")(function*(id: string) {
+    const rows = yield* sql`SELECT * FROM scheduler_jobs WHERE id = ${id}`.pipe(Effect.flatMap(decodeJobs), fail("read a scheduled job"))
+    return Option.map(Option.fromNullishOr(rows[0]), toJob)
+  })
+
+  const add = Effect.fn("JobStore.add")(function*(job: NewJob) {
+    const now = yield* Clock.currentTimeMillis
+    if (job.prompt.trim() === "") return yield* invalid("the prompt is empty")
+    if (job.prompt.length > MAX_PROMPT_CHARS) return yield* invalid(`the prompt is longer than ${MAX_PROMPT_CHARS} characters`)
+    const checked = checkSchedule(job, now)
+    if ("problem" in checked) return yield* invalid(checked.problem)
+    const id = `job-${randomBytes(4).toString("hex")}`
+    yield* sql`INSERT INTO scheduler_jobs (id, agent_id, user_id, kind, spec, tz, prompt, session_mode, deliver_user, deliver_channel,
+      catch_up, created_by, created_at, next_run_at, run_requested) VALUES (${id}, ${job.agentId}, ${job.userId}, ${checked.kind},
+      ${checked.spec}, ${checked.tz}, ${job.prompt}, ${job.sessionMode ?? "reuse"}, ${job.deliverUser ?? null}, ${job.deliverChannel ?? null},
+      ${job.catchUp ?? null}, ${job.createdBy}, ${now}, ${checked.first}, 0)`.pipe(fail("add a scheduled job"))
+    const stored = yield* get(id)
+    return yield* Option.match(stored, { onNone: () => Effect.die(new Error(`job ${id} vanished`)), onSome: Effect.succeed })
+  })
+
+  const remove = Effect.fn("JobStore.remove")(function*(id: string) {
+    if (Option.isNone(yield* get(id))) return yield* new JobNotFound({ id })
+    yield* sql.withTransaction(Effect.andThen(sql`DELETE FROM scheduler_runs WHERE job_id = ${id}`, sql`DELETE FROM scheduler_jobs WHERE id = ${id}`)).pipe(
+      fail("remove a scheduled job")
+    )
+  })
+
+  const retire = Effect.fn("JobStore.retire")(function*(id: string) {
+    yield* sql`DELETE FROM scheduler_jobs WHERE id = ${id}`.pipe(fail("retire a one-shot job"))
+  })
+
+  const requestRun = Effect.fn("JobStore.requestRun")(function*(id: string) {
+    yield* sql`UPDATE scheduler_jobs SET run_requested = 1 WHERE id = ${id}`.pipe(fail("request a run"))
+    const job = yield* get(id)
+    return yield* Option.match(job, { onNone: () => Effect.fail(new JobNotFound({ id })), onSome: Effect.succeed })
+  })
+
+  const setNext = Effect.fn("JobStore.setNext")(function*(id: string, nextRunAt: number | null) {
+    yield* sql`UPDATE scheduler_jobs SET next_run_at = ${nextRunAt}, run_requested = 0 WHERE id = ${id}`.pipe(fail("set a job's next run"))
+  })
+
+  const prune = (jobId: string) =>
+    sql`DELETE FROM scheduler_runs WHERE job_id = ${jobId} AND id NOT IN
+      (SELECT id FROM scheduler_runs WHERE job_id = ${jobId} ORDER BY id DESC LIMIT ${KEEP_RUNS})`
+
+  const startRun = Effect.fn("JobStore.startRun")(function*(jobId: string, trigger: Run["trigger"]) {
+    const now = yield* Clock.currentTimeMillis
+    const rows = yield* sql<{ id: number }>`INSERT INTO scheduler_runs (job_id, trigger, started_at, status) VALUES (${jobId}, ${trigger}, ${now}, 'running')
+      RETURNING id`.pipe(fail("record a run"))
+    const id = rows[0]?.id
+    return typeof id === "number" ? id : yield* Effect.die(new Error("INSERT … RETURNING gave no id"))
+  })
+
+  const finishRun = Effect.fn("JobStore.finishRun")(function*(runId: number, o: RunOutcome) {
+    const now = yield* Clock.currentTimeMillis
+    const rows = yield* sql<{ job_id: string }>`UPDATE scheduler_runs SET ended_at = ${now}, status = ${o.status}, reply = ${o.reply ?? null},
+      error = ${o.error ?? null}, delivered_to = ${o.deliveredTo ?? null} WHERE id = ${runId} RETURNING job_id`.pipe(fail("record a run's end"))
+    const jobId = rows[0]?.job_id
+    if (jobId !== undefined) yield* prune(jobId).pipe(fail("drop old runs"))
+  })
+
+  const recordRun = Effect.fn("JobStore.recordRun")(function*(jobId: string, trigger: Run["trigger"], o: RunOutcome) {
+    const id = yield* startRun(jobId, trigger)
+    yield* finishRun(id, o)
+  })
+
+  const history = Effect.fn("JobStore.history")(function*(jobId: string, limit = KEEP_RUNS) {
+    const rows = yield* sql`SELECT * FROM scheduler_runs WHERE job_id = ${jobId} ORDER BY id DESC LIMIT ${limit}`.pipe(
+      Effect.flatMap(decodeRuns),
+      fail("read run history")
+    )
+    return rows.map(toRun)
+  })
+
+  const interruptRunning = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const rows = yield* sql<{ id: number }>`UPDATE scheduler_runs SET status = 'error', error = 'interrupted (the gateway stopped during the run)',
+      ended_at = ${now} WHERE status = 'running' RETURNING id`.pipe(fail("mark interrupted runs"))
+    return rows.length
+  }).pipe(Effect.withSpan("JobStore.interruptRunning"))
+
+  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, startRun, finishRun, recordRun, history, interruptRunning })
+})
+
+export const layer = Layer.effect(JobStore, make)

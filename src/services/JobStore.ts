@@ -1,0 +1,50 @@
+/**
+ * JobStore — the scheduler's jobs and their run history (tables scheduler_jobs, scheduler_runs).
+ * Owns checking a new job's schedule and prompt (domain/scheduler/schedule.ts), the next due time of
+ * each job, and the history kept (the last KEEP_RUNS runs per job; a one-shot job's runs outlive it).
+ * Does not own whether the agent or the users exist (the callers check, with the configuration),
+ * nor running anything (the Scheduler does).
+ *
+ * Layers: `SqliteJobStore.layer` (src/layers/scheduler/SqliteJobStore.ts).
+ */
+import { Context, type Effect, type Option } from "effect"
+import type { InvalidSchedule, JobNotFound } from "../domain/scheduler/errors.ts"
+import type { Job, NewJob, Run, RunStatus, RunTrigger } from "../domain/scheduler/types.ts"
+import type { StorageError } from "../domain/storage/errors.ts"
+
+export interface JobFilter {
+  readonly userId?: string | undefined
+  readonly agentId?: string | undefined
+}
+
+export interface RunOutcome {
+  readonly status: Exclude<RunStatus, "running">
+  readonly reply?: string | null | undefined
+  readonly error?: string | null | undefined
+  readonly deliveredTo?: string | null | undefined
+}
+
+export class JobStore extends Context.Service<JobStore, {
+  /** Checks and stores a job; its first due time is computed from now (Clock). */
+  readonly add: (job: NewJob) => Effect.Effect<Job, InvalidSchedule | StorageError>
+  readonly list: (filter?: JobFilter) => Effect.Effect<ReadonlyArray<Job>, StorageError>
+  readonly get: (id: string) => Effect.Effect<Option.Option<Job>, StorageError>
+  /** Removes the job and its history. */
+  readonly remove: (id: string) => Effect.Effect<void, JobNotFound | StorageError>
+  /** Removes the job, keeping its history (a one-shot job that has run). */
+  readonly retire: (id: string) => Effect.Effect<void, StorageError>
+  /** Asks the running gateway to run the job at its next look. */
+  readonly requestRun: (id: string) => Effect.Effect<Job, JobNotFound | StorageError>
+  /** Sets the next due time and clears a run request. */
+  readonly setNext: (id: string, nextRunAt: number | null) => Effect.Effect<void, StorageError>
+  /** Records a run that starts now (status running); its id. */
+  readonly startRun: (jobId: string, trigger: RunTrigger) => Effect.Effect<number, StorageError>
+  /** Records how a run ended (now) and drops runs past KEEP_RUNS. */
+  readonly finishRun: (runId: number, outcome: RunOutcome) => Effect.Effect<void, StorageError>
+  /** Records a run that did not start (skipped) or failed at once, started and ended now. */
+  readonly recordRun: (jobId: string, trigger: RunTrigger, outcome: RunOutcome) => Effect.Effect<void, StorageError>
+  /** The job's runs, newest first. */
+  readonly history: (jobId: string, limit?: number) => Effect.Effect<ReadonlyArray<Run>, StorageError>
+  /** Marks runs left `running` by a gateway that died as failed ("interrupted"); how many. */
+  readonly interruptRunning: Effect.Effect<number, StorageError>
+}>()("anna/JobStore") {}

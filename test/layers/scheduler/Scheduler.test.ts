@@ -1,0 +1,224 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Layer, Option, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { ChannelError } from "../../../src/domain/channels/errors.ts"
+import type { NewJob } from "../../../src/domain/scheduler/types.ts"
+import type { ChatTarget, ResolvedChat, TurnEvent } from "../../../src/domain/runtime/types.ts"
+import * as Scheduler from "../../../src/layers/scheduler/Scheduler.ts"
+import * as SqliteJobStore from "../../../src/layers/scheduler/SqliteJobStore.ts"
+import { JobStore } from "../../../src/services/JobStore.ts"
+import { LiveConfig } from "../../../src/services/LiveConfig.ts"
+import { Notifier } from "../../../src/services/Notifier.ts"
+import { Runtime } from "../../../src/services/Runtime.ts"
+import { sqliteTemp } from "../../support/db.ts"
+import { done } from "../../support/fakeRuntime.ts"
+
+const MIN = 60_000
+const HOUR = 60 * MIN
+
+/** A runtime whose turns are `answer(prompt, n)` (n counts turns from 1); records targets. */
+const fakeRuntime = (answer: (prompt: string, n: number) => Effect.Effect<ReadonlyArray<TurnEvent>>) => {
+  const targets: Array<ChatTarget> = []
+  let n = 0
+  const resolve = (target: ChatTarget) =>
+    Effect.sync(() => {
+      targets.push(target)
+      const chat: ResolvedChat = {
+        userId: target.userId ?? "", userName: "", agentId: target.agentId ?? "", platform: target.platform, chatId: target.chatId ?? "dm",
+        isGroup: false, context: target.chatId ?? "dm", sessionKey: "", model: ""
+      }
+      return chat
+    })
+  const send = (_chat: ResolvedChat, message: unknown) =>
+    Stream.unwrap(Effect.map(Effect.suspend(() => answer(String(message), ++n)), Stream.fromIterable))
+  return { targets, turns: () => n, service: Runtime.of({ resolve, send, abort: () => Effect.succeed(false) }) }
+}
+
+const reply = (text: string): ReadonlyArray<TurnEvent> => [{ type: "text", text }, done("end_turn")]
+
+const fakeNotifier = (fail = false) => {
+  const sent: Array<{ user: string; text: string; channel: string | undefined }> = []
+  const service = Notifier.of({
+    notify: (user, message, options) =>
+      fail
+        ? Effect.fail(new ChannelError({ channel: "telegram", reason: "the user blocked the bot" }))
+        : Effect.sync(() => {
+          sent.push({ user, text: message.text ?? "", channel: options?.channel })
+          return options?.channel ?? "telegram"
+        }),
+    channels: Effect.succeed(["telegram"])
+  })
+  return { sent, service }
+}
+
+const liveConfig = (catchUp = "run") =>
+  Layer.succeed(LiveConfig, LiveConfig.of({
+    snapshot: () => Effect.die("unused"),
+    setting: (key) => Effect.succeed(key === "scheduler.catch_up" ? catchUp : ""),
+    channels: Effect.succeed([]),
+    version: Effect.succeed(1),
+    changes: Stream.empty
+  }))
+
+const job = (over: Partial<NewJob>): NewJob => ({
+  agentId: "default", userId: "alice", prompt: "summarise my open tasks", createdBy: "operator", deliverUser: "alice", ...over
+})
+
+const start = (runtime: Runtime["Service"], notifier: Notifier["Service"] | undefined, catchUp = "run") =>
+  Scheduler.make({ notifier, recheck: "1 hour", heartbeat: false }).pipe(
+    Effect.provide(Layer.merge(Layer.succeed(Runtime, runtime), liveConfig(catchUp)))
+  )
+
+const withStore = <A, E>(self: Effect.Effect<A, E, JobStore | import("effect").Scope.Scope>) =>
+  self.pipe(Effect.provide(SqliteJobStore.layer.pipe(Layer.provideMerge(sqliteTemp))))
+
+describe("Scheduler", () => {
+  it.effect("runs a cron job at its time and delivers the reply", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime(() => Effect.succeed(reply("3 open tasks")))
+      const notifier = fakeNotifier()
+      const added = yield* store.add(job({ cron: "0 8 * * *", deliverChannel: "telegram" }))
+      yield* start(rt.service, notifier.service)
+      yield* TestClock.adjust(8 * HOUR - MIN)
+      expect(rt.turns()).toBe(0)
+      yield* TestClock.adjust(MIN)
+      expect(notifier.sent).toEqual([{ user: "alice", text: "3 open tasks", channel: "telegram" }])
+      expect(rt.targets[0]).toMatchObject({ platform: "scheduler", userId: "alice", agentId: "default", chatId: added.id })
+      const [run] = yield* store.history(added.id)
+      expect(run).toMatchObject({ status: "ok", startedAt: 8 * HOUR, reply: "3 open tasks", deliveredTo: "alice@telegram", trigger: "schedule" })
+      expect(Option.map(yield* store.get(added.id), (j) => j.nextRunAt)).toEqual(Option.some(32 * HOUR))
+      yield* TestClock.adjust(24 * HOUR)
+      expect(notifier.sent).toHaveLength(2)
+    })))
+
+  it.effect("runs an every job each interval, in a fresh session per run in session mode new", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime((_, n) => Effect.succeed(reply(`tick ${n}`)))
+      const added = yield* store.add(job({ every: "2m", sessionMode: "new", deliverUser: undefined }))
+      yield* start(rt.service, undefined)
+      yield* TestClock.adjust(6 * MIN)
+      const runs = yield* store.history(added.id)
+      expect(runs.map((r) => [r.status, r.startedAt, r.reply, r.deliveredTo])).toEqual([
+        ["ok", 6 * MIN, "tick 3", null],
+        ["ok", 4 * MIN, "tick 2", null],
+        ["ok", 2 * MIN, "tick 1", null]
+      ])
+      expect(new Set(rt.targets.map((t) => t.chatId)).size).toBe(3)
+    })))
+
+  it.effect("catch-up run: a job missed while down runs once at start, then on its schedule", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime(() => Effect.succeed(reply("late")))
+      const added = yield* store.add(job({ every: "1h", deliverUser: undefined }))
+      yield* TestClock.adjust(5 * HOUR + 30 * MIN) // the gateway is down: five runs missed
+      yield* start(rt.service, undefined, "run")
+      expect(rt.turns()).toBe(1)
+      const [run] = yield* store.history(added.id)
+      expect(run).toMatchObject({ trigger: "catch_up", status: "ok", startedAt: 5 * HOUR + 30 * MIN })
+      yield* TestClock.adjust(HOUR)
+      expect(rt.turns()).toBe(2)
+    })))
+
+  it.effect("catch-up skip: a missed job is recorded as skipped and waits for its next time", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime(() => Effect.succeed(reply("late")))
+      const added = yield* store.add(job({ every: "1h", deliverUser: undefined }))
+      const own = yield* store.add(job({ every: "1h", deliverUser: undefined, catchUp: "run" }))
+      yield* TestClock.adjust(3 * HOUR + 10 * MIN)
+      yield* start(rt.service, undefined, "skip")
+      expect(rt.turns()).toBe(1) // only the job whose own catch-up is `run`
+      expect((yield* store.history(own.id))[0]).toMatchObject({ status: "ok", trigger: "catch_up" })
+      expect((yield* store.history(added.id)).map((r) => r.status)).toEqual(["skipped"])
+      yield* TestClock.adjust(HOUR)
+      expect((yield* store.history(added.id)).map((r) => r.status)).toEqual(["ok", "skipped"])
+    })))
+
+  it.effect("never overlaps: a run still going when the job is due again gives skipped ticks, not a second run", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const release = yield* Deferred.make<void>()
+      const rt = fakeRuntime((_, n) => n === 1 ? Effect.as(Deferred.await(release), reply("slow")) : Effect.succeed(reply("fast")))
+      const added = yield* store.add(job({ every: "1m", deliverUser: undefined }))
+      yield* start(rt.service, undefined)
+      yield* TestClock.adjust(MIN)
+      yield* TestClock.adjust(MIN)
+      yield* TestClock.adjust(MIN)
+      expect(rt.turns()).toBe(1)
+      yield* Deferred.succeed(release, undefined)
+      yield* TestClock.adjust(MIN)
+      expect(rt.turns()).toBe(2)
+      const runs = yield* store.history(added.id)
+      expect(runs.map((r) => [r.status, r.startedAt])).toEqual([
+        ["ok", 4 * MIN],
+        ["skipped", 3 * MIN],
+        ["skipped", 2 * MIN],
+        ["ok", MIN]
+      ])
+    })))
+
+  it.effect("a failing run is recorded with its error and the schedule goes on; a failed delivery too", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime((_, n) =>
+        Effect.succeed(n === 1 ? [{ type: "notice", text: "The model provider is unavailable." }, done("unavailable")] : reply("fine"))
+      )
+      const added = yield* store.add(job({ every: "1m", deliverUser: undefined }))
+      const delivered = yield* store.add(job({ cron: "30 0 * * *" }))
+      yield* start(rt.service, fakeNotifier(true).service)
+      yield* TestClock.adjust(2 * MIN)
+      expect((yield* store.history(added.id)).map((r) => [r.status, r.error])).toEqual([
+        ["ok", null],
+        ["error", "The model provider is unavailable."]
+      ])
+      yield* TestClock.adjust(28 * MIN)
+      expect((yield* store.history(delivered.id))[0]).toMatchObject({
+        status: "error", reply: "fine", error: "delivery failed: channel telegram: the user blocked the bot"
+      })
+    })))
+
+  it.effect("a one-shot job runs once and is removed; its history stays", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime(() => Effect.succeed(reply("reminder")))
+      const added = yield* store.add(job({ at: new Date(10 * MIN).toISOString(), deliverUser: undefined }))
+      yield* start(rt.service, undefined)
+      yield* TestClock.adjust(10 * MIN)
+      expect(rt.turns()).toBe(1)
+      expect(Option.isNone(yield* store.get(added.id))).toBe(true)
+      expect((yield* store.history(added.id)).map((r) => r.status)).toEqual(["ok"])
+      yield* TestClock.adjust(HOUR)
+      expect(rt.turns()).toBe(1)
+    })))
+
+  it.effect("a run asked for (anna schedule run) runs now and leaves the schedule; runs cut by a stop are marked interrupted", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime(() => Effect.succeed(reply("now")))
+      const added = yield* store.add(job({ every: "1d", deliverUser: undefined }))
+      const cut = yield* store.startRun(added.id, "schedule")
+      const scheduler = yield* start(rt.service, undefined)
+      expect((yield* store.history(added.id)).find((r) => r.id === cut)).toMatchObject({ status: "error", error: expect.stringContaining("interrupted") })
+      yield* TestClock.adjust(MIN)
+      yield* store.requestRun(added.id)
+      yield* scheduler.wake
+      yield* TestClock.adjust(0)
+      expect(rt.turns()).toBe(1)
+      expect((yield* store.history(added.id))[0]).toMatchObject({ status: "ok", trigger: "manual", startedAt: MIN })
+      expect(Option.map(yield* store.get(added.id), (j) => [j.nextRunAt, j.runRequested])).toEqual(Option.some([24 * HOUR, false]))
+    })))
+
+  it.effect("refuses bad schedules with one clear reason", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const reason = (j: NewJob) => store.add(j).pipe(Effect.flip, Effect.map((e) => e.message))
+      expect(yield* reason(job({ cron: "0 8 * * *", every: "1h" }))).toBe("give exactly one of --cron, --every or --at")
+      expect(yield* reason(job({}))).toBe("give exactly one of --cron, --every or --at")
+      expect(yield* reason(job({ at: new Date(0).toISOString() }))).toBe("1970-01-01T00:00:00.000Z is in the past")
+      expect(yield* reason(job({ cron: "0 8 * * *", tz: "Nowhere/Else" }))).toContain("unknown time zone")
+      expect(yield* reason(job({ every: "1h", prompt: "x".repeat(4_001) }))).toContain("longer than 4000")
+    })))
+})
