@@ -1,7 +1,129 @@
-/** The `mcp` tool (issue 14): placeholder source (offers nothing) until its work lands. */
-import { Effect } from "effect"
+/**
+ * The `mcp` tool (issue 14): one generic tool for every MCP server of the agent (`anna mcp add`),
+ * as the original design has it — the servers' tools are never added as first-class tools, so the
+ * tool list the model sees stays small; it asks for a tool's schema when it needs it.
+ *
+ * Actions: `list_servers` (name, transport, state), `list_tools` (a server's tools, one line each),
+ * `describe` (one tool's JSON input schema), `call` (a tool with arguments → its text; images
+ * described; an error result comes back as a ToolError). Offered when the agent's `tools` setting
+ * allows `mcp`, the `mcp` plugin is on for the agent, and the agent has at least one server.
+ *
+ * Servers connect on first use, within the session runner's scope (sessionClients.ts): a stdio
+ * server starts in the session's sandbox, never on the host; remote ones are the logged EX-009
+ * exception.
+ */
+import { Effect, Layer, Schema } from "effect"
+import type { McpFailure } from "../../domain/mcp/errors.ts"
+import { type Tool, ToolError } from "../../domain/tool.ts"
+import { inputSchemaOf } from "../../domain/toolSchema.ts"
+import { decodeCallResult, capText, oneLine, resultText } from "../mcp/render.ts"
+import { DEFAULT_LIMITS, type McpLimits, makeSessionClients, type SessionClients } from "../mcp/sessionClients.ts"
+import * as SqliteMcpServers from "../mcp/SqliteMcpServers.ts"
+import { McpServers } from "../../services/McpServers.ts"
+import { PluginStore } from "../../services/PluginStore.ts"
 import * as ToolCatalogLayer from "./ToolCatalog.ts"
 
 export const TOOL_NAME = "mcp"
 
-export const layer = ToolCatalogLayer.register(Effect.succeed({ id: TOOL_NAME, tools: () => Effect.succeed([]) }))
+const ACTIONS = ["list_servers", "list_tools", "describe", "call"] as const
+
+const Input = Schema.Struct({
+  action: Schema.Literals(ACTIONS).annotate({
+    description: "list_servers: your MCP servers; list_tools: a server's tools; describe: one tool's input schema; call: run a tool."
+  }),
+  server: Schema.optionalKey(Schema.String.annotate({ description: "The server (list_tools, describe, call)." })),
+  tool: Schema.optionalKey(Schema.String.annotate({ description: "The server's tool (describe, call)." })),
+  arguments: Schema.optionalKey(
+    Schema.Record(Schema.String, Schema.Unknown).annotate({ description: "The tool's arguments (call), as its schema (describe) says." })
+  )
+})
+const decode = Schema.decodeUnknownEffect(Input)
+
+const fail = (reason: string) => new ToolError({ tool: TOOL_NAME, reason })
+const required = <A>(value: A | undefined, what: string, action: string) =>
+  value === undefined ? Effect.fail(fail(`${action} needs "${what}"`)) : Effect.succeed(value)
+
+export const mcpTool = (clients: SessionClients, limits: McpLimits): Tool => {
+  const listTools = (server: string) => clients.run(server, "tools/list", (c, signal) => c.listTools(undefined, { signal }))
+
+  const run = (input: typeof Input.Type): Effect.Effect<string, ToolError | McpFailure> =>
+    Effect.gen(function*() {
+      switch (input.action) {
+        case "list_servers": {
+          const lines = yield* Effect.forEach(clients.servers, (s) =>
+            Effect.map(clients.state(s.name), (state) =>
+              `- ${s.name} (${s.transport}): ${typeof state === "string" ? state : `failed: ${state.failed}`}`))
+          return `MCP servers:\n${lines.join("\n")}`
+        }
+        case "list_tools": {
+          const server = yield* required(input.server, "server", "list_tools")
+          const { tools } = yield* listTools(server)
+          if (tools.length === 0) return `${server} offers no tools.`
+          return [`${server} tools (use describe for a tool's arguments):`, ...tools.map((t) => `- ${t.name}: ${oneLine(t.description)}`)].join("\n")
+        }
+        case "describe": {
+          const server = yield* required(input.server, "server", "describe")
+          const name = yield* required(input.tool, "tool", "describe")
+          const { tools } = yield* listTools(server)
+          const tool = tools.find((t) => t.name === name)
+          if (tool === undefined) return yield* fail(`${server} has no tool "${name}"; its tools: ${tools.map((t) => t.name).join(", ") || "none"}`)
+          return capText(JSON.stringify({ name: tool.name, description: tool.description ?? "", inputSchema: tool.inputSchema }, null, 2), limits.maxResultChars)
+        }
+        case "call": {
+          const server = yield* required(input.server, "server", "call")
+          const name = yield* required(input.tool, "tool", "call")
+          const raw = yield* clients.run(server, `the call of ${name}`, (c, signal) =>
+            c.callTool({ name, arguments: input.arguments ?? {} }, undefined, {
+              signal,
+              // The deadline is ours (sessionClients.ts); the SDK's own is only a backstop.
+              timeout: 24 * 60 * 60 * 1000
+            }))
+          const result = yield* decodeCallResult(raw).pipe(Effect.mapError((e) => fail(`${server} answered something that is not a tool result: ${e.message}`)))
+          const text = capText(resultText(result), limits.maxResultChars)
+          if (result.isError === true) return yield* fail(`${server}/${name} failed: ${text}`)
+          return text === "" ? "(the tool returned nothing)" : text
+        }
+      }
+    })
+
+  return {
+    definition: {
+      name: TOOL_NAME,
+      description: [
+        "Use the tools of your MCP servers. list_servers shows them; list_tools shows a server's tools;",
+        "describe gives one tool's input schema (ask before the first call of a tool); call runs it with",
+        `arguments. Results are text (at most ${limits.maxResultChars} characters).`
+      ].join(" "),
+      inputSchema: inputSchemaOf(Input)
+    },
+    execute: (raw) =>
+      decode(raw).pipe(
+        Effect.mapError((e) => fail(`invalid input: ${e.message}`)),
+        Effect.flatMap(run),
+        Effect.catchTag("McpFailure", (e) => Effect.fail(fail(e.message)))
+      )
+  }
+}
+
+/** The source: the tool when the agent may use it and has servers; its clients live with the runner. */
+export const makeLayer = (limits: McpLimits = DEFAULT_LIMITS) =>
+  ToolCatalogLayer.register(Effect.gen(function*() {
+    const store = yield* McpServers
+    const plugins = yield* PluginStore
+    return {
+      id: TOOL_NAME,
+      tools: (session) =>
+        Effect.gen(function*() {
+          if (!session.enabled(TOOL_NAME)) return []
+          if (!(yield* plugins.enabledFor(TOOL_NAME, session.agentId))) return []
+          const servers = yield* store.list(session.agentId)
+          if (servers.length === 0) return []
+          return [mcpTool(yield* makeSessionClients(servers, session.sandbox, limits), limits)]
+        }).pipe(
+          Effect.catchTag("StorageError", (e) =>
+            Effect.as(Effect.logWarning("the mcp tool is off for this session: its servers cannot be read").pipe(Effect.annotateLogs({ error: e.message })), []))
+        )
+    }
+  })).pipe(Layer.provide(SqliteMcpServers.layer))
+
+export const layer = makeLayer()

@@ -1,0 +1,117 @@
+/**
+ * One session's MCP clients: a server is connected on first use (a stdio one started in the
+ * session's sandbox), then reused; each connection lives in a scope of its own under the runner's,
+ * so it ends with the runner — or earlier, when it breaks. A call that outlives its deadline fails
+ * (the SDK sends the server a cancellation); a server that dies or drops the connection mid-call
+ * fails the call with what happened ("exited (code N) during the call"), and the next call
+ * reconnects (restarts the process).
+ */
+import { McpError } from "@modelcontextprotocol/sdk/types.js"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { Duration, Effect, Exit, Option, Scope, Semaphore } from "effect"
+import { McpFailure } from "../../domain/mcp/errors.ts"
+import type { McpServer } from "../../domain/mcp/server.ts"
+import type { SandboxStartError } from "../../domain/sandbox/errors.ts"
+import type { SandboxSession } from "../../services/Sandbox.ts"
+import { connect, errorText, type McpConnection } from "./connect.ts"
+
+export interface McpLimits {
+  /** Starting and initialising a server. */
+  readonly connectTimeout: Duration.Duration
+  /** One request (a tool call, a listing). */
+  readonly callTimeout: Duration.Duration
+  /** Text of one tool result given to the model; the rest is cut, and the model told. */
+  readonly maxResultChars: number
+}
+
+export const DEFAULT_LIMITS: McpLimits = {
+  connectTimeout: Duration.seconds(30),
+  callTimeout: Duration.seconds(60),
+  maxResultChars: 64 * 1024
+}
+
+/** JSON-RPC "connection closed": the transport ended, not the server's answer. */
+const CONNECTION_CLOSED = -32000
+
+export type ServerState = "not started" | "connected" | { readonly failed: string }
+
+export interface SessionClients {
+  readonly servers: ReadonlyArray<McpServer>
+  readonly state: (name: string) => Effect.Effect<ServerState>
+  /** Runs one request against a server (connecting first when needed), within the call deadline. */
+  readonly run: <A>(name: string, what: string, f: (client: Client, signal: AbortSignal) => Promise<A>) => Effect.Effect<A, McpFailure>
+}
+
+export const makeSessionClients = (
+  servers: ReadonlyArray<McpServer>,
+  sandbox: Effect.Effect<SandboxSession, SandboxStartError>,
+  limits: McpLimits
+): Effect.Effect<SessionClients, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const parent = yield* Effect.scope
+    const live = new Map<string, { readonly conn: McpConnection; readonly scope: Scope.Closeable }>()
+    const failures = new Map<string, string>()
+    const lock = yield* Semaphore.make(1)
+
+    const drop = (name: string) =>
+      Effect.suspend(() => {
+        const entry = live.get(name)
+        live.delete(name)
+        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
+      })
+
+    const known = (name: string) => {
+      const server = servers.find((s) => s.name === name)
+      return server === undefined
+        ? Effect.fail(new McpFailure({ server: name, reason: `no such server; servers: ${servers.map((s) => s.name).join(", ") || "none"}` }))
+        : Effect.succeed(server)
+    }
+
+    const get = (name: string) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const server = yield* known(name)
+        const entry = live.get(name)
+        if (entry !== undefined && entry.conn.alive()) return entry.conn
+        if (entry !== undefined) yield* drop(name)
+        const scope = yield* Scope.fork(parent, "sequential")
+        const conn = yield* connect(server, sandbox, limits.connectTimeout).pipe(
+          Scope.provide(scope),
+          Effect.tapError((e) => Effect.andThen(Scope.close(scope, Exit.void), Effect.sync(() => failures.set(name, e.reason))))
+        )
+        failures.delete(name)
+        live.set(name, { conn, scope })
+        return conn
+      }))
+
+    const run = <A>(name: string, what: string, f: (client: Client, signal: AbortSignal) => Promise<A>) =>
+      Effect.gen(function*() {
+        const conn = yield* get(name)
+        const seconds = Duration.toSeconds(limits.callTimeout)
+        const outcome = yield* Effect.tryPromise({ try: (signal) => f(conn.client, signal), catch: (e) => e }).pipe(
+          Effect.timeoutOrElse({ duration: limits.callTimeout, orElse: () => Effect.fail("timeout" as const) }),
+          Effect.result
+        )
+        if (outcome._tag === "Success") return outcome.success
+        const e = outcome.failure
+        const reason = (text: string) => new McpFailure({ server: name, reason: text })
+        if (e === "timeout") return yield* reason(`${what} got no answer within ${seconds} s (cancelled)`)
+        if (!conn.alive()) {
+          const end = Option.getOrElse(yield* conn.ended, () => "closed the connection")
+          yield* drop(name)
+          return yield* reason(`${end} during ${what}; the next call restarts it`)
+        }
+        if (e instanceof McpError && e.code !== CONNECTION_CLOSED) return yield* reason(`${what} failed: ${errorText(e)}`)
+        yield* drop(name)
+        return yield* reason(`connection lost during ${what} (${errorText(e)}); the next call reconnects`)
+      })
+
+    const state = (name: string) =>
+      Effect.sync((): ServerState => {
+        const entry = live.get(name)
+        if (entry !== undefined && entry.conn.alive()) return "connected"
+        const failed = failures.get(name)
+        return failed === undefined ? "not started" : { failed }
+      })
+
+    return { servers, state, run }
+  })
