@@ -1,8 +1,11 @@
 /**
  * The three-layer system prompt (seed 000, "3-Layer System Prompt"): basic instructions (SYSTEM.md
  * in the agent's workspace, else built in), the agent's soul (SOUL.md, else the agent's system prompt
- * setting), and the per-user notes of the ProfileStore. Pure: the caller reads the files.
+ * setting), and the per-user notes of the ProfileStore; then the installed skills, when there are
+ * any. Pure: the caller reads the files.
  */
+import type { SkillMeta } from "../skills/skill.ts"
+import { skillsSection } from "../skills/prompt.ts"
 
 export const BASIC_INSTRUCTIONS = [
   "You are an AI assistant that runs inside anna, a self-hosted gateway, for the user you are talking with.",
@@ -19,6 +22,8 @@ export interface PromptParts {
   readonly profile: string
   readonly userName: string
   readonly now: Date
+  /** The operator's skills this agent has (a `# Skills` section when there are any). */
+  readonly skills?: ReadonlyArray<SkillMeta> | undefined
 }
 
 export const systemPrompt = (p: PromptParts): string => {
@@ -30,5 +35,7 @@ export const systemPrompt = (p: PromptParts): string => {
     `# The user\nName: ${p.userName || "unknown"}. Current time: ${p.now.toISOString().slice(0, 16).replace("T", " ")} UTC.` +
       (p.profile.trim() === "" ? "\nYou have no notes about this user yet." : `\nYour notes about this user:\n${p.profile.trim()}`)
   )
+  const skills = skillsSection(p.skills ?? [])
+  if (skills !== undefined) sections.push(skills)
   return sections.join("\n\n")
 }

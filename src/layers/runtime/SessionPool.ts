@@ -34,6 +34,7 @@ import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
 import { SessionLocks } from "../../services/SessionLocks.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
+import { Skills } from "../../services/Skills.ts"
 import { ToolCatalog } from "../../services/ToolCatalog.ts"
 import { UsageLog } from "../../services/UsageLog.ts"
 import * as AgentFiles from "./agentFiles.ts"
@@ -108,6 +109,7 @@ export const make = (options: SessionPoolOptions = {}) =>
     const sandbox = yield* Effect.serviceOption(Sandbox)
     const locks = yield* SessionLocks
     const files = yield* AgentFiles.make
+    const skills = yield* Effect.serviceOption(Skills)
     const scope = yield* Effect.scope
     const running = yield* FiberMap.make<string>()
 
@@ -311,7 +313,8 @@ export const make = (options: SessionPoolOptions = {}) =>
           agentPrompt: snapshot.agent.systemPrompt,
           profile,
           userName: chat.userName,
-          now: new Date(yield* Clock.currentTimeMillis)
+          now: new Date(yield* Clock.currentTimeMillis),
+          skills: Option.isSome(skills) ? yield* skills.value.forPrompt(chat.agentId) : []
         })
         // Only a model the operator allows: a choice made before the list was tightened falls back to the agent's.
         const model = turnModel(snapshot.agent, snapshot.model, chat.model)

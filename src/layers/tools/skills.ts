@@ -1,7 +1,149 @@
-/** The `skills` tool (issue 14): placeholder source (offers nothing) until its work lands. */
-import { Effect } from "effect"
+/**
+ * The `skills` tool (issue 14): the skills this session can use — the operator's (the agent's own,
+ * then the global ones it does not shadow; services/Skills.ts) and the chat user's own, in their
+ * sandbox workspace at /workspace/skills/<name>/ (../skills/workspace.ts).
+ *
+ * - `list` / `search` (words, case-insensitive, over name and description) show them;
+ * - `use` returns a skill's SKILL.md body and its other files — the body is loaded only then;
+ * - `install` (a folder or `.tar(.gz)`/`.tgz` in the workspace) and `remove` act only on the user's
+ *   own skills: a chat user is never trusted, so nothing they do changes what other users see, the
+ *   operator's skills cannot be removed or replaced from a chat (an operator skill's name is refused),
+ *   and their files are reached only through the sandbox's confined reads and writes.
+ *
+ * The system prompt lists the operator's skills only (cached, no read per turn); the user's own are
+ * found with `list`/`search`, which read their workspace through the sandbox.
+ */
+import { Effect, Layer, Result, Schema } from "effect"
+import { packagesIn, matches, searchWords } from "../../domain/skills/skill.ts"
+import { type Tool, ToolError } from "../../domain/tool.ts"
+import { inputSchemaOf } from "../../domain/toolSchema.ts"
+import type { SandboxSession } from "../../services/Sandbox.ts"
+import { Skills } from "../../services/Skills.ts"
+import type { ToolSession, ToolSource } from "../../services/ToolCatalog.ts"
+import * as FsSkills from "../skills/FsSkills.ts"
+import { readWorkspaceSource, removeUserSkill, userFiles, userSkills, writeUserSkill } from "../skills/workspace.ts"
 import * as ToolCatalogLayer from "./ToolCatalog.ts"
 
 export const TOOL_NAME = "skills"
 
-export const layer = ToolCatalogLayer.register(Effect.succeed({ id: TOOL_NAME, tools: () => Effect.succeed([]) }))
+const Input = Schema.Struct({
+  action: Schema.Literals(["list", "search", "use", "install", "remove"]).annotate({ description: "What to do." }),
+  query: Schema.optionalKey(Schema.String.annotate({ description: "search: words to look for in skills' names and descriptions." })),
+  name: Schema.optionalKey(Schema.String.annotate({ description: "use/remove: the skill's name." })),
+  path: Schema.optionalKey(Schema.String.annotate({
+    description: "install: a folder or a .tar/.tar.gz/.tgz file in your workspace holding a skill (a SKILL.md) or several in subfolders."
+  })),
+  force: Schema.optionalKey(Schema.Boolean.annotate({ description: "install: replace your own skill of the same name." }))
+})
+const decode = Schema.decodeUnknownEffect(Input)
+
+const fail = (reason: string) => new ToolError({ tool: TOOL_NAME, reason })
+const failWith = (e: { readonly message: string }) => fail(e.message)
+
+interface Listed {
+  readonly name: string
+  readonly description: string
+  readonly scope: string
+}
+
+export const skillsTool = (skills: Skills["Service"], session: ToolSession): Tool => {
+  const sandbox: Effect.Effect<SandboxSession, ToolError> = session.sandbox.pipe(
+    Effect.mapError((e) => fail(`your workspace is not available (${e.message})`))
+  )
+  /** Operator skills first; the user's own only where no operator skill has the name. */
+  const everything = Effect.gen(function*() {
+    const operator: Array<Listed> = (yield* skills.list(session.agentId)).map((s) => ({ name: s.name, description: s.description, scope: s.scope }))
+    const ws = yield* sandbox.pipe(Effect.result)
+    const mine = Result.isSuccess(ws) ? yield* userSkills(ws.success) : []
+    const own = mine.filter((u) => !operator.some((o) => o.name === u.name)).map((u) => ({ name: u.name, description: u.description, scope: "yours" }))
+    return [...operator, ...own].sort((a, b) => a.name.localeCompare(b.name))
+  })
+  const show = (list: ReadonlyArray<Listed>, none: string) =>
+    list.length === 0 ? none : list.map((s) => `- ${s.name} (${s.scope}): ${s.description}`).join("\n")
+
+  const use = (name: string) =>
+    Effect.gen(function*() {
+      const operator = yield* skills.read(name, session.agentId).pipe(Effect.result)
+      if (Result.isSuccess(operator)) {
+        const { body, files } = operator.success
+        return [body, files.length === 0 ? "" : `\nFiles of this skill (ask the operator if you need them): ${files.join(", ")}`].join("\n").trim()
+      }
+      const ws = yield* sandbox
+      const mine = (yield* userSkills(ws)).find((s) => s.name === name)
+      if (mine === undefined) return yield* fail(`no skill named ${name}; call skills with action "list" to see them`)
+      const files = yield* userFiles(ws, mine.path)
+      return [mine.body, files.length === 0 ? "" : `\nFiles of this skill, in ${mine.path}/: ${files.join(", ")}`].join("\n").trim()
+    })
+
+  const install = (path: string, force: boolean) =>
+    Effect.gen(function*() {
+      const ws = yield* sandbox
+      const files = yield* readWorkspaceSource(ws, path).pipe(Effect.mapError(failWith))
+      const packages = yield* packagesIn(files, path).pipe(Effect.mapError(failWith))
+      const operator = yield* skills.list(session.agentId)
+      const mine = yield* userSkills(ws)
+      for (const p of packages) {
+        if (operator.some((o) => o.name === p.name)) return yield* fail(`${p.name} is the name of a skill the operator installed; choose another name`)
+        if (!force && mine.some((m) => m.name === p.name)) return yield* fail(`you already have a skill named ${p.name}; set force to replace it`)
+      }
+      const done: Array<string> = []
+      for (const p of packages) {
+        if (mine.some((m) => m.name === p.name)) yield* removeUserSkill(ws, p.name).pipe(Effect.mapError(failWith))
+        done.push(`${p.name} → ${yield* writeUserSkill(ws, p).pipe(Effect.mapError(failWith))}`)
+      }
+      return `Installed ${done.length === 1 ? "skill" : `${done.length} skills`}: ${done.join(", ")}.`
+    })
+
+  const remove = (name: string) =>
+    Effect.gen(function*() {
+      if ((yield* skills.list(session.agentId)).some((o) => o.name === name)) {
+        return yield* fail(`${name} was installed by the operator and cannot be removed from a chat`)
+      }
+      yield* removeUserSkill(yield* sandbox, name).pipe(Effect.mapError(failWith))
+      return `Removed your skill ${name}.`
+    })
+
+  return {
+    definition: {
+      name: TOOL_NAME,
+      description: [
+        "Skills are instructions for particular tasks (a SKILL.md, maybe with scripts and references).",
+        "list: the skills you can use; search: those matching words; use: read a skill's instructions (do this before following one);",
+        "install: add your own skill from a folder or .tar/.tar.gz in your workspace (to /workspace/skills/<name>/); remove: delete one of your own."
+      ].join(" "),
+      inputSchema: inputSchemaOf(Input)
+    },
+    execute: (raw) =>
+      Effect.gen(function*() {
+        const input = yield* decode(raw).pipe(Effect.mapError((e) => fail(`invalid input: ${e.message}`)))
+        const need = (value: string | undefined, field: string) =>
+          value === undefined || value.trim() === "" ? Effect.fail(fail(`${input.action} needs ${field}`)) : Effect.succeed(value.trim())
+        switch (input.action) {
+          case "list":
+            return show(yield* everything, "No skills are installed.")
+          case "search": {
+            const words = searchWords(yield* need(input.query, "query"))
+            return show((yield* everything).filter((s) => matches(s, words)), "No skill matches.")
+          }
+          case "use":
+            return yield* use(yield* need(input.name, "name"))
+          case "install":
+            return yield* install(yield* need(input.path, "path"), input.force === true)
+          case "remove":
+            return yield* remove(yield* need(input.name, "name"))
+        }
+      })
+  }
+}
+
+export const skillsSource = (skills: Skills["Service"]): ToolSource => ({
+  id: TOOL_NAME,
+  tools: (session) => Effect.succeed(session.enabled(TOOL_NAME) ? [skillsTool(skills, session)] : [])
+})
+
+/** Registers the tool and provides the Skills service (also read by the runtime for the system prompt). */
+export const layer = ToolCatalogLayer.register(Effect.gen(function*() {
+  return skillsSource(yield* Skills)
+})).pipe(
+  Layer.provideMerge(FsSkills.layerIfConfigured)
+)
