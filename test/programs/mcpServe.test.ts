@@ -4,7 +4,7 @@
  * four tools with schemas; search finds the user's text and never the other user's (whose sessions
  * hold the same word); describe/expand of the other user's summaries (or, with --agent, of the other
  * agent's) are refused exactly as an unknown id is; status lists the scope's sessions; an unknown user
- * is one stderr line and exit 2 with nothing on stdout; stdout carries only JSON-RPC lines, and the
+ * is a usage error (exit 2) with nothing on stdout; what another process writes meanwhile is seen; stdout carries only JSON-RPC lines, and the
  * server exits when stdin closes.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -175,11 +175,12 @@ describe("anna mcp serve", () => {
     }
   }, 60_000)
 
-  it("an unknown user or agent: one line on stderr, exit 2, nothing on stdout", async () => {
+  it("an unknown user or agent: a usage error on stderr (the problem first), exit 2, nothing on stdout", async () => {
     const r = await anna(home, "mcp", "serve", "--user", "zed")
     assert.strictEqual(r.code, 2)
     assert.strictEqual(r.stdout, "")
-    assert.include(r.stderr, "anna: no user \"zed\" (see: anna user list)")
+    assert.strictEqual(r.stderr.split("\n")[0], "anna: no user \"zed\" (see: anna user list)")
+    assert.notInclude(r.stderr, "    at ")
     const a = await anna(home, "mcp", "serve", "--user", "alice", "--agent", "nobody")
     assert.strictEqual(a.code, 2)
     assert.strictEqual(a.stdout, "")
@@ -216,5 +217,21 @@ describe("anna mcp serve", () => {
     assert.notInclude(JSON.stringify(messages[2]?.result), "alice")
     // the log went to stderr
     assert.include(stderr, "mcp serve: memory of bob on stdio")
+  }, 60_000)
+
+  it("sees what another process writes while it serves (a running gateway)", async () => {
+    const c = await connect("--user", "alice")
+    try {
+      assert.match((await call(c, "status")).text, /^user alice: 2 sessions/)
+      const file = join(home, "later.jsonl")
+      writeFileSync(file, `${JSON.stringify({ role: "user", content: "the new quasarfish plan" })}\n`)
+      const r = await anna(home, "memory", "import", "a1:cli:alice:later", file)
+      assert.strictEqual(r.code, 0, r.stderr)
+      assert.match((await call(c, "status")).text, /^user alice: 3 sessions/)
+      assert.include((await call(c, "search", { query: "quasarfish" })).text, "the new «quasarfish» plan")
+      assert.deepStrictEqual(c.errors, [])
+    } finally {
+      await c.client.close()
+    }
   }, 60_000)
 })
