@@ -62,7 +62,7 @@ export const parseSkillMd = (text: string, where: string): Result.Result<ParsedS
   } catch (e) {
     return invalid(`the front matter is not valid YAML: ${(e instanceof Error ? e.message : String(e)).split("\n")[0]}`)
   }
-  if (typeof data !== "object" || data === null) return invalid("the front matter must be a mapping with name and description")
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return invalid("the front matter must be a mapping with name and description")
   const record = data as Record<string, unknown>
   if (record["name"] === undefined) return invalid("the front matter has no name")
   if (record["description"] === undefined) return invalid("the front matter has no description")
