@@ -47,7 +47,7 @@ export const errorText = (e: unknown): string => {
 const fail = (server: McpServer, reason: string) => new McpFailure({ server: server.name, reason })
 
 /** `client.connect` (the MCP initialize handshake) with a deadline; the transport is closed on failure. */
-const handshake = (server: McpServer, transport: Transport, timeout: Duration.Duration) =>
+const handshake = (transport: Transport, timeout: Duration.Duration) =>
   Effect.gen(function*() {
     const client = new Client(CLIENT_INFO, { capabilities: {} })
     yield* Effect.tryPromise({
@@ -73,12 +73,12 @@ const connectRemote = (server: McpServer, url: string, timeout: Duration.Duratio
     const target = new URL(url)
     const sse = () =>
       logException(server, target, "sse").pipe(
-        Effect.andThen(handshake(server, new SSEClientTransport(target, remoteHeaders(server)), timeout)),
+        Effect.andThen(handshake(new SSEClientTransport(target, remoteHeaders(server)), timeout)),
         Effect.map((client) => ({ client, transport: "sse" as const }))
       )
     if (server.transport === "sse") return yield* sse()
     yield* logException(server, target, "http")
-    return yield* handshake(server, new StreamableHTTPClientTransport(target, remoteHeaders(server)), timeout).pipe(
+    return yield* handshake(new StreamableHTTPClientTransport(target, remoteHeaders(server)), timeout).pipe(
       Effect.map((client) => ({ client, transport: "http" as const })),
       Effect.catchIf(
         (e) => e instanceof StreamableHTTPError && e.code !== undefined && e.code >= 400 && e.code < 500,
@@ -114,7 +114,7 @@ export const connect = (
         const tail = transport.stderrTail().trim().split("\n").slice(-3).join(" | ")
         return `exited (code ${c})${tail === "" ? "" : `: ${tail}`}`
       }))
-    const client = yield* handshake(server, transport, timeout).pipe(
+    const client = yield* handshake(transport, timeout).pipe(
       Effect.catch((e) =>
         Effect.flatMap(describeEnd, (end) => Effect.fail(fail(server, Option.getOrElse(end, () => `no MCP handshake: ${errorText(e)}`))))
       )

@@ -71,7 +71,7 @@ export const makeSessionClients = (
       lock.withPermits(1)(Effect.gen(function*() {
         const server = yield* known(name)
         const entry = live.get(name)
-        if (entry !== undefined && entry.conn.alive()) return entry.conn
+        if (entry?.conn.alive() === true) return entry.conn
         if (entry !== undefined) yield* drop(name)
         const scope = yield* Scope.fork(parent, "sequential")
         const conn = yield* connect(server, sandbox, limits.connectTimeout).pipe(
@@ -108,7 +108,7 @@ export const makeSessionClients = (
     const state = (name: string) =>
       Effect.sync((): ServerState => {
         const entry = live.get(name)
-        if (entry !== undefined && entry.conn.alive()) return "connected"
+        if (entry?.conn.alive() === true) return "connected"
         const failed = failures.get(name)
         return failed === undefined ? "not started" : { failed }
       })
