@@ -7,17 +7,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as FsSkills from "../../../src/layers/skills/FsSkills.ts"
 import { AppConfig } from "../../../src/services/AppConfig.ts"
 import { tempDir } from "../../support/db.ts"
 import { skillMd, type TarEntry, tarball } from "./tarballs.ts"
 
+/** A temporary folder removed with the test's scope. */
+const scopedDir = (prefix: string) => Effect.acquireRelease(Effect.sync(() => tempDir(prefix)), (d) => Effect.sync(() => rmSync(d, { recursive: true, force: true })))
+
 const setup = Effect.gen(function*() {
-  const home = tempDir("anna-skills-")
+  const home = yield* scopedDir("anna-skills-")
   const skills = yield* FsSkills.make.pipe(Effect.provide(AppConfig.at(home)))
-  return { home, skills, src: tempDir("anna-skill-src-") }
+  return { home, skills, src: yield* scopedDir("anna-skill-src-") }
 })
 
 const folderWith = (root: string, files: Readonly<Record<string, string>>) => {

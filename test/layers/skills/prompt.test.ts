@@ -47,7 +47,7 @@ const systemOf = (i: number): string => {
   return JSON.stringify(body?.messages?.find((m) => m.role === "system")?.content ?? "")
 }
 
-const home = tempDir("anna-skills-prompt-")
+const home = suite.keep(tempDir("anna-skills-prompt-"))
 const install = (folder: string, name: string, description: string) => {
   mkdirSync(join(folder, name), { recursive: true })
   writeFileSync(join(folder, name, "SKILL.md"), skillMd(name, description, `Secret steps of ${name}.`))
