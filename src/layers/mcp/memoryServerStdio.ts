@@ -34,6 +34,11 @@ export const serveStdio = (memory: MemoryServer, info: ServerInfo) =>
   Effect.gen(function*() {
     const context = yield* Effect.context<never>()
     const run = Effect.runPromiseWith(context)
+    /** Calls being answered: a client that writes its requests and closes stdin (a pipe) still gets every answer. */
+    const inFlight = new Set<Promise<unknown>>()
+    const settled = (): Promise<void> =>
+      // A turn of the event loop first: the SDK starts a handler, and sends its answer, a little later.
+      new Promise<void>((done) => setImmediate(done)).then(() => (inFlight.size === 0 ? undefined : Promise.allSettled([...inFlight]).then(settled)))
     const server = yield* Effect.acquireRelease(
       Effect.sync(() => {
         const s = new Server({ name: info.name, version: info.version }, {
@@ -48,11 +53,14 @@ export const serveStdio = (memory: MemoryServer, info: ServerInfo) =>
             annotations: { readOnlyHint: true, openWorldHint: false }
           }))
         }))
-        s.setRequestHandler(CallToolRequestSchema, (request) =>
-          run(memory.call(request.params.name, request.params.arguments ?? {})).then((r) => ({
+        s.setRequestHandler(CallToolRequestSchema, (request) => {
+          const answer = run(memory.call(request.params.name, request.params.arguments ?? {})).then((r) => ({
             content: [{ type: "text" as const, text: r.text }],
             isError: r.isError
-          })))
+          }))
+          inFlight.add(answer)
+          return answer.finally(() => inFlight.delete(answer))
+        })
         return s
       }),
       (s) => Effect.promise(() => s.close())
@@ -60,7 +68,7 @@ export const serveStdio = (memory: MemoryServer, info: ServerInfo) =>
     yield* Effect.logDebug(`mcp serve: memory of ${memory.scope.userId} on stdio (${memory.tools.map((t) => t.name).join(", ")})`)
     yield* Effect.callback<void>((resume) => {
       const transport = new StdioServerTransport()
-      const done = () => resume(Effect.void)
+      const done = () => void settled().then(() => resume(Effect.void))
       process.stdin.once("end", done)
       process.stdin.once("close", done)
       transport.onclose = done
