@@ -80,6 +80,7 @@ const hop = (url: URL, options: GetOptions) =>
     const module = url.protocol === "https:" ? https : http
     const agent = url.protocol === "https:" ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false })
     const fail = (e: unknown) => {
+      agent.destroy()
       if (e instanceof Refusal) return resume(Effect.fail(new FetchRefused({ url: url.href, reason: e.message })))
       const reason = e instanceof Error ? (("code" in e && typeof e.code === "string") ? `${e.code}: ${e.message}` : e.message) : String(e)
       resume(Effect.fail(new FetchFailed({ url: url.href, reason })))

@@ -18,6 +18,10 @@ const HOSTILE: ReadonlyArray<readonly [string, string]> = [
   ["http://0x7f000001/", "loopback"],
   ["http://0177.0.0.1/", "loopback"], // octal
   ["http://127.1/", "loopback"],
+  ["http://127.0.0.1./", "loopback"], // trailing dot
+  ["http://%31%32%37.0.0.1/", "loopback"], // percent-encoded
+  ["http://①②⑦.0.0.1/", "loopback"], // full-width / circled digits (IDNA-mapped)
+  ["http://localhost%2e/", "loopback"],
   ["http://127.255.255.254/", "loopback"],
   ["http://[::1]/", "loopback"],
   ["http://[0:0:0:0:0:0:0:1]/", "loopback"],

@@ -6,7 +6,7 @@
  * from an allowed host, and when one of several resolved addresses is private.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer } from "effect"
+import { Effect, Fiber, Layer, Logger } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
@@ -195,6 +195,16 @@ describe("webfetch against a local server (allow_private=true)", () => {
     Effect.gen(function*() {
       const e = yield* Effect.flip(fetchWith(`${base}/loop`))
       assert.include(e.reason, "more than 5 redirects")
+    }).pipe(Effect.provide(relaxed)))
+
+  it.effect("logs every connection the relaxed policy lets through to a non-public address", () =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const capture = Logger.make((o) => {
+        if (o.logLevel === "Warn") warnings.push(Array.isArray(o.message) ? o.message.join(" ") : String(o.message))
+      })
+      yield* fetchWith(`${base}/article`).pipe(Effect.provide(Logger.layer([capture])))
+      assert.deepStrictEqual(warnings, ["webfetch reached a non-public address: allowed by the agent's webfetch plugin configuration"])
     }).pipe(Effect.provide(relaxed)))
 
   it.effect("still refuses the metadata address, even when a redirect points there", () =>
