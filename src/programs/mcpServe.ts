@@ -32,7 +32,10 @@ export const mcpServeCommand = Command.make("serve", {
     const agentId = Option.getOrUndefined(f.agent)
     if (agentId !== undefined) {
       // An agent that exists, or one the user has sessions with (kept after the agent was removed).
-      const known = yield* (yield* AgentStore).get(agentId).pipe(Effect.as(true), Effect.catchTag("AgentNotFound", () => Effect.succeed(false)))
+      const known = yield* (yield* AgentStore).get(agentId).pipe(
+        Effect.as(true),
+        Effect.catchTag("AgentNotFound", () => Effect.succeed(false))
+      )
       const sessions = known ? [] : yield* (yield* MemoryStore).listConversations({ userId: f.user, agentId, limit: 1 })
       if (!known && sessions.length === 0) return yield* usageError(PATH, `no agent "${agentId}" (see: anna agent list)`)
     }

@@ -50,10 +50,9 @@ beforeAll(async () => {
       ...Array.from({ length: 60 }, (_, i) => `ordinary message number ${i} about the garden, the weather and lunch plans`)
     ]
     const file = join(home, `${name}.jsonl`)
-    writeFileSync(
-      file,
-      `${texts.map((content, i) => JSON.stringify({ role: i % 2 === 0 ? "user" : "assistant", content, ts: new Date(Date.UTC(2026, 4, 1, 10, i)).toISOString() })).join("\n")}\n`
-    )
+    const line = (content: string, i: number) =>
+      JSON.stringify({ role: i % 2 === 0 ? "user" : "assistant", content, ts: new Date(Date.UTC(2026, 4, 1, 10, i)).toISOString() })
+    writeFileSync(file, `${texts.map(line).join("\n")}\n`)
     const imported = await anna(home, "memory", "import", key, file)
     assert.strictEqual(imported.code, 0, imported.stderr)
     const report = await annaJson<CompactionReport>(home, "memory", "compact", key, "--full")
@@ -195,7 +194,8 @@ describe("anna mcp serve", () => {
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
     const exited = new Promise<number | null>((done) => child.on("close", (code) => done(code)))
     const send = (m: unknown) => child.stdin.write(`${JSON.stringify(m)}\n`)
-    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } })
+    const clientInfo = { name: "raw", version: "1" }
+    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo } })
     send({ jsonrpc: "2.0", method: "notifications/initialized" })
     send({ jsonrpc: "2.0", id: 2, method: "tools/list" })
     send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "search", arguments: { query: "zebracorn" } } })

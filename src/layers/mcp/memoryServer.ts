@@ -103,7 +103,10 @@ export const make = (scope: MemoryServerScope) =>
             const kept = wide.filter((h) => keys.has(h.sessionKey))
             if (kept.length >= limit || wide.length < WIDE_SEARCH) return kept.slice(0, limit)
             // Other agents' hits crowded the user-wide answer: ask each of this agent's sessions.
-            const each = yield* Effect.forEach([...keys], (sessionKey) => inner.search(query, { ...options, scope: { _tag: "Session", sessionKey }, limit }))
+            const each = yield* Effect.forEach(
+              [...keys],
+              (sessionKey) => inner.search(query, { ...options, scope: { _tag: "Session", sessionKey }, limit })
+            )
             return best(each.flat(), limit)
           })
       })
@@ -140,7 +143,8 @@ export const make = (scope: MemoryServerScope) =>
         if (Option.isNone(s)) continue
         messages += s.value.messages
         summaries += s.value.summaries
-        const last = s.value.lastMessageAt === null ? "" : `, last message ${new Date(s.value.lastMessageAt).toISOString().slice(0, 16).replace("T", " ")}`
+        const at = s.value.lastMessageAt
+        const last = at === null ? "" : `, last message ${new Date(at).toISOString().slice(0, 16).replace("T", " ")}`
         lines.push(
           `- ${c.sessionKey}: ${s.value.messages} messages (${s.value.messageTokens} tokens), ${
             s.value.summaries === 0 ? "no summaries" : `${s.value.summaries} summaries (max depth ${s.value.maxDepth})`
@@ -150,7 +154,8 @@ export const make = (scope: MemoryServerScope) =>
       return [`${who}: ${lines.length} sessions, ${messages} messages, ${summaries} summaries.`, ...lines].join("\n")
     }).pipe(Effect.catch((e) => Effect.succeed(`status failed: ${e.message}`)))
 
-    const names: Array<MemoryToolName> = ["status", ...memoryTool.actions.filter((a): a is "search" | "describe" | "expand" => a === "search" || a === "describe" || a === "expand")]
+    const served = (a: MemoryTool.MemoryAction): a is MemoryToolName => a === "search" || a === "describe" || a === "expand"
+    const names: Array<MemoryToolName> = ["status", ...memoryTool.actions.filter(served)]
     const tools: ReadonlyArray<MemoryServerTool> = names.map((name) => ({
       name,
       description: DESCRIPTION[name],
