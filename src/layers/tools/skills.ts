@@ -136,9 +136,20 @@ export const skillsTool = (skills: Skills["Service"], session: ToolSession): Too
   }
 }
 
+/**
+ * Offered when the agent allows it and there is something to offer: a workspace (the user's own
+ * skills) or operator skills. Without either (no sandbox, nothing installed) the model is not shown
+ * a tool that can only say "no skills".
+ */
 export const skillsSource = (skills: Skills["Service"]): ToolSource => ({
   id: TOOL_NAME,
-  tools: (session) => Effect.succeed(session.enabled(TOOL_NAME) ? [skillsTool(skills, session)] : [])
+  tools: (session) =>
+    Effect.gen(function*() {
+      if (!session.enabled(TOOL_NAME)) return []
+      const workspace = yield* session.sandbox.pipe(Effect.result)
+      const useful = Result.isSuccess(workspace) || (yield* skills.list(session.agentId)).length > 0
+      return useful ? [skillsTool(skills, session)] : []
+    })
 })
 
 /** Registers the tool and provides the Skills service (also read by the runtime for the system prompt). */
