@@ -17,7 +17,7 @@ const agent = Flag.String("agent").pipe(
 )
 const force = Flag.Boolean("force").pipe(Flag.withDescription("Replace an installed skill of the same name"), Flag.withDefault(false))
 const source = Argument.String("source").pipe(
-  Argument.withDescription("A folder, a git URL (https://…, git@…, file://…, ….git; #ref for a branch or tag), or a .tar/.tar.gz/.tgz file or http(s) URL")
+  Argument.withDescription("A folder, a git URL (https://…, git@…, file://…, ….git; #ref for a branch or tag, #ref:folder or #:folder for a folder in it), or a .tar/.tar.gz/.tgz file or http(s) URL")
 )
 const name = Argument.String("name").pipe(Argument.withDescription("The skill's name"))
 

@@ -36,7 +36,7 @@ export interface SkillContent {
 export class Skills extends Context.Service<Skills, {
   /**
    * Installs every skill found in `source` — a local folder, a git URL (`https://…`, `git@…`,
-   * `file://…`, `….git`, optional `#ref`), or a `.tar`/`.tar.gz`/`.tgz` file or http(s) URL — globally
+   * `file://…`, `….git`; optional `#ref` and `#ref:folder`), or a `.tar`/`.tar.gz`/`.tgz` file or http(s) URL — globally
    * or for `agentId`. All or nothing: any refused entry or invalid skill installs none.
    */
   readonly install: (

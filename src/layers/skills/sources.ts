@@ -6,17 +6,18 @@
  *   and anything that is not a regular file or folder (FIFO, socket, device) refuses the source;
  *   files are opened with O_NOFOLLOW | O_NONBLOCK, so a swapped-in link or FIFO cannot be read either;
  * - a git URL: `git clone --depth 1` (no prompt for credentials, a time limit, `ext::` transports
- *   off) into a temporary folder, then read as a folder (the `.git` folder left out);
+ *   off) into a temporary folder, then read as a folder (the `.git` folder left out); `#ref` picks a
+ *   branch or tag, `#ref:path` (or `#:path`) a folder of the repository;
  * - a tarball: a local `.tar`/`.tar.gz`/`.tgz` file or one downloaded over http(s) with a size and
  *   time limit, read by ./tarball.ts.
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { execFile } from "node:child_process"
 import { constants, promises as fs } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { SkillSourceError, SkillUnsafe } from "../../domain/skills/errors.ts"
-import { MAX_SOURCE_BYTES, MAX_SOURCE_FILES, type SourceFile } from "../../domain/skills/skill.ts"
+import { entryPath, MAX_SOURCE_BYTES, MAX_SOURCE_FILES, type SourceFile } from "../../domain/skills/skill.ts"
 import { isTarball, readTarball } from "./tarball.ts"
 
 export const GIT_TIMEOUT_MS = 120_000
@@ -113,14 +114,18 @@ export const readGit = (source: string) =>
       Effect.gen(function*() {
         const hash = source.lastIndexOf("#")
         const url = hash === -1 ? source : source.slice(0, hash)
-        const ref = hash === -1 ? "" : source.slice(hash + 1)
+        const fragment = hash === -1 ? "" : source.slice(hash + 1)
+        const colon = fragment.indexOf(":")
+        const ref = colon === -1 ? fragment : fragment.slice(0, colon)
+        const sub = entryPath(colon === -1 ? "" : fragment.slice(colon + 1))
+        if (Result.isFailure(sub)) return yield* sub.failure
         if (url.startsWith("-") || ref.startsWith("-")) return yield* new SkillSourceError({ source, reason: "not a git URL" })
         const checkout = join(dir, "checkout")
         const failed = yield* Effect.promise(() =>
           run(["-c", "protocol.ext.allow=never", "clone", "--depth", "1", "--quiet", ...(ref === "" ? [] : ["--branch", ref]), "--", url, checkout], GIT_TIMEOUT_MS)
         )
         if (failed !== undefined) return yield* new SkillSourceError({ source, reason: `git clone failed: ${failed}` })
-        return yield* readFolder(checkout, source)
+        return yield* readFolder(sub.success === "" ? checkout : join(checkout, ...sub.success.split("/")), source)
       }),
     (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
   )

@@ -64,6 +64,13 @@ describe("installing skills", () => {
       const installed = yield* skills.install(`file://${src}`, { force: false })
       assert.deepStrictEqual(installed.map((s) => s.name), ["alpha", "beta"])
       assert.deepStrictEqual(readdirSync(join(home, "skills/beta")).sort(), ["SKILL.md", "ref.md"])
+      // A tag and a folder of the repository; a folder path that climbs out is refused.
+      writeFileSync(join(src, "skills/alpha/SKILL.md"), skillMd("alpha", "Alpha v2"))
+      git("commit", "-q", "-am", "v2")
+      git("tag", "v2")
+      const [v2] = yield* skills.install(`file://${src}#v2:skills/alpha`, { force: true })
+      assert.deepStrictEqual([v2?.name, v2?.description], ["alpha", "Alpha v2"])
+      assert.strictEqual((yield* Effect.flip(skills.install(`file://${src}#:../..`, { force: true })))._tag, "SkillUnsafe")
       const missing = yield* Effect.flip(skills.install(`file://${src}/nope.git`, { force: false }))
       assert.strictEqual(missing._tag, "SkillSourceError")
       assert.include(missing.message, "git clone failed")
