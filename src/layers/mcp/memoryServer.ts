@@ -70,12 +70,18 @@ const stripAction = (schema: ToolInputSchema): ToolInputSchema => {
   return { ...schema, properties, required: schema.required.filter((k) => k !== "action") }
 }
 
+/**
+ * The best `limit` of several sessions' hits. Each session ranks its own (a word's rarity is counted
+ * within the session), so scores compare only roughly across sessions: good enough for a fallback.
+ */
 const best = (hits: ReadonlyArray<SearchHit>, limit: number): ReadonlyArray<SearchHit> => {
   const seen = new Set<string>()
-  return [...hits]
-    .sort((a, b) => b.score - a.score || b.createdAt - a.createdAt)
-    .filter((h) => !seen.has(h.id) && seen.add(h.id) !== undefined)
-    .slice(0, limit)
+  const unique = hits.filter((h) => {
+    if (seen.has(h.id)) return false
+    seen.add(h.id)
+    return true
+  })
+  return unique.sort((a, b) => b.score - a.score || b.createdAt - a.createdAt).slice(0, limit)
 }
 
 export const make = (scope: MemoryServerScope) =>
