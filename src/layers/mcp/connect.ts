@@ -15,7 +15,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { Deferred, Duration, Effect, Option, type Scope } from "effect"
+import { Duration, Effect, Option, type Scope } from "effect"
 import { McpFailure } from "../../domain/mcp/errors.ts"
 import type { McpServer } from "../../domain/mcp/server.ts"
 import type { SandboxStartError } from "../../domain/sandbox/errors.ts"
@@ -109,8 +109,8 @@ export const connect = (
     const transport = yield* startSandboxTransport(session, command).pipe(
       Effect.mapError((e) => fail(server, `cannot start \`${command.join(" ")}\` in the sandbox: ${e.message}`))
     )
-    const describeEnd = Effect.map(Deferred.poll(transport.exited), (code) =>
-      Option.map(code, (c) => {
+    const describeEnd = Effect.sync(() =>
+      Option.map(Option.fromUndefinedOr(transport.exitCode()), (c) => {
         const tail = transport.stderrTail().trim().split("\n").slice(-3).join(" | ")
         return `exited (code ${c})${tail === "" ? "" : `: ${tail}`}`
       }))

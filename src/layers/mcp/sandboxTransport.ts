@@ -20,6 +20,8 @@ const STDERR_TAIL = 4_096
 export interface SandboxTransport extends Transport {
   /** Completes with the process's exit code once it has ended. */
   readonly exited: Deferred.Deferred<number>
+  /** The exit code once the process has ended. */
+  readonly exitCode: () => number | undefined
   /** The last bytes the server wrote to stderr. */
   readonly stderrTail: () => string
 }
@@ -32,12 +34,14 @@ export const startSandboxTransport = (
     const proc = yield* session.startProcess(command)
     const exited = yield* Deferred.make<number>()
     let stderr = ""
+    let exitCode: number | undefined
     let closed = false
     const decoder = new TextDecoder()
     let pending = ""
 
     const transport: SandboxTransport = {
       exited,
+      exitCode: () => exitCode,
       stderrTail: () => stderr,
       start: () => Promise.resolve(),
       send: (message: JSONRPCMessage) =>
@@ -97,7 +101,8 @@ export const startSandboxTransport = (
         Effect.gen(function*() {
           // (bounded: an engine that keeps the output stream open after the exit must not hang us)
           yield* Fiber.await(reader).pipe(Effect.timeout("1 second"), Effect.ignore)
-          yield* Deferred.succeed(exited, Exit.isSuccess(exit) ? exit.value : -1)
+          exitCode = Exit.isSuccess(exit) ? exit.value : -1
+          yield* Deferred.succeed(exited, exitCode)
           if (!closed) {
             closed = true
             transport.onclose?.()
