@@ -78,6 +78,9 @@ export const runGateway = (options: GatewayOptions = {}) =>
     const [notify, Notifier] = yield* Effect.promise(() => Promise.all([import("../layers/tools/notify.ts"), import("../layers/channels/Notifier.ts")]))
     const notifier = yield* Notifier.make.pipe(Effect.provideService(Channels, channels))
     yield* (yield* ToolCatalog).register(notify.notifySource(notifier))
+    // The scheduler delivers through the Notifier, so it starts once the channels run (issue 14).
+    const [Scheduler, SqliteJobStore] = yield* Effect.promise(() => Promise.all([import("../layers/scheduler/Scheduler.ts"), import("../layers/scheduler/SqliteJobStore.ts")]))
+    yield* Layer.build(Scheduler.layer({ notifier }).pipe(Layer.provide(SqliteJobStore.layer)))
     const running = (yield* channels.status).flatMap((c) => (c.state === "running" && c.description !== undefined ? [c.description] : []))
     yield* Effect.logInfo(
       running.length === 0

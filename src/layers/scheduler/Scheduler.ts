@@ -23,7 +23,7 @@ export interface SchedulerOptions {
   readonly notifier?: Notifier["Service"] | undefined
   /** The longest the loop sleeps before looking at the jobs again (default 5 s). */
   readonly recheck?: Duration.Input | undefined
-  /** Runs the heartbeat too (default true). */
+  /** `layer` runs the heartbeat too (default true). */
   readonly heartbeat?: boolean | undefined
 }
 
@@ -100,7 +100,6 @@ export const make = (options: SchedulerOptions = {}) =>
       Effect.forever,
       Effect.forkScoped
     )
-    if (options.heartbeat !== false) yield* Heartbeat.start(options.notifier)
 
     return Scheduler.of({
       wake: Effect.asVoid(Queue.offer(wakeUp, undefined)),
@@ -108,4 +107,9 @@ export const make = (options: SchedulerOptions = {}) =>
     })
   })
 
-export const layer = (options: SchedulerOptions = {}) => Layer.effect(Scheduler, make(options))
+/** The job loop and (unless `heartbeat: false`) the heartbeat, for the layer's lifetime. */
+export const layer = (options: SchedulerOptions = {}) =>
+  Layer.effect(
+    Scheduler,
+    Effect.tap(make(options), () => (options.heartbeat === false ? Effect.void : Heartbeat.start(options.notifier)))
+  )
