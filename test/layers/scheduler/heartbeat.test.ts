@@ -49,7 +49,11 @@ const scripted = (answers: Array<string>) => {
 
 const sent: Array<[string, string]> = []
 const notifier = Notifier.of({
-  notify: (user, message) => Effect.sync(() => (sent.push([user, message.text ?? ""]), "telegram")),
+  notify: (user, message) =>
+    Effect.sync(() => {
+      sent.push([user, message.text ?? ""])
+      return "telegram"
+    }),
   channels: Effect.succeed(["telegram"])
 })
 
