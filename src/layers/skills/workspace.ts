@@ -6,6 +6,9 @@
  *
  * Files are written as UTF-8 text (the confined writer takes text), so a chat install refuses binary
  * files; executable bits are not kept (run scripts with their interpreter, e.g. `sh run.sh`).
+ *
+ * An operator's skill lives on the host, outside every sandbox; `use` copies its text files into the
+ * user's workspace (/workspace/.anna-skills/<name>/) so the agent can read and run them there.
  */
 import { Effect, Result } from "effect"
 import { SkillInvalid, SkillNotFound, SkillSourceError, SkillUnsafe, SkillWriteError } from "../../domain/skills/errors.ts"
@@ -21,6 +24,7 @@ import {
   type SourceFile
 } from "../../domain/skills/skill.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
+import { readFolder } from "./sources.ts"
 import { isTarball, readTarball } from "./tarball.ts"
 
 export const USER_ROOT = "/workspace/skills"
@@ -144,4 +148,33 @@ export const removeUserSkill = (session: SandboxSession, name: string) =>
       Effect.mapError((e) => new SkillWriteError({ name, reason: e.message }))
     )
     if (result.exitCode !== 0) return yield* new SkillWriteError({ name, reason: `rm exited with ${result.exitCode}` })
+  })
+
+/** Where `use` puts a copy of an operator skill's files, so the sandboxed agent can read and run them. */
+export const OPERATOR_COPY_ROOT = "/workspace/.anna-skills"
+
+/**
+ * Copies an operator skill's text files (read on the host without following links) into the user's
+ * workspace at OPERATOR_COPY_ROOT/<name>/, replacing what an earlier `use` left there; binary files
+ * are skipped (the confined writer takes text). Returns the folder and the files copied and skipped.
+ */
+export const copyOperatorSkill = (session: SandboxSession, name: string, hostFolder: string) =>
+  Effect.gen(function*() {
+    if (nameProblem(name) !== undefined) return yield* new SkillNotFound({ name, scope: "operator" })
+    const files = yield* readFolder(hostFolder, name)
+    const folder = `${OPERATOR_COPY_ROOT}/${name}`
+    const copied: Array<string> = []
+    const skipped: Array<string> = []
+    for (const f of files) {
+      let text: string
+      try {
+        text = utf8.decode(f.bytes)
+      } catch {
+        skipped.push(f.path)
+        continue
+      }
+      yield* session.writeFile(`${folder}/${f.path}`, text).pipe(Effect.mapError((e) => new SkillWriteError({ name, reason: e.message })))
+      copied.push(f.path)
+    }
+    return { folder, copied, skipped }
   })

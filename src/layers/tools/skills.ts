@@ -4,7 +4,9 @@
  * sandbox workspace at /workspace/skills/<name>/ (../skills/workspace.ts).
  *
  * - `list` / `search` (words, case-insensitive, over name and description) show them;
- * - `use` returns a skill's SKILL.md body and its other files — the body is loaded only then;
+ * - `use` returns a skill's SKILL.md body and its other files — the body is loaded only then; an
+ *   operator skill's files are copied into the workspace (/workspace/.anna-skills/<name>/) first,
+ *   since the operator's folders are never mounted into a sandbox;
  * - `install` (a folder or `.tar(.gz)`/`.tgz` in the workspace) and `remove` act only on the user's
  *   own skills: a chat user is never trusted, so nothing they do changes what other users see, the
  *   operator's skills cannot be removed or replaced from a chat (an operator skill's name is refused),
@@ -14,14 +16,14 @@
  * found with `list`/`search`, which read their workspace through the sandbox.
  */
 import { Effect, Layer, Result, Schema } from "effect"
-import { packagesIn, matches, searchWords } from "../../domain/skills/skill.ts"
+import { matches, packagesIn, SKILL_FILE, searchWords } from "../../domain/skills/skill.ts"
 import { type Tool, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { Skills } from "../../services/Skills.ts"
 import type { ToolSession, ToolSource } from "../../services/ToolCatalog.ts"
 import * as FsSkills from "../skills/FsSkills.ts"
-import { readWorkspaceSource, removeUserSkill, userFiles, userSkills, writeUserSkill } from "../skills/workspace.ts"
+import { copyOperatorSkill, readWorkspaceSource, removeUserSkill, userFiles, userSkills, writeUserSkill } from "../skills/workspace.ts"
 import * as ToolCatalogLayer from "./ToolCatalog.ts"
 
 export const TOOL_NAME = "skills"
@@ -65,8 +67,18 @@ export const skillsTool = (skills: Skills["Service"], session: ToolSession): Too
     Effect.gen(function*() {
       const operator = yield* skills.read(name, session.agentId).pipe(Effect.result)
       if (Result.isSuccess(operator)) {
-        const { body, files } = operator.success
-        return [body, files.length === 0 ? "" : `\nFiles of this skill (ask the operator if you need them): ${files.join(", ")}`].join("\n").trim()
+        const { body, files, skill } = operator.success
+        if (files.length === 0) return body
+        // The operator's files are outside the sandbox: a copy goes into the workspace, where the agent works.
+        const ws = yield* sandbox.pipe(Effect.result)
+        if (Result.isFailure(ws)) return `${body}\n\nThis skill's files (${files.join(", ")}) cannot be used here: ${ws.failure.reason}.`
+        const copy = yield* copyOperatorSkill(ws.success, skill.name, skill.path).pipe(Effect.mapError(failWith))
+        return [
+          body,
+          "",
+          `This skill's folder is ${copy.folder}/ (paths in the instructions are relative to it): ${copy.copied.filter((f) => f !== SKILL_FILE).join(", ")}.`,
+          ...(copy.skipped.length === 0 ? [] : [`Not copied (binary): ${copy.skipped.join(", ")}.`])
+        ].join("\n")
       }
       const ws = yield* sandbox
       const mine = (yield* userSkills(ws)).find((s) => s.name === name)

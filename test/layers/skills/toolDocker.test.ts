@@ -10,7 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { workspaceOf } from "../../../src/domain/sandbox/spec.ts"
@@ -41,7 +41,10 @@ const setup = Effect.gen(function*() {
   }
   // The operator's global skill.
   mkdirSync(join(home, "skills", "deploy"), { recursive: true })
-  writeFileSync(join(home, "skills", "deploy", "SKILL.md"), skillMd("deploy", "Deploy the service", "Operator steps."))
+  writeFileSync(join(home, "skills", "deploy", "SKILL.md"), skillMd("deploy", "Deploy the service", "Operator steps: run scripts/go.sh."))
+  mkdirSync(join(home, "skills", "deploy", "scripts"))
+  writeFileSync(join(home, "skills", "deploy", "scripts", "go.sh"), "echo deploying\n")
+  writeFileSync(join(home, "skills", "deploy", "logo.bin"), Buffer.from([0xff, 0x00, 0xfe]))
   const ann = yield* start("ann")
   const ws = workspaceOf(home, "a", "user", "ann")
   const put = (path: string, text: string | Buffer) => {
@@ -68,7 +71,12 @@ describe.skipIf(!dockerReady)("the skills tool on the Docker sandbox", () => {
       const used = yield* ann.ok({ action: "use", name: "mine" })
       assert.include(used, "Check twice.")
       assert.include(used, "refs/notes.md")
-      assert.include(yield* ann.ok({ action: "use", name: "deploy" }), "Operator steps.")
+      // An operator skill's files are copied into the workspace, where the agent can run them.
+      const deploy = yield* ann.ok({ action: "use", name: "deploy" })
+      assert.include(deploy, "Operator steps: run scripts/go.sh.")
+      assert.include(deploy, "This skill's folder is /workspace/.anna-skills/deploy/ (paths in the instructions are relative to it): scripts/go.sh.")
+      assert.include(deploy, "Not copied (binary): logo.bin.")
+      assert.strictEqual(readFileSync(join(ws, ".anna-skills/deploy/scripts/go.sh"), "utf8"), "echo deploying\n")
 
       // Another user of the same agent sees the operator's skills only.
       assert.strictEqual(yield* bob.ok({ action: "list" }), "- deploy (global): Deploy the service")
