@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
+import { createServer, type Server } from "node:http"
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as FsSkills from "../../../src/layers/skills/FsSkills.ts"
@@ -87,6 +88,32 @@ describe("installing skills", () => {
       assert.deepStrictEqual(readdirSync(join(home, "workspaces/ops/skills/tgz")).sort(), ["SKILL.md", "run.sh"])
       writeFileSync(join(src, "junk.tgz"), "not a tarball at all")
       assert.strictEqual((yield* Effect.flip(skills.install(join(src, "junk.tgz"), { force: false })))._tag, "SkillSourceError")
+    }))
+})
+
+describe("installing a tarball over http", () => {
+  it.effect("downloads it (a 404 is a clear refusal)", () =>
+    Effect.gen(function*() {
+      const { skills } = yield* setup
+      const body = tarball([{ path: "SKILL.md", text: skillMd("web") }])
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() =>
+          new Promise<Server>((done) => {
+            const s = createServer((req, res) => {
+              if (req.url === "/web.tgz") res.writeHead(200, { "content-type": "application/gzip" }).end(body)
+              else res.writeHead(404).end()
+            })
+            s.listen(0, "127.0.0.1", () => done(s))
+          })
+        ),
+        (s) => Effect.promise(() => new Promise<void>((done) => s.close(() => done())))
+      )
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      const [web] = yield* skills.install(`http://127.0.0.1:${port}/web.tgz`, { force: false })
+      assert.strictEqual(web?.name, "web")
+      const missing = yield* Effect.flip(skills.install(`http://127.0.0.1:${port}/gone.tar.gz`, { force: false }))
+      assert.include(missing.message, "download failed: HTTP 404")
     }))
 })
 
