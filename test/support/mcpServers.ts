@@ -9,7 +9,7 @@
  * --node`, as .ci/run builds it). When it lacks Node the MCP sandbox tests skip with a visible
  * message — unless ANNA_REQUIRE_DOCKER=1, where that is a failure.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -88,25 +88,39 @@ const freePort = (): Promise<number> =>
     })
   })
 
-/** Starts server-everything over Streamable HTTP on the host; resolves once it listens. */
-export const startEverythingHttp = async (): Promise<{ readonly url: string; readonly child: ChildProcess; readonly stop: () => void }> => {
-  const port = await freePort()
-  const child = spawn(process.execPath, [PACKAGES.everything, "streamableHttp"], {
-    env: { ...process.env, PORT: String(port) },
+/**
+ * Starts server-everything on the host over Streamable HTTP (`/mcp`) or SSE (`/sse`), on `port`
+ * (default: a free one); resolves once it listens.
+ */
+export const startEverythingHttp = async (
+  mode: "streamableHttp" | "sse" = "streamableHttp",
+  port?: number
+): Promise<{ readonly url: string; readonly port: number; readonly stop: () => Promise<void> }> => {
+  const p = port ?? (await freePort())
+  const child = spawn(process.execPath, [PACKAGES.everything, mode], {
+    env: { ...process.env, PORT: String(p) },
     stdio: ["ignore", "pipe", "pipe"]
   })
+  const ready = mode === "sse" ? `running on port ${p}` : `listening on port ${p}`
   await new Promise<void>((done, fail) => {
     let seen = ""
     const check = (d: Buffer) => {
       seen += d.toString()
-      if (seen.includes(`listening on port ${port}`)) done()
+      if (seen.includes(ready)) done()
     }
     child.stdout?.on("data", check)
     child.stderr?.on("data", check)
     child.on("exit", (code) => fail(new Error(`server-everything exited (${code}) before listening: ${seen}`)))
   })
-  return { url: `http://127.0.0.1:${port}/mcp`, child, stop: () => void child.kill("SIGKILL") }
+  const stop = () =>
+    new Promise<void>((done) => {
+      if (child.exitCode !== null || child.signalCode !== null) return done()
+      child.once("exit", () => done())
+      child.kill("SIGKILL")
+    })
+  return { url: `http://127.0.0.1:${p}/${mode === "sse" ? "sse" : "mcp"}`, port: p, stop }
 }
 
 /** The same as a scoped Effect: the server is killed when the scope closes. */
-export const everythingHttp = Effect.acquireRelease(Effect.promise(startEverythingHttp), (s) => Effect.sync(s.stop))
+export const everythingHttp = (mode: "streamableHttp" | "sse" = "streamableHttp", port?: number) =>
+  Effect.acquireRelease(Effect.promise(() => startEverythingHttp(mode, port)), (s) => Effect.promise(s.stop))

@@ -130,7 +130,7 @@ describe.skipIf(!nodeImageReady)("mcp tool: stdio servers inside the Docker sand
       yield* Deferred.await(progressed)
       // (busybox has no pkill; the pattern's brackets keep this shell from matching itself)
       const kill = yield* session.exec(
-        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'everything[.]mjs' && kill -9 ${p#/proc/}; done; true"
+        "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q 'everything[.]mjs' && kill -9 $(basename $p); done; true"
       )
       assert.strictEqual(kill.exitCode, 0)
       const failure = yield* Effect.flip(Fiber.join(long))
