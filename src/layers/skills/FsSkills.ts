@@ -3,13 +3,13 @@
  * `$ANNA_HOME/workspaces/<agent>/skills/` (see services/Skills.ts).
  *
  * The list the system prompt shows is cached per agent until something changes: non-recursive
- * watches on the two skills folders (or, while one is missing, its nearest existing parent) and on
- * each installed skill's folder drop every cached list on any event, so a turn reads no file when
- * nothing changed. Where a watch cannot be set up, the folders are read every time (one warning).
+ * watches on the two skills folders (or, while one is missing, on its nearest existing parent for
+ * that folder's appearance only) and on each installed skill's folder drop every cached list on any
+ * event, so a turn reads no file when nothing changed. Where a watch cannot be set up, the folders are read every time (one warning).
  */
 import { Effect, Layer, Option, Scope } from "effect"
 import { existsSync, type FSWatcher, promises as fs, watch } from "node:fs"
-import { dirname, join } from "node:path"
+import { basename, dirname, join } from "node:path"
 import { SkillExists, SkillNotFound } from "../../domain/skills/errors.ts"
 import { nameProblem, packagesIn, type SkillMeta } from "../../domain/skills/skill.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
@@ -98,26 +98,34 @@ export const make = Effect.gen(function*() {
     for (const w of watchers.values()) w.close()
   }))
 
-  /** Watches `dir`, or its nearest existing parent while it is missing; false when watching fails. */
+  /**
+   * Watches `dir`, or — while it is missing — its nearest existing parent for the appearance of the
+   * next folder on the way (other changes there, such as the database next to `$ANNA_HOME/skills`,
+   * are ignored); false when watching fails.
+   */
   const watchDir = (dir: string): boolean => {
     let target = dir
+    let toward: string | undefined
     while (!existsSync(target)) {
       const parent = dirname(target)
       if (parent === target) return false
+      toward = basename(target)
       target = parent
     }
-    if (watchers.has(target)) return true
+    const key = toward === undefined ? target : join(target, toward)
+    if (watchers.has(key)) return true
     try {
       // A watch fires once: the lists are dropped and the next read watches again (a folder replaced
       // by a new install is then watched, not its removed predecessor).
-      const fired = () => {
+      const fired = (_event?: unknown, filename?: string | Buffer | null) => {
+        if (toward !== undefined && typeof filename === "string" && filename !== toward) return
         watcher.close()
-        if (watchers.get(target) === watcher) watchers.delete(target)
+        if (watchers.get(key) === watcher) watchers.delete(key)
         invalidate()
       }
       const watcher = watch(target, { persistent: false }, fired)
-      watcher.on("error", fired)
-      watchers.set(target, watcher)
+      watcher.on("error", () => fired())
+      watchers.set(key, watcher)
       return true
     } catch {
       return false

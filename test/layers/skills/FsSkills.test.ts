@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import { createServer, type Server } from "node:http"
-import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, watch, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as FsSkills from "../../../src/layers/skills/FsSkills.ts"
 import { AppConfig } from "../../../src/services/AppConfig.ts"
@@ -209,6 +209,39 @@ describe("scopes and the prompt's list", () => {
       assert.strictEqual((yield* Effect.flip(skills.remove("../skills", undefined)))._tag, "SkillNotFound")
     }))
 })
+
+describe("the prompt list without any skills folder", () => {
+  it.effect("is not read again when other files next to the missing folders change; a first skill is seen", () =>
+    Effect.gen(function*() {
+      const { home, skills, src } = yield* setup
+      const agentFolder = join(home, "workspaces", "ops")
+      mkdirSync(agentFolder, { recursive: true })
+      assert.deepStrictEqual(yield* skills.forPrompt("ops"), [])
+      const first = yield* skills.reads
+      // The database and the agent's SYSTEM.md change all the time; neither is a skills folder. Once
+      // this test's own watch on the same folder saw the change, the layer's watch got it too (one
+      // inotify watch per folder in the process, its events handed to every watcher at once).
+      yield* seen(home, "anna.db", () => writeFileSync(join(home, "anna.db"), "x"))
+      yield* seen(agentFolder, "SYSTEM.md", () => writeFileSync(join(agentFolder, "SYSTEM.md"), "x"))
+      yield* skills.forPrompt("ops")
+      assert.strictEqual(yield* skills.reads, first, "not read again for files that are not skills")
+      // A skills folder appearing (renamed into place with a skill in it) is seen.
+      folderWith(join(src, "skills"), { "late/SKILL.md": skillMd("late") })
+      renameSync(join(src, "skills"), join(home, "skills"))
+      yield* waitFor(skills.forPrompt("ops").pipe(Effect.map((l) => l.length === 1)))
+    }))
+})
+
+/** Runs `change` and resolves once a watch on `dir` saw `name` change. */
+const seen = (dir: string, name: string, change: () => void) =>
+  Effect.callback<void>((resume) => {
+    const w = watch(dir, { persistent: false }, (_e, f) => {
+      if (f !== name) return
+      w.close()
+      resume(Effect.void)
+    })
+    change()
+  })
 
 /** Retries `check` until it holds: the watch event arrives asynchronously (a deadline, not a sleep standing in for it). */
 const waitFor = (check: Effect.Effect<boolean>) =>
