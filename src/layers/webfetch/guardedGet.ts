@@ -76,7 +76,14 @@ const decompressed = (res: http.IncomingMessage): Readable => {
 
 /** One request, no redirects followed; interruption destroys the socket. */
 const hop = (url: URL, options: GetOptions) =>
-  Effect.callback<Hop, WebFetchError>((resume) => {
+  Effect.callback<Hop, WebFetchError>((resumeOnce) => {
+    // the request and the response streams can both report after the answer is settled: first one wins
+    let settled = false
+    const resume = (effect: Effect.Effect<Hop, WebFetchError>) => {
+      if (settled) return
+      settled = true
+      resumeOnce(effect)
+    }
     const module = url.protocol === "https:" ? https : http
     const agent = url.protocol === "https:" ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false })
     const fail = (e: unknown) => {
