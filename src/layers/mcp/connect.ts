@@ -44,6 +44,13 @@ export const errorText = (e: unknown): string => {
   return String(e)
 }
 
+/** What a dead process last said worth reading: its last error line (Node prints a stack after it), else its last line. */
+const lastWords = (stderr: string): string => {
+  const lines = stderr.split("\n").map((l) => l.trim()).filter((l) => l.length > 1 && !l.startsWith("at ") && !/^Node\.js v/.test(l))
+  const error = lines.findLast((l) => /\b[A-Z]\w*Error\b|^error\b/i.test(l))
+  return (error ?? lines.at(-1) ?? "").slice(0, 300)
+}
+
 const fail = (server: McpServer, reason: string) => new McpFailure({ server: server.name, reason })
 
 /** `client.connect` (the MCP initialize handshake) with a deadline; the transport is closed on failure. */
@@ -111,7 +118,7 @@ export const connect = (
     )
     const describeEnd = Effect.sync(() =>
       Option.map(Option.fromUndefinedOr(transport.exitCode()), (c) => {
-        const tail = transport.stderrTail().trim().split("\n").slice(-3).join(" | ")
+        const tail = lastWords(transport.stderrTail())
         return `exited (code ${c})${tail === "" ? "" : `: ${tail}`}`
       }))
     const client = yield* handshake(transport, timeout).pipe(
