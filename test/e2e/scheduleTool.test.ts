@@ -79,7 +79,7 @@ describe("the scheduler tool, end to end", () => {
         notify: (id, target, message) => Effect.asVoid(Queue.offer(delivered, [id, target, message]))
       })
       const notifier = yield* Notifier.make.pipe(Effect.provideService(Channels, channels))
-      yield* Layer.build(Scheduler.layer({ notifier, recheck: "1 hour", heartbeat: false }))
+      yield* Scheduler.make({ notifier, recheck: "1 hour" })
 
       fake.script(
         {

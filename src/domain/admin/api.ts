@@ -21,6 +21,7 @@ import { SchemaErrors } from "./security.ts"
 import { ChatGroup } from "./groups/chat.ts"
 import { SessionsGroup } from "./groups/sessions.ts"
 import { UsageGroup } from "./groups/usage.ts"
+import { ScheduleGroup } from "./groups/schedule.ts"
 
 /** Where the API is served. */
 export const API_PREFIX = "/api"
@@ -40,6 +41,7 @@ export class AdminApi extends HttpApi.make("anna-admin")
   .add(SessionsGroup)
   .add(UsageGroup)
   .add(ChatGroup)
+  .add(ScheduleGroup)
   // Last: it applies to every endpoint added before it.
   .middleware(SchemaErrors)
   .prefix(API_PREFIX)

@@ -19,6 +19,7 @@ import * as UserHandlers from "./userHandlers.ts"
 import * as ChatApi from "./ChatApi.ts"
 import * as SessionsApi from "./SessionsApi.ts"
 import * as UsageApi from "./UsageApi.ts"
+import * as ScheduleHandlers from "./scheduleHandlers.ts"
 import * as WebConsole from "./WebConsole.ts"
 
 /** Every group's handlers. */
@@ -34,7 +35,8 @@ const handlers = Layer.mergeAll(
   ConfigHandlers.settingsLayer,
   SessionsApi.layer,
   UsageApi.layer,
-  ChatApi.layer
+  ChatApi.layer,
+  ScheduleHandlers.layer
 )
 
 /** The admin API alone. */

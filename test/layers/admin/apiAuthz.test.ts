@@ -102,6 +102,20 @@ const ensureSession = (c: Ctx) =>
     c.vars.summary = `sum_${(yield* store.summaryNodes(conv.id))[0]?.id ?? 0}`
   })
 
+/** A scheduled job made through the API as the admin; its id in `vars.job`. */
+const ensureJob = (c: Ctx) =>
+  Effect.gen(function*() {
+    yield* Effect.all([ensureProvider("mx"), ensureAgent("mx"), ensureUser("mx-u")])
+    const made = yield* Effect.promise(() =>
+      c.h.fetch("/api/schedules", {
+        method: "POST",
+        headers: { ...c.h.headersOf({ bearer: c.h.adminToken }), "content-type": "application/json" },
+        body: JSON.stringify({ agent: "mx", every: "1h", prompt: "matrix", user: "mx-u" })
+      }).then((r) => r.json())
+    )
+    c.vars.job = (made as { id: string }).id
+  })
+
 const ROWS: ReadonlyArray<Row> = [
   // auth (login is public: see below)
   { op: "POST /api/auth/logout", method: "POST", path: "/api/auth/logout", access: "user", ok: 204 },
@@ -266,7 +280,20 @@ const ROWS: ReadonlyArray<Row> = [
   { op: "GET /api/usage/dashboard", method: "GET", path: "/api/usage/dashboard?window=7d", access: "user" },
   // chat (a slash command: answered without the model)
   { op: "POST /api/chat", method: "POST", path: "/api/chat", access: "user", body: { agent: "mx-chat", message: "/whoami" }, prepare: () => Effect.andThen(ensureProvider("mx"), ensureAgent("mx-chat")) },
-  { op: "GET /api/chat/agents", method: "GET", path: "/api/chat/agents", access: "user" }
+  { op: "GET /api/chat/agents", method: "GET", path: "/api/chat/agents", access: "user" },
+  // schedules (admin only)
+  { op: "GET /api/schedules", method: "GET", path: "/api/schedules", access: "admin" },
+  {
+    op: "POST /api/schedules",
+    method: "POST",
+    path: "/api/schedules",
+    access: "admin",
+    body: { agent: "mx", every: "1h", prompt: "matrix", user: "mx-u" },
+    prepare: () => Effect.all([ensureProvider("mx"), ensureAgent("mx"), ensureUser("mx-u")])
+  },
+  { op: "DELETE /api/schedules/{id}", method: "DELETE", path: (c) => `/api/schedules/${c.vars.job}`, access: "admin", ok: 204, prepare: (c) => ensureJob(c) },
+  { op: "POST /api/schedules/{id}/run", method: "POST", path: (c) => `/api/schedules/${c.vars.job}/run`, access: "admin", prepare: (c) => ensureJob(c) },
+  { op: "GET /api/schedules/{id}/history", method: "GET", path: (c) => `/api/schedules/${c.vars.job}/history`, access: "admin", prepare: (c) => ensureJob(c) }
 ]
 
 const expected = (row: Row, caller: Caller): number =>
