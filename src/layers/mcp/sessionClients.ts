@@ -8,7 +8,7 @@
  */
 import { McpError } from "@modelcontextprotocol/sdk/types.js"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { Duration, Effect, Exit, Option, Scope, Semaphore } from "effect"
+import { Duration, Effect, Exit, Option, Schema, Scope, Semaphore } from "effect"
 import { McpFailure } from "../../domain/mcp/errors.ts"
 import type { McpServer } from "../../domain/mcp/server.ts"
 import type { SandboxStartError } from "../../domain/sandbox/errors.ts"
@@ -29,6 +29,30 @@ export const DEFAULT_LIMITS: McpLimits = {
   callTimeout: Duration.seconds(60),
   maxResultChars: 64 * 1024
 }
+
+/**
+ * The limits an agent's `mcp` plugin configuration may change (`anna plugin config mcp
+ * callTimeoutSeconds=120 [--agent A]`); what it leaves out keeps the default.
+ */
+const LimitsConfig = Schema.Struct({
+  connectTimeoutSeconds: Schema.optionalKey(Schema.Number.check(Schema.isBetween({ minimum: 1, maximum: 600 }))),
+  callTimeoutSeconds: Schema.optionalKey(Schema.Number.check(Schema.isBetween({ minimum: 1, maximum: 3600 }))),
+  maxResultChars: Schema.optionalKey(Schema.Int.check(Schema.isBetween({ minimum: 1_000, maximum: 1_000_000 })))
+})
+const decodeLimits = Schema.decodeUnknownEffect(LimitsConfig)
+
+/** `base` with the plugin configuration's limits over it; a bad value is reported and ignored. */
+export const limitsFrom = (base: McpLimits, config: Readonly<Record<string, unknown>>): Effect.Effect<McpLimits> =>
+  decodeLimits(config, { onExcessProperty: "ignore" }).pipe(
+    Effect.map((c) => ({
+      connectTimeout: c.connectTimeoutSeconds === undefined ? base.connectTimeout : Duration.seconds(c.connectTimeoutSeconds),
+      callTimeout: c.callTimeoutSeconds === undefined ? base.callTimeout : Duration.seconds(c.callTimeoutSeconds),
+      maxResultChars: c.maxResultChars ?? base.maxResultChars
+    })),
+    Effect.catch((e) =>
+      Effect.as(Effect.logWarning("the mcp plugin's limits are not usable; the defaults apply").pipe(Effect.annotateLogs({ error: e.message })), base)
+    )
+  )
 
 /** JSON-RPC "connection closed": the transport ended, not the server's answer. */
 const CONNECTION_CLOSED = -32000
@@ -51,7 +75,8 @@ export const makeSessionClients = (
     const parent = yield* Effect.scope
     const live = new Map<string, { readonly conn: McpConnection; readonly scope: Scope.Closeable }>()
     const failures = new Map<string, string>()
-    const lock = yield* Semaphore.make(1)
+    // One connect at a time per server (concurrent calls share it); servers connect independently.
+    const locks = new Map(servers.map((s) => [s.name, Semaphore.makeUnsafe(1)] as const))
 
     const drop = (name: string) =>
       Effect.suspend(() => {
@@ -68,8 +93,14 @@ export const makeSessionClients = (
     }
 
     const get = (name: string) =>
-      lock.withPermits(1)(Effect.gen(function*() {
-        const server = yield* known(name)
+      Effect.flatMap(known(name), (server) => {
+        const lock = locks.get(name)
+        return lock === undefined ? Effect.die(new Error(`no lock for MCP server ${name}`)) : lock.withPermits(1)(connected(server))
+      })
+
+    const connected = (server: McpServer) =>
+      Effect.gen(function*() {
+        const name = server.name
         const entry = live.get(name)
         if (entry?.conn.alive() === true) return entry.conn
         if (entry !== undefined) yield* drop(name)
@@ -81,7 +112,7 @@ export const makeSessionClients = (
         failures.delete(name)
         live.set(name, { conn, scope })
         return conn
-      }))
+      })
 
     const run = <A>(name: string, what: string, f: (client: Client, signal: AbortSignal) => Promise<A>) =>
       Effect.gen(function*() {

@@ -17,7 +17,7 @@ import type { McpFailure } from "../../domain/mcp/errors.ts"
 import { type Tool, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import { decodeCallResult, capText, oneLine, resultText } from "../mcp/render.ts"
-import { DEFAULT_LIMITS, type McpLimits, makeSessionClients, type SessionClients } from "../mcp/sessionClients.ts"
+import { DEFAULT_LIMITS, limitsFrom, type McpLimits, makeSessionClients, type SessionClients } from "../mcp/sessionClients.ts"
 import * as SqliteMcpServers from "../mcp/SqliteMcpServers.ts"
 import { McpServers } from "../../services/McpServers.ts"
 import { PluginStore } from "../../services/PluginStore.ts"
@@ -118,7 +118,8 @@ export const makeLayer = (limits: McpLimits = DEFAULT_LIMITS) =>
           if (!(yield* plugins.enabledFor(TOOL_NAME, session.agentId))) return []
           const servers = yield* store.list(session.agentId)
           if (servers.length === 0) return []
-          return [mcpTool(yield* makeSessionClients(servers, session.sandbox, limits), limits)]
+          const own = yield* limitsFrom(limits, yield* plugins.configFor(TOOL_NAME, session.agentId))
+          return [mcpTool(yield* makeSessionClients(servers, session.sandbox, own), own)]
         }).pipe(
           Effect.catchTag("StorageError", (e) =>
             Effect.as(Effect.logWarning("the mcp tool is off for this session: its servers cannot be read").pipe(Effect.annotateLogs({ error: e.message })), []))
