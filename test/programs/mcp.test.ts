@@ -8,8 +8,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { mkdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { anna, annaJson, newHome } from "../support/cli.ts"
-import { TEST_IMAGE } from "../support/docker.ts"
+import { anna, annaEnv, annaJson, newHome } from "../support/cli.ts"
+import Docker from "dockerode"
+import { BUSYBOX, dockerReady, TEST_IMAGE } from "../support/docker.ts"
 import { installInto, nodeImageReady, startEverythingHttp } from "../support/mcpServers.ts"
 
 const homes: Array<string> = []
@@ -118,5 +119,28 @@ describe.skipIf(!nodeImageReady)("anna mcp list: a stdio server in the agent's s
     const missing = listed.find((s) => s.name === "missing")
     assert.isFalse(missing?.answers)
     assert.match(missing?.error ?? "", /exited \(code 1\).*Cannot find module/)
+  })
+})
+
+describe.skipIf(!dockerReady)("anna sandbox build-image --node (real Docker engine)", () => {
+  it("copies Node, its libraries and loader into the busybox image; node runs there", async () => {
+    const h = home()
+    const tag = `anna-sandbox:node-build-${process.pid}`
+    try {
+      const built = await anna(h, "sandbox", "build-image", "--busybox", BUSYBOX, "--node", process.execPath, "--tag", tag)
+      assert.strictEqual(built.code, 0, built.stderr)
+      assert.include(built.stdout, `Built image ${tag}; /bin/sh runs in it (and /usr/local/bin/node).`)
+      const ran = await annaEnv(h, {}, "sandbox", "exec", "--image", tag, "--", "node", "-e", "console.log(process.version, 6 * 7)")
+      assert.strictEqual(ran.code, 0, ran.stderr)
+      assert.strictEqual(ran.stdout.trim(), `${process.version} 42`)
+    } finally {
+      await new Docker().getImage(tag).remove({ force: true }).catch(() => undefined)
+    }
+  })
+
+  it("refuses --node with --rootfs", async () => {
+    const r = await anna(home(), "sandbox", "build-image", "--rootfs", "/nonexistent", "--node", process.execPath)
+    assert.strictEqual(r.code, 2)
+    assert.include(r.stderr.split("\n")[0], "--node adds Node to a busybox image")
   })
 })
