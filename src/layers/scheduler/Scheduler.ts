@@ -37,13 +37,13 @@ export const make = (options: SchedulerOptions = {}) =>
     const fibers = yield* FiberSet.make()
     const running = new Set<string>()
 
-    const execute = (job: Job, trigger: RunTrigger) =>
+    const execute = (job: Job, trigger: RunTrigger, runStart: number) =>
       Effect.gen(function*() {
         const runId = yield* store.startRun(job.id, trigger)
         const outcome = yield* runJob(runtime, options.notifier, job, runId)
         yield* store.finishRun(runId, outcome)
         if (outcome.status === "error") yield* Effect.logWarning(`scheduler: job ${job.id} failed: ${outcome.error ?? ""}`)
-        if (job.kind === "at" && trigger !== "manual") yield* store.retire(job.id)
+        if (job.kind === "at" && (trigger !== "manual" || job.nextRunAt === null || job.nextRunAt <= runStart)) yield* store.retire(job.id)
       }).pipe(
         Effect.catch((e) => Effect.logError(`scheduler: job ${job.id}: ${e.message}`)),
         Effect.ensuring(Effect.sync(() => running.delete(job.id)))
@@ -52,15 +52,18 @@ export const make = (options: SchedulerOptions = {}) =>
     /** Starts a run of `job` now (or records a skipped one), and moves its next due time on. */
     const fire = (job: Job, trigger: RunTrigger, now: number) =>
       Effect.gen(function*() {
-        // A manual run leaves the schedule as it was; a scheduled one moves it past now.
-        const next = trigger === "manual" ? job.nextRunAt : job.kind === "at" ? null : nextAfter(job, now)
+        // A manual run leaves the schedule as it was (unless it is overdue: then the manual run
+        // counts as that one); a scheduled one moves it past now.
+        const overdue = job.nextRunAt !== null && job.nextRunAt <= now
+        const next = trigger === "manual" && !overdue ? job.nextRunAt : job.kind === "at" ? null : nextAfter(job, now)
         yield* store.setNext(job.id, next)
         if (running.has(job.id)) {
           yield* store.recordRun(job.id, trigger, { status: "skipped", error: "the previous run was still going" })
+          if (job.kind === "at" && trigger !== "manual") yield* store.retire(job.id)
           return
         }
         running.add(job.id)
-        yield* FiberSet.run(fibers, execute(job, trigger))
+        yield* FiberSet.run(fibers, execute(job, trigger, now))
       })
 
     const catchUp = Effect.gen(function*() {

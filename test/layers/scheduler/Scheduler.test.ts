@@ -211,6 +211,24 @@ describe("Scheduler", () => {
       expect(Option.map(yield* store.get(added.id), (j) => [j.nextRunAt, j.runRequested])).toEqual(Option.some([24 * HOUR, false]))
     })))
 
+  it.effect("a run asked for while the job is overdue counts as its run: one run, the schedule moves on", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const rt = fakeRuntime(() => Effect.succeed(reply("caught up")))
+      const every = yield* store.add(job({ every: "1h", deliverUser: undefined }))
+      const once = yield* store.add(job({ at: new Date(HOUR).toISOString(), deliverUser: undefined }))
+      yield* TestClock.adjust(2 * HOUR) // down while both became due
+      yield* store.requestRun(every.id)
+      yield* store.requestRun(once.id)
+      yield* start(rt.service, undefined, "run")
+      yield* TestClock.adjust(MIN)
+      expect(rt.turns()).toBe(2)
+      expect((yield* store.history(every.id)).map((r) => r.trigger)).toEqual(["manual"])
+      expect(Option.map(yield* store.get(every.id), (j) => j.nextRunAt)).toEqual(Option.some(3 * HOUR))
+      expect(Option.isNone(yield* store.get(once.id))).toBe(true)
+      expect((yield* store.history(once.id)).map((r) => [r.trigger, r.status])).toEqual([["manual", "ok"]])
+    })))
+
   it.effect("refuses bad schedules with one clear reason", () =>
     withStore(Effect.gen(function*() {
       const store = yield* JobStore
