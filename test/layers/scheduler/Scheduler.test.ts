@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Layer, Option, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { ChannelError } from "../../../src/domain/channels/errors.ts"
-import type { NewJob } from "../../../src/domain/scheduler/types.ts"
+import { KEEP_RUNS, type NewJob } from "../../../src/domain/scheduler/types.ts"
 import type { ChatTarget, ResolvedChat, TurnEvent } from "../../../src/domain/runtime/types.ts"
 import * as Scheduler from "../../../src/layers/scheduler/Scheduler.ts"
 import * as SqliteJobStore from "../../../src/layers/scheduler/SqliteJobStore.ts"
@@ -227,6 +227,16 @@ describe("Scheduler", () => {
       expect(Option.map(yield* store.get(every.id), (j) => j.nextRunAt)).toEqual(Option.some(3 * HOUR))
       expect(Option.isNone(yield* store.get(once.id))).toBe(true)
       expect((yield* store.history(once.id)).map((r) => [r.trigger, r.status])).toEqual([["manual", "ok"]])
+    })))
+
+  it.effect("keeps the last KEEP_RUNS runs of a job", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* JobStore
+      const added = yield* store.add(job({ every: "1h", deliverUser: undefined }))
+      for (let i = 0; i < KEEP_RUNS + 5; i++) yield* store.recordRun(added.id, "schedule", { status: "ok", reply: `run ${i}` })
+      const runs = yield* store.history(added.id, 1_000)
+      expect(runs).toHaveLength(KEEP_RUNS)
+      expect([runs[0]?.reply, runs.at(-1)?.reply]).toEqual([`run ${KEEP_RUNS + 4}`, "run 5"])
     })))
 
   it.effect("refuses bad schedules with one clear reason", () =>
