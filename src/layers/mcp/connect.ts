@@ -89,7 +89,7 @@ const connectRemote = (server: McpServer, url: string, timeout: Duration.Duratio
       Effect.map((client) => ({ client, transport: "http" as const })),
       Effect.catchIf(
         (e) => e instanceof StreamableHTTPError && e.code !== undefined && e.code >= 400 && e.code < 500,
-        () => sse()
+        (streamable) => sse().pipe(Effect.mapError((e) => new Error(`${errorText(streamable)}; over SSE: ${errorText(e)}`)))
       )
     )
   }).pipe(Effect.mapError((e) => fail(server, `cannot connect to ${url}: ${errorText(e)}`)))

@@ -78,11 +78,13 @@ export const makeSessionClients = (
     // One connect at a time per server (concurrent calls share it); servers connect independently.
     const locks = new Map(servers.map((s) => [s.name, Semaphore.makeUnsafe(1)] as const))
 
-    const drop = (name: string) =>
+    /** Ends `conn` (if it is still the server's current connection: a concurrent call may have replaced it). */
+    const drop = (name: string, conn: McpConnection) =>
       Effect.suspend(() => {
         const entry = live.get(name)
+        if (entry?.conn !== conn) return Effect.void
         live.delete(name)
-        return entry === undefined ? Effect.void : Scope.close(entry.scope, Exit.void)
+        return Scope.close(entry.scope, Exit.void)
       })
 
     const known = (name: string) => {
@@ -103,7 +105,7 @@ export const makeSessionClients = (
         const name = server.name
         const entry = live.get(name)
         if (entry?.conn.alive() === true) return entry.conn
-        if (entry !== undefined) yield* drop(name)
+        if (entry !== undefined) yield* drop(name, entry.conn)
         const scope = yield* Scope.fork(parent, "sequential")
         const conn = yield* connect(server, sandbox, limits.connectTimeout).pipe(
           Scope.provide(scope),
@@ -128,11 +130,11 @@ export const makeSessionClients = (
         if (e === "timeout") return yield* reason(`${what} got no answer within ${seconds} s (cancelled)`)
         if (!conn.alive()) {
           const end = Option.getOrElse(yield* conn.ended, () => "closed the connection")
-          yield* drop(name)
+          yield* drop(name, conn)
           return yield* reason(`${end} during ${what}; the next call restarts it`)
         }
         if (e instanceof McpError && e.code !== CONNECTION_CLOSED) return yield* reason(`${what} failed: ${errorText(e)}`)
-        yield* drop(name)
+        yield* drop(name, conn)
         return yield* reason(`connection lost during ${what} (${errorText(e)}); the next call reconnects`)
       })
 

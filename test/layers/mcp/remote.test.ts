@@ -10,6 +10,10 @@ import { Effect, Logger, References, type Scope } from "effect"
 import type { McpServer } from "../../../src/domain/mcp/server.ts"
 import { DEFAULT_LIMITS, makeSessionClients } from "../../../src/layers/mcp/sessionClients.ts"
 import { mcpTool } from "../../../src/layers/tools/mcp.ts"
+import { McpServer as SdkServer } from "@modelcontextprotocol/sdk/server/mcp.js"
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { everythingHttp, startEverythingHttp } from "../../support/mcpServers.ts"
 
 const SECRET = "Bearer top-secret-token"
@@ -40,6 +44,32 @@ const toolFor = (servers: ReadonlyArray<McpServer>) =>
     const tool = mcpTool(clients, DEFAULT_LIMITS)
     return (input: Record<string, unknown>) => tool.execute(input, ctx)
   })
+
+/**
+ * A stateless Streamable HTTP server (the SDK's own) on 127.0.0.1 that wants `Authorization:
+ * Bearer top-secret-token` (401 otherwise) and whose `whoami` tool tells which one it got.
+ */
+const guardedServer = Effect.acquireRelease(
+  Effect.promise(() =>
+    new Promise<{ readonly url: string; readonly close: () => void }>((done) => {
+      const http = createServer((req, res) => {
+        if (req.headers.authorization !== SECRET) {
+          res.writeHead(401).end("unauthorized")
+          return
+        }
+        const server = new SdkServer({ name: "guarded", version: "1" })
+        server.registerTool("whoami", { description: "Which Authorization header came" }, (extra) => ({
+          content: [{ type: "text", text: `you sent ${extra.requestInfo?.headers.authorization === SECRET ? "the right token" : "something else"}` }]
+        }))
+        const transport = new StreamableHTTPServerTransport({})
+        res.on("close", () => void transport.close())
+        void server.connect(transport).then(() => transport.handleRequest(req, res))
+      })
+      http.listen(0, "127.0.0.1", () => done({ url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`, close: () => http.close() }))
+    })
+  ),
+  (s) => Effect.sync(s.close)
+)
 
 const exceptionLines = (lines: ReadonlyArray<Line>) => lines.filter((l) => l.message === "runtime.exception_path")
 
@@ -87,6 +117,16 @@ describe("mcp tool: remote servers on 127.0.0.1 (server-everything)", () => {
       assert.deepStrictEqual(transports, ["asked:sse", "fallback:http", "fallback:sse"])
     }))
   })
+
+  it.live("the stored headers are sent; without them the server's refusal is reported", () =>
+    Effect.gen(function*() {
+      const server = yield* guardedServer
+      const call = yield* toolFor([remote("guarded", server.url), { ...remote("bare", server.url), headers: {} }])
+      assert.strictEqual(yield* call({ action: "call", server: "guarded", tool: "whoami" }), "you sent the right token")
+      const refused = yield* Effect.flip(call({ action: "list_tools", server: "bare" }))
+      assert.include(refused.reason, "MCP server bare: cannot connect to")
+      assert.include(refused.reason, "401")
+    }))
 
   it.live("a server that does not answer is reported, not hung on", () =>
     Effect.gen(function*() {
