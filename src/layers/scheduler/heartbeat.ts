@@ -11,13 +11,14 @@
  * there): the check is one `lstat` of HEARTBEAT.md (no link followed, no open), and only a regular
  * file counts; the content is read inside the sandbox, by the agent's tools, during the turn.
  */
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Option } from "effect"
 import { lstatSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { agentFolder } from "../../domain/sandbox/spec.ts"
 import { parseEvery } from "../../domain/scheduler/schedule.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
+import { ConfigStore } from "../../services/ConfigStore.ts"
 import { JobStore } from "../../services/JobStore.ts"
 import { LiveConfig } from "../../services/LiveConfig.ts"
 import type { Notifier } from "../../services/Notifier.ts"
@@ -68,6 +69,7 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     const runtime = yield* Runtime
     const live = yield* LiveConfig
     const agents = yield* AgentStore
+    const config = yield* ConfigStore
     const home = (yield* AppConfig).home
 
     const beat = (agentId: string, userId: string) =>
@@ -90,7 +92,10 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     const cycle = Effect.gen(function*() {
       for (const agent of yield* agents.list) {
         if (!agent.enabled || agent.sandboxWorkspace !== "user") continue
-        for (const userId of yield* withHeartbeat(home, agent.id)) yield* beat(agent.id, userId)
+        for (const userId of yield* withHeartbeat(home, agent.id)) {
+          // The workspace of a user removed since is left alone.
+          if (Option.isSome(yield* config.getUser(userId))) yield* beat(agent.id, userId)
+        }
       }
     }).pipe(Effect.catch((e) => Effect.logError(`heartbeat: ${e.message}`)))
 

@@ -79,9 +79,12 @@ describe("heartbeat", () => {
       })
       yield* (yield* AgentStore).create("a1", { providerId: "local" })
       yield* (yield* AgentStore).create("shared1", { providerId: "local", sandboxWorkspace: "shared" })
+      for (const u of ["alice", "bob", "carol"]) yield* (yield* ConfigStore).createUser(u, u)
       const users = join(home, "workspaces", "a1", "users")
-      for (const u of ["alice", "bob", "carol"]) mkdirSync(join(users, u), { recursive: true })
+      for (const u of ["alice", "bob", "carol", "gone"]) mkdirSync(join(users, u), { recursive: true })
       writeFileSync(join(users, "alice", "HEARTBEAT.md"), "- remind me to water the plants on Fridays\n")
+      // A user removed since: their workspace stays, and gets no beat.
+      writeFileSync(join(users, "gone", "HEARTBEAT.md"), "- old\n")
       // carol planted a link to a file outside her workspace: never followed, no beat.
       writeFileSync(join(home, "secret.md"), "secret")
       symlinkSync(join(home, "secret.md"), join(users, "carol", "HEARTBEAT.md"))
