@@ -2,7 +2,7 @@
  * The `mcp` tool through the whole runtime (real SQLite, the fake LLM, the real Docker sandbox):
  * offered only when the agent's `tools` allow it, the `mcp` plugin is on for the agent and the agent
  * has a server; the model's call starts the stdio server inside the session's container on first
- * use, and the result goes back to the model.
+ * use, and the result goes back to the model; the server goes with the session's runner.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
@@ -12,8 +12,13 @@ import * as SqliteMcpServers from "../../../src/layers/mcp/SqliteMcpServers.ts"
 import { McpServers } from "../../../src/services/McpServers.ts"
 import { PluginStore } from "../../../src/services/PluginStore.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
+import Docker from "dockerode"
+import { realpathSync } from "node:fs"
 import { join } from "node:path"
-import { TEST_IMAGE } from "../../support/docker.ts"
+import { OWNER_LABEL } from "../../../src/layers/sandbox/docker/policy.ts"
+import { owner } from "../../../src/layers/sandbox/DockerSandbox.ts"
+import { TEST_IMAGE, whenContainers } from "../../support/docker.ts"
+import { containerShell, runs } from "../../support/sandboxProcesses.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
 import { installInto, nodeImageReady } from "../../support/mcpServers.ts"
@@ -99,6 +104,17 @@ describe.skipIf(!nodeImageReady)("mcp tool in the runtime, with the real Docker 
         assert.strictEqual(tool?.output, "Echo: from the model")
         const text = events.map((e) => (e.type === "text" ? e.text : "")).join("")
         assert.include(text, "Echo: from the model")
+        // The server runs in the session's container (its workspace is this test's)…
+        const workspaces = realpathSync(home)
+        const ours = (c: Docker.ContainerInfo) => c.State === "running" && c.Mounts.some((m) => m.Source.startsWith(workspaces))
+        const running = yield* Effect.promise(() => whenContainers([`${OWNER_LABEL}=${owner()}`], (cs) => cs.some(ours)))
+        const id = running?.find(ours)?.Id
+        assert.isDefined(id, "no sandbox container for the session")
+        if (id === undefined) return
+        assert.isTrue(yield* runs(containerShell(new Docker(), id), "/workspace/.mcp/everything.mjs"))
+        // …and goes with the session's runner (idle after 2 s here): the container is removed.
+        const gone = yield* Effect.promise(() => whenContainers([`${OWNER_LABEL}=${owner()}`], (cs) => cs.every((c) => c.Id !== id)))
+        assert.isDefined(gone, "the session's container outlived its runner")
       }).pipe(Effect.provide(stack(home, true)))
     })))
 })
