@@ -5,7 +5,7 @@
  * as not answering, and (with Docker and a Node image) a stdio server started in the agent's sandbox.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { mkdirSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { anna, annaEnv, annaJson, newHome } from "../support/cli.ts"
@@ -100,6 +100,21 @@ describe("anna mcp add|list|remove", () => {
     } finally {
       await server.stop()
     }
+  })
+})
+
+describe("anna mcp list without Docker", () => {
+  it("reports a stdio server as not answering because the sandbox cannot start; nothing runs on the host", async () => {
+    const h = home()
+    // A command that would leave a mark on the host if it ever ran there.
+    const mark = join(h, "ran-on-host")
+    assert.strictEqual((await anna(h, "mcp", "add", "local", "--", "sh", "-c", `touch ${mark}`)).code, 0)
+    const r = await annaEnv(h, { DOCKER_HOST: "unix:///nonexistent/docker.sock" }, "mcp", "list", "--json")
+    assert.strictEqual(r.code, 0, r.stderr)
+    const [local] = JSON.parse(r.stdout) as ReadonlyArray<Listed>
+    assert.isFalse(local?.answers)
+    assert.include(local?.error, "in the sandbox: Docker is not reachable")
+    assert.isFalse(existsSync(mark), "the stdio command ran on the host")
   })
 })
 
