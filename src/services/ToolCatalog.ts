@@ -38,6 +38,13 @@ export interface ToolSession {
 export interface ToolSource {
   readonly id: string
   readonly tools: (session: ToolSession) => Effect.Effect<ReadonlyArray<Tool>, SandboxStartError, Scope.Scope>
+  /**
+   * What the source's offer to an agent depends on besides the agent's settings (a plugin switched
+   * per agent, the agent's MCP servers), as a short text: when it changes, the session pool replaces
+   * the agent's runners, so the change applies from the next turn. Sources whose offer only follows
+   * the agent's `tools` setting leave it out. Read on every turn: keep it to an indexed read.
+   */
+  readonly version?: ((agentId: string) => Effect.Effect<string>) | undefined
 }
 
 export class ToolCatalog extends Context.Service<ToolCatalog, {
@@ -47,4 +54,6 @@ export class ToolCatalog extends Context.Service<ToolCatalog, {
   readonly sources: Effect.Effect<ReadonlyArray<string>>
   /** The session's tools: every source's, in registration order, only those the agent enables. */
   readonly tools: (session: ToolSession) => Effect.Effect<ReadonlyArray<Tool>, SandboxStartError, Scope.Scope>
+  /** Every source's `version` for the agent, together ('' when no source has one). */
+  readonly version: (agentId: string) => Effect.Effect<string>
 }>()("anna/ToolCatalog") {}

@@ -43,7 +43,24 @@ const commands = [
   ["plugin"],
   ["plugin", "list"],
   ["plugin", "enable"],
-  ["plugin", "disable"]
+  ["plugin", "disable"],
+  ["plugin", "inherit"],
+  ["plugin", "config"],
+  ["schedule"],
+  ["schedule", "add"],
+  ["schedule", "list"],
+  ["schedule", "remove"],
+  ["schedule", "run"],
+  ["schedule", "history"],
+  ["skill"],
+  ["skill", "install"],
+  ["skill", "list"],
+  ["skill", "remove"],
+  ["mcp"],
+  ["mcp", "add"],
+  ["mcp", "list"],
+  ["mcp", "remove"],
+  ["mcp", "serve"]
 ]
 
 describe("anna CLI", () => {
@@ -106,7 +123,7 @@ describe("anna CLI", () => {
       [
         ["sandbox", "build-image", "--rootfs", "/tmp", "--busybox", "/bin/busybox"],
         "anna: give at most one of --rootfs <folder-or-tar> and --busybox <path>",
-        "usage: anna sandbox build-image [--rootfs ROOTFS] [--busybox BUSYBOX] [--tag TAG]",
+        "usage: anna sandbox build-image [--rootfs ROOTFS] [--busybox BUSYBOX] [--node NODE] [--tag TAG]",
         "run `anna sandbox build-image --help` for more"
       ]
     ]
@@ -246,8 +263,8 @@ describe("anna CLI", () => {
     const off = await anna(h, "plugin", "disable", "memory/lcm")
     assert.strictEqual(off.code, 0, off.stderr)
     assert.include(off.stdout, "enabled memory/simple")
-    const list = await annaJson<Array<{ id: string; enabled: boolean }>>(h, "plugin", "list")
-    assert.deepStrictEqual(list.filter((p) => p.enabled).map((p) => p.id), ["memory/simple"])
+    const list = await annaJson<Array<{ id: string; kind: string; enabled: boolean }>>(h, "plugin", "list")
+    assert.deepStrictEqual(list.filter((p) => p.enabled && p.kind === "memory").map((p) => p.id), ["memory/simple"])
     const simple = await annaJson<Assembled>(h, "memory", "assemble", "k", "--budget", "100000000")
     assert.strictEqual(simple.messages.length, 400)
     // Simple compacts into one handoff summary: summary + acknowledgement + the fresh tail

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { busyboxRootfs, imagePresent, importRootfs, smokeTest } from "../../src/layers/sandbox/docker/client.ts"
+import { busyboxRootfs, imagePresent, importRootfs, nodeIntoRootfs, smokeTest } from "../../src/layers/sandbox/docker/client.ts"
 
 export const TEST_IMAGE = process.env.ANNA_TEST_IMAGE ?? "anna-sandbox:test"
 export const BUSYBOX = process.env.ANNA_TEST_BUSYBOX ?? "/bin/busybox"
@@ -27,7 +27,14 @@ const ensureTestImage = async (docker: Docker) => {
   if (await Effect.runPromise(imagePresent(docker, TEST_IMAGE))) return
   const dir = mkdtempSync(join(tmpdir(), "anna-test-rootfs-"))
   try {
-    await Effect.runPromise(busyboxRootfs(BUSYBOX, dir).pipe(Effect.andThen(importRootfs(docker, dir, TEST_IMAGE)), Effect.andThen(smokeTest(docker, TEST_IMAGE))))
+    // With this Node inside (the stdio MCP servers run in the sandbox), as .ci/run builds it.
+    await Effect.runPromise(
+      busyboxRootfs(BUSYBOX, dir).pipe(
+        Effect.andThen(nodeIntoRootfs(process.execPath, dir)),
+        Effect.andThen(importRootfs(docker, dir, TEST_IMAGE)),
+        Effect.andThen(smokeTest(docker, TEST_IMAGE))
+      )
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -73,11 +73,13 @@ interface RunnerPlan {
   readonly spec: SandboxSpec
   /** The agent's tool list (null: every tool). */
   readonly tools: ReadonlyArray<string> | null
+  /** The tool sources' own state for the agent (plugins switched, MCP servers): ToolCatalog.version. */
+  readonly toolsVersion: string
 }
 
 /** The parts of a plan that, when they change, must replace the session's runner (caps excluded: they are counted at start). */
 const fingerprint = (plan: RunnerPlan): string =>
-  JSON.stringify([plan.spec.agentId, plan.spec.workspace, plan.spec.image, plan.spec.network, plan.spec.limits, plan.tools])
+  JSON.stringify([plan.spec.agentId, plan.spec.workspace, plan.spec.image, plan.spec.network, plan.spec.limits, plan.tools, plan.toolsVersion])
 
 interface Runner {
   readonly tools: ToolRegistry
@@ -208,7 +210,12 @@ export const make = (options: SessionPoolOptions = {}) =>
       return { perUser: yield* read("sandbox.max_per_user"), total: yield* read("sandbox.max_total") }
     })
 
-    const planFor = (snapshot: Snapshot, chat: { readonly sessionKey: string; readonly userId: string }, caps: SandboxCaps): RunnerPlan => ({
+    const planFor = (
+      snapshot: Snapshot,
+      chat: { readonly sessionKey: string; readonly userId: string },
+      caps: SandboxCaps,
+      toolsVersion: string
+    ): RunnerPlan => ({
       sessionKey: chat.sessionKey,
       agentId: snapshot.agent.id,
       spec: {
@@ -217,7 +224,8 @@ export const make = (options: SessionPoolOptions = {}) =>
         workspace: workspaceIn(snapshot.folder, snapshot.agent.sandboxWorkspace, chat.userId),
         caps
       },
-      tools: snapshot.tools
+      tools: snapshot.tools,
+      toolsVersion
     })
 
     /** Ends the session's runner now: its container is removed, even mid-turn. */
@@ -249,15 +257,19 @@ export const make = (options: SessionPoolOptions = {}) =>
     // with its agent's current settings, and one that no longer matches is closed.
     const sweep = Effect.gen(function*() {
       const caps = yield* capsNow
-      const byAgent = new Map<string, Snapshot | undefined>()
+      const byAgent = new Map<string, { readonly snapshot: Snapshot | undefined; readonly toolsVersion: string }>()
       for (const [sessionKey, entry] of [...sessions]) {
         if (!byAgent.has(entry.plan.agentId)) {
-          byAgent.set(entry.plan.agentId, Option.getOrUndefined(yield* Effect.option(live.snapshot(entry.plan.agentId))))
+          byAgent.set(entry.plan.agentId, {
+            snapshot: Option.getOrUndefined(yield* Effect.option(live.snapshot(entry.plan.agentId))),
+            toolsVersion: yield* catalog.version(entry.plan.agentId)
+          })
         }
-        const snapshot = byAgent.get(entry.plan.agentId)
+        const agentNow = byAgent.get(entry.plan.agentId)
+        const snapshot = agentNow?.snapshot
         const now = snapshot === undefined || !snapshot.agent.enabled
           ? undefined
-          : planFor(snapshot, { sessionKey, userId: entry.plan.spec.userId }, caps)
+          : planFor(snapshot, { sessionKey, userId: entry.plan.spec.userId }, caps, agentNow?.toolsVersion ?? "")
         if (now === undefined || fingerprint(now) !== fingerprint(entry.plan)) {
           yield* Effect.logInfo(`session pool: closing the runner of ${sessionKey}: its agent's settings changed`)
           yield* retire(sessionKey, snapshot === undefined ? "the agent was removed or cannot run" : "the agent's sandbox settings changed")
@@ -283,7 +295,7 @@ export const make = (options: SessionPoolOptions = {}) =>
           return yield* emit(done("unavailable", errorOf(agent.failure)))
         }
         const { snapshot, client, caps } = agent.success
-        const plan = planFor(snapshot, chat, caps)
+        const plan = planFor(snapshot, chat, caps, yield* catalog.version(snapshot.agent.id))
         let runner = yield* runnerFor(plan).pipe(Effect.result)
         // A runner built while the sandbox was down is replaced after a while, so a Docker that came back is used.
         if (runner._tag === "Success" && runner.success.sandboxProblem !== undefined && (yield* Clock.currentTimeMillis) - runner.success.createdAt > SANDBOX_RETRY_MS) {

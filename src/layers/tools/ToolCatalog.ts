@@ -29,7 +29,15 @@ export const make = Effect.sync(() => {
     return out as ReadonlyArray<Tool>
   })
 
-  return ToolCatalog.of({ register, sources: Effect.sync(() => registered.map((s) => s.id)), tools })
+  const version = Effect.fn("ToolCatalog.version")(function*(agentId: string) {
+    const parts: Array<string> = []
+    for (const source of registered) {
+      if (source.version !== undefined) parts.push(`${source.id}=${yield* source.version(agentId)}`)
+    }
+    return parts.join(";")
+  })
+
+  return ToolCatalog.of({ register, sources: Effect.sync(() => registered.map((s) => s.id)), tools, version })
 })
 
 /** An empty catalog; sources register into it from their own layers. */

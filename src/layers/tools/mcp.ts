@@ -112,6 +112,12 @@ export const makeLayer = (limits: McpLimits = DEFAULT_LIMITS) =>
     const plugins = yield* PluginStore
     return {
       id: TOOL_NAME,
+      // A server added, changed or removed, or the plugin switched, gives the agent's sessions new runners.
+      version: (agentId: string) =>
+        Effect.all([plugins.enabledFor(TOOL_NAME, agentId), store.list(agentId)]).pipe(
+          Effect.map(([on, servers]) => (on ? servers.map((s) => `${s.name}@${s.updatedAt}`).join(",") : "off")),
+          Effect.orElseSucceed(() => "unreadable")
+        ),
       tools: (session) =>
         Effect.gen(function*() {
           if (!session.enabled(TOOL_NAME)) return []

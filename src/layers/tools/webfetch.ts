@@ -132,6 +132,9 @@ export const source = (options: WebFetchOptions = {}) =>
     const tool = webfetchTool(plugins, options)
     const out: ToolSource = {
       id: TOOL_NAME,
+      // Switched on or off for the agent: its sessions get new runners, so the change applies next turn.
+      version: (agentId) =>
+        plugins.enabledFor(TOOL_NAME, agentId).pipe(Effect.map((on) => (on ? "on" : "off")), Effect.orElseSucceed(() => "unreadable")),
       tools: (session) =>
         Effect.gen(function*() {
           if (!session.enabled(TOOL_NAME)) return []

@@ -144,7 +144,8 @@ describe("SessionPool", () => {
       const tools = (i: number) => ((suite.fake.requests[base + i]?.body as { tools?: Array<{ function: { name: string } }> } | undefined)?.tools ?? []).map((t) => t.function.name)
       suite.fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "hello" }] }))
       const first = yield* turn(user("ann"), "just say hello")
-      assert.deepStrictEqual(tools(0), ["memory", "agent"])
+      // The tools that need no sandbox stay (webfetch and the scheduler run outside it).
+      assert.deepStrictEqual(tools(0), ["memory", "scheduler", "webfetch", "agent"])
       const notices = first.events.flatMap((e) => (e.type === "notice" ? [e.text] : []))
       assert.strictEqual(notices.length, 1)
       assert.include(notices[0] ?? "", "Tools are off in this conversation: Docker is not reachable (connect ENOENT /var/run/docker.sock)")
@@ -155,10 +156,10 @@ describe("SessionPool", () => {
       // Docker comes back: within the minute nothing changes, after it the next turn has the tools.
       started.unavailable = undefined
       yield* turn(user("ann"), "still none")
-      assert.deepStrictEqual(tools(2), ["memory", "agent"])
+      assert.deepStrictEqual(tools(2), ["memory", "scheduler", "webfetch", "agent"])
       yield* TestClock.adjust("61 seconds")
       yield* turn(user("ann"), "now?")
-      assert.deepStrictEqual(tools(3), ["bash", "read", "write", "edit", "memory", "agent"])
+      assert.deepStrictEqual(tools(3), ["bash", "read", "write", "edit", "memory", "skills", "scheduler", "webfetch", "agent"])
       assert.strictEqual(started.count, 1)
     }).pipe(Effect.provide(stack(home, started)))
   })

@@ -57,7 +57,7 @@ describe("Sqlite.layer", () => {
       assert.deepStrictEqual(kept, [{ session_key: "kept" }])
     }))
 
-  it.effect("seeds the memory plugins exactly once", () =>
+  it.effect("seeds the plugins exactly once", () =>
     Effect.gen(function*() {
       const file = yield* tempDbFile
       const plugins = Effect.gen(function*() {
@@ -66,7 +66,12 @@ describe("Sqlite.layer", () => {
       })
       yield* plugins.pipe(Effect.provide(Sqlite.layer(file)))
       const again = yield* plugins.pipe(Effect.provide(Sqlite.layer(file)))
-      assert.deepStrictEqual(again, [{ id: "memory/lcm", enabled: 1 }, { id: "memory/simple", enabled: 0 }])
+      assert.deepStrictEqual(again, [
+        { id: "mcp", enabled: 1 },
+        { id: "memory/lcm", enabled: 1 },
+        { id: "memory/simple", enabled: 0 },
+        { id: "webfetch", enabled: 1 }
+      ])
     }))
 
   it.effect("keeps raw messages immutable: UPDATE and DELETE fail", () =>

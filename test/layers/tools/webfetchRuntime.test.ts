@@ -133,4 +133,21 @@ describe("webfetch through the runtime", () => {
       assert.include(names, "memory")
       assert.notInclude(names, "webfetch")
     }).pipe(Effect.provide(stack())))
+
+  it.effect("switching the plugin for the agent applies from the next turn of a live session, both ways", () =>
+    Effect.gen(function*() {
+      yield* setup({ allow_private: true })
+      const plugins = yield* PluginStore
+      const offered = Effect.gen(function*() {
+        const from = fake.requests.length
+        fake.script({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
+        yield* say("hi")
+        return toolNames(since(from)[0]?.body).includes("webfetch")
+      })
+      assert.isTrue(yield* offered)
+      yield* plugins.setFor("webfetch", "a1", false)
+      assert.isFalse(yield* offered, "off from the next turn, not when the runner idles out")
+      yield* plugins.setFor("webfetch", "a1", true)
+      assert.isTrue(yield* offered, "on again from the next turn")
+    }).pipe(Effect.provide(stack())))
 })
