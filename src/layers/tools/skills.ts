@@ -15,11 +15,11 @@
  * The system prompt lists the operator's skills only (cached, no read per turn); the user's own are
  * found with `list`/`search`, which read their workspace through the sandbox.
  */
-import { Effect, Layer, Result, Schema } from "effect"
+import { Effect, Layer, Option, Result, Schema } from "effect"
 import { matches, packagesIn, SKILL_FILE, searchWords } from "../../domain/skills/skill.ts"
 import { type Tool, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
-import type { SandboxSession } from "../../services/Sandbox.ts"
+import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
 import { Skills } from "../../services/Skills.ts"
 import type { ToolSession, ToolSource } from "../../services/ToolCatalog.ts"
 import * as FsSkills from "../skills/FsSkills.ts"
@@ -151,22 +151,23 @@ export const skillsTool = (skills: Skills["Service"], session: ToolSession): Too
 /**
  * Offered when the agent allows it and there is something to offer: a workspace (the user's own
  * skills) or operator skills. Without either (no sandbox, nothing installed) the model is not shown
- * a tool that can only say "no skills".
+ * a tool that can only say "no skills". A deployment without a Sandbox layer has no workspaces: the
+ * sandbox is not even asked for then (asking would tell every user "tools are off").
  */
-export const skillsSource = (skills: Skills["Service"]): ToolSource => ({
+export const skillsSource = (skills: Skills["Service"], hasSandbox = true): ToolSource => ({
   id: TOOL_NAME,
   tools: (session) =>
     Effect.gen(function*() {
       if (!session.enabled(TOOL_NAME)) return []
-      const workspace = yield* session.sandbox.pipe(Effect.result)
-      const useful = Result.isSuccess(workspace) || (yield* skills.list(session.agentId)).length > 0
+      const workspace = hasSandbox ? Result.isSuccess(yield* session.sandbox.pipe(Effect.result)) : false
+      const useful = workspace || (yield* skills.list(session.agentId)).length > 0
       return useful ? [skillsTool(skills, session)] : []
     })
 })
 
 /** Registers the tool and provides the Skills service (also read by the runtime for the system prompt). */
 export const layer = ToolCatalogLayer.register(Effect.gen(function*() {
-  return skillsSource(yield* Skills)
+  return skillsSource(yield* Skills, Option.isSome(yield* Effect.serviceOption(Sandbox)))
 })).pipe(
   Layer.provideMerge(FsSkills.layerIfConfigured)
 )
