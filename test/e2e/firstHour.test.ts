@@ -51,7 +51,8 @@ describe("e2e: the first hour", () => {
     assert.strictEqual(r.stdout.trim(), "echo: just say hello (fake-large)")
     assert.include(r.stderr, "Tools are off in this conversation: Docker is not reachable")
     assert.include(r.stderr, "anna doctor")
-    assert.deepStrictEqual((body(suite.fake.requests[before]).tools ?? []).map((t) => t.function.name), ["memory", "agent"])
+    // The tools that need no sandbox stay (the scheduler and webfetch run outside it).
+    assert.deepStrictEqual((body(suite.fake.requests[before]).tools ?? []).map((t) => t.function.name), ["memory", "scheduler", "webfetch", "agent"])
   }, 60_000)
 
   it("slash commands act at once in a running anna chat: /model, /new, /agent", async () => {

@@ -44,7 +44,7 @@ describe("examples/simple-http", () => {
       const r = await client.chat.completions.create({ model: "default", messages: [{ role: "user", content: "remember the tulips" }] })
       assert.strictEqual(r.choices[0]?.message.content, "reply to tulips")
       const tools = (fake.requests[fake.requests.length - 1]?.body as { tools?: Array<{ function: { name: string } }> } | undefined)?.tools ?? []
-      assert.deepStrictEqual(tools.map((t) => t.function.name), ["memory", "agent"], "no sandbox: only the memory and agent tools")
+      assert.deepStrictEqual(tools.map((t) => t.function.name), ["memory", "scheduler", "webfetch", "agent"], "no sandbox: no workspace tools")
       const whoami = await client.chat.completions.create({ model: "default", messages: [{ role: "user", content: "/whoami" }] })
       assert.include(whoami.choices[0]?.message.content ?? "", "memory: memory/simple")
     } finally {

@@ -93,7 +93,7 @@ describe("anna CLI", () => {
       [
         ["nosuch"],
         "anna: Unknown subcommand \"nosuch\" for \"anna\"",
-        "usage: anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|doctor>",
+        "usage: anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|doctor>",
         "run `anna --help` for more"
       ],
       [
@@ -304,9 +304,9 @@ describe("anna CLI", () => {
     const done = finish(child)
     await waitForOutput(child, "press Ctrl+C to stop")
     const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
-    const plugins = db.prepare("SELECT id FROM plugins WHERE enabled = 1").all() as Array<{ id: string }>
+    const plugins = db.prepare("SELECT id FROM plugins WHERE enabled = 1 ORDER BY id").all() as Array<{ id: string }>
     db.close()
-    assert.deepStrictEqual(plugins.map((p) => p.id), ["memory/lcm"])
+    assert.deepStrictEqual(plugins.map((p) => p.id), ["mcp", "memory/lcm", "webfetch"])
     child.kill("SIGTERM")
     const r = await done
     assert.strictEqual(r.code, 0, r.stdout + r.stderr)
