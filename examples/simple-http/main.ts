@@ -1,6 +1,6 @@
 /**
  * A custom deployment composed from anna's layers: Simple (sliding-window) memory, the
- * OpenAI-compatible HTTP channel, and no sandbox — so no shell or file tools, only the memory tool.
+ * OpenAI-compatible HTTP channel, and no sandbox — so no shell or file tools (memory, the scheduler and webfetch stay).
  * It uses the database of an ordinary anna installation (`$ANNA_HOME/anna.db`): providers, agents
  * and users are managed with the `anna` CLI as usual.
  *
