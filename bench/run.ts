@@ -4,7 +4,8 @@
  * a temporary folder, removed at the end.
  *
  * startup times whole `anna` processes (dist/main.js, rebuilt first: `--help`, `-h`, `agent list`,
- * `memory stats` and `memory search` on a 100k-message database) against `node -e 0`.
+ * `schedule list`, `skill list`, `mcp list`, `memory stats` and `memory search` on a 100k-message
+ * database) against `node -e 0`.
  *
  * retrieval evaluates search quality rather than speed: paraphrased questions about facts planted in
  * generated multi-session chat, recall@5/10/20 and MRR of the strict and ranked modes (bench/retrieval.ts).
@@ -16,7 +17,11 @@
  * channels runs the Telegram channel end to end (fake Bot API, instant model) against the runtime alone.
  * admin times the admin API (issue 13) on 1,000 sessions / ~200k messages / 20k model calls against
  * raw SQL on the same file, and sizes the web console's first load (dist/web, rebuilt first).
- * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup limits phases.
+ * reach times the agent's reach (issue 14) with real parts: a webfetch tool call on a local 100 KB / 1 MB page
+ * against a raw GET and the render step alone; `anna mcp serve` (cold start, search over a user with 20k
+ * messages) against a minimal SDK server and the Searcher in-process; anna's mcp tool calling server-everything
+ * against the SDK Client; ToolCatalog.version per turn against `SELECT 1` (bench/reach.ts).
+ * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -28,6 +33,7 @@ import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
 import { runChannels } from "./channels.ts"
 import { runImport } from "./importCli.ts"
+import { runReach } from "./reach.ts"
 import { runRetrieval } from "./retrieval.ts"
 import { runRuntime } from "./runtime.ts"
 import { runSandboxOutput } from "./sandboxOutput.ts"
@@ -37,7 +43,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -114,6 +120,11 @@ const main = async () => {
     if (only.has("startup")) {
       await runStartup(dir)
       markRss("after startup")
+    }
+    if (only.has("reach")) {
+      // dist/ is rebuilt by the startup phase when it ran.
+      await runReach(dir, { build: !only.has("startup") })
+      markRss("after reach")
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })

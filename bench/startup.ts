@@ -1,6 +1,8 @@
 /**
  * Whole-process start-up of the `anna` binary (dist/main.js), as the operator's shell sees it:
- * spawn, wait for exit, against `node -e 0` on the same Node binary (`process.execPath`).
+ * spawn, wait for exit, against `node -e 0` on the same Node binary (`process.execPath`). Besides
+ * help, `agent list` and the memory commands: the listings of issue 14 (`schedule list`, `skill list`,
+ * `mcp list` of an agent with no servers), each printing its "none" line on this home.
  *
  * - dist/ is rebuilt first (`npm run build --silent`), so the figures are for the code checked out;
  *   a failed build fails the phase.
@@ -226,6 +228,24 @@ export const runStartup = async (dir: string): Promise<void> => {
       home: many.home,
       args: [MAIN, "agent", "list"],
       check: (out) => (/^bench\s+local\/fake-large/m.test(out) ? undefined : "agent bench is not listed")
+    },
+    {
+      label: "anna schedule list (no jobs)",
+      home: many.home,
+      args: [MAIN, "schedule", "list"],
+      check: (out) => (out.startsWith("No scheduled jobs") ? undefined : "expected no jobs")
+    },
+    {
+      label: "anna skill list (none installed)",
+      home: many.home,
+      args: [MAIN, "skill", "list"],
+      check: (out) => (out.startsWith("No skills installed") ? undefined : "expected no skills")
+    },
+    {
+      label: "anna mcp list --agent bench (no servers)",
+      home: many.home,
+      args: [MAIN, "mcp", "list", "--agent", "bench"],
+      check: (out) => (out.startsWith("Agent bench has no MCP servers") ? undefined : "expected no servers")
     },
     {
       label: "anna memory stats KEY",
