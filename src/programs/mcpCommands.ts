@@ -6,7 +6,7 @@
  * sandbox of the agent) to say whether it answers and what tools it offers. And `anna mcp serve`
  * (./mcpServe.ts): anna's memory as an MCP server.
  */
-import { Console, Duration, Effect, Option, Scope } from "effect"
+import { Console, Context, Duration, Effect, Layer, Option, Scope } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import type { Agent } from "../domain/config/agent.ts"
 import { checkUrl, isValidName, maskHeaders, type McpServer, type McpServerInput, parseHeader } from "../domain/mcp/server.ts"
@@ -83,11 +83,14 @@ const list = Command.make("list", { agent: agentFlag, json }, (f) =>
     const agent = yield* agentNamed(f.agent)
     const servers = yield* (yield* McpServers).list(f.agent)
     const spec = specFor((yield* AppConfig).home, agent)
-    const sandbox = yield* Sandbox
     const results = yield* Effect.scoped(Effect.gen(function*() {
-      // Started only when a stdio server is asked, and removed when this listing ends.
+      // The Docker sandbox (its client, the engine's answer) is built and started only when a stdio
+      // server is asked, and removed when this listing ends; remote-only or empty listings never touch it.
       const scope = yield* Effect.scope
-      const session = yield* Effect.cached(sandbox.start(spec).pipe(Scope.provide(scope)))
+      const session = yield* Effect.cached(Effect.gen(function*() {
+        const sandbox = Context.get(yield* Layer.build(Layers.Sandbox), Sandbox)
+        return yield* sandbox.start(spec)
+      }).pipe(Scope.provide(scope)))
       const clients = yield* makeSessionClients(servers, session, { ...DEFAULT_LIMITS, connectTimeout: Duration.seconds(20), callTimeout: Duration.seconds(20) })
       return yield* Effect.forEach(servers, (s) =>
         clients.run(s.name, "tools/list", (c, signal) => c.listTools(undefined, { signal })).pipe(
@@ -114,7 +117,7 @@ const list = Command.make("list", { agent: agentFlag, json }, (f) =>
         return [r.name, r.transport, `${s === undefined ? "" : target(s)}${headers}`, r.answers ? "yes" : `no: ${r.error ?? ""}`, r.tools.map((t) => t.name).join(", ") || "-"]
       })
     ))
-  }).pipe(Effect.provide(Layers.Sandbox))).pipe(
+  })).pipe(
     Command.withDescription("List an agent's MCP servers: each is connected to (stdio ones in the agent's sandbox) to show whether it answers and its tools")
   )
 
