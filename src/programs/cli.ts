@@ -40,6 +40,8 @@ const GROUPS = {
   schedule: () => import("./scheduleCommands.ts").then((m) => m.scheduleCommand),
   skill: () => import("./skillCommands.ts").then((m) => m.skillCommand),
   mcp: () => import("./mcpCommands.ts").then((m) => m.mcpCommand),
+  playbook: () => import("./playbookCommands.ts").then((m) => m.playbookCommand),
+  diary: () => import("./diaryCommands.ts").then((m) => m.diaryCommand),
   doctor: () => import("./doctor.ts").then((m) => m.doctorCommand)
 } as const
 

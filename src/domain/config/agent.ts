@@ -82,7 +82,7 @@ export const DEFAULT_AGENT_ID = "default"
 export const DEFAULT_MAX_TURNS = 25
 
 /** Every tool an agent can be given (`anna agent set --tools`). */
-export const TOOL_NAMES = ["bash", "read", "write", "edit", "memory", "agent", "notify", "scheduler", "skills", "mcp", "webfetch"] as const
+export const TOOL_NAMES = ["bash", "read", "write", "edit", "memory", "agent", "notify", "scheduler", "skills", "mcp", "webfetch", "playbook", "search_skills", "create_skill"] as const
 
 /** Agent (and user) ids: they appear in session keys and paths, so no ':' or '/'. */
 export const isValidId = (id: string): boolean => /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(id)
