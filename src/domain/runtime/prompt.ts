@@ -2,7 +2,8 @@
  * The three-layer system prompt (seed 000, "3-Layer System Prompt"): basic instructions (SYSTEM.md
  * in the agent's workspace, else built in), the agent's soul (SOUL.md, else the agent's system prompt
  * setting), and the per-user notes of the ProfileStore; then the installed skills, when there are
- * any. Pure: the caller reads the files.
+ * any; last, the playbook rules that fit this turn (issue 15, src/domain/learning/context.ts), when
+ * any were chosen. Pure: the caller reads the files.
  */
 import type { SkillMeta } from "../skills/skill.ts"
 import { skillsSection } from "../skills/prompt.ts"
@@ -24,6 +25,8 @@ export interface PromptParts {
   readonly now: Date
   /** The operator's skills this agent has (a `# Skills` section when there are any). */
   readonly skills?: ReadonlyArray<SkillMeta> | undefined
+  /** The playbook section for this turn ("## Relevant Guidelines" / "## Patterns to Avoid"), or "". */
+  readonly guidelines?: string | undefined
 }
 
 export const systemPrompt = (p: PromptParts): string => {
@@ -37,5 +40,7 @@ export const systemPrompt = (p: PromptParts): string => {
   )
   const skills = skillsSection(p.skills ?? [])
   if (skills !== undefined) sections.push(skills)
+  const guidelines = p.guidelines?.trim() ?? ""
+  if (guidelines !== "") sections.push(guidelines)
   return sections.join("\n\n")
 }

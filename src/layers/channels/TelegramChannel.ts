@@ -62,6 +62,8 @@ const COMMANDS = [
   { command: "whoami", description: "Who and where you are" },
   { command: "model", description: "Show or pick the model" },
   { command: "agent", description: "List agents or talk to another one" },
+  { command: "feedback", description: "Say how it went: /feedback good or bad" },
+  { command: "reflect", description: "Write the diary entry of this conversation now" },
   { command: "help", description: "The commands" }
 ]
 

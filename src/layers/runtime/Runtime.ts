@@ -4,7 +4,7 @@
  * - `resolve` finds (or creates) the user behind a platform identity and picks the agent: the one
  *   the channel names, else the group's binding, else the user's default, else the first enabled
  *   agent; the chat's current context (moved on by /new) makes the session key.
- * - `send` answers slash commands (/new, /compact, /abort, /whoami, /model, /agent, /help) the same
+ * - `send` answers slash commands (/new, /compact, /abort, /whoami, /model, /agent, /feedback, /reflect, /help) the same
  *   for every channel, and hands everything else to the SessionPool as a turn.
  */
 import { EVERYONE, mayUse } from "../../domain/access/policy.ts"

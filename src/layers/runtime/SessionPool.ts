@@ -15,6 +15,7 @@
  *   that can change files ran in that session.
  */
 import { Cause, Clock, Duration, Effect, Fiber, FiberMap, Layer, Option, Queue, RcMap, Scope, Stream } from "effect"
+import { messageText } from "../../domain/message.ts"
 import { emptyUsage } from "../../domain/model/types.ts"
 import { SandboxFailure } from "../../domain/sandbox/errors.ts"
 import { workspaceIn } from "../../domain/sandbox/spec.ts"
@@ -27,6 +28,7 @@ import { type Tool, type ToolRegistry, toolRegistry } from "../../domain/tool.ts
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import { Compactor } from "../../services/Compactor.ts"
 import type { Snapshot } from "../../services/ConfigStore.ts"
+import { Learning } from "../../services/Learning.ts"
 import { LiveConfig } from "../../services/LiveConfig.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { ProfileStore } from "../../services/ProfileStore.ts"
@@ -53,6 +55,9 @@ const sentence = (text: string): string => (/[.!?]$/.test(text.trim()) ? text.tr
 
 /** A runner built while the sandbox could not start is replaced after this long (the next turn tries again). */
 const SANDBOX_RETRY_MS = 60_000
+
+/** The text of a user's message (what the playbook's tags are matched against). */
+const userText = (message: UserMessage): string => messageText({ role: "user", content: message })
 
 /** Tools that cannot change the workspace: running them leaves the workspace presets as they were. */
 const READ_ONLY_TOOLS: ReadonlySet<string> = new Set(["read", "memory"])
@@ -112,6 +117,7 @@ export const make = (options: SessionPoolOptions = {}) =>
     const locks = yield* SessionLocks
     const files = yield* AgentFiles.make
     const skills = yield* Effect.serviceOption(Skills)
+    const learning = yield* Effect.serviceOption(Learning)
     const scope = yield* Effect.scope
     const running = yield* FiberMap.make<string>()
 
@@ -143,9 +149,13 @@ export const make = (options: SessionPoolOptions = {}) =>
           if (plan === undefined) return yield* Effect.die(new Error(`no plan for runner ${key}`))
           const runnerScope = yield* Effect.scope
           yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
+            Effect.suspend(() => {
               plans.delete(key)
-              if (sessions.get(plan.sessionKey)?.key === key) sessions.delete(plan.sessionKey)
+              // Still the session's runner: it was reaped for being idle (a retired one was unlinked
+              // first), so the session's burst of work ended: reflection runs in the background.
+              if (sessions.get(plan.sessionKey)?.key !== key) return Effect.void
+              sessions.delete(plan.sessionKey)
+              return Option.isSome(learning) ? learning.value.endBurst(plan.sessionKey, "idle") : Effect.void
             })
           )
           // The sandbox starts the first time a tool source asks for it (then the same one), and lives as
@@ -319,6 +329,10 @@ export const make = (options: SessionPoolOptions = {}) =>
         }
         const own = yield* files.files(snapshot.folder)
         const profile = Option.isSome(profiles) ? yield* profiles.value.getProfile(chat.userId, chat.agentId).pipe(Effect.orElseSucceed(() => "")) : ""
+        // The playbook rules that fit this turn (recorded as used in the session's burst).
+        const guidelines = Option.isSome(learning)
+          ? yield* learning.value.beforeTurn({ sessionKey: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }, userText(message))
+          : ""
         const system = systemPrompt({
           systemMd: own.systemMd,
           soulMd: own.soulMd,
@@ -326,7 +340,8 @@ export const make = (options: SessionPoolOptions = {}) =>
           profile,
           userName: chat.userName,
           now: new Date(yield* Clock.currentTimeMillis),
-          skills: Option.isSome(skills) ? yield* skills.value.forPrompt(chat.agentId) : []
+          skills: Option.isSome(skills) ? yield* skills.value.forPrompt(chat.agentId) : [],
+          guidelines
         })
         // Only a model the operator allows: a choice made before the list was tightened falls back to the agent's.
         const model = turnModel(snapshot.agent, snapshot.model, chat.model)

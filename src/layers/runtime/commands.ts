@@ -1,6 +1,7 @@
 /**
  * Slash commands, the same for every channel (seed 001, "Channel Interface"): /new, /compact,
- * /abort, /whoami, /model, /agent, /help. Each answers with text; an unknown command gets the list.
+ * /abort, /whoami, /model, /agent, /help; and the self-improving memory's /feedback and /reflect
+ * (issue 15). Each answers with text; an unknown command gets the list.
  */
 import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
 import { Effect, Option } from "effect"
@@ -10,6 +11,7 @@ import { AgentStore } from "../../services/AgentStore.ts"
 import { Compactor } from "../../services/Compactor.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import { Explorer } from "../../services/Explorer.ts"
+import { Learning } from "../../services/Learning.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { allowedModels, modelAllowed } from "./models.ts"
@@ -21,6 +23,8 @@ export const HELP = [
   "/whoami — who and where you are",
   "/model [name] — show the model and the ones you may pick, or use one for this conversation",
   "/agent [id] — list agents, or talk to another one",
+  "/feedback good|bad — tell the agent how this conversation went (the guidelines and skills it used learn from it)",
+  "/reflect — write the diary entry of this conversation's work so far now",
   "/help — this list"
 ].join("\n")
 
@@ -69,6 +73,8 @@ export type CommandReply = string | { readonly text: string; readonly choices: C
 
 export const replyText = (reply: CommandReply): string => (typeof reply === "string" ? reply : reply.text)
 
+const chatRef = (chat: ResolvedChat) => ({ sessionKey: chat.sessionKey, agentId: chat.agentId, userId: chat.userId })
+
 export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effect<boolean>) =>
   Effect.gen(function*() {
     const [name = "", ...args] = text.trim().slice(1).split(/\s+/)
@@ -82,6 +88,9 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         const state = yield* config.chatState(chat.agentId, chat.platform, chat.userId, chat.chatId)
         const next = nextContext(chat.chatId, state.context)
         yield* config.setChatState(chat.agentId, chat.platform, chat.userId, chat.chatId, { context: next })
+        // The old conversation's burst of work ended: it is reflected on in the background.
+        const learning = yield* Effect.serviceOption(Learning)
+        if (Option.isSome(learning)) yield* learning.value.endBurst(chat.sessionKey, "new")
         return `Started a new conversation. The previous one is kept and stays searchable (session ${chat.sessionKey}).`
       }
       case "abort":
@@ -190,6 +199,34 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         if (chat.isGroup) yield* config.bindChat(chat.platform, chat.chatId, target.id)
         else yield* config.setDefaultAgent(chat.userId, target.id)
         return `You are now talking to ${target.id}${chat.isGroup ? " in this group" : ""}.`
+      }
+      case "feedback": {
+        const learning = yield* Effect.serviceOption(Learning)
+        if (Option.isNone(learning)) return "This deployment does not learn from feedback."
+        const word = arg.toLowerCase()
+        const outcome = ["good", "+", "👍", "yes"].includes(word) ? "success" : ["bad", "-", "👎", "no"].includes(word) ? "failure" : undefined
+        if (outcome === undefined) return "Say /feedback good or /feedback bad."
+        const report = yield* learning.value.feedback(chatRef(chat), outcome).pipe(Effect.result)
+        if (report._tag === "Failure") return `Your feedback could not be recorded: ${report.failure.message}`
+        const { rules, skills } = report.success
+        if (rules.length === 0 && skills.length === 0) return "Thanks. No guideline or skill was used since the last feedback, so there was nothing to adjust."
+        return `Thanks. ${outcome === "success" ? "Strengthened" : "Weakened"}: ${[
+          ...(rules.length > 0 ? [`${rules.length} guideline${rules.length === 1 ? "" : "s"}`] : []),
+          ...(skills.length > 0 ? [`skill${skills.length === 1 ? "" : "s"} ${skills.join(", ")}`] : [])
+        ].join(" and ")}.`
+      }
+      case "reflect": {
+        const learning = yield* Effect.serviceOption(Learning)
+        if (Option.isNone(learning)) return "This deployment does not keep a diary."
+        const entry = yield* learning.value.reflect(chat.sessionKey, "demand").pipe(Effect.result)
+        if (entry._tag === "Failure") return entry.failure._tag === "ReflectionSkipped" ? `Nothing to reflect on: ${entry.failure.reason}.` : `Reflection failed: ${entry.failure.message}`
+        if (Option.isNone(entry.success)) return "Nothing new to reflect on since the last diary entry."
+        const e = entry.success.value
+        return [
+          `Diary entry ${e.id} (${e.status}, quality ${e.qualityScore.toFixed(2)}${e.source === "heuristic" ? ", written without a model" : ""}):`,
+          ...e.accomplishments.slice(0, 3).map((a) => `- ${a}`),
+          ...(e.keyLearnings.length > 0 ? [`Learned: ${e.keyLearnings.slice(0, 3).join("; ")}`] : [])
+        ].join("\n")
       }
       default:
         return `Unknown command /${name}. Commands:\n${HELP}`
