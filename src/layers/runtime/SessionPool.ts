@@ -155,7 +155,7 @@ export const make = (options: SessionPoolOptions = {}) =>
               // first), so the session's burst of work ended: reflection runs in the background.
               if (sessions.get(plan.sessionKey)?.key !== key) return Effect.void
               sessions.delete(plan.sessionKey)
-              return Option.isSome(learning) ? learning.value.endBurst(plan.sessionKey, "idle") : Effect.void
+              return Option.isSome(learning) && !closing ? learning.value.endBurst(plan.sessionKey, "idle") : Effect.void
             })
           )
           // The sandbox starts the first time a tool source asks for it (then the same one), and lives as
@@ -214,6 +214,15 @@ export const make = (options: SessionPoolOptions = {}) =>
         }),
       idleTimeToLive: options.runnerIdle ?? Duration.minutes(10)
     })
+    // Registered after the runners, so it runs before they close: runners closed because the pool
+    // shuts down did not go idle, and their bursts are not reflected on the way out (a shutdown must
+    // not wait for a model; the messages stay, unreflected, for an explicit /reflect or the next burst).
+    let closing = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closing = true
+      })
+    )
 
     const capsNow = Effect.gen(function*() {
       const read = (key: string) => Effect.map(live.setting(key), Number)
