@@ -306,7 +306,7 @@ describe("anna CLI", () => {
     const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
     const plugins = db.prepare("SELECT id FROM plugins WHERE enabled = 1 ORDER BY id").all() as Array<{ id: string }>
     db.close()
-    assert.deepStrictEqual(plugins.map((p) => p.id), ["mcp", "memory/lcm", "webfetch"])
+    assert.deepStrictEqual(plugins.map((p) => p.id), ["learning", "mcp", "memory/lcm", "webfetch"])
     child.kill("SIGTERM")
     const r = await done
     assert.strictEqual(r.code, 0, r.stdout + r.stderr)

@@ -40,6 +40,7 @@ describe("anna plugin", () => {
 
     const global = await annaJson<ReadonlyArray<{ id: string; kind: string; enabled: boolean }>>(h, "plugin", "list")
     assert.deepStrictEqual(global.map((p) => `${p.id}:${p.kind}:${p.enabled}`), [
+      "learning:learning:true",
       "memory/lcm:memory:true",
       "memory/simple:memory:false",
       "mcp:tool:true",

@@ -23,6 +23,7 @@ describe("SqlitePluginStore", () => {
     Effect.gen(function*() {
       const store = yield* PluginStore
       assert.deepStrictEqual(yield* store.list, [
+        { id: "learning", kind: "learning", enabled: true, config: {} },
         { id: "memory/lcm", kind: "memory", enabled: true, config: {} },
         { id: "memory/simple", kind: "memory", enabled: false, config: {} },
         { id: "mcp", kind: "tool", enabled: true, config: {} },
@@ -81,7 +82,7 @@ describe("SqlitePluginStore", () => {
       assert.strictEqual(e._tag, "PluginNotFound")
       if (e._tag !== "PluginNotFound") return
       assert.strictEqual(e.id, "memory/nope")
-      assert.deepStrictEqual([...e.known].sort(), ["mcp", "memory/lcm", "memory/simple", "webfetch"])
+      assert.deepStrictEqual([...e.known].sort(), ["learning", "mcp", "memory/lcm", "memory/simple", "webfetch"])
       assert.include(e.message, "memory/nope")
       const d = yield* store.disable("").pipe(Effect.flip)
       assert.strictEqual(d._tag, "PluginNotFound")

@@ -67,6 +67,7 @@ describe("Sqlite.layer", () => {
       yield* plugins.pipe(Effect.provide(Sqlite.layer(file)))
       const again = yield* plugins.pipe(Effect.provide(Sqlite.layer(file)))
       assert.deepStrictEqual(again, [
+        { id: "learning", enabled: 1 },
         { id: "mcp", enabled: 1 },
         { id: "memory/lcm", enabled: 1 },
         { id: "memory/simple", enabled: 0 },
