@@ -71,18 +71,23 @@ export const settledMaturity = (maturity: Maturity, confidence: number, applied:
  * Feedback on a rule applied at `now`: the decay it had until now is kept (it is applied to the
  * confidence first), then +0.05 or −0.20, clamped to [0, 1]; counts and `last_applied_at` move, and
  * the maturity takes at most one step.
+ *
+ * The maturity is judged on the confidence as stored (four decimals): 0.7 − 0.2 is
+ * 0.49999999999999994 in floating point, which would demote a proven rule that is stored at 0.5.
+ * `last_applied_at` never moves back (a clock stepped backwards): that would decay again, at the
+ * next read, time that was already decayed here, so a success could lower the confidence.
  */
 export const applyFeedback = (rule: PlaybookRule, outcome: Outcome, now: number): PlaybookRule => {
   const base = decayed(rule, now)
-  const confidence = clamp01(outcome === "success" ? base + SUCCESS_INCREMENT : base - FAILURE_DECREMENT)
+  const confidence = round4(clamp01(outcome === "success" ? base + SUCCESS_INCREMENT : base - FAILURE_DECREMENT))
   const successCount = rule.successCount + (outcome === "success" ? 1 : 0)
   const failureCount = rule.failureCount + (outcome === "failure" ? 1 : 0)
   return {
     ...rule,
-    confidence: round4(confidence),
+    confidence,
     successCount,
     failureCount,
-    lastAppliedAt: now,
+    lastAppliedAt: Math.max(now, rule.lastAppliedAt ?? now),
     maturity: maturityStep(rule.maturity, confidence, successCount + failureCount)
   }
 }
