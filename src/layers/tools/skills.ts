@@ -14,16 +14,24 @@
  *
  * The system prompt lists the operator's skills only (cached, no read per turn); the user's own are
  * found with `list`/`search`, which read their workspace through the sandbox.
+ *
+ * Issue 15: `search` ranks by a Thompson draw from each skill's outcomes (./skillTools.ts, which also
+ * holds the `search_skills` and `create_skill` tools offered from this source), and `use` tells the
+ * Learning loop (when the deployment has one) that the burst used the skill, so the burst's outcome
+ * reaches the skill's counts.
  */
 import { Effect, Layer, Option, Result, Schema } from "effect"
 import { matches, packagesIn, SKILL_FILE, searchWords } from "../../domain/skills/skill.ts"
 import { type Tool, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
-import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
+import { Learning } from "../../services/Learning.ts"
+import { Sandbox } from "../../services/Sandbox.ts"
 import { Skills } from "../../services/Skills.ts"
+import { SkillStats } from "../../services/SkillStats.ts"
 import type { ToolSession, ToolSource } from "../../services/ToolCatalog.ts"
 import * as FsSkills from "../skills/FsSkills.ts"
 import { copyOperatorSkill, readWorkspaceSource, removeUserSkill, userFiles, userSkills, writeUserSkill } from "../skills/workspace.ts"
+import { armText, CREATE_TOOL, createSkillTool, listSkills, type Listed, SEARCH_TOOL, type SkillDeps, searchSkillsTool, thompsonRank, withArms, workspace } from "./skillTools.ts"
 import * as ToolCatalogLayer from "./ToolCatalog.ts"
 
 export const TOOL_NAME = "skills"
@@ -42,32 +50,28 @@ const decode = Schema.decodeUnknownEffect(Input)
 const fail = (reason: string) => new ToolError({ tool: TOOL_NAME, reason })
 const failWith = (e: { readonly message: string }) => fail(e.message)
 
-interface Listed {
-  readonly name: string
-  readonly description: string
-  readonly scope: string
-}
-
-export const skillsTool = (skills: Skills["Service"], session: ToolSession): Tool => {
-  const sandbox: Effect.Effect<SandboxSession, ToolError> = session.sandbox.pipe(
-    Effect.mapError((e) => fail(`your workspace is not available (${e.message})`))
-  )
-  /** Operator skills first; the user's own only where no operator skill has the name. */
-  const everything = Effect.gen(function*() {
-    const operator: Array<Listed> = (yield* skills.list(session.agentId)).map((s) => ({ name: s.name, description: s.description, scope: s.scope }))
-    const ws = yield* sandbox.pipe(Effect.result)
-    const mine = Result.isSuccess(ws) ? yield* userSkills(ws.success) : []
-    const own = mine.filter((u) => !operator.some((o) => o.name === u.name)).map((u) => ({ name: u.name, description: u.description, scope: "yours" }))
-    return [...operator, ...own].sort((a, b) => a.name.localeCompare(b.name))
-  })
+export const skillsTool = (skills: Skills["Service"], session: ToolSession, deps: SkillDeps = {}): Tool => {
+  const sandbox = workspace(session, TOOL_NAME)
+  const everything = listSkills(skills, session, sandbox)
   const show = (list: ReadonlyArray<Listed>, none: string) =>
     list.length === 0 ? none : list.map((s) => `- ${s.name} (${s.scope}): ${s.description}`).join("\n")
+  /** Best first (a Thompson draw each), with each skill's outcomes. */
+  const search = (query: string) =>
+    Effect.gen(function*() {
+      const found = (yield* everything).filter((s) => matches(s, searchWords(query)))
+      if (found.length === 0) return "No skill matches."
+      const ranked = yield* thompsonRank(yield* withArms(deps.stats, session, found))
+      return ranked.map(({ item }) => `- ${item.name} (${item.scope}; ${armText(item.arm)}): ${item.description}`).join("\n")
+    })
+  const used = (name: string, scope: "operator" | "user") =>
+    deps.learning === undefined ? Effect.void : deps.learning.skillUsed({ sessionKey: session.sessionKey, agentId: session.agentId, userId: session.userId }, name, scope)
 
   const use = (name: string) =>
     Effect.gen(function*() {
       const operator = yield* skills.read(name, session.agentId).pipe(Effect.result)
       if (Result.isSuccess(operator)) {
         const { body, files, skill } = operator.success
+        yield* used(skill.name, "operator")
         if (files.length === 0) return body
         // The operator's files are outside the sandbox: a copy goes into the workspace, where the agent works.
         const ws = yield* sandbox.pipe(Effect.result)
@@ -83,6 +87,7 @@ export const skillsTool = (skills: Skills["Service"], session: ToolSession): Too
       const ws = yield* sandbox
       const mine = (yield* userSkills(ws)).find((s) => s.name === name)
       if (mine === undefined) return yield* fail(`no skill named ${name}; call skills with action "list" to see them`)
+      yield* used(mine.name, "user")
       const files = yield* userFiles(ws, mine.path)
       return [mine.body, files.length === 0 ? "" : `\nFiles of this skill, in ${mine.path}/: ${files.join(", ")}`].join("\n").trim()
     })
@@ -133,10 +138,8 @@ export const skillsTool = (skills: Skills["Service"], session: ToolSession): Too
         switch (input.action) {
           case "list":
             return show(yield* everything, "No skills are installed.")
-          case "search": {
-            const words = searchWords(yield* need(input.query, "query"))
-            return show((yield* everything).filter((s) => matches(s, words)), "No skill matches.")
-          }
+          case "search":
+            return yield* search(yield* need(input.query, "query"))
           case "use":
             return yield* use(yield* need(input.name, "name"))
           case "install":
@@ -149,25 +152,41 @@ export const skillsTool = (skills: Skills["Service"], session: ToolSession): Too
 }
 
 /**
- * Offered when the agent allows it and there is something to offer: a workspace (the user's own
- * skills) or operator skills. Without either (no sandbox, nothing installed) the model is not shown
- * a tool that can only say "no skills". A deployment without a Sandbox layer has no workspaces: the
- * sandbox is not even asked for then (asking would tell every user "tools are off").
+ * Offered when the agent allows it (each tool by its name) and there is something to offer: a
+ * workspace (the user's own skills) or operator skills. Without either (no sandbox, nothing
+ * installed) the model is not shown a tool that can only say "no skills"; `create_skill` needs the
+ * workspace. A deployment without a Sandbox layer has no workspaces: the sandbox is not even asked
+ * for then (asking would tell every user "tools are off").
  */
-export const skillsSource = (skills: Skills["Service"], hasSandbox = true): ToolSource => ({
+export const skillsSource = (skills: Skills["Service"], hasSandbox = true, deps: SkillDeps = {}): ToolSource => ({
   id: TOOL_NAME,
   tools: (session) =>
     Effect.gen(function*() {
-      if (!session.enabled(TOOL_NAME)) return []
+      const wanted = [TOOL_NAME, SEARCH_TOOL, CREATE_TOOL].filter((n) => session.enabled(n))
+      if (wanted.length === 0) return []
       const workspace = hasSandbox ? Result.isSuccess(yield* session.sandbox.pipe(Effect.result)) : false
       const useful = workspace || (yield* skills.list(session.agentId)).length > 0
-      return useful ? [skillsTool(skills, session)] : []
+      if (!useful) return []
+      const tools: Array<Tool> = []
+      if (wanted.includes(TOOL_NAME)) tools.push(skillsTool(skills, session, deps))
+      if (wanted.includes(SEARCH_TOOL)) tools.push(searchSkillsTool(skills, session, deps))
+      if (wanted.includes(CREATE_TOOL) && workspace) tools.push(createSkillTool(skills, session))
+      return tools as ReadonlyArray<Tool>
     })
 })
 
-/** Registers the tool and provides the Skills service (also read by the runtime for the system prompt). */
+/**
+ * Registers the tools and provides the Skills service (also read by the runtime for the system
+ * prompt). SkillStats and Learning are used when the layers below provide them: without SkillStats
+ * every skill ranks as new (0/0); without Learning, `use` records nothing.
+ */
 export const layer = ToolCatalogLayer.register(Effect.gen(function*() {
-  return skillsSource(yield* Skills, Option.isSome(yield* Effect.serviceOption(Sandbox)))
+  const stats = yield* Effect.serviceOption(SkillStats)
+  const learning = yield* Effect.serviceOption(Learning)
+  return skillsSource(yield* Skills, Option.isSome(yield* Effect.serviceOption(Sandbox)), {
+    stats: Option.getOrUndefined(stats),
+    learning: Option.getOrUndefined(learning)
+  })
 })).pipe(
   Layer.provideMerge(FsSkills.layerIfConfigured)
 )
