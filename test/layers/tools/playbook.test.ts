@@ -63,7 +63,7 @@ describe("playbook tool", () => {
   it.effect("search shows every user's rules and the user's own, never another user's", () =>
     Effect.gen(function*() {
       yield* withAgent
-      const { call, refused } = yield* using
+      const { call } = yield* using
       const shared = yield* rule("Pin Docker base images", ["docker"])
       const mine = yield* rule("Use compose profiles for my stack", ["docker", "compose"], USER)
       const theirs = yield* rule("Deploy to their private registry", ["docker"], "u2")
