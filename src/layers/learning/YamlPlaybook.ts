@@ -1,0 +1,248 @@
+/**
+ * The Playbook over YAML files (issue 15): the global playbook `$ANNA_HOME/playbook.yaml` and one per
+ * agent in its operator folder (`$ANNA_HOME/workspaces/<agent>/playbook.yaml`, never mounted into a
+ * sandbox). Files are read and replaced through ./playbookFile.ts (regular files only, cached by
+ * identity, atomic writes, an invalid file never overwritten); time comes from the Clock.
+ */
+import { Clock, Effect, Layer, Random } from "effect"
+import { join } from "node:path"
+import { applyInversion, type InversionProposal, scan } from "../../domain/learning/antiPattern.ts"
+import { applyFeedback, type Outcome, sweep as sweepRules } from "../../domain/learning/confidence.ts"
+import { formatForPrompt, selectRules } from "../../domain/learning/context.ts"
+import { findDuplicate } from "../../domain/learning/dedupe.ts"
+import { RuleNotFound, RuleRejected } from "../../domain/learning/errors.ts"
+import {
+  cleanTags,
+  INITIAL_CONFIDENCE,
+  MAX_RULE_TEXT,
+  normalTag,
+  type PlaybookRule,
+  RULE_ID,
+  type SourcedRule
+} from "../../domain/learning/rule.ts"
+import { agentFolder } from "../../domain/sandbox/spec.ts"
+import { AppConfig } from "../../services/AppConfig.ts"
+import { type ContextQuery, Playbook, type RuleProposal } from "../../services/Playbook.ts"
+import { type Change, makeFiles, type WriteHooks } from "./playbookFile.ts"
+
+/** A file holds at most this many rules: past it, proposals are refused until an operator removes some. */
+export const MAX_RULES_PER_FILE = 1000
+/** A rule keeps the latest this many source entries (a rule proposed again and again would grow without end). */
+export const MAX_SOURCE_ENTRIES = 20
+
+export const PLAYBOOK_FILE = "playbook.yaml"
+
+/** `rule_<base36 time>_<4 base36 random>`. */
+const newRuleId = (now: number) =>
+  Effect.map(Random.nextBetween(0, 36 ** 4), (r) => `rule_${now.toString(36)}_${Math.floor(r).toString(36).padStart(4, "0")}`)
+
+/** Whom a rule is for: its user, or everyone. */
+const visibleTo = (rule: PlaybookRule, userId: string) => rule.user === undefined || rule.user === userId
+
+const withoutUser = (rule: PlaybookRule): PlaybookRule => {
+  const { user: _, ...rest } = rule
+  return rest
+}
+
+const union = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => [...new Set([...a, ...b])]
+
+/** A proposal's text, checked: one line, not empty, not too long. */
+const checkText = (text: string) => {
+  const t = text.trim()
+  if (t === "") return Effect.fail(new RuleRejected({ reason: "the text is empty" }))
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+  if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(t)) return Effect.fail(new RuleRejected({ reason: "the text must be one line of plain text" }))
+  if (t.length > MAX_RULE_TEXT) return Effect.fail(new RuleRejected({ reason: `the text is longer than ${MAX_RULE_TEXT} characters` }))
+  return Effect.succeed(t)
+}
+
+const unchanged = <A>(result: A): Change<A> => ({ rules: undefined, result })
+
+export interface Options {
+  readonly home: string
+  /** Tests only: steps of a write that can be made to fail. */
+  readonly hooks?: WriteHooks
+}
+
+export const make = (options: Options) =>
+  Effect.sync(() => {
+    const files = makeFiles(options.hooks)
+    const globalPath = join(options.home, PLAYBOOK_FILE)
+    const agentPath = (agentId: string) => join(agentFolder(options.home, agentId), PLAYBOOK_FILE)
+    const fileOf = (agentId: string | undefined) => (agentId === undefined ? globalPath : agentPath(agentId))
+    const where = (agentId: string | undefined) => (agentId === undefined ? "the global playbook" : `agent ${agentId}'s playbook`)
+
+    const list = Effect.fn("Playbook.list")(function*(agentId: string | undefined) {
+      const global = yield* files.read(globalPath)
+      if (agentId === undefined) return global.map((rule): SourcedRule => ({ rule, source: "global" }))
+      const own = yield* files.read(agentPath(agentId))
+      const ids = new Set(own.map((r) => r.id))
+      return [
+        ...own.map((rule): SourcedRule => ({ rule, source: "agent" })),
+        ...global.filter((r) => !ids.has(r.id)).map((rule): SourcedRule => ({ rule, source: "global" }))
+      ]
+    })
+
+    const get = Effect.fn("Playbook.get")(function*(agentId: string | undefined, id: string) {
+      const found = (yield* list(agentId)).find((s) => s.rule.id === id)
+      if (found === undefined) {
+        return yield* new RuleNotFound({ id, where: agentId === undefined ? where(undefined) : `${where(agentId)} or the global one` })
+      }
+      return found
+    })
+
+    const tags = Effect.fn("Playbook.tags")(function*(agentId: string) {
+      return new Set((yield* list(agentId)).flatMap((s) => s.rule.tags.map(normalTag)).filter((t) => t !== "")) as ReadonlySet<string>
+    })
+
+    const context = Effect.fn("Playbook.context")(function*(query: ContextQuery) {
+      const rules = (yield* list(query.agentId)).map((s) => s.rule).filter((r) => visibleTo(r, query.userId))
+      const selected = selectRules(rules, query.tags, yield* Clock.currentTimeMillis)
+      return { ...selected, text: formatForPrompt(selected) }
+    })
+
+    const propose = Effect.fn("Playbook.propose")(function*(proposal: RuleProposal) {
+      const text = yield* checkText(proposal.text)
+      const tags = cleanTags(proposal.tags)
+      if (proposal.user !== undefined && proposal.user.trim() === "") return yield* new RuleRejected({ reason: "the user is empty" })
+      const now = yield* Clock.currentTimeMillis
+      const candidateId = yield* newRuleId(now)
+      return yield* files.update(fileOf(proposal.agentId), (rules) =>
+        Effect.gen(function*() {
+          // The same users: a rule for this user, or one for everyone (which this user sees too).
+          const peers = rules.filter((r) => r.user === undefined || r.user === proposal.user)
+          const twin = findDuplicate(peers, (r) => r.text, text)
+          if (twin !== undefined) {
+            const merged: PlaybookRule = {
+              ...twin,
+              sourceEntries: union(twin.sourceEntries, proposal.sourceEntries).slice(-MAX_SOURCE_ENTRIES),
+              tags: cleanTags([...twin.tags, ...tags])
+            }
+            const same = merged.sourceEntries.join("\n") === twin.sourceEntries.join("\n") && merged.tags.join("\n") === twin.tags.join("\n")
+            const result = { rule: merged, created: false }
+            return same ? unchanged(result) : { rules: rules.map((r) => (r.id === twin.id ? merged : r)), result }
+          }
+          if (rules.length >= MAX_RULES_PER_FILE) {
+            return yield* new RuleRejected({ reason: `${where(proposal.agentId)} holds ${rules.length} rules, the most it may; remove some first (anna playbook remove)` })
+          }
+          const ids = new Set(rules.map((r) => r.id))
+          let id = candidateId
+          while (ids.has(id) || !RULE_ID.test(id)) id = yield* newRuleId(now)
+          const rule: PlaybookRule = {
+            id,
+            text,
+            confidence: INITIAL_CONFIDENCE,
+            maturity: "nascent",
+            successCount: 0,
+            failureCount: 0,
+            antiPattern: proposal.antiPattern,
+            sourceEntries: [...new Set(proposal.sourceEntries)].slice(-MAX_SOURCE_ENTRIES),
+            tags,
+            createdAt: now,
+            lastAppliedAt: null,
+            ...(proposal.user === undefined ? {} : { user: proposal.user })
+          }
+          return { rules: [...rules, rule], result: { rule, created: true } }
+        })
+      )
+    })
+
+    /** Feedback to the rules of one file whose ids are in `ids`; returns the updated ones (one write). */
+    const feedbackIn = (path: string, ids: ReadonlySet<string>, outcome: Outcome, now: number) =>
+      files.update(path, (rules) => {
+        const updated: Array<PlaybookRule> = []
+        const next = rules.map((r) => {
+          if (!ids.has(r.id)) return r
+          const u = applyFeedback(r, outcome, now)
+          updated.push(u)
+          return u
+        })
+        return Effect.succeed(updated.length === 0 ? unchanged(updated) : { rules: next, result: updated })
+      })
+
+    const feedback = Effect.fn("Playbook.feedback")(function*(agentId: string | undefined, ids: ReadonlyArray<string>, outcome: Outcome) {
+      const wanted = new Set(ids)
+      if (wanted.size === 0) return []
+      const now = yield* Clock.currentTimeMillis
+      // A rule of the agent shadows a global one with the same id: the agent's gets the feedback.
+      const ownIds = new Set(agentId === undefined ? [] : (yield* files.read(agentPath(agentId))).map((r) => r.id).filter((id) => wanted.has(id)))
+      const rest = new Set([...wanted].filter((id) => !ownIds.has(id)))
+      const own = agentId === undefined || ownIds.size === 0 ? [] : yield* feedbackIn(agentPath(agentId), ownIds, outcome, now)
+      const global = rest.size === 0 ? [] : yield* feedbackIn(globalPath, rest, outcome, now)
+      return [...own, ...global]
+    })
+
+    const sweep = Effect.fn("Playbook.sweep")(function*(agentId: string | undefined) {
+      const now = yield* Clock.currentTimeMillis
+      return yield* files.update(fileOf(agentId), (rules) => {
+        const swept = sweepRules(rules, now)
+        const moved = swept.report.promoted + swept.report.demoted > 0
+        return Effect.succeed(moved ? { rules: swept.rules, result: swept.report } : unchanged(swept.report))
+      })
+    })
+
+    const review = Effect.fn("Playbook.review")(function*(agentId: string | undefined) {
+      return scan(yield* files.read(fileOf(agentId)), yield* Clock.currentTimeMillis)
+    })
+
+    const apply = Effect.fn("Playbook.apply")(function*(agentId: string | undefined, ids: ReadonlyArray<string>) {
+      const now = yield* Clock.currentTimeMillis
+      return yield* files.update(fileOf(agentId), (rules) =>
+        Effect.gen(function*() {
+          const proposals = scan(rules, now)
+          const chosen: Array<InversionProposal> = []
+          for (const id of new Set(ids)) {
+            const p = proposals.find((x) => x.original.id === id)
+            if (p === undefined) return yield* new RuleNotFound({ id, where: `the inversion proposals of ${where(agentId)} (anna playbook review)` })
+            chosen.push(p)
+          }
+          return { rules: chosen.length === 0 ? undefined : chosen.reduce(applyInversion, rules), result: chosen as ReadonlyArray<InversionProposal> }
+        })
+      )
+    })
+
+    const promote = Effect.fn("Playbook.promote")(function*(agentId: string, id: string, options: { readonly global: boolean }) {
+      const own = (yield* files.read(agentPath(agentId))).find((r) => r.id === id)
+      if (own === undefined) {
+        // A user-scoped rule of the global playbook is promoted where it is.
+        const inGlobal = (yield* files.read(globalPath)).find((r) => r.id === id)
+        if (inGlobal === undefined) return yield* new RuleNotFound({ id, where: `${where(agentId)} or the global one` })
+        return yield* files.update(globalPath, (rules) => changeRule(rules, id, withoutUser, where(undefined)))
+      }
+      if (!options.global) return yield* files.update(agentPath(agentId), (rules) => changeRule(rules, id, withoutUser, where(agentId)))
+      // Global first: should the second write fail, the rule is in both files and the agent's copy shadows an equal one.
+      const moved = withoutUser(own)
+      yield* files.update(globalPath, (rules) =>
+        Effect.succeed({ rules: [...rules.filter((r) => r.id !== id), moved], result: moved })
+      )
+      yield* files.update(agentPath(agentId), (rules) => Effect.succeed({ rules: rules.filter((r) => r.id !== id), result: undefined }))
+      return moved
+    })
+
+    const remove = Effect.fn("Playbook.remove")(function*(agentId: string | undefined, id: string) {
+      return yield* files.update(fileOf(agentId), (rules) => {
+        const found = rules.find((r) => r.id === id)
+        if (found === undefined) return Effect.fail(new RuleNotFound({ id, where: where(agentId) }))
+        return Effect.succeed({ rules: rules.filter((r) => r.id !== id), result: found })
+      })
+    })
+
+    const paths = (agentId: string | undefined) => (agentId === undefined ? { global: globalPath } : { agent: agentPath(agentId), global: globalPath })
+
+    return Playbook.of({ list, get, tags, context, propose, feedback, sweep, review, apply, promote, remove, paths })
+  })
+
+/** The rules with rule `id` changed by `f` (RuleNotFound when it is not there). */
+const changeRule = (rules: ReadonlyArray<PlaybookRule>, id: string, f: (r: PlaybookRule) => PlaybookRule, where: string) => {
+  const found = rules.find((r) => r.id === id)
+  if (found === undefined) return Effect.fail(new RuleNotFound({ id, where }))
+  const changed = f(found)
+  return Effect.succeed({ rules: rules.map((r) => (r.id === id ? changed : r)), result: changed })
+}
+
+export const layer = Layer.effect(
+  Playbook,
+  Effect.gen(function*() {
+    return yield* make({ home: (yield* AppConfig).home })
+  })
+)
