@@ -32,9 +32,10 @@ export const reflectWithModel = Effect.fn("Learning.reflectWithModel")(function*
   const usage = yield* UsageLog
   const noAnswer = (reason: string, requests: number): ModelReflection => ({ _tag: "NoAnswer", reason, requests })
 
-  const target = yield* resolveSummaryTarget(sessionKey).pipe(Effect.option, Effect.map(Option.flatten))
-  if (Option.isNone(target)) return noAnswer("no model provider is configured", 0)
-  const { ref, agent } = target.value
+  const resolved = yield* Effect.result(resolveSummaryTarget(sessionKey))
+  if (Result.isFailure(resolved)) return noAnswer(`the summary model could not be chosen: ${resolved.failure.message}`, 0)
+  if (Option.isNone(resolved.success)) return noAnswer("no model provider is configured", 0)
+  const { ref, agent } = resolved.success.value
   const client = yield* registry.client(ref.providerId, SUMMARY_LIMITS).pipe(Effect.result)
   if (Result.isFailure(client)) return noAnswer(client.failure.message, 0)
   const model = ref.model === "" ? client.success.defaultModel : ref.model

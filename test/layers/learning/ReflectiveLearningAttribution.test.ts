@@ -140,6 +140,6 @@ describe("ReflectiveLearning: background reflection", () => {
       assert.deepStrictEqual(yield* (yield* Diary).list({}), [])
       fake.script(text(reflectionJson({ rules: [] })))
       const entry = yield* Learning.use((l) => l.reflect(KEY, "demand")).pipe(Effect.provide(ReflectiveLearning.layer))
-      assert.deepStrictEqual(Option.map(entry, (e) => [e.source, e.fromSeq]), Option.some(["model", firstSeq] as const))
+      assert.deepStrictEqual(Option.map(entry, (e): ReadonlyArray<unknown> => [e.source, e.fromSeq]), Option.some(["model", firstSeq]))
     }).pipe(Effect.provide(infra())))
 })
