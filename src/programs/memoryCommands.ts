@@ -16,10 +16,11 @@ import { MemoryStore } from "../services/MemoryStore.ts"
 import { Searcher } from "../services/Searcher.ts"
 import { SessionManager } from "../services/SessionManager.ts"
 import { Memory, memoryWith, summarizerLabel } from "./layers.ts"
+import { exportJsonl } from "./exportJsonl.ts"
 import { importJsonl } from "./importJsonl.ts"
 import { setFlagsFromString } from "node:v8"
 import { oneLine } from "../domain/text.ts"
-import { iso, printJson, table } from "./output.ts"
+import { iso, printJson, table, usageError } from "./output.ts"
 
 const capability = <I, S>(service: import("effect").Context.Key<I, S>, name: string) =>
   Effect.flatMap(
@@ -103,6 +104,31 @@ const importCmd = Command.make("import", {
   )).pipe(
     Command.withDescription(
       "Import a transcript: one JSON object per line, {\"role\":\"user\"|\"assistant\"|\"tool_result\", \"content\": string or Anthropic-style blocks, \"ts\"?: ISO-8601}. The whole file is checked before anything is stored."
+    )
+  )
+
+const exportCmd = Command.make("export", {
+  sessionKey,
+  jsonl: Flag.Boolean("jsonl").pipe(
+    Flag.withDescription("The format: JSONL, one message per line (the default and only format; the flag says so in scripts)"),
+    Flag.withDefault(true)
+  ),
+  output: Flag.String("output").pipe(Flag.withAlias("o"), Flag.withDescription("Write to FILE (atomically: complete or absent) instead of stdout"), Flag.optional),
+  force: Flag.Boolean("force").pipe(Flag.withDescription("Replace --output FILE if it exists (refused otherwise)"), Flag.withDefault(false)),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const output = Option.getOrUndefined(f.output)
+    if (!f.jsonl) return yield* usageError(["anna", "memory", "export"], "JSONL is the only export format")
+    if (output === undefined && f.json) {
+      return yield* usageError(["anna", "memory", "export"], "--json describes the result of --output FILE; without it the export itself (JSONL) is what stdout gets")
+    }
+    const r = yield* exportJsonl({ sessionKey: f.sessionKey, output, force: f.force })
+    if (output === undefined) return
+    yield* f.json ? printJson(r) : Console.log(`Exported ${r.exported} messages of ${r.sessionKey} to ${output} in ${(r.millis / 1000).toFixed(1)} s.`)
+  })).pipe(
+    Command.withDescription(
+      "Export a session as JSONL in the format anna memory import reads: one {\"role\", \"content\", \"ts\"} per line, every message with its tool calls and results, to stdout or --output FILE. Import it with anna memory import NEW_SESSION FILE."
     )
   )
 
@@ -362,7 +388,7 @@ const deleteCmd = Command.make("delete", {
   )
 
 export const memoryCommand = Command.make("memory").pipe(
-  Command.withDescription("Inspect and operate memory (sessions, import, delete, assemble, compact, search, describe, expand, verify, stats)"),
-  Command.withSubcommands([sessions, importCmd, deleteCmd, assemble, compact, search, describe, expand, verify, stats]),
+  Command.withDescription("Inspect and operate memory (sessions, import, export, delete, assemble, compact, search, describe, expand, verify, stats)"),
+  Command.withSubcommands([sessions, importCmd, exportCmd, deleteCmd, assemble, compact, search, describe, expand, verify, stats]),
   Command.provide(Memory)
 )
