@@ -5,10 +5,15 @@
  */
 import { type Duration, Layer } from "effect"
 import * as CachedLiveConfig from "../layers/config/CachedLiveConfig.ts"
+import * as ReflectiveLearning from "../layers/learning/ReflectiveLearning.ts"
+import * as SqliteDiary from "../layers/learning/SqliteDiary.ts"
+import * as SqliteSkillStats from "../layers/learning/SqliteSkillStats.ts"
+import * as YamlPlaybook from "../layers/learning/YamlPlaybook.ts"
 import * as Runtime from "../layers/runtime/Runtime.ts"
 import * as SessionPool from "../layers/runtime/SessionPool.ts"
 import * as McpTool from "../layers/tools/mcp.ts"
 import * as MemoryTool from "../layers/tools/memory.ts"
+import * as PlaybookTool from "../layers/tools/playbook.ts"
 import * as SchedulerTool from "../layers/tools/scheduler.ts"
 import * as SkillsTool from "../layers/tools/skills.ts"
 import * as WebFetchTool from "../layers/tools/webfetch.ts"
@@ -35,14 +40,36 @@ export const tools = Layer.mergeAll(
   WebFetchTool.layer
 ).pipe(Layer.provideMerge(ToolCatalog.layer))
 
+/** The built-in tools and the `playbook` tool (needs the learning layers below). */
+export const toolsWithPlaybook = Layer.mergeAll(tools, PlaybookTool.layer.pipe(Layer.provide(ToolCatalog.layer)))
+
+/**
+ * The self-improving memory (issue 15): the Learning loop over its stores — diary entries and burst
+ * uses in SQLite, the playbook's YAML files in $ANNA_HOME, skills' outcomes. Needs the SQLite client,
+ * AppConfig, the memory layer (MemoryStore, SessionLocks), PluginStore, ProviderRegistry, ProviderStore,
+ * AgentStore and UsageLog (the summary model reflects).
+ */
+export const learning = ReflectiveLearning.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(SqliteDiary.layer, SqliteSkillStats.layer, YamlPlaybook.layer))
+)
+
 /**
  * Runtime over a SessionPool with live configuration and the built-in tools. Provides Runtime,
  * SessionPool, LiveConfig and the ToolCatalog (sources that need the gateway's channels, such as
  * `notify`, register with it later); needs the configuration stores (ConfigStore, AgentStore, UsageLog),
- * ProviderRegistry and a memory layer; with a Sandbox, the workspace tools are on.
+ * ProviderRegistry and a memory layer; with a Sandbox, the workspace tools are on. Without the
+ * self-improving memory: `learningRuntime` adds it (anna's own runtime, src/programs/layers.ts).
  */
 export const agentRuntime = (options: RuntimeOptions = {}) =>
   Runtime.layer.pipe(
     Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(tools))),
     Layer.provideMerge(CachedLiveConfig.layer({ pollInterval: options.configPoll }))
+  )
+
+/** `agentRuntime` with the self-improving memory: also provides Learning, Diary, Playbook and SkillStats. */
+export const learningRuntime = (options: RuntimeOptions = {}) =>
+  Runtime.layer.pipe(
+    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(toolsWithPlaybook))),
+    Layer.provideMerge(CachedLiveConfig.layer({ pollInterval: options.configPoll })),
+    Layer.provideMerge(learning)
   )

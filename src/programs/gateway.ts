@@ -13,7 +13,7 @@
  * When no model provider or no agent is enabled, the start says so in one WARN line with what to
  * run: the gateway then runs, but nothing can answer.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Cause, Context, Effect, Layer, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import { Channels } from "../services/Channels.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
@@ -81,6 +81,10 @@ export const runGateway = (options: GatewayOptions = {}) =>
     // The scheduler delivers through the Notifier, so it starts once the channels run (issue 14).
     const [Scheduler, SqliteJobStore] = yield* Effect.promise(() => Promise.all([import("../layers/scheduler/Scheduler.ts"), import("../layers/scheduler/SqliteJobStore.ts")]))
     yield* Layer.build(Scheduler.layer({ notifier }).pipe(Layer.provide(SqliteJobStore.layer)))
+    // Bursts that ended while no gateway ran are reflected on now, in the background (issue 15).
+    const { catchUp } = yield* Effect.promise(() => import("../layers/learning/catchUp.ts"))
+    const caught = yield* catchUp().pipe(Effect.catchCause((c) => Effect.logWarning(`learning: catch-up failed: ${Cause.pretty(c)}`).pipe(Effect.as(0))))
+    if (caught > 0) yield* Effect.logInfo(`learning: reflecting on ${caught} session(s) whose work ended while the gateway was down`)
     const running = (yield* channels.status).flatMap((c) => (c.state === "running" && c.description !== undefined ? [c.description] : []))
     yield* Effect.logInfo(
       running.length === 0

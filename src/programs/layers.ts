@@ -16,7 +16,8 @@
  *   StoresWithMemory  Providers + MemoryStore (no memory plugin)
  *   Memory         Providers + MemoryStore + the enabled memory plugin and its summarizer
  *   Sandbox        the Docker sandbox (lazy)
- *   AgentRuntime   Memory + Runtime, SessionPool and LiveConfig over the sandbox (lazy; see ./compose.ts)
+ *   AgentRuntime   Memory + Runtime, SessionPool and LiveConfig over the sandbox, with the
+ *                  self-improving memory (Learning and its stores; lazy; see ./compose.ts)
  *   GatewayChannels  the channels the gateway runs, over AgentRuntime (lazy)
  */
 import { Deferred, Effect, Layer, Option } from "effect"
@@ -87,7 +88,7 @@ export const Memory = memoryWith(undefined)
 
 export const Sandbox = lazy(() => import("../layers/sandbox/DockerSandbox.ts"), (m) => m.layer)
 
-export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.agentRuntime()).pipe(
+export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.learningRuntime()).pipe(
   Layer.provide(Sandbox),
   Layer.provideMerge(Memory)
 )
