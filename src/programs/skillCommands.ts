@@ -1,12 +1,27 @@
 /**
  * `anna skill install|list|remove`: the operator's skills, global (`$ANNA_HOME/skills/`) or one
  * agent's (`--agent A`: `$ANNA_HOME/workspaces/A/skills/`, shadowing a global skill of the same name).
+ *
+ * `anna skill rank|feedback` (issue 15): the skills ranked as the agent's search ranks them (by a
+ * Thompson draw, or by the Beta's mean or upper confidence bound for debugging), and an outcome
+ * recorded by hand. Outcomes are counted per agent: the operator's skills under user '', a chat
+ * user's own skills (`--user U`) under that user.
  */
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Effect, Layer, Option, Random, Result } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { type Arm, alphaOf, betaOf, mean, rank as rankArms } from "../domain/learning/thompson.ts"
+import { workspaceOf } from "../domain/sandbox/spec.ts"
+import { SkillNotFound } from "../domain/skills/errors.ts"
+import { MAX_SKILL_MD_BYTES, matches, nameProblem, parseSkillMd, SKILL_FILE, searchWords } from "../domain/skills/skill.ts"
+import * as SqliteSkillStats from "../layers/learning/SqliteSkillStats.ts"
+import * as WorkspaceFiles from "../layers/sandbox/workspaceFiles.ts"
 import * as FsSkills from "../layers/skills/FsSkills.ts"
+import { USER_ROOT } from "../layers/skills/workspace.ts"
 import { AgentStore } from "../services/AgentStore.ts"
+import { AppConfig } from "../services/AppConfig.ts"
 import { type InstalledSkill, Skills } from "../services/Skills.ts"
+import { type SkillRecord, SkillStats } from "../services/SkillStats.ts"
 import { Stores } from "./layers.ts"
 import { printJson, table } from "./output.ts"
 
@@ -56,8 +71,120 @@ const remove = Command.make("remove", { name, agent, json }, (f) =>
     yield* f.json ? printJson(row(removed)) : Console.log(`removed ${removed.name} (${scopeOf(removed)})`)
   })).pipe(Command.withDescription("Remove a global skill, or an agent's own (--agent)"))
 
+const rankAgent = Flag.String("agent").pipe(
+  Flag.withDescription("The agent whose skills to rank, as it sees them, with its outcomes (default: the global skills, every agent's outcomes together)"),
+  Flag.optional
+)
+const feedbackAgent = Flag.String("agent").pipe(Flag.withDescription("The agent the outcome is for (default: the default agent)"), Flag.optional)
+const user = Flag.String("user").pipe(Flag.withDescription("A chat user: their own skills (rank: those with recorded outcomes)"), Flag.optional)
+const by = Flag.Literals("by", ["sample", "mean", "ucb"]).pipe(
+  Flag.withDescription("sample: one Thompson draw from each skill's Beta (what the agent's search does); mean: the Beta's mean; ucb: its upper confidence bound"),
+  Flag.withDefault("sample")
+)
+const seed = Flag.Int("seed").pipe(Flag.withDescription("Seed for --by sample: the same seed gives the same draws"), Flag.optional)
+const query = Argument.String("query").pipe(Argument.withDescription("Words that must appear in a skill's name or description"), Argument.optional)
+const outcome = Argument.Literals("outcome", ["success", "failure"])
+
+const ZERO: Arm = { successes: 0, failures: 0 }
+const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
+
+/** Counts by skill name, summed over the records (several agents' counts of a global skill). */
+const byName = (records: ReadonlyArray<SkillRecord>): ReadonlyMap<string, Arm> => {
+  const out = new Map<string, Arm>()
+  for (const r of records) {
+    const had = out.get(r.name) ?? ZERO
+    out.set(r.name, { successes: had.successes + r.successes, failures: had.failures + r.failures })
+  }
+  return out
+}
+
+const userFlag = (flag: Option.Option<string>) =>
+  Option.isSome(flag) && flag.value.trim() === "" ? Effect.fail(new InvalidConfig({ reason: "--user needs a user id" })) : Effect.succeed(Option.getOrUndefined(flag))
+
+interface Candidate {
+  readonly name: string
+  readonly description: string
+  readonly scope: "global" | "agent" | "user"
+  readonly arm: Arm
+}
+
+const rank = Command.make("rank", { query, by, agent: rankAgent, user, seed, json }, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const userId = yield* userFlag(f.user)
+    const stats = yield* SkillStats
+    const operator = [...(yield* (yield* Skills).list(agentId))].sort((a, b) => a.name.localeCompare(b.name))
+    // Without --agent: the global skills, with every agent's counts of them together.
+    const arms = agentId === undefined ? byName(yield* stats.list(undefined, "")) : yield* stats.arms(agentId, "", operator.map((s) => s.name))
+    const candidates: Array<Candidate> = operator.map((s) => ({ name: s.name, description: s.description, scope: s.scope, arm: arms.get(s.name) ?? ZERO }))
+    if (userId !== undefined) {
+      // The user's own skills live in their workspace; those anna has outcomes for are known here.
+      for (const [name, arm] of byName(yield* stats.list(agentId, userId))) {
+        if (!candidates.some((c) => c.name === name)) candidates.push({ name, description: "", scope: "user", arm })
+      }
+    }
+    const words = searchWords(Option.getOrElse(f.query, () => ""))
+    const found = candidates.filter((c) => matches(c, words))
+    const draw = Effect.gen(function*() {
+      const random = yield* Random.Random
+      return rankArms(found, (c) => c.arm, f.by, () => random.nextDoubleUnsafe())
+    })
+    const ranked = Option.isSome(f.seed) ? yield* draw.pipe(Random.withSeed(f.seed.value)) : yield* draw
+    const rows = ranked.map(({ item, score }, i) => ({
+      rank: i + 1,
+      name: item.name,
+      scope: item.scope,
+      successes: item.arm.successes,
+      failures: item.arm.failures,
+      alpha: alphaOf(item.arm),
+      beta: betaOf(item.arm),
+      score
+    }))
+    if (f.json) return yield* printJson(rows)
+    if (rows.length === 0) return yield* Console.log(candidates.length === 0 ? "No skills installed (see: anna skill install --help)." : "No skill matches.")
+    yield* Console.log(table(
+      ["RANK", "NAME", "SCOPE", "SUCCESSES", "FAILURES", "α", "β", "SCORE"],
+      rows.map((r) => [String(r.rank), r.name, r.scope, String(r.successes), String(r.failures), String(r.alpha), String(r.beta), r.score.toFixed(4)])
+    ))
+  })).pipe(Command.withDescription("Rank the skills an agent sees (or the global ones) as its search does: --by sample|mean|ucb"))
+
+/** Whether `name` is a skill in the user's workspace: read through the confined reader (the user's files are never trusted). */
+const inWorkspace = (root: string, quotaMb: number, name: string) =>
+  Effect.gen(function*() {
+    if (nameProblem(name) !== undefined) return false
+    const files = yield* WorkspaceFiles.make(root, { quotaMb })
+    const md = yield* files.readFile(`${USER_ROOT}/${name}/${SKILL_FILE}`, { maxBytes: MAX_SKILL_MD_BYTES, maxEntries: 1 }).pipe(Effect.option)
+    if (Option.isNone(md) || md.value._tag !== "File") return false
+    const parsed = parseSkillMd(new TextDecoder().decode(md.value.bytes), name)
+    return Result.isSuccess(parsed) && parsed.success.name === name
+  })
+
+const feedback = Command.make("feedback", { name, outcome, agent: feedbackAgent, user, json }, (f) =>
+  Effect.gen(function*() {
+    const agents = yield* AgentStore
+    const chosen = Option.isSome(f.agent) ? Option.some(yield* agents.get(f.agent.value)) : yield* agents.defaultAgent
+    if (Option.isNone(chosen)) return yield* new InvalidConfig({ reason: "there is no agent to record it for; name one with --agent" })
+    const a = chosen.value
+    const userId = yield* userFlag(f.user)
+    const stats = yield* SkillStats
+    const operator = (yield* (yield* Skills).list(a.id)).find((s) => s.name === f.name)
+    if (userId === undefined && operator === undefined) return yield* new SkillNotFound({ name: f.name, scope: `among the skills agent ${a.id} sees` })
+    if (userId !== undefined) {
+      if (operator !== undefined) {
+        return yield* new InvalidConfig({ reason: `${f.name} is the operator's skill: its outcomes count for every user of agent ${a.id}; leave out --user` })
+      }
+      const known = (yield* stats.arms(a.id, userId, [f.name])).has(f.name) ||
+        (yield* inWorkspace(workspaceOf((yield* AppConfig).home, a.id, a.sandboxWorkspace, userId), a.sandboxDiskMb, f.name))
+      if (!known) return yield* new SkillNotFound({ name: f.name, scope: `user ${userId} of agent ${a.id}` })
+    }
+    const arm = yield* stats.record({ agentId: a.id, userId: userId ?? "", name: f.name }, f.outcome)
+    const out = { name: f.name, agent: a.id, user: userId ?? null, outcome: f.outcome, successes: arm.successes, failures: arm.failures, alpha: alphaOf(arm), beta: betaOf(arm), mean: mean(arm) }
+    if (f.json) return yield* printJson(out)
+    yield* Console.log(`recorded ${f.outcome} for ${f.name} (agent ${a.id}${userId === undefined ? "" : `, user ${userId}`}): ${counted(arm.successes, "success", "successes")}, ${counted(arm.failures, "failure", "failures")}, mean ${mean(arm).toFixed(2)}`)
+  })).pipe(Command.withDescription("Record a skill's outcome by hand (an operator skill of the agent, default: the default agent; --user for a user's own)"))
+
 export const skillCommand = Command.make("skill").pipe(
-  Command.withDescription("Skills: install, list, remove"),
-  Command.withSubcommands([install, list, remove]),
-  Command.provide(FsSkills.layer.pipe(Layer.provideMerge(Stores)))
+  Command.withDescription("Skills: install, list, remove, rank, feedback"),
+  Command.withSubcommands([install, list, remove, rank, feedback]),
+  Command.provide(Layer.merge(FsSkills.layer, SqliteSkillStats.layer).pipe(Layer.provideMerge(Stores)))
 )
