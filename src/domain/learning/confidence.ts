@@ -36,7 +36,7 @@ export const idleDays = (rule: PlaybookRule, now: number): number =>
 
 /** `confidence × 0.5^(days since last applied (else created) / 90)`, in [0, 1]. */
 export const decayed = (rule: PlaybookRule, now: number): number =>
-  clamp01(rule.confidence * Math.pow(0.5, idleDays(rule, now) / HALF_LIFE_DAYS))
+  clamp01(rule.confidence * 0.5 ** (idleDays(rule, now) / HALF_LIFE_DAYS))
 
 export type Outcome = "success" | "failure"
 

@@ -171,6 +171,7 @@ describe("the prompt", () => {
   })
 
   it("has only the section that has rules, and is empty when none was chosen", () => {
+    // The line shows the decayed confidence (0.75), not the score (0.75 × ½ of the tags = 0.375).
     assert.strictEqual(
       formatForPrompt(selectRules(rules, ["sse"], NOW)),
       "## Relevant Guidelines\n\nThe following rules are based on past experience with similar tasks:\n\n1. [ESTABLISHED] Always buffer SSE chunks until the blank line (confidence: 0.75)"

@@ -131,6 +131,33 @@ describe("the Beta sampler", () => {
     })
   }
 
+  /** The Beta CDF for integer α, β: P(X ≤ x) = P(at least α of α+β−1 uniforms are ≤ x). */
+  const betaCdf = (alpha: number, beta: number, x: number): number => {
+    const n = alpha + beta - 1
+    let p = 0
+    let choose = 1
+    for (let j = 0; j <= n; j++) {
+      if (j >= alpha) p += choose * x ** j * (1 - x) ** (n - j)
+      choose = (choose * (n - j)) / (j + 1)
+    }
+    return p
+  }
+
+  for (const [alpha, beta] of [[1, 1], [2, 5], [6, 6], [51, 3]] as const) {
+    it(`Beta(${alpha}, ${beta}): the draws pass a Kolmogorov–Smirnov test against the exact CDF (p = 0.001)`, () => {
+      const random = mulberry32(alpha * 7919 + beta)
+      const n = 20_000
+      const xs = Array.from({ length: n }, () => sampleBeta(alpha, beta, random)).sort((a, b) => a - b)
+      let d = 0
+      xs.forEach((x, i) => {
+        const f = betaCdf(alpha, beta, x)
+        d = Math.max(d, (i + 1) / n - f, f - i / n)
+      })
+      // The KS statistic's 0.999 quantile is ≈ 1.95 / √n for large n.
+      assert.isBelow(d, 1.95 / Math.sqrt(n))
+    })
+  }
+
   it("Gamma(k): the empirical mean is within 4 standard errors of k (variance k)", () => {
     for (const k of [0.5, 1, 3.5, 40]) {
       const random = mulberry32(k * 10)
