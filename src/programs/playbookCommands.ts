@@ -1,7 +1,254 @@
-/** `anna playbook` (issue 15). Placeholder of the groundwork commit: the commands land with the playbook work. */
-import { Console } from "effect"
-import { Command } from "effect/cli"
+/**
+ * `anna playbook list|show|sweep|review|apply|context|add|promote|remove` (issue 15): the operator's
+ * view of the playbook rules, global (`$ANNA_HOME/playbook.yaml`, the default) or one agent's
+ * (`--agent A`: its own rules, and for list/show/context the global ones it does not shadow).
+ * `context` prints exactly the text that would be injected for some tags (and with `--json` why
+ * each rule was or was not chosen). Rule text and tags are shown terminal-safe.
+ */
+import { Clock, Console, Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { InvalidConfig } from "../domain/config/errors.ts"
+import { DEMOTION_CANDIDATE_BELOW, decayed, REMOVAL_CANDIDATE_BELOW } from "../domain/learning/confidence.ts"
+import { normalTag, type SourcedRule } from "../domain/learning/rule.ts"
+import { terminalJson, terminalSafe } from "../layers/channels/terminal/render.ts"
+import { explainSelection } from "../layers/learning/playbookExplain.ts"
+import * as YamlPlaybook from "../layers/learning/YamlPlaybook.ts"
+import { oneLine } from "../domain/text.ts"
+import { AgentStore } from "../services/AgentStore.ts"
+import { ConfigStore } from "../services/ConfigStore.ts"
+import { Playbook } from "../services/Playbook.ts"
+import { Stores } from "./layers.ts"
+import { iso, table } from "./output.ts"
 
-export const playbookCommand = Command.make("playbook", {}, () => Console.log("not built yet")).pipe(
-  Command.withDescription("playbook (issue 15, being built)")
+const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
+const agent = Flag.String("agent").pipe(
+  Flag.withDescription("The agent whose playbook this is (default: the global playbook, $ANNA_HOME/playbook.yaml)"),
+  Flag.optional
+)
+const user = (what: string) => Flag.String("user").pipe(Flag.withDescription(what), Flag.optional)
+const id = Argument.String("id").pipe(Argument.withDescription("The rule's id (anna playbook list)"))
+const printJson = (value: unknown) => Console.log(terminalJson(value, 2))
+const splitTags = (s: string) => s.split(",").map((t) => t.trim()).filter((t) => t !== "")
+
+/** The agent named by --agent, which must exist; undefined without it. */
+const agentOf = (flag: Option.Option<string>) =>
+  Effect.gen(function*() {
+    if (Option.isNone(flag)) return undefined
+    return (yield* (yield* AgentStore).get(flag.value)).id
+  })
+
+const userOf = (flag: Option.Option<string>) =>
+  Effect.gen(function*() {
+    if (Option.isNone(flag)) return undefined
+    if (Option.isNone(yield* (yield* ConfigStore).getUser(flag.value))) return yield* new InvalidConfig({ reason: `no user "${flag.value}" (see: anna user list)` })
+    return flag.value
+  })
+
+const where = (agentId: string | undefined) => (agentId === undefined ? "the global playbook" : `agent ${agentId}'s playbook`)
+
+/** A rule for --json: its fields as in the file, with where it is from and its confidence now. */
+const ruleJson = (s: SourcedRule, now: number) => ({
+  id: s.rule.id,
+  source: s.source,
+  user: s.rule.user ?? null,
+  text: s.rule.text,
+  confidence: s.rule.confidence,
+  confidenceNow: Math.round(decayed(s.rule, now) * 10_000) / 10_000,
+  maturity: s.rule.maturity,
+  successCount: s.rule.successCount,
+  failureCount: s.rule.failureCount,
+  antiPattern: s.rule.antiPattern,
+  tags: s.rule.tags,
+  sourceEntries: s.rule.sourceEntries,
+  createdAt: iso(s.rule.createdAt),
+  lastAppliedAt: s.rule.lastAppliedAt === null ? null : iso(s.rule.lastAppliedAt)
+})
+
+const list = Command.make("list", {
+  agent,
+  user: user("Only the rules this user is given (theirs and those for every user)"),
+  tag: Flag.String("tag").pipe(Flag.withDescription("Only rules with this tag (case-insensitive)"), Flag.optional),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const userId = Option.getOrUndefined(f.user)
+    const tag = Option.map(f.tag, normalTag)
+    const now = yield* Clock.currentTimeMillis
+    const rules = (yield* (yield* Playbook).list(agentId)).filter((s) =>
+      (userId === undefined || s.rule.user === undefined || s.rule.user === userId) &&
+      (Option.isNone(tag) || s.rule.tags.includes(tag.value))
+    )
+    if (f.json) return yield* printJson(rules.map((s) => ruleJson(s, now)))
+    if (rules.length === 0) return yield* Console.log(`No rules in ${where(agentId)}${agentId === undefined ? "" : " or the global one"} (anna playbook add).`)
+    yield* Console.log(terminalSafe(table(
+      ["ID", "FROM", "SCOPE", "MATURITY", "CONF", "NOW", "S/F", "AVOID", "TAGS", "TEXT"],
+      rules.map((s) => [
+        s.rule.id,
+        s.source,
+        s.rule.user ?? "all",
+        s.rule.maturity,
+        s.rule.confidence.toFixed(2),
+        decayed(s.rule, now).toFixed(2),
+        `${s.rule.successCount}/${s.rule.failureCount}`,
+        s.rule.antiPattern ? "yes" : "-",
+        oneLine(s.rule.tags.join(",") || "-", 30),
+        oneLine(s.rule.text, 70)
+      ])
+    )))
+  })).pipe(Command.withDescription("List the rules: the global ones, or an agent's with the global ones it does not shadow (--agent); --user, --tag filter"))
+
+const show = Command.make("show", { id, agent, json }, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const playbook = yield* Playbook
+    const found = yield* playbook.get(agentId, f.id)
+    const now = yield* Clock.currentTimeMillis
+    const paths = playbook.paths(agentId)
+    const file = found.source === "agent" ? (paths.agent ?? paths.global) : paths.global
+    if (f.json) return yield* printJson({ ...ruleJson(found, now), file })
+    const r = found.rule
+    yield* Console.log(terminalSafe([
+      `Rule ${r.id}`,
+      table(["", ""], [
+        ["text", r.text],
+        ["file", file],
+        ["scope", r.user === undefined ? "every user" : `user ${r.user} only (anna playbook promote)`],
+        ["maturity", r.maturity],
+        ["confidence", `${r.confidence.toFixed(4)} stored, ${decayed(r, now).toFixed(4)} now`],
+        ["successes", String(r.successCount)],
+        ["failures", String(r.failureCount)],
+        ["anti-pattern", r.antiPattern ? "yes" : "no"],
+        ["tags", r.tags.join(", ") || "-"],
+        ["source entries", r.sourceEntries.join(", ") || "-"],
+        ["created", iso(r.createdAt)],
+        ["last applied", iso(r.lastAppliedAt)]
+      ])
+    ].join("\n")))
+  })).pipe(Command.withDescription("Every field of one rule, and the file it lives in"))
+
+const sweep = Command.make("sweep", { agent, json }, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const report = yield* (yield* Playbook).sweep(agentId)
+    if (f.json) return yield* printJson(report)
+    yield* Console.log([
+      `Swept ${where(agentId)}: ${report.promoted} promoted, ${report.demoted} demoted, ${report.flagged} flagged.`,
+      `Demotion candidates (confidence now < ${DEMOTION_CANDIDATE_BELOW}): ${report.demotionCandidates.join(", ") || "none"}`,
+      `Removal candidates (< ${REMOVAL_CANDIDATE_BELOW}, more failures than successes): ${report.removalCandidates.join(", ") || "none"}`
+    ].join("\n"))
+  })).pipe(Command.withDescription("Maintenance: settle maturities against decayed confidence, flag demotion and removal candidates"))
+
+const review = Command.make("review", { agent, json }, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const proposals = yield* (yield* Playbook).review(agentId)
+    if (f.json) {
+      return yield* printJson(proposals.map((p) => ({
+        id: p.original.id,
+        failures: p.original.failureCount,
+        successes: p.original.successCount,
+        text: p.original.text,
+        inverted: { id: p.inverted.id, text: p.inverted.text }
+      })))
+    }
+    if (proposals.length === 0) return yield* Console.log(`No inversion proposals in ${where(agentId)}.`)
+    const lines = proposals.map((p) =>
+      `${p.original.id}: ${p.original.failureCount} failures vs ${p.original.successCount} successes\n  now:      ${p.original.text}\n  proposed: ${p.inverted.text}`
+    )
+    const flag = agentId === undefined ? "" : ` --agent ${agentId}`
+    yield* Console.log(terminalSafe(`${lines.join("\n")}\nApprove with: anna playbook apply <id>...${flag}`))
+  })).pipe(Command.withDescription("Rules that keep failing, each with the AVOID rule proposed in its place (nothing is changed)"))
+
+const apply = Command.make("apply", {
+  ids: Argument.String("id").pipe(Argument.withDescription("Ids of rules with a proposal (anna playbook review)"), Argument.variadic({ min: 1 })),
+  agent,
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const applied = yield* (yield* Playbook).apply(agentId, f.ids)
+    if (f.json) return yield* printJson(applied.map((p) => ({ id: p.original.id, deprecated: true, inverted: p.inverted.id, text: p.inverted.text })))
+    for (const p of applied) yield* Console.log(terminalSafe(`${p.original.id} deprecated (confidence 0.00); added ${p.inverted.id}: ${p.inverted.text}`))
+  })).pipe(Command.withDescription("Apply inversion proposals: each original goes to confidence 0, its AVOID rule is added"))
+
+const context = Command.make("context", {
+  tags: Flag.String("tags").pipe(Flag.withDescription("The conversation's tags, comma-separated (e.g. docker,ci)")),
+  agent: Flag.String("agent").pipe(Flag.withDescription("The agent (default: the default agent)"), Flag.optional),
+  user: user("The user the turn is for (default: none, so only rules for every user count)"),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const agents = yield* AgentStore
+    const agentId = Option.isSome(f.agent)
+      ? (yield* agents.get(f.agent.value)).id
+      : Option.getOrUndefined(Option.map(yield* agents.defaultAgent, (a) => a.id))
+    if (agentId === undefined) return yield* new InvalidConfig({ reason: "there is no enabled agent to take as the default: give --agent A" })
+    const userId = Option.getOrElse(f.user, () => "")
+    const tags = splitTags(f.tags)
+    const playbook = yield* Playbook
+    const injected = yield* playbook.context({ agentId, userId, tags })
+    if (f.json) {
+      const considered = explainSelection(yield* playbook.list(agentId), userId, tags, yield* Clock.currentTimeMillis)
+      return yield* printJson({
+        agent: agentId,
+        user: userId === "" ? null : userId,
+        tags,
+        text: injected.text,
+        tokens: injected.tokenCount,
+        chosen: [...injected.rules, ...injected.antiPatterns].map((s) => s.rule.id),
+        considered
+      })
+    }
+    // Exactly the injected text: nothing added (a newline only for a person at a terminal).
+    if (injected.text !== "") yield* Effect.sync(() => process.stdout.write(injected.text + (process.stdout.isTTY === true ? "\n" : "")))
+  })).pipe(Command.withDescription("Print exactly the rules section that would be injected for these tags (--json: why each rule was or wasn't chosen)"))
+
+const add = Command.make("add", {
+  text: Flag.String("text").pipe(Flag.withDescription("The rule, one line (at most 500 characters)")),
+  tags: Flag.String("tags").pipe(Flag.withDescription("Its tags, comma-separated: it is injected when the conversation has them"), Flag.optional),
+  agent,
+  user: user("Only for this user (default: every user)"),
+  antiPattern: Flag.Boolean("anti-pattern").pipe(Flag.withDescription("A pattern to avoid (listed under Patterns to Avoid)"), Flag.withDefault(false)),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const userId = yield* userOf(f.user)
+    const { rule, created } = yield* (yield* Playbook).propose({
+      agentId,
+      user: userId,
+      text: f.text,
+      tags: Option.match(f.tags, { onNone: () => [], onSome: splitTags }),
+      sourceEntries: [],
+      antiPattern: f.antiPattern
+    })
+    if (f.json) return yield* printJson({ ...ruleJson({ rule, source: agentId === undefined ? "global" : "agent" }, yield* Clock.currentTimeMillis), created })
+    yield* Console.log(terminalSafe(created ? `Added ${rule.id} to ${where(agentId)}.` : `Already there as ${rule.id} (its tags now: ${rule.tags.join(", ") || "none"}).`))
+  })).pipe(Command.withDescription("Add a rule by hand (a near duplicate of one the same users see is merged into it)"))
+
+const promote = Command.make("promote", {
+  id,
+  agent: Flag.String("agent").pipe(Flag.withDescription("The agent whose rule it is")),
+  global: Flag.Boolean("global").pipe(Flag.withDescription("Also move it to the global playbook (every agent)"), Flag.withDefault(false)),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const agentId = (yield* (yield* AgentStore).get(f.agent)).id
+    const rule = yield* (yield* Playbook).promote(agentId, f.id, { global: f.global })
+    if (f.json) return yield* printJson({ id: rule.id, user: null, global: f.global })
+    yield* Console.log(`${rule.id} now applies to every user${f.global ? " of every agent (moved to the global playbook)" : ` of ${agentId}`}.`)
+  })).pipe(Command.withDescription("Make a rule learned from one user's conversations apply to every user (--global: to every agent)"))
+
+const remove = Command.make("remove", { id, agent, json }, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const rule = yield* (yield* Playbook).remove(agentId, f.id)
+    yield* f.json ? printJson({ id: rule.id, removed: true }) : Console.log(`Removed ${rule.id} from ${where(agentId)}.`)
+  })).pipe(Command.withDescription("Remove a rule from the global playbook, or an agent's (--agent)"))
+
+export const playbookCommand = Command.make("playbook").pipe(
+  Command.withDescription("Playbook rules: list, show, sweep, review, apply, context, add, promote, remove"),
+  Command.withSubcommands([list, show, sweep, review, apply, context, add, promote, remove]),
+  Command.provide(YamlPlaybook.layer.pipe(Layer.provideMerge(Stores)))
 )

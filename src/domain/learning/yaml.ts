@@ -57,6 +57,22 @@ export const parseIsoTime = (text: string): number | undefined => {
   return Number.isNaN(at) ? undefined : at
 }
 
+/**
+ * Characters a rule's text may not hold: line breaks (it is one line of a prompt), other controls,
+ * and bidi overrides, which would make the text read differently on a terminal than in a prompt.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+export const UNSAFE_TEXT = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/
+
+/** Why `text` (trimmed) cannot be a rule's text, or undefined. */
+export const ruleTextProblem = (text: string): string | undefined => {
+  if (text === "") return "the text is empty"
+  if (/[\r\n\u2028\u2029]/.test(text)) return "the text must be one line"
+  if (UNSAFE_TEXT.test(text)) return "the text may not hold control characters or bidi overrides"
+  if (text.length > MAX_RULE_TEXT) return `the text is longer than ${MAX_RULE_TEXT} characters`
+  return undefined
+}
+
 const asString = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v) : String(v))
 
 /** The node at `path` under `node` (for the line of a mistake), or the deepest one found on the way. */
@@ -80,9 +96,8 @@ const invalid = (path: string, line: number, reason: string) => Result.fail(new 
 /** The rule an entry stands for, or why it cannot be one (and which field is at fault). */
 const toRule = (e: RuleEntry): Result.Result<PlaybookRule, { readonly field: string; readonly reason: string }> => {
   const text = e.text.trim()
-  if (text === "") return Result.fail({ field: "text", reason: "text is empty" })
-  if (/[\r\n]/.test(text)) return Result.fail({ field: "text", reason: "text must be one line" })
-  if (text.length > MAX_RULE_TEXT) return Result.fail({ field: "text", reason: `text is longer than ${MAX_RULE_TEXT} characters` })
+  const problem = ruleTextProblem(text)
+  if (problem !== undefined) return Result.fail({ field: "text", reason: problem })
   const createdAt = parseIsoTime(e.created_at)
   if (createdAt === undefined) return Result.fail({ field: "created_at", reason: `created_at is not an ISO 8601 time: ${asString(e.created_at)}` })
   const applied = e.last_applied_at ?? null

@@ -14,12 +14,12 @@ import { RuleNotFound, RuleRejected } from "../../domain/learning/errors.ts"
 import {
   cleanTags,
   INITIAL_CONFIDENCE,
-  MAX_RULE_TEXT,
   normalTag,
   type PlaybookRule,
   RULE_ID,
   type SourcedRule
 } from "../../domain/learning/rule.ts"
+import { ruleTextProblem } from "../../domain/learning/yaml.ts"
 import { agentFolder } from "../../domain/sandbox/spec.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
 import { type ContextQuery, Playbook, type RuleProposal } from "../../services/Playbook.ts"
@@ -46,14 +46,11 @@ const withoutUser = (rule: PlaybookRule): PlaybookRule => {
 
 const union = (a: ReadonlyArray<string>, b: ReadonlyArray<string>) => [...new Set([...a, ...b])]
 
-/** A proposal's text, checked: one line, not empty, not too long. */
+/** A proposal's text, checked: one line of plain text, not empty, not too long. */
 const checkText = (text: string) => {
   const t = text.trim()
-  if (t === "") return Effect.fail(new RuleRejected({ reason: "the text is empty" }))
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (/[\u0000-\u001f\u007f\u2028\u2029]/.test(t)) return Effect.fail(new RuleRejected({ reason: "the text must be one line of plain text" }))
-  if (t.length > MAX_RULE_TEXT) return Effect.fail(new RuleRejected({ reason: `the text is longer than ${MAX_RULE_TEXT} characters` }))
-  return Effect.succeed(t)
+  const problem = ruleTextProblem(t)
+  return problem === undefined ? Effect.succeed(t) : Effect.fail(new RuleRejected({ reason: problem }))
 }
 
 const unchanged = <A>(result: A): Change<A> => ({ rules: undefined, result })

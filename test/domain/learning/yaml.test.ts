@@ -5,13 +5,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Result, Schema } from "effect"
 import { MATURITIES, INITIAL_CONFIDENCE, type PlaybookRule, cleanTags } from "../../../src/domain/learning/rule.ts"
-import { parseIsoTime, parsePlaybook, PLAYBOOK_HEADER, stringifyPlaybook } from "../../../src/domain/learning/yaml.ts"
+import { parseIsoTime, parsePlaybook, PLAYBOOK_HEADER, stringifyPlaybook, UNSAFE_TEXT } from "../../../src/domain/learning/yaml.ts"
 
 const int = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
 /** Up to year 9999: what ISO 8601 with four year digits can say. */
 const time = int(0, 253_402_300_799_999)
 const text = Arbitrary.schema(Schema.String).pipe(
-  Arbitrary.map((s) => s.replace(/[\r\n]/g, " ").trim().slice(0, 500).trim() || "x")
+  Arbitrary.map((s) => s.replace(new RegExp(UNSAFE_TEXT, "g"), " ").trim().slice(0, 500).trim() || "x")
 )
 
 const ruleArb = Arbitrary.all({
@@ -160,6 +160,8 @@ rules:
     assert.include(bad("rules:\n  - id: Bad Id\n    text: x\n    created_at: 2026-01-01\n").reason, "id:")
     assert.strictEqual(bad("rules:\n  - id: Bad Id\n    text: x\n    created_at: 2026-01-01\n").line, 2)
     assert.include(one("    text: '   '\n    created_at: 2026-01-01\n").reason, "text is empty")
+    assert.include(one(`    text: "red \\e[31m"\n    created_at: 2026-01-01\n`).reason, "control characters")
+    assert.include(one(`    text: "a \\u202e b"\n    created_at: 2026-01-01\n`).reason, "bidi")
     assert.include(one("    text: |\n      two\n      lines\n    created_at: 2026-01-01\n").reason, "one line")
     assert.include(one(`    text: ${"x".repeat(501)}\n    created_at: 2026-01-01\n`).reason, "longer than 500")
     const missing = one("    text: x\n")

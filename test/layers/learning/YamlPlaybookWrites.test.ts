@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { afterAll } from "vitest"
 import type { PlaybookError, RuleNotFound, RuleRejected } from "../../../src/domain/learning/errors.ts"
 import { cleanTags, MATURITIES, type PlaybookRule } from "../../../src/domain/learning/rule.ts"
-import { parsePlaybook, stringifyPlaybook } from "../../../src/domain/learning/yaml.ts"
+import { parsePlaybook, stringifyPlaybook, UNSAFE_TEXT } from "../../../src/domain/learning/yaml.ts"
 import { make } from "../../../src/layers/learning/YamlPlaybook.ts"
 import type { WriteHooks } from "../../../src/layers/learning/playbookFile.ts"
 import type { Playbook } from "../../../src/services/Playbook.ts"
@@ -30,7 +30,7 @@ const newHome = () => {
 const int = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
 const rulesArb = Arbitrary.array(
   Arbitrary.all({
-    text: Arbitrary.schema(Schema.String).pipe(Arbitrary.map((s) => s.replace(/[\r\n]/g, " ").trim().slice(0, 200).trim() || "x")),
+    text: Arbitrary.schema(Schema.String).pipe(Arbitrary.map((s) => s.replace(new RegExp(UNSAFE_TEXT, "g"), " ").trim().slice(0, 200).trim() || "x")),
     confidence: int(0, 10_000),
     maturity: Arbitrary.schema(Schema.Literals(MATURITIES)),
     failures: int(0, 20),
