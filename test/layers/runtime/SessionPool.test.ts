@@ -159,7 +159,7 @@ describe("SessionPool", () => {
       assert.deepStrictEqual(tools(2), ["memory", "scheduler", "webfetch", "agent"])
       yield* TestClock.adjust("61 seconds")
       yield* turn(user("ann"), "now?")
-      assert.deepStrictEqual(tools(3), ["bash", "read", "write", "edit", "memory", "skills", "scheduler", "webfetch", "agent"])
+      assert.deepStrictEqual(tools(3), ["bash", "read", "write", "edit", "memory", "skills", "search_skills", "create_skill", "scheduler", "webfetch", "agent"])
       assert.strictEqual(started.count, 1)
     }).pipe(Effect.provide(stack(home, started)))
   })

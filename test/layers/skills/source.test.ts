@@ -22,7 +22,7 @@ const session = (sandbox: ToolSession["sandbox"], enabled = true): ToolSession =
 const noSandbox = Effect.fail(new SandboxFailure({ operation: "start", detail: "no Docker" }))
 
 describe("the skills tool source", () => {
-  it.effect("offers the tool with a workspace or operator skills, not without both, never when disabled", () =>
+  it.effect("offers the tools with a workspace or operator skills (create_skill only with a workspace), not without both, each by its own name", () =>
     Effect.gen(function*() {
       const home = yield* Effect.acquireRelease(
         Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-skills-src-"))),
@@ -31,10 +31,11 @@ describe("the skills tool source", () => {
       const source = skillsSource(yield* FsSkills.make.pipe(Effect.provide(AppConfig.at(home))))
       const names = (s: ToolSession) => source.tools(s).pipe(Effect.map((t) => t.map((x) => x.definition.name)))
       assert.deepStrictEqual(yield* names(session(noSandbox)), [])
-      assert.deepStrictEqual(yield* names(session(Effect.succeed({} as SandboxSession))), ["skills"])
+      assert.deepStrictEqual(yield* names(session(Effect.succeed({} as SandboxSession))), ["skills", "search_skills", "create_skill"])
       mkdirSync(join(home, "skills", "pdf"), { recursive: true })
       writeFileSync(join(home, "skills", "pdf", "SKILL.md"), skillMd("pdf"))
-      assert.deepStrictEqual(yield* names(session(noSandbox)), ["skills"])
-      assert.deepStrictEqual(yield* names(session(noSandbox, false)), [])
+      assert.deepStrictEqual(yield* names(session(noSandbox)), ["skills", "search_skills"])
+      // Each tool is switched by its own name: without "skills", search_skills stays.
+      assert.deepStrictEqual(yield* names(session(noSandbox, false)), ["search_skills"])
     }))
 })

@@ -66,7 +66,7 @@ describe.skipIf(!dockerReady)("the skills tool on the Docker sandbox", () => {
       put("pkg.tgz", tarball([{ path: "a/SKILL.md", text: skillMd("tar-one") }, { path: "b/SKILL.md", text: skillMd("tar-two") }]))
       assert.include(yield* ann.ok({ action: "install", path: "pkg.tgz" }), "Installed 2 skills: tar-one")
 
-      assert.strictEqual(yield* ann.ok({ action: "search", query: "CHECKLIST own" }), "- mine (yours): My own checklist")
+      assert.strictEqual(yield* ann.ok({ action: "search", query: "CHECKLIST own" }), "- mine (yours; successes 0, failures 0): My own checklist")
       assert.strictEqual(yield* ann.ok({ action: "search", query: "nothing-like-this" }), "No skill matches.")
       const used = yield* ann.ok({ action: "use", name: "mine" })
       assert.include(used, "Check twice.")
