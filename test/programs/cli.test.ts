@@ -40,6 +40,7 @@ const commands = [
   ["memory", "expand"],
   ["memory", "verify"],
   ["memory", "stats"],
+  ["memory", "export"],
   ["plugin"],
   ["plugin", "list"],
   ["plugin", "enable"],
@@ -56,11 +57,19 @@ const commands = [
   ["skill", "install"],
   ["skill", "list"],
   ["skill", "remove"],
+  ["skill", "rank"],
+  ["skill", "feedback"],
   ["mcp"],
   ["mcp", "add"],
   ["mcp", "list"],
   ["mcp", "remove"],
-  ["mcp", "serve"]
+  ["mcp", "serve"],
+  ["playbook"],
+  ...["list", "show", "sweep", "review", "apply", "context", "add", "promote", "remove"].map((c) => ["playbook", c]),
+  ["diary"],
+  ["diary", "list"],
+  ["diary", "show"],
+  ["diary", "reflect"]
 ]
 
 describe("anna CLI", () => {
