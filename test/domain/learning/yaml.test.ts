@@ -97,6 +97,18 @@ rules:
     assert.strictEqual(stringifyPlaybook([]).split("\n").filter((l) => !l.startsWith("#")).join("\n"), "\nrules: []\n")
   })
 
+  it("strings that YAML would read as other types stay strings", () => {
+    const tricky: PlaybookRule = {
+      id: "r1", text: "true", confidence: 0.5, maturity: "nascent", successCount: 0, failureCount: 0, antiPattern: false,
+      sourceEntries: ["1e3", "~", "- x", "[a]"], tags: ["null", "yes", "0.5", "#hash", "a: b"], createdAt: 0, lastAppliedAt: null, user: "123"
+    }
+    for (const t of ["null", "~", "0x1F", "-.inf", "2026-01-01", "'quoted'", "\"dq\"", "*alias", "&anchor x", "! tag", "%directive", "@at", "`tick`", "key: value", "a # b"]) {
+      const r = { ...tricky, text: t, user: t }
+      assert.deepStrictEqual(ok(stringifyPlaybook([r])), [r], t)
+    }
+    assert.deepStrictEqual(ok(stringifyPlaybook([tricky])), [tricky])
+  })
+
   it("an empty file, comments only, `rules:` with nothing and `rules: []` are no rules", () => {
     for (const t of ["", "# nothing yet\n", "rules:\n", "rules: []\n", "~\n", stringifyPlaybook([])]) assert.deepStrictEqual(ok(t), [], t)
   })
