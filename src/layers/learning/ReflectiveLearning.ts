@@ -131,18 +131,22 @@ export const make = Effect.gen(function*() {
       source: answer._tag === "Answered" ? "model" : "heuristic",
       trigger
     }
-    yield* diary.add(entry)
+    // Stored, proposed, settled and fed back as one step a shutdown cannot cut in two: an entry whose
+    // uses stayed open would hand them to the next burst's outcome.
+    yield* Effect.uninterruptible(Effect.gen(function*() {
+      yield* diary.add(entry)
 
-    // Rules learned from one user's conversation are that user's until an operator promotes them.
-    const rules = answer._tag === "Answered" ? answer.reflection.rules : []
-    for (const rule of rules) {
-      yield* playbook.propose({ agentId, user: userId, text: rule.text, tags: rule.tags, sourceEntries: [entry.id], antiPattern: rule.antiPattern }).pipe(
-        Effect.catch((e) => Effect.logWarning(`learning: rule proposed by ${entry.id} not added`, e.message))
-      )
-    }
+      // Rules learned from one user's conversation are that user's until an operator promotes them.
+      const rules = answer._tag === "Answered" ? answer.reflection.rules : []
+      for (const rule of rules) {
+        yield* playbook.propose({ agentId, user: userId, text: rule.text, tags: rule.tags, sourceEntries: [entry.id], antiPattern: rule.antiPattern }).pipe(
+          Effect.catch((e) => Effect.logWarning(`learning: rule proposed by ${entry.id} not added`, e.message))
+        )
+      }
 
-    const uses = yield* diary.settleUses(sessionKey, entry.id)
-    if (entry.status !== "mixed") yield* applyOutcome(agentId, uses, entry.status).pipe(Effect.provide(services))
+      const uses = yield* diary.settleUses(sessionKey, entry.id)
+      if (entry.status !== "mixed") yield* applyOutcome(agentId, uses, entry.status).pipe(Effect.provide(services))
+    }))
     return Option.some(entry)
   })
 
