@@ -109,6 +109,9 @@ export const make = (options: Options) =>
           // The same users: a rule for this user, or one for everyone (which this user sees too).
           const peers = rules.filter((r) => r.user === undefined || r.user === proposal.user)
           const twin = findDuplicate(peers, (r) => r.text, text)
+          // A user's proposal that repeats a rule other users rely on changes nothing in it: tags added
+          // by one (possibly hostile) user would change when the rule is chosen for everyone else.
+          if (twin !== undefined && twin.user !== proposal.user) return unchanged({ rule: twin, created: false })
           if (twin !== undefined) {
             const merged: PlaybookRule = {
               ...twin,

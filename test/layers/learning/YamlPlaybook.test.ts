@@ -122,6 +122,11 @@ describe("YamlPlaybook", () => {
       const bob = yield* pb.propose(proposal("Deploy on Fridays is fine", { agentId: "a1", user: "bob" }))
       assert.deepStrictEqual([alice.created, everyone.created, bob.created], [true, true, false], "Bob sees the rule for everyone")
       assert.strictEqual(bob.rule.id, everyone.rule.id)
+      // A user's proposal never changes a rule every user relies on (its tags decide when it is chosen).
+      const everyoneBefore = fileRules(path).find((r) => r.id === everyone.rule.id)
+      const bobTags = yield* pb.propose(proposal("Deploy on Fridays is fine", { agentId: "a1", user: "bob", tags: ["friday", "zzz"], sourceEntries: ["bob1"] }))
+      assert.isFalse(bobTags.created)
+      assert.deepStrictEqual(fileRules(path).find((r) => r.id === everyone.rule.id), everyoneBefore)
       assert.strictEqual(alice.rule.user, "alice")
       assert.strictEqual(fileRules(path).length, 3)
 
