@@ -21,7 +21,11 @@
  * against a raw GET and the render step alone; `anna mcp serve` (cold start, search over a user with 20k
  * messages) against a minimal SDK server and the Searcher in-process; anna's mcp tool calling server-everything
  * against the SDK Client; ToolCatalog.version per turn against `SELECT 1` (bench/reach.ts).
- * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach limits phases.
+ * learning times the self-improving memory (issue 15) with real parts: Learning.beforeTurn per turn (2 × 200
+ * playbook rules, 1,000 diary entries) against `SELECT 1` and the pure selection, with the plugin off too;
+ * selectRules over 100 / 1,000 rules; parse, stringify and feedback of a 1,000-rule playbook file against a
+ * plain write + fsync + rename; the reflection heuristic and settling uses; Thompson ranking (bench/learning.ts).
+ * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach,learning limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -33,6 +37,7 @@ import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
 import { runChannels } from "./channels.ts"
 import { runImport } from "./importCli.ts"
+import { runLearning } from "./learning.ts"
 import { runReach } from "./reach.ts"
 import { runRetrieval } from "./retrieval.ts"
 import { runRuntime } from "./runtime.ts"
@@ -43,7 +48,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach,learning").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -125,6 +130,10 @@ const main = async () => {
       // dist/ is rebuilt by the startup phase when it ran.
       await runReach(dir, { build: !only.has("startup") })
       markRss("after reach")
+    }
+    if (only.has("learning")) {
+      await runLearning(dir)
+      markRss("after learning")
     }
   } finally {
     rmSync(dir, { recursive: true, force: true })

@@ -2,7 +2,8 @@
  * Whole-process start-up of the `anna` binary (dist/main.js), as the operator's shell sees it:
  * spawn, wait for exit, against `node -e 0` on the same Node binary (`process.execPath`). Besides
  * help, `agent list` and the memory commands: the listings of issue 14 (`schedule list`, `skill list`,
- * `mcp list` of an agent with no servers), each printing its "none" line on this home.
+ * `mcp list` of an agent with no servers), each printing its "none" line on this home, and those of
+ * issue 15 (`playbook list`, `diary list`) on an empty home (nothing but the migrated database).
  *
  * - dist/ is rebuilt first (`npm run build --silent`), so the figures are for the code checked out;
  *   a failed build fails the phase.
@@ -164,6 +165,16 @@ const makeHome = async (dir: string, name: string, corpus: Corpus): Promise<Home
   return { home, file, bytes: dbBytes(file), buildMs }
 }
 
+/**
+ * A home with nothing in it but the migrated database: one untimed `anna agent list` creates it, so
+ * the measured runs (the first one included) do not pay for the migrations.
+ */
+const emptyHome = (dir: string): string => {
+  const home = join(dir, "startup-home-empty")
+  cli(envFor(home, join(dir, "startup-cache-setup")), "agent", "list")
+  return home
+}
+
 /** Runs `f` on an engine over `file`, then closes it (so the CLI later opens the file alone). */
 const onEngine = async <A, E>(
   file: string,
@@ -194,6 +205,7 @@ export const runStartup = async (dir: string): Promise<void> => {
   const runs = quick ? 5 : 15
 
   const many = await makeHome(dir, "startup-home", MANY)
+  const empty = emptyHome(dir)
   const one = await makeHome(dir, "startup-home-one-session", ONE)
   const key = sessionOf(Math.floor(MANY.sessions / 2), MANY.users).key
   const bigKey = sessionOf(0, ONE.users).key
@@ -240,6 +252,18 @@ export const runStartup = async (dir: string): Promise<void> => {
       home: many.home,
       args: [MAIN, "skill", "list"],
       check: (out) => (out.startsWith("No skills installed") ? undefined : "expected no skills")
+    },
+    {
+      label: "anna playbook list (empty home)",
+      home: empty,
+      args: [MAIN, "playbook", "list"],
+      check: (out) => (out.startsWith("No rules in the global playbook") ? undefined : "expected no rules")
+    },
+    {
+      label: "anna diary list (empty home)",
+      home: empty,
+      args: [MAIN, "diary", "list"],
+      check: (out) => (out.startsWith("No diary entries") ? undefined : "expected no entries")
     },
     {
       label: "anna mcp list --agent bench (no servers)",
@@ -325,6 +349,7 @@ export const runStartup = async (dir: string): Promise<void> => {
       "the same call on an open engine (LcmMemory on the same file): whole process − in-process ≈ what starting costs.\n" +
       `Databases: ${describe(MANY, many)} (KEY = ${key}, ${int(inProcess.messages)} messages);\n` +
       `${describe(ONE, one)} (KEY = ${bigKey}). Each has one provider and the agent bench, added through the CLI;\n` +
+      "\"(empty home)\" rows run on a home holding only the database its first `anna agent list` created and migrated (untimed);\n" +
       `"${WORD}" is in about 28 % of the messages. Load average (1 min): ${loadBefore.toFixed(2)} as the runs began (it still\n` +
       `counts the build and the fill above), ${loadAfter.toFixed(2)} as they ended; the runs keep about 1 of the ${cpus().length} cores busy,\n` +
       "so more than that is other work on the machine."
