@@ -25,6 +25,10 @@
  *   acknowledged, its keyboard removed, and `/model N` run as if typed.
  * - Photos: the largest size under 10 MiB is downloaded (getFile) and given to the model as an
  *   image with the caption; one that cannot be read is said so in the message to the model.
+ * - Reactions (issue 15): 👍 and the like on the bot's answer are `/feedback good`, 👎 and the like
+ *   `/feedback bad` (telegram/reactions.ts), run as that user's command in that chat and answered
+ *   with nothing (the reaction is its own acknowledgement). In a group only reactions to the bot's
+ *   own messages count (those it sent since it started), and Telegram sends them only to an admin bot.
  */
 import { Duration, Effect, Layer, Option } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
@@ -40,10 +44,11 @@ import { ConfigStore } from "../../services/ConfigStore.ts"
 import type { Runtime } from "../../services/Runtime.ts"
 import type { PlatformChannel } from "./platforms.ts"
 import { download, imageBlock, MAX_IMAGE_BYTES, withImages } from "./shared/images.ts"
-import { type Incoming, makeInbound, parseJson } from "./shared/inbound.ts"
+import { type Incoming, makeInbound, parseJson, type ReplyWriter } from "./shared/inbound.ts"
 import { listenWebhook } from "./shared/webhook.ts"
 import type { StorageError } from "../../domain/storage/errors.ts"
 import { call, type TelegramCallError } from "./telegram/api.ts"
+import { chatTargetOf, makeSentMessages, reactionFeedback } from "./telegram/reactions.ts"
 import { makeReply, PICK_DATA } from "./telegram/reply.ts"
 
 export const PLATFORM = "telegram"
@@ -54,6 +59,11 @@ const CAPTION_LIMIT = 1024
 const POLL_SECONDS = 25
 /** How often "typing…" is renewed while a turn runs (Telegram shows it for about 5 s). */
 const TYPING_EVERY = Duration.seconds(4)
+/** The updates asked for (reactions are sent only to a bot that names them). */
+export const ALLOWED_UPDATES = ["message", "callback_query", "message_reaction"] as const
+
+/** The reply to a reaction: nothing in the chat (a bot message per reaction would be noise). */
+const SILENT: ReplyWriter = { event: () => Effect.void, finish: Effect.void }
 
 const COMMANDS = [
   { command: "new", description: "Start a fresh conversation" },
@@ -166,7 +176,7 @@ export const checkBot = (o: TelegramOptions): Effect.Effect<string, string> =>
  * Markdown rendered and split as a reply is, with the same retries. Needs no polling, so `anna
  * notify` uses it without starting the bot.
  */
-const makeNotify = (api: Api) =>
+const makeNotify = (api: Api, sentIn: (chatId: number, ids: ReadonlyArray<string | number>) => void = () => undefined) =>
   Effect.gen(function*() {
     const config = yield* ConfigStore
     const identityOf = (userId: string) =>
@@ -190,11 +200,12 @@ const makeNotify = (api: Api) =>
         const caption = images.length > 0 && plain.length <= CAPTION_LIMIT ? plain : ""
         for (const [i, image] of images.entries()) {
           const last = i === images.length - 1
-          yield* call("sendPhoto", (signal) =>
+          const sent = yield* call("sendPhoto", (signal) =>
             api.sendPhoto(chatId, new InputFile(image.bytes, image.name), last && caption !== "" ? { caption } : {}, signal))
+          sentIn(chatId, [sent.message_id])
         }
         if (caption !== "" || message.text.trim() === "") return
-        const reply = yield* makeReply({ api, chatId, existing: [], onMessages: () => Effect.void })
+        const reply = yield* makeReply({ api, chatId, existing: [], onMessages: (ids) => Effect.sync(() => sentIn(chatId, ids)) })
         yield* reply.event({ type: "text", text: message.text })
         yield* reply.finish
       }).pipe(
@@ -218,18 +229,10 @@ export const make = (o: TelegramOptions) =>
       Effect.catch((e) => Effect.logWarning(`telegram: could not set the command menu: ${e.description}`))
     )
 
-    const targetOf = (m: Message): ChatTarget | undefined => {
-      const from = m.from
-      if (from === undefined || from.is_bot) return undefined
-      const isGroup = m.chat.type !== "private"
-      return {
-        platform: PLATFORM,
-        externalUserId: String(from.id),
-        userName: from.username ?? [from.first_name, from.last_name ?? ""].join(" ").trim(),
-        chatId: isGroup ? String(m.chat.id) : "dm",
-        isGroup
-      }
-    }
+    const targetOf = (m: Message): ChatTarget | undefined =>
+      m.from === undefined || m.from.is_bot ? undefined : chatTargetOf(PLATFORM, m.from, m.chat)
+    /** The bot's messages (a reaction in a group counts only on one of them). */
+    const sent = makeSentMessages()
 
     /** A photo's largest size that fits the cap, downloaded; or why it could not be. */
     const photoOf = (m: Message) =>
@@ -254,15 +257,7 @@ export const make = (o: TelegramOptions) =>
         if (m === undefined || !PICK_DATA.test(data) || q.from.is_bot) return undefined
         if (o.allowedUsers !== undefined && !o.allowedUsers.has(String(q.from.id))) return undefined
         yield* call("editMessageReplyMarkup", (signal) => api.editMessageReplyMarkup(m.chat.id, m.message_id, {}, signal)).pipe(Effect.ignore)
-        const isGroup = m.chat.type !== "private"
-        const target: ChatTarget = {
-          platform: PLATFORM,
-          externalUserId: String(q.from.id),
-          userName: q.from.username ?? [q.from.first_name, q.from.last_name ?? ""].join(" ").trim(),
-          chatId: isGroup ? String(m.chat.id) : "dm",
-          isGroup
-        }
-        return { target, chatKey: String(m.chat.id), message: data }
+        return { target: chatTargetOf(PLATFORM, q.from, m.chat), chatKey: String(m.chat.id), message: data }
       })
 
     const inbound = yield* makeInbound<Update>({
@@ -271,6 +266,11 @@ export const make = (o: TelegramOptions) =>
       read: (u) =>
         Effect.gen(function*() {
           if (u.callback_query !== undefined) return yield* pressed(u)
+          const r = u.message_reaction
+          if (r !== undefined) {
+            const feedback = reactionFeedback(PLATFORM, r, { groupMode: o.groupMode, allowedUsers: o.allowedUsers, sentByBot: sent.has })
+            return feedback === undefined ? undefined : { target: feedback.target, chatKey: String(r.chat.id), message: feedback.command }
+          }
           const m = u.message
           if (m === undefined) return undefined
           const target = targetOf(m)
@@ -289,13 +289,16 @@ export const make = (o: TelegramOptions) =>
           return incoming
         }),
       reply: (u, existing, onMessages) => {
+        if (u.message_reaction !== undefined) return Effect.succeed(SILENT)
         const m = u.message ?? u.callback_query?.message
+        const chatId = m?.chat.id ?? 0
+        sent.add(chatId, existing)
         return makeReply({
           api,
-          chatId: m?.chat.id ?? 0,
+          chatId,
           replyTo: m === undefined || m.chat.type === "private" ? undefined : m.message_id,
           existing,
-          onMessages
+          onMessages: (ids) => Effect.sync(() => sent.add(chatId, ids)).pipe(Effect.andThen(onMessages(ids)))
         })
       },
       typing: (u) => {
@@ -316,7 +319,7 @@ export const make = (o: TelegramOptions) =>
       yield* serveWebhook(o.webhook, api, inbound.accept)
     }
 
-    const notify = yield* makeNotify(api)
+    const notify = yield* makeNotify(api, sent.add)
 
     return Channel.of({
       id: PLATFORM,
@@ -334,7 +337,7 @@ const poll = (api: Api, accept: Accept) =>
     const cursor = yield* ledger.cursor(PLATFORM)
     const offset = Option.map(cursor, Number).pipe(Option.filter(Number.isInteger), Option.getOrUndefined)
     const updates = yield* call("getUpdates", (signal) =>
-      api.getUpdates({ ...(offset === undefined ? {} : { offset }), timeout: POLL_SECONDS, allowed_updates: ["message", "callback_query"] }, signal))
+      api.getUpdates({ ...(offset === undefined ? {} : { offset }), timeout: POLL_SECONDS, allowed_updates: ALLOWED_UPDATES }, signal))
     // Each update is claimed before the cursor passes it; the cursor moves once per batch (a crash
     // in between fetches the rest of the batch again, and their claims drop them).
     for (const u of updates) yield* accept(String(u.update_id), u)
@@ -370,7 +373,7 @@ const serveWebhook = (w: TelegramWebhook, api: Api, accept: Accept) =>
         })
     })
     yield* call("setWebhook", (signal) =>
-      api.setWebhook(w.url, { secret_token: w.secret, allowed_updates: ["message", "callback_query"] }, signal)).pipe(
+      api.setWebhook(w.url, { secret_token: w.secret, allowed_updates: ALLOWED_UPDATES }, signal)).pipe(
         Effect.mapError((e) => startFailed(`Telegram refused the webhook ${w.url}: ${e.description}`))
       )
   })

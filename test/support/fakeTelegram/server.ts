@@ -18,7 +18,10 @@
  *   code units), parse_mode HTML / MarkdownV2 / Markdown (see markup.ts), reply targets, inline
  *   keyboards, "message is not modified", "message to edit not found", spent callback queries.
  * - Test controls: injected user messages (text, /commands, @mentions, photos, replies) and button
- *   presses, redelivery of a confirmed update, scripted failures (429 with retry_after, 500, and 502
+ *   presses, reactions (`react`: a `message_reaction` update with the user's previous reactions as
+ *   `old_reaction`; queued only when allowed_updates names it, as Telegram never sends it by default;
+ *   in a group only while the bot is an administrator there, `setBotAdmin`; none when nothing
+ *   changed; anonymous ones carry `actor_chat` and no `user`), redelivery of a confirmed update, scripted failures (429 with retry_after, 500, and 502
  *   as the HTML page Telegram's nginx sends), dropped long-poll connections, and a record of every
  *   call, message, chat action and callback answer, with `waitFor` re-checked on every change.
  *
@@ -27,7 +30,8 @@
  *   and queued updates are POSTed to it one at a time, in order, with X-Telegram-Bot-Api-Secret-Token;
  *   an update is forgotten on a 2xx answer and delivered again (after WEBHOOK_RETRY_MS) otherwise.
  *
- * Not covered: channels and forum topics, inline mode, media other than photos (no
+ * Not covered: channels and forum topics, inline mode, message_reaction_count (anonymous reaction
+ * totals), a chat's list of allowed reactions (any emoji may be set), media other than photos (no
  * resizing either: every PhotoSize downloads the original bytes), media groups, message
  * forwarding/copying, privacy mode (every injected group message is delivered), flood limits
  * beyond what `failNext` scripts, entity detection in bot messages (only user messages get
@@ -45,8 +49,10 @@ import type {
   InlineKeyboardMarkup,
   Message,
   MessageEntity,
+  MessageReactionUpdated,
   ParseMode,
   PhotoSize,
+  ReactionType,
   ReplyKeyboardMarkup,
   ReplyKeyboardRemove,
   Update,
@@ -119,6 +125,16 @@ export interface ButtonPress {
   readonly data: string
 }
 
+export interface ReactionInput {
+  readonly chatId: number
+  /** Who reacts; undefined: an anonymous group admin (the update then names the group as `actor_chat`, and no user). */
+  readonly from?: FakeUser | undefined
+  /** A message of that chat (the bot's or a user's). */
+  readonly messageId: number
+  /** The user's reactions after the change, replacing theirs (as a client sets them); [] takes them back. Emoji or ReactionType. */
+  readonly reaction: ReadonlyArray<string | ReactionType>
+}
+
 export interface FailureSpec {
   readonly status: 429 | 500 | 502
   /** Seconds, for 429 (default 1). */
@@ -189,6 +205,14 @@ export interface FakeTelegram {
   sendUserMessage(input: UserMessageInput): Update
   /** Injects a callback_query update for an inline button of a bot message; returns it. */
   pressButton(press: ButtonPress): Update
+  /**
+   * A user changes their reactions to a message: the `message_reaction` update, or undefined when
+   * Telegram would send none (nothing changed; a group where the bot is no administrator). Whether
+   * it is queued follows allowed_updates, as for every update.
+   */
+  react(input: ReactionInput): Update | undefined
+  /** Makes the bot an administrator of a group (or no longer one): Telegram sends a group's reactions only to an admin bot. */
+  setBotAdmin(chatId: number, admin?: boolean): void
   /** Puts an already confirmed update back in the queue: the next getUpdates delivers it again, whatever its offset. */
   redeliver(updateId: number): void
   /** The next `times` calls of `method` fail as Telegram fails them, without effect. */
@@ -244,6 +268,9 @@ interface ChatState {
   nextMessageId: number
   readonly messages: Map<number, StoredMessage>
   readonly actions: Array<string>
+  /** Current reactions by `messageId:actorId`. */
+  readonly reactions: Map<string, ReadonlyArray<ReactionType>>
+  botIsAdmin: boolean
 }
 
 interface StoredMessage {
@@ -910,7 +937,7 @@ class FakeTelegramServer implements FakeTelegram {
       if (input.chatId >= 0) throw new Error(`fake Telegram: ${type} ids are negative, not ${input.chatId}`)
       chat = { id: input.chatId, type, title: input.chatTitle ?? `Group ${-input.chatId}` }
     }
-    const state: ChatState = { chat, nextMessageId: 1, messages: new Map(), actions: [] }
+    const state: ChatState = { chat, nextMessageId: 1, messages: new Map(), actions: [], reactions: new Map(), botIsAdmin: false }
     this.#chats.set(input.chatId, state)
     return state
   }
@@ -978,6 +1005,43 @@ class FakeTelegramServer implements FakeTelegram {
       data: press.data
     }
     return this.#enqueue({ update_id: this.#nextUpdateId++, callback_query: callbackQuery })
+  }
+
+  react(input: ReactionInput): Update | undefined {
+    const chat = this.#chats.get(input.chatId)
+    const stored = chat?.messages.get(input.messageId)
+    if (chat === undefined || stored === undefined || stored.deleted) {
+      throw new Error(`fake Telegram: no message ${input.messageId} in chat ${input.chatId} to react to`)
+    }
+    if (input.from === undefined && chat.chat.type === "private") throw new Error("fake Telegram: anonymous reactions exist only in groups")
+    const next: Array<ReactionType> = input.reaction.map((r) => (typeof r === "string" ? { type: "emoji", emoji: r } : r) as ReactionType)
+    // Telegram's limits: three reactions per user (premium), each once.
+    if (next.length > 3) throw new Error("fake Telegram: REACTIONS_TOO_MANY (a user sets at most 3 reactions)")
+    if (new Set(next.map((r) => JSON.stringify(r))).size !== next.length) throw new Error("fake Telegram: the same reaction twice")
+    const actorId = input.from?.id ?? chat.chat.id
+    const key = `${input.messageId}:${actorId}`
+    const old = chat.reactions.get(key) ?? []
+    if (sameJson(old, next)) return undefined
+    if (next.length === 0) chat.reactions.delete(key)
+    else chat.reactions.set(key, next)
+    this.#changed()
+    if (chat.chat.type !== "private" && !chat.botIsAdmin) return undefined
+    const reaction: MessageReactionUpdated = {
+      chat: chat.chat,
+      message_id: input.messageId,
+      ...(input.from === undefined ? { actor_chat: chat.chat } : { user: this.#user(input.from) }),
+      date: unixNow(),
+      old_reaction: [...old],
+      new_reaction: next
+    }
+    return this.#enqueue({ update_id: this.#nextUpdateId++, message_reaction: reaction })
+  }
+
+  setBotAdmin(chatId: number, admin = true): void {
+    const chat = this.#chats.get(chatId)
+    if (chat === undefined || chat.chat.type === "private") throw new Error(`fake Telegram: no group ${chatId} to make the bot an administrator of`)
+    chat.botIsAdmin = admin
+    this.#changed()
   }
 
   redeliver(updateId: number): void {
