@@ -97,7 +97,7 @@ const setup = Effect.gen(function*() {
 })
 
 const systemOf = (i: number) =>
-  String(((fake.requests[i]?.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? []).find((m) => m.role === "system")?.content)
+  String(((fake.requests[i]?.body ?? {}) as { messages?: Array<{ role: string; content: unknown }> }).messages?.find((m) => m.role === "system")?.content)
 
 describe("the runtime's learning hooks", () => {
   it.effect("the playbook section closes the system prompt; an idle runner ends the burst, /new ends it too", () => {
