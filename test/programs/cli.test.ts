@@ -102,13 +102,13 @@ describe("anna CLI", () => {
       [
         ["nosuch"],
         "anna: Unknown subcommand \"nosuch\" for \"anna\"",
-        "usage: anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|doctor>",
+        "usage: anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|playbook|diary|doctor>",
         "run `anna --help` for more"
       ],
       [
         ["memory", "srch", "x"],
         "anna: Unknown subcommand \"srch\" for \"anna memory\" (did you mean search?)",
-        "usage: anna memory <sessions|import|delete|assemble|compact|search|describe|expand|verify|stats>",
+        "usage: anna memory <sessions|import|export|delete|assemble|compact|search|describe|expand|verify|stats>",
         "run `anna memory --help` for more"
       ],
       [
