@@ -132,19 +132,22 @@ export const makeFiles = (hooks: WriteHooks = {}): PlaybookFiles => {
   })
 
   /**
-   * Writes `text` over `path` through a temp file; false (nothing changed) when the target is no
-   * longer the file `expected` names (undefined: no file).
+   * Writes `text` over `path` through a temp file and returns the new file's identity (a rename keeps
+   * the temp file's inode, size and time); false (nothing changed) when the target is no longer the
+   * file `expected` names (undefined: no file).
    */
-  const replace = async (path: string, text: string, expected: Identity | undefined): Promise<boolean> => {
+  const replace = async (path: string, text: string, expected: Identity | undefined): Promise<Identity | false> => {
     const dir = dirname(path)
     await fs.mkdir(dir, { recursive: true, mode: 0o700 })
     const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`)
     const handle = await fs.open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
     let renamed = false
+    let written: Identity
     try {
       try {
         await handle.writeFile(text, "utf8")
         await handle.sync()
+        written = identity(await handle.stat())
         await hooks.afterTempWrite?.(temp)
       } finally {
         await handle.close()
@@ -156,7 +159,7 @@ export const makeFiles = (hooks: WriteHooks = {}): PlaybookFiles => {
       renamed = true
       // The rename itself is durable once the folder is flushed (best effort: not every file system allows it).
       await fs.open(dir, constants.O_RDONLY).then((d) => d.sync().finally(() => d.close())).catch(() => undefined)
-      return true
+      return written
     } finally {
       if (!renamed) await fs.unlink(temp).catch(() => undefined)
     }
@@ -177,7 +180,12 @@ export const makeFiles = (hooks: WriteHooks = {}): PlaybookFiles => {
             try: () => replace(path, text, current.identity),
             catch: (e) => new PlaybookWriteFailed({ path, reason: reasonOf(e) })
           })
-          if (done) return next.result
+          if (done !== false) {
+            // What was just written is known: the next read finds it cached, not parsed again (a YAML
+            // parse of a few hundred rules takes tens of milliseconds; the round trip is exact).
+            cache.set(path, { identity: done, rules: Result.succeed(next.rules) })
+            return next.result
+          }
           if (attempt >= MAX_ATTEMPTS) {
             return yield* new PlaybookWriteFailed({ path, reason: "another process kept changing the file; try again" })
           }
