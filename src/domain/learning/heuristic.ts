@@ -92,6 +92,7 @@ const STOP_WORDS: ReadonlySet<string> = new Set(
     "thanks thank what when where which who why how all any some our out from into onto about there their them they " +
     "then than just also like want need make does did done doing its it's i'm i've don't doesn't didn't isn't can't " +
     "now get got let use using used one two yes okay great perfect still again more most very much here help " +
+    "that's there's what's let's you're we're they're i'll you'll won't wasn't aren't haven't shouldn't " +
     "wrong work works working right know think see look give tell show me my mine his her him she he we us").split(" ")
 )
 
