@@ -49,7 +49,9 @@ export class Diary extends Context.Service<Diary, {
   readonly openUses: (sessionKey: string) => Effect.Effect<ReadonlyArray<BurstUse>, StorageError>
   /**
    * Settles the session's open uses with an outcome's source (a diary entry id, or `feedback:<time>`)
-   * and returns them; a use is settled once, so an outcome is never counted twice.
+   * and returns them; a use is settled once, so an outcome is never counted twice. With `until`, only
+   * uses recorded at or before it (a reflection settles its burst's uses, not those of a turn that
+   * started while it ran).
    */
-  readonly settleUses: (sessionKey: string, settledBy: string) => Effect.Effect<ReadonlyArray<BurstUse>, StorageError>
+  readonly settleUses: (sessionKey: string, settledBy: string, until?: number) => Effect.Effect<ReadonlyArray<BurstUse>, StorageError>
 }>()("anna/Diary") {}

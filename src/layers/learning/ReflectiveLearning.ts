@@ -144,7 +144,8 @@ export const make = Effect.gen(function*() {
         )
       }
 
-      const uses = yield* diary.settleUses(sessionKey, entry.id)
+      // The burst's uses only: a turn that started while this reflection ran belongs to the next burst.
+      const uses = yield* diary.settleUses(sessionKey, entry.id, last.createdAt)
       if (entry.status !== "mixed") yield* applyOutcome(agentId, uses, entry.status).pipe(Effect.provide(services))
     }))
     return Option.some(entry)

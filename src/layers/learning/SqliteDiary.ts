@@ -162,8 +162,9 @@ export const make = Effect.gen(function*() {
 
   // One UPDATE … RETURNING: SQLite runs it under the write lock, so a use is claimed by exactly one
   // settler even when two processes settle the same session at once.
-  const settleUses = Effect.fn("Diary.settleUses")(function*(sessionKey: string, settledBy: string) {
-    const rows = yield* sql`UPDATE burst_uses SET settled_by = ${settledBy} WHERE session_key = ${sessionKey} AND settled_by IS NULL
+  const settleUses = Effect.fn("Diary.settleUses")(function*(sessionKey: string, settledBy: string, until?: number) {
+    const bound = until === undefined ? sql`` : sql`AND at <= ${until}`
+    const rows = yield* sql`UPDATE burst_uses SET settled_by = ${settledBy} WHERE session_key = ${sessionKey} AND settled_by IS NULL ${bound}
       RETURNING id, session_key, agent_id, user_id, kind, ref, scope, at`.pipe(Effect.flatMap(decodeUses), fail("settle burst uses"))
     return inOrder(rows)
   })

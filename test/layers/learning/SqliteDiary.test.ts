@@ -115,6 +115,10 @@ describe("SqliteDiary", () => {
       expect((yield* diary.openUses("s2")).map((u) => u.ref)).toEqual(["r9"])
       yield* diary.recordUses([use({ ref: "r2", at: 8 })])
       expect((yield* diary.settleUses("s1", "diary_y")).map((u) => u.ref)).toEqual(["r2"])
+      // `until`: a reflection settles its burst's uses, not those of a turn that started after it.
+      yield* diary.recordUses([use({ ref: "r3", at: 10 }), use({ ref: "r4", at: 11 })])
+      expect((yield* diary.settleUses("s1", "diary_z", 10)).map((u) => u.ref)).toEqual(["r3"])
+      expect((yield* diary.openUses("s1")).map((u) => u.ref)).toEqual(["r4"])
     })))
 
   it.effect("two connections settling the same session at once never both get a use", () =>
