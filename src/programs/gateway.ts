@@ -85,6 +85,9 @@ export const runGateway = (options: GatewayOptions = {}) =>
     const { catchUp } = yield* Effect.promise(() => import("../layers/learning/catchUp.ts"))
     const caught = yield* catchUp().pipe(Effect.catchCause((c) => Effect.logWarning(`learning: catch-up failed: ${Cause.pretty(c)}`).pipe(Effect.as(0))))
     if (caught > 0) yield* Effect.logInfo(`learning: reflecting on ${caught} session(s) whose work ended while the gateway was down`)
+    // The playbooks' maintenance sweep, at start and once a day.
+    const { sweepDaily } = yield* Effect.promise(() => import("../layers/learning/sweepDaily.ts"))
+    yield* Effect.forkScoped(sweepDaily)
     const running = (yield* channels.status).flatMap((c) => (c.state === "running" && c.description !== undefined ? [c.description] : []))
     yield* Effect.logInfo(
       running.length === 0
