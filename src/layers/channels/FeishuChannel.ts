@@ -36,6 +36,11 @@
  *   redelivered press runs once), checked (our command, `allowed_users`), then its buttons are
  *   taken off and `/model N` runs as if the presser had typed it. (A card pressed after a restart
  *   is not known by content any more: it is replaced by the command picked.)
+ * - Reactions (issue 15, `im.message.reaction.created_v1`, which the app subscribes to in the
+ *   developer console): a user's 👍 (`THUMBSUP`) and the like on one of the bot's answers is
+ *   `/feedback good`, 👎 (`ThumbsDown`) and the like `/feedback bad` (feishu/reactions.ts), claimed by
+ *   its event id and run as that user's command in that chat with nothing written back (no card).
+ *   The event does not name the chat: only answers sent in this run count.
  */
 import * as Lark from "@larksuiteoapi/node-sdk"
 import { type Context, Deferred, Effect, Layer, Option } from "effect"
@@ -65,11 +70,12 @@ import {
   uploadImage
 } from "./feishu/api.ts"
 import { bodyOf, cardPressOf, decodeStored, type FeishuInbound, inboundOf, mentionsBot, PICK_DATA, readCallback, signatureOk } from "./feishu/events.ts"
+import { makeSentCards, reactionFeedback, reactionOf } from "./feishu/reactions.ts"
 import { card, makeReply, uuidFor } from "./feishu/reply.ts"
 import type { PlatformCallError } from "./shared/calls.ts"
 import { sniffImage } from "./shared/images.ts"
 import { listenWebhook, type WebhookAnswer, type WebhookRequest } from "./shared/webhook.ts"
-import { type Incoming, makeInbound } from "./shared/inbound.ts"
+import { type Incoming, makeInbound, type ReplyWriter } from "./shared/inbound.ts"
 
 export { PLATFORM } from "./feishu/api.ts"
 
@@ -82,6 +88,8 @@ const CONNECT_WAIT = "20 seconds"
 const RESTART_AFTER_MS = 30_000
 /** Ids of the bot's recent cards kept to recognise a reply to one of them. */
 const RECENT_CARDS = 4_096
+/** The reply to a reaction: nothing in the chat (no "thinking…" card; a card per reaction would be noise). */
+const SILENT: ReplyWriter = { event: () => Effect.void, finish: Effect.void }
 
 export interface FeishuOptions {
   readonly appId: string
@@ -303,6 +311,9 @@ export const make = (o: FeishuOptions) =>
           Effect.catch((e) => Effect.logWarning(`feishu: image ${key} of message ${m.messageId} not downloaded: ${e.description}`).pipe(Effect.as(undefined)))
         ))
 
+    /** The bot's answer cards of this run and their chats (a reaction counts only on one of them). */
+    const sent = makeSentCards()
+
     // Picker cards of this run: their content without the buttons (put back when one is pressed),
     // and those pressed already.
     const pickers = new Map<string, string>()
@@ -342,6 +353,13 @@ export const make = (o: FeishuOptions) =>
     const read = (m: FeishuInbound): Effect.Effect<Incoming | undefined, PlatformCallError> =>
       Effect.gen(function*() {
         if (m.pick !== undefined) return yield* pressed(m, m.pick)
+        if (m.feedback !== undefined) {
+          return {
+            target: { platform: PLATFORM, externalUserId: m.senderOpenId, userName: m.senderOpenId, chatId: m.isGroup ? m.chatId : "dm", isGroup: m.isGroup },
+            chatKey: m.chatId,
+            message: `/feedback ${m.feedback}`
+          }
+        }
         if (!m.senderIsUser || m.senderOpenId === bot.openId) return undefined
         if (o.allowedUsers !== undefined && !o.allowedUsers.has(m.senderOpenId)) return undefined
         if (!(yield* forTheBot(m))) return undefined
@@ -370,14 +388,21 @@ export const make = (o: FeishuOptions) =>
       decode: decodeStored,
       read,
       reply: (m, existing, onMessages) => {
+        if (m.feedback !== undefined) return Effect.succeed(SILENT)
+        const chat = { chatId: m.chatId, isGroup: m.isGroup }
         remember(existing)
+        sent.add(chat, existing)
         return makeReply({
           client,
           first: m.isGroup ? { kind: "reply", messageId: m.messageId } : { kind: "chat", chatId: m.chatId },
           rest: { kind: "chat", chatId: m.chatId },
           key: m.replyKey ?? m.messageId,
           existing,
-          onMessages: (ids) => Effect.sync(() => remember(ids)).pipe(Effect.andThen(onMessages(ids))),
+          onMessages: (ids) =>
+            Effect.sync(() => {
+              remember(ids)
+              sent.add(chat, ids)
+            }).pipe(Effect.andThen(onMessages(ids))),
           thinking: true,
           picker: { isGroup: m.isGroup, shown }
         })
@@ -393,6 +418,19 @@ export const make = (o: FeishuOptions) =>
         const m = inboundOf(flat)
         if (m === undefined) return yield* Effect.logWarning("feishu: an im.message.receive_v1 event that does not read as a message; ignored")
         yield* inbound.accept(m.messageId, m)
+      })
+
+    /**
+     * One delivered `im.message.reaction.created_v1` (flattened): feedback (claimed by its event id,
+     * then run silently) when it is a user's telling emoji on one of the bot's answers; else nothing.
+     * Fails only when the claim could not be stored.
+     */
+    const onReaction = (flat: unknown) =>
+      Effect.gen(function*() {
+        const r = reactionOf(flat)
+        if (r === undefined) return yield* Effect.logWarning("feishu: an im.message.reaction.created_v1 event that does not read as a reaction; ignored")
+        const m = reactionFeedback(r, { groupMode: o.groupMode, allowedUsers: o.allowedUsers, sentIn: sent.get })
+        if (m !== undefined) yield* inbound.accept(r.key, m)
       })
 
     /**
@@ -431,7 +469,8 @@ export const make = (o: FeishuOptions) =>
       let restart: ReturnType<typeof setTimeout> | undefined
       const dispatcher = new Lark.EventDispatcher({ logger: client.client.logger, loggerLevel: Lark.LoggerLevel.warn }).register({
         "im.message.receive_v1": (data: unknown) => Effect.runPromiseWith(context)(onEvent(data)),
-        "card.action.trigger": (data: unknown) => Effect.runPromiseWith(context)(onCardAction(data))
+        "card.action.trigger": (data: unknown) => Effect.runPromiseWith(context)(onCardAction(data)),
+        "im.message.reaction.created_v1": (data: unknown) => Effect.runPromiseWith(context)(onReaction(data))
       })
       const ws: Lark.WSClient = new Lark.WSClient({
         appId: o.appId,
@@ -508,8 +547,13 @@ export const make = (o: FeishuOptions) =>
             const pressed = yield* Effect.exit(onCardAction(callback.flat))
             return pressed._tag === "Success" ? answer(200, pressed.value) : answer(500, { msg: "not stored; send it again" })
           }
-          if (callback.eventType !== "im.message.receive_v1") return answer(200, {})
-          const exit = yield* Effect.exit(onEvent(callback.flat))
+          const handler = callback.eventType === "im.message.receive_v1"
+            ? onEvent
+            : callback.eventType === "im.message.reaction.created_v1"
+            ? onReaction
+            : undefined
+          if (handler === undefined) return answer(200, {})
+          const exit = yield* Effect.exit(handler(callback.flat))
           return exit._tag === "Success" ? answer(200, {}) : answer(500, { msg: "not stored; send it again" })
         })
       const address = yield* listenWebhook({ platform: PLATFORM, host: o.webhookHost, port: o.webhookPort, path: o.webhookPath, handle })

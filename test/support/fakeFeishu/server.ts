@@ -31,6 +31,13 @@
  *   open_chat_id}}}`): `pressButton` pushes one over the long connection (the answer the client
  *   puts in its ack, base64 JSON `data`, is kept in `actionAnswers`), `cardActionFor` builds one to
  *   POST with `callback`; `buttons(id)` reads a card's buttons (`action` elements, checked when sent).
+ * - Reactions (`im.message.reaction.created_v1` / `deleted_v1`, schema 2.0: `{header: {event_id,
+ *   event_type, create_time, token, app_id, tenant_key}, event: {message_id, reaction_type:
+ *   {emoji_type}, operator_type: "user" | "app", user_id: {open_id, union_id, user_id}, action_time}}`
+ *   (an app's reaction names its `app_id` and no user), no chat id): `react` / `unreact` push one
+ *   over the long connection, for any message of a chat the bot is in (its own or a user's), only
+ *   when the app subscribed to that event (`events`, as set in the developer console); a user adds
+ *   an emoji to a message once. `reactionFor` builds one to POST with `callback`.
  * - Test controls: user messages (text, post, image, mentions, replies, p2p or group), redelivery,
  *   scripted failures (429 with `x-ogw-ratelimit-reset` and code 99991400, 5xx, any code),
  *   rejected cards, dropped connections, a record of every call and every version of every bot
@@ -58,6 +65,23 @@ export interface FakeFeishuOptions {
   readonly verificationToken?: string
   /** Seconds the SDK waits between reconnects (ClientConfig.ReconnectInterval); default 1. */
   readonly reconnectIntervalSeconds?: number
+  /**
+   * The events the app subscribed to in the developer console (only these are pushed over the long
+   * connection); default all the fake sends: SUBSCRIBABLE.
+   */
+  readonly events?: ReadonlyArray<string>
+}
+
+/** The events the fake can push (card callbacks are configured apart, and always go). */
+export const SUBSCRIBABLE = ["im.message.receive_v1", "im.message.reaction.created_v1", "im.message.reaction.deleted_v1"] as const
+
+export interface ReactionInput {
+  /** The user (open_id) who reacts; undefined: an app (another bot) does. */
+  readonly from?: string | undefined
+  /** A message of a chat the bot is in: one of the bot's or a user's. */
+  readonly messageId: string
+  /** The emoji's key as Feishu names it (`THUMBSUP`, `ThumbsDown`, …). */
+  readonly emojiType: string
 }
 
 export interface UserMessageInput {
@@ -186,6 +210,14 @@ export interface FakeFeishu {
   cardActionFor(input: PressInput): SentEvent
   /** Pushes a card action again (same event_id). */
   redeliverAction(eventId: string): void
+  /** A reaction added: `im.message.reaction.created_v1` pushed (when subscribed); the event either way. */
+  react(input: ReactionInput): SentEvent
+  /** A reaction taken back: `im.message.reaction.deleted_v1` pushed (when subscribed); the event either way. */
+  unreact(input: ReactionInput): SentEvent
+  /** The `im.message.reaction.created_v1` callback body for a reaction added (recorded, not pushed). */
+  reactionFor(input: ReactionInput): SentEvent
+  /** Pushes a reaction event again (same event_id). */
+  redeliverReaction(eventId: string): void
   /** Answers to card actions pushed over the long connection, as the client acked them. */
   readonly actionAnswers: ReadonlyArray<ActionAnswer>
   /** The event-callback request body for a user message (not pushed). */
@@ -271,6 +303,7 @@ class FakeFeishuServer implements FakeFeishu {
   readonly encryptKey: string | undefined
   readonly verificationToken: string | undefined
   readonly reconnectInterval: number
+  readonly subscribed: ReadonlySet<string>
   readonly calls: Array<ApiCall> = []
   readonly uploads: Array<Upload> = []
   readonly acks: Array<Ack> = []
@@ -296,6 +329,9 @@ class FakeFeishuServer implements FakeFeishu {
   private readonly byUuid = new Map<string, string>()
   private readonly events = new Map<string, SentEvent>()
   private readonly cardActions = new Map<string, SentEvent>()
+  private readonly reactionEvents = new Map<string, SentEvent>()
+  /** Reactions on messages now, as `messageId|actor|emojiType`. */
+  private readonly reactions = new Set<string>()
   readonly actionAnswers: Array<ActionAnswer> = []
   private readonly chatOfUserMessage = new Map<string, string>()
   private readonly images = new Map<string, { bytes: Uint8Array; mime: string }>()
@@ -314,6 +350,7 @@ class FakeFeishuServer implements FakeFeishu {
     this.encryptKey = o.encryptKey
     this.verificationToken = o.verificationToken
     this.reconnectInterval = o.reconnectIntervalSeconds ?? 1
+    this.subscribed = new Set(o.events ?? SUBSCRIBABLE)
     this.changes.setMaxListeners(0)
     this.server.on("connection", (s) => {
       this.sockets.add(s)
@@ -513,7 +550,7 @@ class FakeFeishuServer implements FakeFeishu {
 
   sendUserMessage(input: UserMessageInput): SentEvent {
     const sent = this.eventFor(input)
-    this.push(sent.envelope)
+    if (this.subscribed.has("im.message.receive_v1")) this.push(sent.envelope)
     return sent
   }
 
@@ -579,6 +616,68 @@ class FakeFeishuServer implements FakeFeishu {
   redeliverAction(eventId: string) {
     const sent = this.cardActions.get(eventId)
     if (sent === undefined) throw new Error(`no card action ${eventId}`)
+    this.push(sent.envelope)
+  }
+
+  // ---- reactions ----
+
+  /** A reaction event (added or taken back), recorded and the reactions of the message changed. */
+  private reactionEvent(input: ReactionInput, added: boolean): SentEvent {
+    const chatId = this.bot.get(input.messageId)?.chatId ?? this.chatOfUserMessage.get(input.messageId)
+    if (chatId === undefined) throw new Error(`fake Feishu: no message ${input.messageId} in a chat the bot is in`)
+    if (input.emojiType === "") throw new Error("fake Feishu: an emoji_type is needed")
+    const reactor = input.from ?? "app:cli_other0000000000"
+    const key = `${input.messageId}|${reactor}|${input.emojiType}`
+    if (added && this.reactions.has(key)) throw new Error(`fake Feishu: ${reactor} already reacted ${input.emojiType} to ${input.messageId}`)
+    if (!added && !this.reactions.has(key)) throw new Error(`fake Feishu: ${reactor} has no ${input.emojiType} reaction on ${input.messageId} to take back`)
+    if (added) this.reactions.add(key)
+    else this.reactions.delete(key)
+    const eventId = randomBytes(16).toString("hex")
+    const now = String(Date.now())
+    const envelope = {
+      schema: "2.0",
+      header: {
+        event_id: eventId,
+        event_type: added ? "im.message.reaction.created_v1" : "im.message.reaction.deleted_v1",
+        create_time: now,
+        token: this.verificationToken ?? "",
+        app_id: this.appId,
+        tenant_key: "tenant"
+      },
+      event: {
+        message_id: input.messageId,
+        reaction_type: { emoji_type: input.emojiType },
+        ...(input.from === undefined
+          ? { operator_type: "app", app_id: "cli_other0000000000" }
+          : { operator_type: "user", user_id: { open_id: input.from, union_id: `on_${input.from}`, user_id: "" } }),
+        action_time: now
+      }
+    }
+    const sent = { messageId: input.messageId, eventId, chatId, envelope }
+    this.reactionEvents.set(eventId, sent)
+    this.changed()
+    return sent
+  }
+
+  reactionFor(input: ReactionInput): SentEvent {
+    return this.reactionEvent(input, true)
+  }
+
+  react(input: ReactionInput): SentEvent {
+    const sent = this.reactionEvent(input, true)
+    if (this.subscribed.has("im.message.reaction.created_v1")) this.push(sent.envelope)
+    return sent
+  }
+
+  unreact(input: ReactionInput): SentEvent {
+    const sent = this.reactionEvent(input, false)
+    if (this.subscribed.has("im.message.reaction.deleted_v1")) this.push(sent.envelope)
+    return sent
+  }
+
+  redeliverReaction(eventId: string) {
+    const sent = this.reactionEvents.get(eventId)
+    if (sent === undefined) throw new Error(`no reaction event ${eventId}`)
     this.push(sent.envelope)
   }
 

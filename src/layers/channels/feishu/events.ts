@@ -55,7 +55,12 @@ export const FeishuInbound = Schema.Struct({
   /** A press of a picker button (`card.action.trigger`): the command it runs (`/model 2`); `messageId` is then the picker card. */
   pick: Schema.optionalKey(Schema.String),
   /** The claim key of a press (its event id): what the reply's idempotency keys derive from. */
-  replyKey: Schema.optionalKey(Schema.String)
+  replyKey: Schema.optionalKey(Schema.String),
+  /**
+   * A reaction to one of the bot's answers (feishu/reactions.ts): the `/feedback` it gives, run
+   * silently; `messageId` is then the answer reacted to.
+   */
+  feedback: Schema.optionalKey(Schema.Literals(["good", "bad"]))
 })
 export type FeishuInbound = typeof FeishuInbound.Type
 
