@@ -9,7 +9,7 @@ import { Clock, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { DEMOTION_CANDIDATE_BELOW, decayed, REMOVAL_CANDIDATE_BELOW } from "../domain/learning/confidence.ts"
-import { normalTag, type SourcedRule } from "../domain/learning/rule.ts"
+import { normalTag, type SourcedRule, visibleTo } from "../domain/learning/rule.ts"
 import { terminalJson, terminalSafe } from "../layers/channels/terminal/render.ts"
 import { explainSelection } from "../layers/learning/playbookExplain.ts"
 import * as YamlPlaybook from "../layers/learning/YamlPlaybook.ts"
@@ -76,7 +76,7 @@ const list = Command.make("list", {
     const tag = Option.map(f.tag, normalTag)
     const now = yield* Clock.currentTimeMillis
     const rules = (yield* (yield* Playbook).list(agentId)).filter((s) =>
-      (userId === undefined || s.rule.user === undefined || s.rule.user === userId) &&
+      (userId === undefined || visibleTo(s.rule, userId)) &&
       (Option.isNone(tag) || s.rule.tags.includes(tag.value))
     )
     if (f.json) return yield* printJson(rules.map((s) => ruleJson(s, now)))

@@ -7,7 +7,7 @@
  */
 import { estimateTextTokens } from "../message.ts"
 import { decayed } from "./confidence.ts"
-import { normalTag, type PlaybookRule } from "./rule.ts"
+import { normalTag, type PlaybookRule, visibleTo } from "./rule.ts"
 
 export const MAX_INJECTED_RULES = 10
 export const MAX_INJECTED_TOKENS = 500
@@ -102,4 +102,15 @@ export const formatForPrompt = (context: SelectedContext): string => {
     )
   }
   return parts.join("\n\n")
+}
+
+/** What goes into `userId`'s prompt for `tags` at `now`: the rules they may see, selected, and the section. */
+export const injection = (
+  rules: ReadonlyArray<PlaybookRule>,
+  userId: string,
+  tags: ReadonlyArray<string>,
+  now: number
+): SelectedContext & { readonly text: string } => {
+  const selected = selectRules(rules.filter((r) => visibleTo(r, userId)), tags, now)
+  return { ...selected, text: formatForPrompt(selected) }
 }

@@ -6,6 +6,9 @@
  * Times are Unix milliseconds in code; the YAML file (./yaml.ts) writes them as ISO 8601.
  */
 
+/** The plugin that switches the whole loop per agent (`anna plugin disable learning --agent A`; migration 0021). */
+export const LEARNING_PLUGIN = "learning"
+
 export type Maturity = "nascent" | "established" | "proven"
 export const MATURITIES: ReadonlyArray<Maturity> = ["nascent", "established", "proven"]
 
@@ -43,6 +46,9 @@ export interface SourcedRule {
 
 /** A rule's number of applications: every success and failure fed back to it. */
 export const applications = (rule: PlaybookRule): number => rule.successCount + rule.failureCount
+
+/** Whom a rule is for: its user, or everyone. */
+export const visibleTo = (rule: PlaybookRule, userId: string): boolean => rule.user === undefined || rule.user === userId
 
 /** Rule ids: lowercase letters, digits, `_` and `-`, 1–64 characters (safe in YAML, CLI and prompts). */
 export const RULE_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/

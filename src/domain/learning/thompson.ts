@@ -26,7 +26,7 @@ const normal = (random: Uniform): number => {
 
 /** A Gamma(shape, 1) draw for shape ≥ 1 (Marsaglia–Tsang); shape < 1 boosted (Gamma(a+1)·U^(1/a)). */
 export const sampleGamma = (shape: number, random: Uniform): number => {
-  if (shape < 1) return sampleGamma(shape + 1, random) * Math.pow(1 - random(), 1 / shape)
+  if (shape < 1) return sampleGamma(shape + 1, random) * (1 - random()) ** (1 / shape)
   const d = shape - 1 / 3
   const c = 1 / Math.sqrt(9 * d)
   for (;;) {

@@ -20,6 +20,8 @@ import type { Outcome } from "../../domain/learning/confidence.ts"
 import type { BurstTrigger, DiaryEntry } from "../../domain/learning/diary.ts"
 import { ReflectionSkipped } from "../../domain/learning/errors.ts"
 import { heuristicEntry } from "../../domain/learning/heuristic.ts"
+import { injection } from "../../domain/learning/context.ts"
+import { LEARNING_PLUGIN, normalTag } from "../../domain/learning/rule.ts"
 import { conversationTags, RECENT_ENTRIES_FOR_TAGS } from "../../domain/learning/tags.ts"
 import type { AgentStore } from "../../services/AgentStore.ts"
 import { Diary } from "../../services/Diary.ts"
@@ -36,7 +38,7 @@ import { applyOutcome, entryId, messagesFrom, tooLittle } from "./reflectBurst.t
 import { reflectWithModel } from "./reflectModel.ts"
 
 /** The plugin that switches the loop per agent (`anna plugin disable learning --agent A`). */
-export const PLUGIN_ID = "learning"
+export const PLUGIN_ID = LEARNING_PLUGIN
 
 const noFeedback: FeedbackReport = { rules: [], skills: [] }
 
@@ -55,13 +57,15 @@ export const make = Effect.gen(function*() {
   const beforeTurn = Effect.fn("Learning.beforeTurn")(
     function*(chat: TurnChat, message: string) {
       if (!(yield* enabled(chat.agentId))) return ""
-      const known = yield* playbook.tags(chat.agentId)
+      // The playbook is read once per turn (files are cached: a stat each); tags and selection come from it.
+      const rules = (yield* playbook.list(chat.agentId)).map((s) => s.rule)
+      const known = new Set(rules.flatMap((r) => r.tags.map(normalTag)))
       // No rule has a tag: nothing could be chosen, so spare the diary read and the selection.
       if (known.size === 0) return ""
       const recent = yield* diary.list({ sessionKey: chat.sessionKey, limit: RECENT_ENTRIES_FOR_TAGS })
       const tags = conversationTags(message, known, recent.flatMap((e) => e.tags))
       if (tags.length === 0) return ""
-      const context = yield* playbook.context({ agentId: chat.agentId, userId: chat.userId, tags })
+      const context = injection(rules, chat.userId, tags, yield* Clock.currentTimeMillis)
       const chosen = [...context.rules, ...context.antiPatterns]
       if (chosen.length > 0) {
         const at = yield* Clock.currentTimeMillis

@@ -8,7 +8,7 @@ import { Clock, Effect, Layer, Random } from "effect"
 import { join } from "node:path"
 import { applyInversion, type InversionProposal, scan } from "../../domain/learning/antiPattern.ts"
 import { applyFeedback, type Outcome, sweep as sweepRules } from "../../domain/learning/confidence.ts"
-import { formatForPrompt, selectRules } from "../../domain/learning/context.ts"
+import { injection } from "../../domain/learning/context.ts"
 import { findDuplicate } from "../../domain/learning/dedupe.ts"
 import { RuleNotFound, RuleRejected } from "../../domain/learning/errors.ts"
 import {
@@ -35,9 +35,6 @@ export const PLAYBOOK_FILE = "playbook.yaml"
 /** `rule_<base36 time>_<4 base36 random>`. */
 const newRuleId = (now: number) =>
   Effect.map(Random.nextBetween(0, 36 ** 4), (r) => `rule_${now.toString(36)}_${Math.floor(r).toString(36).padStart(4, "0")}`)
-
-/** Whom a rule is for: its user, or everyone. */
-const visibleTo = (rule: PlaybookRule, userId: string) => rule.user === undefined || rule.user === userId
 
 const withoutUser = (rule: PlaybookRule): PlaybookRule => {
   const { user: _, ...rest } = rule
@@ -93,9 +90,7 @@ export const make = (options: Options) =>
     })
 
     const context = Effect.fn("Playbook.context")(function*(query: ContextQuery) {
-      const rules = (yield* list(query.agentId)).map((s) => s.rule).filter((r) => visibleTo(r, query.userId))
-      const selected = selectRules(rules, query.tags, yield* Clock.currentTimeMillis)
-      return { ...selected, text: formatForPrompt(selected) }
+      return injection((yield* list(query.agentId)).map((s) => s.rule), query.userId, query.tags, yield* Clock.currentTimeMillis)
     })
 
     const propose = Effect.fn("Playbook.propose")(function*(proposal: RuleProposal) {

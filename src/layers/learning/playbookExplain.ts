@@ -6,7 +6,7 @@
  */
 import { round4 } from "../../domain/learning/confidence.ts"
 import { MAX_INJECTED_RULES, MAX_INJECTED_TOKENS, MIN_INJECTED_SCORE, type ScoredRule, scoreRules } from "../../domain/learning/context.ts"
-import type { SourcedRule } from "../../domain/learning/rule.ts"
+import { type SourcedRule, visibleTo } from "../../domain/learning/rule.ts"
 
 export const WHY_CHOSEN = "chosen"
 export const WHY_LOW_SCORE = `score below ${MIN_INJECTED_SCORE}`
@@ -47,8 +47,8 @@ export const explainSelection = (
   now: number
 ): ReadonlyArray<Considered> => {
   const sourceOf = new Map(rules.map((s) => [s.rule.id, s.source]))
-  const visible = rules.filter((s) => s.rule.user === undefined || s.rule.user === userId).map((s) => s.rule)
-  const others = rules.filter((s) => s.rule.user !== undefined && s.rule.user !== userId).map((s) => s.rule)
+  const visible = rules.filter((s) => visibleTo(s.rule, userId)).map((s) => s.rule)
+  const others = rules.filter((s) => !visibleTo(s.rule, userId)).map((s) => s.rule)
   const out: Array<Considered> = []
   let chosen = 0
   let tokens = 0

@@ -15,7 +15,7 @@
 import { Clock, Effect, Option, Schema } from "effect"
 import { DAY_MS, decayed, type Outcome } from "../../domain/learning/confidence.ts"
 import { normaliseText } from "../../domain/learning/dedupe.ts"
-import { cleanTags, MAX_RULE_TEXT, normalTag, type PlaybookRule, type SourcedRule } from "../../domain/learning/rule.ts"
+import { cleanTags, LEARNING_PLUGIN, MAX_RULE_TEXT, normalTag, type SourcedRule, visibleTo } from "../../domain/learning/rule.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import { Diary } from "../../services/Diary.ts"
@@ -26,7 +26,7 @@ import * as ToolCatalogLayer from "./ToolCatalog.ts"
 
 export const TOOL_NAME = "playbook"
 /** The plugin the tool belongs to (the learning loop). */
-export const PLUGIN_ID = "learning"
+export const PLUGIN_ID = LEARNING_PLUGIN
 export const MAX_NEW_USER_RULES_PER_DAY = 20
 export const MAX_USER_RULES = 200
 /** Rules a search lists at most. */
@@ -51,7 +51,6 @@ const decode = Schema.decodeUnknownEffect(Input)
 const fail = (reason: string) => new ToolError({ tool: TOOL_NAME, reason })
 
 /** A rule this user may see: every user's, or their own. */
-const visible = (rule: PlaybookRule, userId: string): boolean => rule.user === undefined || rule.user === userId
 
 const describe = (s: SourcedRule, userId: string, now: number): string => {
   const r = s.rule
@@ -85,7 +84,7 @@ export const playbookTool = (playbook: Playbook["Service"], diary: Diary["Servic
       const words = normaliseText(query ?? "").split(" ").filter((w) => w !== "")
       const wanted = new Set((tags ?? []).map(normalTag).filter((t) => t !== ""))
       const found = (yield* playbook.list(ctx.agentId).pipe(Effect.mapError(storage))).filter(({ rule }) => {
-        if (!visible(rule, ctx.userId)) return false
+        if (!visibleTo(rule, ctx.userId)) return false
         if (wanted.size > 0 && !rule.tags.some((t) => wanted.has(normalTag(t)))) return false
         const hay = normaliseText(`${rule.text} ${rule.tags.join(" ")}`)
         return words.every((w) => hay.includes(w))
@@ -127,7 +126,7 @@ export const playbookTool = (playbook: Playbook["Service"], diary: Diary["Servic
         Effect.catchTag("RuleNotFound", () => Effect.succeed(undefined)),
         Effect.mapError(storage)
       )
-      if (found === undefined || !visible(found.rule, ctx.userId)) return yield* fail(`no rule "${ruleId}" (see action search)`)
+      if (found === undefined || !visibleTo(found.rule, ctx.userId)) return yield* fail(`no rule "${ruleId}" (see action search)`)
       const injected = (yield* diary.openUses(ctx.sessionKey).pipe(Effect.mapError(storage))).some((u) => u.kind === "rule" && u.ref === ruleId)
       if (!injected && found.rule.user !== ctx.userId) {
         return yield* fail(`${ruleId} was not among this conversation's guidelines since the last reflection; only those (or the user's own rules) can be marked`)
