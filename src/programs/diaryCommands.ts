@@ -5,7 +5,7 @@
  * prints every field of one entry. Entries hold model and user text, so what reaches the terminal
  * is made safe (control sequences shown as escapes), in `--json` too.
  */
-import { Console, Effect, Option } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { DIARY_STATUSES, type DiaryEntry } from "../domain/learning/diary.ts"
 import { oneLine } from "../domain/text.ts"
@@ -22,6 +22,9 @@ const printSafeJson = (value: unknown) => Console.log(terminalJson(value, 2))
 
 /** An entry for `--json`: the stored fields, plus its time as ISO-8601 for people and scripts alike. */
 const entryJson = (e: DiaryEntry) => ({ ...e, time: iso(e.createdAt) })
+
+/** The diary over the database; `reflect` brings its own stack (memory and models too), so the database is opened once either way. */
+const DiaryLive = SqliteDiary.layer.pipe(Layer.provideMerge(Stores))
 
 const list = Command.make("list", {
   session: opt("session", "Only this session's entries (a session key, e.g. default:telegram:42:dm)"),
@@ -61,7 +64,7 @@ const list = Command.make("list", {
         oneLine(e.accomplishments[0] ?? "-", 60)
       ])
     )))
-  })).pipe(Command.withDescription("List diary entries, newest first: --session, --agent, --user, --tag, --status, --limit"))
+  })).pipe(Command.withDescription("List diary entries, newest first: --session, --agent, --user, --tag, --status, --limit"), Command.provide(DiaryLive))
 
 const bullets = (title: string, items: ReadonlyArray<string>): string =>
   `${title}:\n${items.length === 0 ? "  (none)" : items.map((i) => `  - ${i.replace(/\n/g, "\n    ")}`).join("\n")}`
@@ -95,11 +98,9 @@ const show = Command.make("show", {
   Effect.gen(function*() {
     const entry = yield* (yield* Diary).get(f.id)
     yield* f.json ? printSafeJson(entryJson(entry)) : Console.log(terminalSafe(renderEntry(entry)))
-  })).pipe(Command.withDescription("Show every field of one diary entry"))
+  })).pipe(Command.withDescription("Show every field of one diary entry"), Command.provide(DiaryLive))
 
 export const diaryCommand = Command.make("diary").pipe(
   Command.withDescription("Diary entries written by reflection after each burst of work: list, show, reflect"),
-  Command.withSubcommands([list, show, reflectCommand]),
-  Command.provide(SqliteDiary.layer),
-  Command.provide(Stores)
+  Command.withSubcommands([list, show, reflectCommand])
 )

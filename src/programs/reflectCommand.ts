@@ -16,7 +16,8 @@ import * as SessionLocks from "../layers/memory/SessionLocks.ts"
 import { Learning } from "../services/Learning.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { StoresWithMemory } from "./layers.ts"
-import { iso, printJson } from "./output.ts"
+import { terminalJson, terminalSafe } from "../layers/channels/terminal/render.ts"
+import { iso } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const session = Argument.String("session").pipe(Argument.withDescription("The session key (anna memory sessions)"))
@@ -24,8 +25,8 @@ const session = Argument.String("session").pipe(Argument.withDescription("The se
 const bullets = (title: string, items: ReadonlyArray<string>) =>
   items.length === 0 ? [] : [`${title}:`, ...items.map((i) => `  - ${i}`)]
 
-/** An entry for people: its identity, then each list as bullets. */
-export const renderEntry = (e: DiaryEntry): string =>
+/** The entry just written, compactly (its identity on two lines, then the lists that have items); `anna diary show` prints every field. */
+const entrySummary = (e: DiaryEntry): string =>
   [
     `${e.id}  ${e.status}  quality ${e.qualityScore.toFixed(2)}  (${e.source}, ${e.trigger}, ${iso(e.createdAt)})`,
     `session ${e.sessionKey}  agent ${e.agentId}  user ${e.userId}  messages ${e.fromSeq}–${e.toSeq}`,
@@ -49,8 +50,11 @@ export const reflectCommand = Command.make("reflect", { session, json }, (f) =>
       Effect.map((entry) => ({ entry: Option.getOrUndefined(entry), reason: "no new messages since the last diary entry" })),
       Effect.catchTag("ReflectionSkipped", (e) => Effect.succeed({ entry: undefined, reason: e.reason }))
     )
-    if (f.json) return yield* printJson(result.entry === undefined ? { reflected: false, reason: result.reason } : { reflected: true, entry: result.entry })
-    yield* Console.log(result.entry === undefined ? `Nothing reflected for ${f.session}: ${result.reason}.` : renderEntry(result.entry))
+    // The entry holds model and user text: control sequences are shown as escapes, as `anna diary` does.
+    if (f.json) {
+      return yield* Console.log(terminalJson(result.entry === undefined ? { reflected: false, reason: result.reason } : { reflected: true, entry: result.entry }, 2))
+    }
+    yield* Console.log(terminalSafe(result.entry === undefined ? `Nothing reflected for ${f.session}: ${result.reason}.` : entrySummary(result.entry)))
   })).pipe(
     Command.withDescription("Reflect on a session's latest burst now and print the diary entry (the summary model, else the heuristic)"),
     Command.provide(LearningLive)
