@@ -14,6 +14,7 @@
 import { Schema } from "effect"
 import type { Outcome } from "../../../domain/learning/confidence.ts"
 import type { FeishuInbound } from "./events.ts"
+import { makeRecent } from "../shared/recent.ts"
 
 /**
  * Reactions that say the answer was good, by `emoji_type` exactly as the open platform's list
@@ -140,19 +141,11 @@ export const SENT_REMEMBERED = 10_000
 
 /** The bot's recent answer cards and their chats, the oldest forgotten past `limit`. */
 export const makeSentCards = (limit: number = SENT_REMEMBERED) => {
-  const sent = new Map<string, SentCard>()
+  const sent = makeRecent<SentCard>(limit)
   return {
     add: (card: SentCard, messageIds: ReadonlyArray<string>): void => {
-      for (const id of messageIds) {
-        // Re-adding moves it to the end (Maps keep insertion order): the newest stay.
-        sent.delete(id)
-        sent.set(id, card)
-      }
-      for (const oldest of sent.keys()) {
-        if (sent.size <= limit) break
-        sent.delete(oldest)
-      }
+      for (const id of messageIds) sent.set(id, card)
     },
-    get: (messageId: string): SentCard | undefined => sent.get(messageId)
+    get: sent.get
   }
 }

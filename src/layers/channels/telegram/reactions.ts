@@ -7,6 +7,7 @@
 import type { Chat, MessageReactionUpdated, ReactionType, User } from "grammy/types"
 import type { Outcome } from "../../../domain/learning/confidence.ts"
 import type { ChatTarget } from "../../../domain/runtime/types.ts"
+import { makeRecent } from "../shared/recent.ts"
 
 /** Reactions that say the answer was good (compared without emoji variation selectors). */
 export const GOOD_REACTIONS: ReadonlySet<string> = new Set(["👍", "❤", "🔥", "🎉", "👏", "😍", "🥰", "💯", "⚡", "🏆"])
@@ -82,21 +83,12 @@ export const SENT_REMEMBERED = 10_000
 
 /** The bot's recent messages by chat, the oldest forgotten past SENT_REMEMBERED. */
 export const makeSentMessages = (limit: number = SENT_REMEMBERED) => {
-  const sent = new Set<string>()
+  const sent = makeRecent<true>(limit)
   const key = (chatId: number, messageId: number) => `${chatId}:${messageId}`
   return {
     add: (chatId: number, messageIds: ReadonlyArray<string | number>): void => {
-      for (const id of messageIds) {
-        const k = key(chatId, Number(id))
-        // Re-adding moves it to the end (Sets keep insertion order): the newest stay.
-        sent.delete(k)
-        sent.add(k)
-      }
-      for (const oldest of sent) {
-        if (sent.size <= limit) break
-        sent.delete(oldest)
-      }
+      for (const id of messageIds) sent.set(key(chatId, Number(id)), true)
     },
-    has: (chatId: number, messageId: number): boolean => sent.has(key(chatId, messageId))
+    has: (chatId: number, messageId: number): boolean => sent.get(key(chatId, messageId)) === true
   }
 }
