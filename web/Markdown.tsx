@@ -35,7 +35,7 @@ const block = (b: Block, i: number): JSX.Element => {
     case "ul":
       return <ul key={i}>{b.items.map((it, j) => <li key={j}>{inline(it)}</li>)}</ul>
     case "ol":
-      return <ol key={i}>{b.items.map((it, j) => <li key={j}>{inline(it)}</li>)}</ol>
+      return <ol key={i}>{b.items.map((it, j) => <li key={j} value={b.numbers[j]}>{inline(it)}</li>)}</ol>
     case "quote":
       return <blockquote key={i}>{b.c.map(block)}</blockquote>
   }

@@ -18,7 +18,9 @@ export type Block =
   | { readonly t: "p"; readonly c: ReadonlyArray<Inline> }
   | { readonly t: "h"; readonly level: 1 | 2 | 3 | 4 | 5 | 6; readonly c: ReadonlyArray<Inline> }
   | { readonly t: "pre"; readonly lang: string; readonly v: string }
-  | { readonly t: "ul" | "ol"; readonly items: ReadonlyArray<ReadonlyArray<Inline>> }
+  | { readonly t: "ul"; readonly items: ReadonlyArray<ReadonlyArray<Inline>> }
+  /** `numbers`: each item's number as written (shown as written: a list may start at 3, or repeat 1). */
+  | { readonly t: "ol"; readonly items: ReadonlyArray<ReadonlyArray<Inline>>; readonly numbers: ReadonlyArray<number> }
   | { readonly t: "quote"; readonly c: ReadonlyArray<Block> }
 
 const SAFE_URL = /^(https?:\/\/|mailto:)/i
@@ -98,7 +100,7 @@ export const parseInline = (src: string): ReadonlyArray<Inline> => {
 const FENCE = /^ {0,3}(```+|~~~+)\s*([\w+.-]*)\s*$/
 const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/
 const BULLET = /^ {0,3}[-*+]\s+(.*)$/
-const ORDERED = /^ {0,3}\d{1,9}[.)]\s+(.*)$/
+const ORDERED = /^ {0,3}(\d{1,9})[.)]\s+(.*)$/
 const QUOTE = /^ {0,3}>\s?(.*)$/
 
 /** The blocks of a whole text. */
@@ -137,15 +139,20 @@ export const parseMarkdown = (src: string): ReadonlyArray<Block> => {
     const list = BULLET.test(line) ? ({ kind: "ul", re: BULLET } as const) : ORDERED.test(line) ? ({ kind: "ol", re: ORDERED } as const) : undefined
     if (list !== undefined) {
       const items: Array<Array<string>> = []
+      const numbers: Array<number> = []
       while (i < lines.length) {
         const l = lines[i] ?? ""
         const m = list.re.exec(l)
-        if (m !== null) items.push([m[1] ?? ""])
-        else if (items.length > 0 && /^\s{2,}\S/.test(l)) items.at(-1)?.push(l.trim())
+        if (m !== null) {
+          // BULLET captures the item's text; ORDERED its number, then the text.
+          items.push([(list.kind === "ol" ? m[2] : m[1]) ?? ""])
+          if (list.kind === "ol") numbers.push(Number(m[1]))
+        } else if (items.length > 0 && /^\s{2,}\S/.test(l)) items.at(-1)?.push(l.trim())
         else break
         i++
       }
-      out.push({ t: list.kind, items: items.map((it) => parseInline(it.join("\n"))) })
+      const parsed = items.map((it) => parseInline(it.join("\n")))
+      out.push(list.kind === "ol" ? { t: "ol", items: parsed, numbers } : { t: "ul", items: parsed })
       continue
     }
     const para: Array<string> = []

@@ -11,7 +11,17 @@ import { type Block, type Inline, parseInline, parseMarkdown } from "../../web/m
 const inlineText = (ns: ReadonlyArray<Inline>): string =>
   ns.map((n) => (n.t === "text" || n.t === "code" ? n.v : n.t === "br" ? "\n" : inlineText(n.c))).join("")
 const blockText = (bs: ReadonlyArray<Block>): string =>
-  bs.map((b) => (b.t === "pre" ? b.v : "items" in b ? b.items.map(inlineText).join("\n") : b.t === "quote" ? blockText(b.c) : inlineText(b.c))).join("\n")
+  bs.map((b) =>
+    b.t === "pre"
+      ? b.v
+      : b.t === "ol"
+      ? b.items.map((it, j) => `${b.numbers[j]} ${inlineText(it)}`).join("\n") // an ordered list shows each item's number
+      : "items" in b
+      ? b.items.map(inlineText).join("\n")
+      : b.t === "quote"
+      ? blockText(b.c)
+      : inlineText(b.c)
+  ).join("\n")
 
 describe("web console Markdown", () => {
   it("reads paragraphs, headings, fenced code, lists and quotes", () => {
@@ -34,7 +44,7 @@ describe("web console Markdown", () => {
     })
     assert.deepStrictEqual(blocks[2], { t: "pre", lang: "ts", v: 'const a = "<b>"' })
     assert.deepStrictEqual(blocks[3], { t: "ul", items: [[{ t: "text", v: "one" }], [{ t: "text", v: "two" }]] })
-    assert.deepStrictEqual(blocks[4], { t: "ol", items: [[{ t: "text", v: "first" }], [{ t: "text", v: "second" }]] })
+    assert.deepStrictEqual(blocks[4], { t: "ol", items: [[{ t: "text", v: "first" }], [{ t: "text", v: "second" }]], numbers: [1, 2] })
   })
 
   it("keeps http(s) and mailto links, and leaves any other scheme as plain text", () => {
