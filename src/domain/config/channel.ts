@@ -42,12 +42,15 @@ export const TextSetting = (example: string) =>
 /**
  * The HTTP server's limits. Node's own defaults (300 s for a whole request, 60 s for its headers, no
  * connection cap) let a client that stops sending hold a connection for minutes; these are tighter.
- * The request timeout covers receiving the request only, never the (streamed) answer.
+ * The request timeout covers receiving the request only, never the (streamed) answer. The cap per
+ * client address is below the total, so one client holding slow connections cannot lock the others
+ * out (behind a reverse proxy every connection is the proxy's: raise it there).
  */
 export const HTTP_LIMIT_DEFAULTS = {
   request_timeout_seconds: 60,
-  headers_timeout_seconds: 20,
-  max_connections: 512
+  headers_timeout_seconds: 10,
+  max_connections: 512,
+  max_connections_per_address: 64
 } as const
 
 export const HTTP_DEFAULT_HOST = "127.0.0.1"
@@ -59,7 +62,8 @@ export const HttpSettings = Schema.Struct({
   port: Schema.optionalKey(WholeNumberSetting(0, 65535, "0 = any free port")),
   request_timeout_seconds: Schema.optionalKey(WholeNumberSetting(1, 3_600, "seconds to receive a whole request")),
   headers_timeout_seconds: Schema.optionalKey(WholeNumberSetting(1, 3_600, "seconds to receive a request's headers")),
-  max_connections: Schema.optionalKey(WholeNumberSetting(1, 100_000, "open connections at once"))
+  max_connections: Schema.optionalKey(WholeNumberSetting(1, 100_000, "open connections at once")),
+  max_connections_per_address: Schema.optionalKey(WholeNumberSetting(1, 100_000, "open connections at once from one client address"))
 }).pipe(
   // Node refuses a headers timeout longer than the whole request's (only one set explicitly can be).
   Schema.check(Schema.makeFilter((s) => {
@@ -77,6 +81,7 @@ export interface HttpOptions {
   readonly requestTimeoutSeconds: number
   readonly headersTimeoutSeconds: number
   readonly maxConnections: number
+  readonly maxConnectionsPerAddress: number
 }
 
 /** The defaults fill what the settings leave out (the default headers timeout is cut to a shorter request timeout). */
@@ -87,7 +92,8 @@ export function httpOptions(s: HttpSettings): HttpOptions {
     port: s.port ?? HTTP_DEFAULT_PORT,
     requestTimeoutSeconds,
     headersTimeoutSeconds: s.headers_timeout_seconds ?? Math.min(HTTP_LIMIT_DEFAULTS.headers_timeout_seconds, requestTimeoutSeconds),
-    maxConnections: s.max_connections ?? HTTP_LIMIT_DEFAULTS.max_connections
+    maxConnections: s.max_connections ?? HTTP_LIMIT_DEFAULTS.max_connections,
+    maxConnectionsPerAddress: s.max_connections_per_address ?? HTTP_LIMIT_DEFAULTS.max_connections_per_address
   }
 }
 

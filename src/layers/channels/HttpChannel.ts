@@ -273,7 +273,8 @@ export function definitionWith<E, R>(extra: Layer.Layer<never, E, R>, serveOptio
         port: o.port,
         requestTimeoutSeconds: o.requestTimeoutSeconds,
         headersTimeoutSeconds: o.headersTimeoutSeconds,
-        maxConnections: o.maxConnections
+        maxConnections: o.maxConnections,
+        maxConnectionsPerAddress: o.maxConnectionsPerAddress
       })),
       Layer.catch((e) => Layer.effect(Channel, Effect.fail(new ChannelStartFailed({ channel: PLATFORM, reason: serveProblem(e) }))))
     )

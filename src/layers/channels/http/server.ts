@@ -13,16 +13,17 @@
  * logged once and provided as `HttpAddress`.
  *
  * Slow or greedy clients are bounded (`ServeOptions`; the http channel's `request_timeout_seconds`,
- * `headers_timeout_seconds`, `max_connections`): a request must arrive whole within its timeout
- * (else 408 and close), and connections beyond the cap are closed as they come.
+ * `headers_timeout_seconds`, `max_connections`, `max_connections_per_address`; see
+ * ../shared/connectionLimits.ts): a request must arrive whole within its timeout (else 408 and
+ * close), and connections beyond the caps (in all, or from one address) are closed as they come.
  */
 import { Context, Deferred, Duration, Effect, Layer } from "effect"
 import { HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as NetAddress from "effect/net/NetAddress"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { createServer } from "node:http"
 import { HttpAddress } from "../../../services/HttpAddress.ts"
 import { HTTP_DEFAULT_HOST, HTTP_DEFAULT_PORT, HTTP_LIMIT_DEFAULTS } from "../../../domain/config/channel.ts"
+import { limitedServer } from "../shared/connectionLimits.ts"
 import { ApiError, errorBody } from "./openaiWire.ts"
 
 export const DEFAULT_HOST = HTTP_DEFAULT_HOST
@@ -40,10 +41,12 @@ export interface ServeOptions {
    * stops this clock once the request is received, so a long streamed answer is never cut by it.
    */
   readonly requestTimeoutSeconds?: number | undefined
-  /** Seconds a client has to send a request's headers (default 20; at most the request timeout). */
+  /** Seconds a client has to send a request's headers (default 10; at most the request timeout). */
   readonly headersTimeoutSeconds?: number | undefined
   /** Connections open at once (default 512); Node closes any connection beyond it at once. */
   readonly maxConnections?: number | undefined
+  /** Connections open at once from one client address (default 64); one beyond is closed at once. */
+  readonly maxConnectionsPerAddress?: number | undefined
   /**
    * Answers what no route takes (default: a 404 with an OpenAI-style error body). The web console
    * answers GETs of its files and pages here; a router cannot hold a GET wildcard beside this one.
@@ -111,16 +114,12 @@ const addressLayer = Layer.effect(
  * So once closing, each connection is closed as soon as its answer is done.
  */
 const makeServer = (options: ServeOptions) => () => {
-  const requestTimeout = (options.requestTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.request_timeout_seconds) * 1000
-  const headersTimeout = Math.min(requestTimeout, (options.headersTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.headers_timeout_seconds) * 1000)
-  const server = createServer({
-    requestTimeout,
-    headersTimeout,
-    // Node enforces both timeouts on a sweep (every 30 s by default): sweep often enough that a
-    // stalled client is closed near its limit, not up to 30 s after it.
-    connectionsCheckingInterval: Math.max(100, Math.min(30_000, Math.floor(headersTimeout / 4)))
+  const server = limitedServer({
+    requestTimeoutMs: (options.requestTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.request_timeout_seconds) * 1000,
+    headersTimeoutMs: (options.headersTimeoutSeconds ?? HTTP_LIMIT_DEFAULTS.headers_timeout_seconds) * 1000,
+    maxConnections: options.maxConnections ?? HTTP_LIMIT_DEFAULTS.max_connections,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? HTTP_LIMIT_DEFAULTS.max_connections_per_address
   })
-  server.maxConnections = options.maxConnections ?? HTTP_LIMIT_DEFAULTS.max_connections
   server.on("request", (_request, response) => {
     response.once("finish", () => {
       if (!server.listening) setImmediate(() => server.closeIdleConnections())

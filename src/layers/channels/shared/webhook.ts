@@ -1,19 +1,24 @@
 /**
  * A listener for a platform's webhook (issue 12, shared): one path, POST only, the body read up to
- * a cap (a larger one is refused with 413 before it is buffered), a time limit on receiving it, and
- * at most WEBHOOK_MAX_CONNECTIONS open connections, the answer given only when `handle` is done — a platform that gets no 2xx delivers again, so a
- * handler that answers after the message is claimed loses nothing to a crash in between.
+ * a cap (a larger one is refused with 413 before it is buffered), the answer given only when
+ * `handle` is done — a platform that gets no 2xx delivers again, so a handler that answers after the
+ * message is claimed loses nothing to a crash in between. Its connections have the limits of every
+ * anna server (connectionLimits.ts): headers within 10 s, the whole request within 30 s, at most
+ * WEBHOOK_MAX_CONNECTIONS open, WEBHOOK_MAX_CONNECTIONS_PER_ADDRESS of them from one address.
  *
  * Scoped: the server listens while the scope is open and is closed with it (open connections too).
  */
 import { Effect } from "effect"
-import { createServer, type IncomingHttpHeaders } from "node:http"
+import type { IncomingHttpHeaders } from "node:http"
 import { ChannelStartFailed } from "../../../domain/channels/errors.ts"
+import { DEFAULT_MAX_CONNECTIONS_PER_ADDRESS, limitedServer } from "./connectionLimits.ts"
 
 /** The largest webhook body read (platforms' updates are a few KiB). */
 export const WEBHOOK_MAX_BYTES = 1024 * 1024
 /** Open connections at once; one beyond is closed (a platform delivers with a few). */
 export const WEBHOOK_MAX_CONNECTIONS = 256
+/** Open connections from one address (Telegram delivers with up to 40 by default). */
+export const WEBHOOK_MAX_CONNECTIONS_PER_ADDRESS = DEFAULT_MAX_CONNECTIONS_PER_ADDRESS
 
 export interface WebhookRequest {
   readonly headers: IncomingHttpHeaders
@@ -38,7 +43,13 @@ export const listenWebhook = (o: WebhookOptions) =>
   Effect.gen(function*() {
     const context = yield* Effect.context<never>()
     const run = Effect.runPromiseWith(context)
-    const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, (req, res) => {
+    const server = limitedServer({
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      maxConnections: WEBHOOK_MAX_CONNECTIONS,
+      maxConnectionsPerAddress: WEBHOOK_MAX_CONNECTIONS_PER_ADDRESS
+    })
+    server.on("request", (req, res) => {
       const answer = (a: WebhookAnswer) => {
         if (res.headersSent) return
         res.writeHead(a.status, { "content-type": "application/json" })
@@ -70,7 +81,6 @@ export const listenWebhook = (o: WebhookOptions) =>
       })
       req.on("error", () => req.destroy())
     })
-    server.maxConnections = WEBHOOK_MAX_CONNECTIONS
     const address = yield* Effect.acquireRelease(
       Effect.callback<{ readonly host: string; readonly port: number }, ChannelStartFailed>((resume) => {
         const failed = (e: Error) =>

@@ -40,16 +40,26 @@ const stalledClient = (port: number, partial: string) =>
 const limits = (config: Readonly<Record<string, unknown>>) => {
   const decoded = decodeChannelSettings<HttpSettings>("http", config)
   if (decoded._tag === "Failure") throw new Error(decoded.failure)
-  const { requestTimeoutSeconds, headersTimeoutSeconds, maxConnections } = httpOptions(decoded.success)
-  return { requestTimeoutSeconds, headersTimeoutSeconds, maxConnections }
+  const { requestTimeoutSeconds, headersTimeoutSeconds, maxConnections, maxConnectionsPerAddress } = httpOptions(decoded.success)
+  return { requestTimeoutSeconds, headersTimeoutSeconds, maxConnections, maxConnectionsPerAddress }
 }
 
 describe("http channel limits in the channel settings", () => {
   it("accepts whole numbers in range and refuses the rest with the key named", () => {
-    const ok = mergeChannelConfig("http", {}, { request_timeout_seconds: "90", headers_timeout_seconds: "10", max_connections: "64" })
-    assert.deepStrictEqual(ok, { config: { request_timeout_seconds: 90, headers_timeout_seconds: 10, max_connections: 64 } })
-    if ("config" in ok) assert.deepStrictEqual(limits(ok.config), { requestTimeoutSeconds: 90, headersTimeoutSeconds: 10, maxConnections: 64 })
-    assert.deepStrictEqual(limits({}), { requestTimeoutSeconds: 60, headersTimeoutSeconds: 20, maxConnections: 512 })
+    const ok = mergeChannelConfig("http", {}, {
+      request_timeout_seconds: "90",
+      headers_timeout_seconds: "10",
+      max_connections: "64",
+      max_connections_per_address: "16"
+    })
+    assert.deepStrictEqual(ok, { config: { request_timeout_seconds: 90, headers_timeout_seconds: 10, max_connections: 64, max_connections_per_address: 16 } })
+    if ("config" in ok) {
+      assert.deepStrictEqual(limits(ok.config), { requestTimeoutSeconds: 90, headersTimeoutSeconds: 10, maxConnections: 64, maxConnectionsPerAddress: 16 })
+    }
+    assert.deepStrictEqual(limits({}), { requestTimeoutSeconds: 60, headersTimeoutSeconds: 10, maxConnections: 512, maxConnectionsPerAddress: 64 })
+    assert.deepStrictEqual(mergeChannelConfig("http", {}, { max_connections_per_address: "none" }), {
+      problem: 'channel http: max_connections_per_address must be a whole number from 1 to 100000 (open connections at once from one client address), got "none"'
+    })
     assert.deepStrictEqual(mergeChannelConfig("http", {}, { max_connections: "0" }), {
       problem: 'channel http: max_connections must be a whole number from 1 to 100000 (open connections at once), got "0"'
     })
@@ -58,7 +68,7 @@ describe("http channel limits in the channel settings", () => {
     })
     assert.deepStrictEqual(mergeChannelConfig("http", { port: 80, max_connections: 64 }, { max_connections: "" }), { config: { port: 80 } })
     // The default headers timeout follows a shorter request timeout; one set longer is refused.
-    assert.deepStrictEqual(limits({ request_timeout_seconds: 10 }).headersTimeoutSeconds, 10)
+    assert.deepStrictEqual(limits({ request_timeout_seconds: 5 }).headersTimeoutSeconds, 5)
     assert.deepStrictEqual(mergeChannelConfig("http", { request_timeout_seconds: 10 }, { headers_timeout_seconds: "20" }), {
       problem: "channel http: headers_timeout_seconds (20) must not exceed request_timeout_seconds (10)"
     })
