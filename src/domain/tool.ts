@@ -1,5 +1,6 @@
 /** What the agent loop needs of a tool: a definition for the model and a way to run it. */
 import { Effect, Option, Schema } from "effect"
+import { formatCount, safeEnd } from "./text.ts"
 
 export interface ToolDefinition {
   readonly name: string
@@ -74,3 +75,21 @@ export const toolRegistry = (tools: ReadonlyArray<Tool>): Effect.Effect<ToolRegi
     }
     return registry
   })
+
+/**
+ * The most characters of one tool result (or error) the model receives, whatever the tool: the agent
+ * loop cuts every result here (`capToolResult`), so no tool — a plugin's, an MCP server's — can flood
+ * the context. Tools keep budgets of their own below it (bash and read 30,000, webfetch's max_chars
+ * at most this, MCP results 64 KiB by default); this is the ceiling, equal to webfetch's largest.
+ */
+export const MAX_TOOL_RESULT_CHARS = 200_000
+
+/**
+ * `text` if it fits MAX_TOOL_RESULT_CHARS; else its head (never half a character) and a note that
+ * says how much was left out, so the model knows to ask for less rather than trust a partial answer.
+ */
+export const capToolResult = (text: string, max: number = MAX_TOOL_RESULT_CHARS): string => {
+  if (text.length <= max) return text
+  const head = text.slice(0, safeEnd(text, max))
+  return `${head}\n[… cut by anna: this tool result had ${formatCount(text.length)} characters; only the first ${formatCount(head.length)} are shown — ask for less (a narrower query, a range) …]`
+}

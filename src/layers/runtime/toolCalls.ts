@@ -1,11 +1,12 @@
 /**
  * Running one model response's tool calls, shared by the session turn and sub-agents: several at a
  * time, each answered by a tool_result block in call order; a failing tool becomes an error result
- * for the model to read, never a failure of the loop.
+ * for the model to read, never a failure of the loop. Every result and error is capped here
+ * (`capToolResult`), the one place all tools' output passes, before the hooks store or show it.
  */
 import { Effect } from "effect"
 import type { ToolResultBlock, ToolUseBlock } from "../../domain/message.ts"
-import type { ToolCallContext } from "../../domain/tool.ts"
+import { capToolResult, type ToolCallContext } from "../../domain/tool.ts"
 import type { ToolRegistry } from "../../domain/tool.ts"
 
 /** Tool calls of one model response run at most this many at a time. */
@@ -27,8 +28,8 @@ export const runToolCalls = (
     Effect.gen(function*() {
       if (hooks.onStart !== undefined) yield* hooks.onStart(call)
       const outcome = yield* tools.execute(call.name, call.input, context).pipe(
-        Effect.map((output) => ({ output, isError: false })),
-        Effect.catch((e) => Effect.succeed({ output: e.reason, isError: true })),
+        Effect.map((output) => ({ output: capToolResult(output), isError: false })),
+        Effect.catch((e) => Effect.succeed({ output: capToolResult(e.reason), isError: true })),
         Effect.withSpan(hooks.span, { attributes: { tool: call.name } })
       )
       if (hooks.onEnd !== undefined) yield* hooks.onEnd(call, outcome.output, outcome.isError)
