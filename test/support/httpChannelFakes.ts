@@ -1,7 +1,8 @@
 /**
  * Fakes for the HTTP channel's tests: a scripted Runtime (it records what it resolved and was
  * sent, and echoes `user|chat|agent: text` as a few text deltas), a ConfigStore that only knows
- * tokens (`tok-<userId>` is that user's token), and an AgentStore with "default", "coder" and a
+ * tokens (`tok-<userId>` is that user's token) and the gateway settings a test puts in
+ * `fakeSettings`, and an AgentStore with "default", "coder" and a
  * disabled "off". The message text picks the script: "notice", "long", "gate", "hang", "/…".
  */
 import { Deferred, Effect, Layer, Option, Stream } from "effect"
@@ -121,6 +122,9 @@ const user = (id: string): User => ({
 
 const unused = Effect.die("not used by the HTTP channel")
 
+/** Gateway settings (`anna settings set`) as the fake ConfigStore stores them; tests set and clear them. */
+export const fakeSettings = new Map<string, string>()
+
 export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   userForToken: (token) => {
     const id = /^tok-([a-z0-9]+)$/.exec(token)?.[1]
@@ -146,7 +150,7 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   listBindings: unused,
   chatState: () => unused,
   setChatState: () => unused,
-  getSetting: () => unused,
+  getSetting: (key) => Effect.sync(() => Option.fromUndefinedOr(fakeSettings.get(key))),
   setSetting: () => unused,
   deleteSetting: () => unused,
   snapshot: () => unused,

@@ -19,6 +19,20 @@ const wholeNumber = (min: number, max: number) => (value: string): string | unde
 
 export const SETTINGS: ReadonlyArray<SettingSpec> = [
   {
+    key: "http.fetch_image_urls",
+    description:
+      "Image URLs in /v1/chat/completions: off (only inline data: URLs; an http(s) one is refused with a 400) or on (anna fetches the image itself behind webfetch's SSRF guard — no loopback, private or metadata address — and passes its bytes on); read at each request",
+    defaultValue: "off",
+    problem: (v) => (v === "on" || v === "off" ? undefined : "must be on or off")
+  },
+  {
+    key: "http.image_url_hosts",
+    description:
+      "Hosts (names or IP literals, comma-separated; empty: none) that image URLs may reach even when they are loopback or private, with http.fetch_image_urls on; metadata addresses never",
+    defaultValue: "",
+    problem: (v) => (v.split(",").every((h) => /^[A-Za-z0-9.:_[\]-]*$/.test(h.trim())) ? undefined : "must be host names or IP addresses separated by commas")
+  },
+  {
     key: "sandbox.max_per_user",
     description: "Live sandbox containers one user may have at once (one per conversation that ran a command recently)",
     defaultValue: "3",

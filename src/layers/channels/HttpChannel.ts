@@ -29,6 +29,9 @@
  *   (10 s) to end; a client still waiting then gets 503 `service_unavailable` saying the answer was
  *   cut off (an error frame and `[DONE]` in a stream already answering), never an empty response.
  *   The turn itself is the runtime's: stopped with the gateway, or run to its end and stored.
+ * - Image parts: inline `data:` URLs are passed on; an `http(s)` image URL is refused (400
+ *   `invalid_image_url`) unless `http.fetch_image_urls=on`, when anna fetches it behind webfetch's
+ *   SSRF guard and passes the bytes on (http/imageUrls.ts) — never the URL itself.
  * - Bodies over 10 MiB, or a user message larger than memory keeps (8 MiB as stored) → 413;
  *   malformed JSON or wrong types → 400; unknown routes → 404; all with OpenAI error bodies.
  * - The gateway serves the admin API (`/api`) and the web console on this same server:
@@ -42,11 +45,13 @@ import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import type { Agent } from "../../domain/config/agent.ts"
 import { type HttpSettings as Settings, HttpSettings, httpOptions } from "../../domain/config/channel.ts"
+import { settingValue } from "../../domain/config/settings.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore, type User } from "../../services/ConfigStore.ts"
 import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
 import { HttpAddress } from "../../services/HttpAddress.ts"
 import { Runtime } from "../../services/Runtime.ts"
+import { FETCH_SETTING, HOSTS_SETTING, imageUrlPolicy, resolveImageUrls } from "./http/imageUrls.ts"
 import { newestUserMessage, parseChatRequest, sessionName } from "./http/openaiRequest.ts"
 import {
   ApiError,
@@ -167,6 +172,11 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     return HttpServerResponse.jsonUnsafe(modelObject(agent))
   }, answerErrors)
 
+  /** A gateway setting's value now (its default when unset or no longer valid). */
+  const setting = (key: string) =>
+    config.getSetting(key).pipe(Effect.map((stored) => settingValue(key, Option.getOrUndefined(stored))), Effect.mapError(storage))
+  const imageSettings = Effect.zipWith(setting(FETCH_SETTING), setting(HOSTS_SETTING), imageUrlPolicy)
+
   const resolveChat = (user: User, agentId: string, chatId: string) =>
     runtime.resolve({ platform: PLATFORM, externalUserId: user.id, userId: user.id, userName: user.name, chatId, agentId }).pipe(
       Effect.catchTags({
@@ -179,11 +189,13 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const chatCompletions = Effect.fn("HttpChannel.chatCompletions")(function*(request: HttpServerRequest.HttpServerRequest) {
     const user = yield* authenticate(request)
     const body = yield* parseChatRequest(yield* readBody(request))
-    const message = yield* newestUserMessage(body)
+    const parsed = yield* newestUserMessage(body)
     const agent = yield* enabledAgent(body.model)
     const sessionHeader = header(request, SESSION_HEADER)?.trim()
     const chatId = yield* sessionName(sessionHeader === "" ? undefined : sessionHeader, body)
     const chat = yield* resolveChat(user, agent.id, chatId)
+    // Only for a user who may use the agent: fetching is work done on their behalf.
+    const message = yield* resolveImageUrls(parsed, imageSettings)
     const meta: CompletionMeta = {
       id: `chatcmpl-${randomUUID().replace(/-/g, "")}`,
       created: Math.floor((yield* Clock.currentTimeMillis) / 1000),

@@ -7,7 +7,8 @@
  * before it is followed. Our own http(s).Agent per request: no proxy from the environment, no pooled
  * socket reused across hosts. Bodies are read up to a byte limit (then cut and said so), decompressed
  * with the same limit counted after decompression (no zip bomb), and binary bodies with a known
- * length are not read at all.
+ * length are not read at all — unless the caller wants the bytes (`readBinary`: the HTTP channel's
+ * image URLs).
  */
 import { Effect } from "effect"
 import * as http from "node:http"
@@ -32,6 +33,10 @@ export interface GetOptions {
   readonly maxRedirects: number
   /** Called when the policy let a non-public address through (for the log). */
   readonly onRelaxed?: ((url: string, address: string) => void) | undefined
+  /** Read binary bodies too, up to `maxBytes` (default: only their size is reported). */
+  readonly readBinary?: boolean | undefined
+  /** The Accept header (default: pages, text and JSON first). */
+  readonly accept?: string | undefined
 }
 
 export const USER_AGENT = "anna-webfetch/1.0 (+https://github.com/anna)"
@@ -98,7 +103,7 @@ const hop = (url: URL, options: GetOptions) =>
       lookup: guardedLookup(options, url.href),
       headers: {
         "user-agent": USER_AGENT,
-        accept: "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.8",
+        accept: options.accept ?? "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.8",
         "accept-encoding": "gzip, deflate, br"
       }
     }, (res) => {
@@ -112,7 +117,8 @@ const hop = (url: URL, options: GetOptions) =>
         resume(Effect.succeed({ status, headers: res.headers, body: { url: url.href, status, contentType, bytes, truncated, declaredSize } }))
       }
       // redirects and binary bodies of known size: the body is not needed
-      if ((status >= 300 && status < 400 && res.headers.location !== undefined) || (isBinaryType(mediaType(contentType)) && declaredSize !== undefined)) {
+      const skipBinary = options.readBinary !== true && isBinaryType(mediaType(contentType)) && declaredSize !== undefined
+      if ((status >= 300 && status < 400 && res.headers.location !== undefined) || skipBinary) {
         return done(new Uint8Array(0), declaredSize !== undefined && declaredSize > 0)
       }
       const chunks: Array<Buffer> = []

@@ -247,7 +247,7 @@ layer(ChannelLayer, { excludeTestServices: true })("HttpChannel", (it) => {
       }
     }))
 
-  it.effect("image content parts become image blocks (data URI and http URL), text parts text blocks", () =>
+  it.effect("image content parts become image blocks (data URI), text parts text blocks; an http URL is refused by default", () =>
     Effect.gen(function*() {
       const base = yield* url
       const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -258,25 +258,26 @@ layer(ChannelLayer, { excludeTestServices: true })("HttpChannel", (it) => {
             role: "user",
             content: [
               { type: "text", text: "what is this?" },
-              { type: "image_url", image_url: { url: `data:image/png;base64,${png}`, detail: "high" } },
-              { type: "image_url", image_url: { url: "https://example.com/cat.jpg" } }
+              { type: "image_url", image_url: { url: `data:image/png;base64,${png}`, detail: "high" } }
             ]
           }]
         })
       )
       assert.deepStrictEqual(lastSend().message, [
         { type: "text", text: "what is this?" },
-        { type: "image", source: { type: "base64", media_type: "image/png", data: png } },
-        { type: "image", source: { type: "url", url: "https://example.com/cat.jpg" } }
+        { type: "image", source: { type: "base64", media_type: "image/png", data: png } }
       ])
-      assert.strictEqual(res.choices[0]?.message.content, "alice|default|default: what is this? [image base64 image/png] [image url]")
-      const bad = yield* failure(() =>
-        client(base).chat.completions.create({
-          model: "default",
-          messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "file:///etc/passwd" } }] }]
-        })
-      )
-      assert.instanceOf(bad, OpenAI.BadRequestError)
+      assert.strictEqual(res.choices[0]?.message.content, "alice|default|default: what is this? [image base64 image/png]")
+      // Fetching image URLs is the operator's choice (http/imageUrls.test.ts): off by default.
+      for (const image of ["https://example.com/cat.jpg", "file:///etc/passwd"]) {
+        const bad = yield* failure(() =>
+          client(base).chat.completions.create({
+            model: "default",
+            messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: image } }] }]
+          })
+        )
+        assert.instanceOf(bad, OpenAI.BadRequestError)
+      }
     }))
 
   it.effect("only the newest user message is sent; system/assistant/tool messages are ignored", () =>

@@ -62,7 +62,10 @@ export const parseChatRequest = (body: string): Effect.Effect<ChatCompletionRequ
 
 const DATA_URI = /^data:(image\/[A-Za-z0-9.+-]+);base64,([A-Za-z0-9+/=\s]*)$/
 
-/** An `image_url` part as our image block: a base64 data URI or an http(s) URL. */
+/**
+ * An `image_url` part as our image block: a base64 data URI or an http(s) URL. A URL never reaches the
+ * provider as such: imageUrls.ts fetches it (behind the SSRF guard) or refuses it before the turn.
+ */
 const imageBlock = (url: string): Result.Result<ContentBlock, ApiError> => {
   const data = DATA_URI.exec(url)
   if (data !== null) {

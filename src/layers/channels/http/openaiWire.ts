@@ -59,6 +59,11 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
     return new ApiError({ status: 400, errorType: "invalid_request_error", code: null, param, reason })
   }
 
+  /** An `image_url` anna will not or could not fetch (OpenAI's code for an image it could not download). */
+  static invalidImageUrl(reason: string): ApiError {
+    return new ApiError({ status: 400, errorType: "invalid_request_error", code: "invalid_image_url", param: "messages", reason })
+  }
+
   static unauthorized(reason: string): ApiError {
     return new ApiError({ status: 401, errorType: "invalid_request_error", code: "invalid_api_key", param: null, reason })
   }
