@@ -312,7 +312,7 @@ export const runLearning = async (dir: string): Promise<void> => {
     const bigPath = join(home, "workspaces", BIG_AGENT, "playbook.yaml")
     const feedback = await runtime.runPromise(Effect.gen(function*() {
       const playbook = yield* Playbook
-      return yield* sampleEffect(FILES, (i) => playbook.feedback(BIG_AGENT, ["big-0500"], i % 2 === 0 ? "success" : "failure"))
+      return yield* sampleEffect(FILES, (i) => playbook.feedback(BIG_AGENT, ["big-0500"], i % 2 === 0 ? "success" : "failure", "operator"))
     }))
     const floorPath = join(home, "floor-playbook.yaml")
     const write = sampleSync(FILES, () => plainWrite(floorPath, bigText))

@@ -1,14 +1,16 @@
 /**
- * `anna playbook list|show|sweep|review|apply|context|add|promote|remove` (issue 15): the operator's
+ * `anna playbook list|show|feedback|sweep|review|apply|context|add|promote|remove` (issue 15): the operator's
  * view of the playbook rules, global (`$ANNA_HOME/playbook.yaml`, the default) or one agent's
  * (`--agent A`: its own rules, and for list/show/context the global ones it does not shadow).
  * `context` prints exactly the text that would be injected for some tags (and with `--json` why
- * each rule was or was not chosen). Rule text and tags are shown terminal-safe.
+ * each rule was or was not chosen). Rule text and tags are shown terminal-safe. `feedback` is the
+ * operator's word on a rule: it applies at once, for every user (a chat user's is a vote, issue 23).
  */
 import { Clock, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { DEMOTION_CANDIDATE_BELOW, decayed, REMOVAL_CANDIDATE_BELOW } from "../domain/learning/confidence.ts"
+import { CONSENSUS_USERS, type Tally } from "../domain/learning/consensus.ts"
 import { normalTag, type SourcedRule, visibleTo } from "../domain/learning/rule.ts"
 import { terminalJson, terminalSafe } from "../layers/channels/terminal/render.ts"
 import { explainSelection } from "../layers/learning/playbookExplain.ts"
@@ -98,15 +100,22 @@ const list = Command.make("list", {
     )))
   })).pipe(Command.withDescription("List the rules: the global ones, or an agent's with the global ones it does not shadow (--agent); --user, --tag filter"))
 
+/** Users' feedback on a shared rule, in words: how many said what, and how many of them are in the rule. */
+const votesText = (t: Tally): string =>
+  t.success + t.failure === 0
+    ? "none yet"
+    : `${t.failure} bad, ${t.success} good (each user's latest); ${t.counted} counted into the rule, which moves once ${CONSENSUS_USERS} users agree`
+
 const show = Command.make("show", { id, agent, json }, (f) =>
   Effect.gen(function*() {
     const agentId = yield* agentOf(f.agent)
     const playbook = yield* Playbook
     const found = yield* playbook.get(agentId, f.id)
+    const votes = yield* playbook.votes(agentId, f.id)
     const now = yield* Clock.currentTimeMillis
     const paths = playbook.paths(agentId)
     const file = found.source === "agent" ? (paths.agent ?? paths.global) : paths.global
-    if (f.json) return yield* printJson({ ...ruleJson(found, now), file })
+    if (f.json) return yield* printJson({ ...ruleJson(found, now), file, votes })
     const r = found.rule
     yield* Console.log(terminalSafe([
       `Rule ${r.id}`,
@@ -119,6 +128,7 @@ const show = Command.make("show", { id, agent, json }, (f) =>
         ["successes", String(r.successCount)],
         ["failures", String(r.failureCount)],
         ["anti-pattern", r.antiPattern ? "yes" : "no"],
+        ["users' feedback", r.user === undefined ? votesText(votes) : "applies to the rule (it is the user's own)"],
         ["tags", r.tags.join(", ") || "-"],
         ["source entries", r.sourceEntries.join(", ") || "-"],
         ["created", iso(r.createdAt)],
@@ -126,6 +136,27 @@ const show = Command.make("show", { id, agent, json }, (f) =>
       ])
     ].join("\n")))
   })).pipe(Command.withDescription("Every field of one rule, and the file it lives in"))
+
+const feedback = Command.make("feedback", {
+  id,
+  outcome: Argument.String("outcome").pipe(Argument.withDescription("good or bad")),
+  agent,
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const word = f.outcome.trim().toLowerCase()
+    const outcome = word === "good" ? "success" : word === "bad" ? "failure" : undefined
+    if (outcome === undefined) return yield* new InvalidConfig({ reason: `say good or bad, not "${f.outcome}"` })
+    const agentId = yield* agentOf(f.agent)
+    const playbook = yield* Playbook
+    const found = yield* playbook.get(agentId, f.id)
+    const [done] = yield* playbook.feedback(agentId, [f.id], outcome, "operator")
+    const r = done?.rule ?? found.rule
+    if (f.json) return yield* printJson({ ...ruleJson({ rule: r, source: found.source }, yield* Clock.currentTimeMillis), outcome })
+    const counts = `${r.successCount} success${r.successCount === 1 ? "" : "es"}, ${r.failureCount} failure${r.failureCount === 1 ? "" : "s"}`
+    const whom = r.user === undefined ? "every user" : `user ${r.user}`
+    yield* Console.log(`${r.id}: ${outcome} recorded for ${whom}; confidence now ${r.confidence.toFixed(2)} (${counts}).`)
+  })).pipe(Command.withDescription("The operator's feedback on a rule (good or bad): applies at once, for everyone the rule is for"))
 
 const sweep = Command.make("sweep", { agent, json }, (f) =>
   Effect.gen(function*() {
@@ -189,7 +220,7 @@ const context = Command.make("context", {
     const playbook = yield* Playbook
     const injected = yield* playbook.context({ agentId, userId, tags })
     if (f.json) {
-      const considered = explainSelection(yield* playbook.list(agentId), userId, tags, yield* Clock.currentTimeMillis)
+      const considered = explainSelection(yield* playbook.view(agentId, userId), userId, tags, yield* Clock.currentTimeMillis)
       return yield* printJson({
         agent: agentId,
         user: userId === "" ? null : userId,
@@ -248,7 +279,7 @@ const remove = Command.make("remove", { id, agent, json }, (f) =>
   })).pipe(Command.withDescription("Remove a rule from the global playbook, or an agent's (--agent)"))
 
 export const playbookCommand = Command.make("playbook").pipe(
-  Command.withDescription("Playbook rules: list, show, sweep, review, apply, context, add, promote, remove"),
-  Command.withSubcommands([list, show, sweep, review, apply, context, add, promote, remove]),
+  Command.withDescription("Playbook rules: list, show, feedback, sweep, review, apply, context, add, promote, remove"),
+  Command.withSubcommands([list, show, feedback, sweep, review, apply, context, add, promote, remove]),
   Command.provide(YamlPlaybook.layer.pipe(Layer.provideMerge(Stores)))
 )

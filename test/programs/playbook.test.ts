@@ -115,6 +115,23 @@ describe("anna playbook", () => {
     refused(await anna(h, "playbook", "remove", global.id, "--agent", "a1"), `no playbook rule "${global.id}" in agent a1's playbook`)
   })
 
+  it("anna playbook feedback: the operator's word applies to every user at once; show counts users' feedback that is not yet", { timeout: 120_000 }, async () => {
+    const h = newHome()
+    homes.push(h)
+    await annaJson(h, "agent", "set", "a1")
+    const rule = await annaJson<RuleJson>(h, "playbook", "add", "--agent", "a1", "--text", "Deploy with the blue-green script", "--tags", "deploy")
+    const bad = await annaJson<RuleJson & { outcome: string }>(h, "playbook", "feedback", rule.id, "bad", "--agent", "a1")
+    assert.deepStrictEqual([bad.id, bad.outcome, bad.confidence, bad.failureCount], [rule.id, "failure", 0.3, 1])
+    const ctx = await anna(h, "playbook", "context", "--tags", "deploy", "--agent", "a1", "--user", "anyone")
+    assert.strictEqual(ctx.stdout, `${GUIDELINES}1. [NASCENT] Deploy with the blue-green script (confidence: 0.30)`)
+    const good = await anna(h, "playbook", "feedback", rule.id, "good", "--agent", "a1")
+    assert.strictEqual(good.stdout.trim(), `${rule.id}: success recorded for every user; confidence now 0.35 (1 success, 1 failure).`)
+    const shown = await anna(h, "playbook", "show", rule.id, "--agent", "a1")
+    assert.match(shown.stdout, /users' feedback\s+none yet/)
+    refused(await anna(h, "playbook", "feedback", rule.id, "meh", "--agent", "a1"), "good or bad")
+    refused(await anna(h, "playbook", "feedback", "rule_nope", "bad", "--agent", "a1"), `no playbook rule "rule_nope"`)
+  })
+
   it("a rule that failed three times is proposed for inversion, approved, and then injected as a pattern to avoid", { timeout: 120_000 }, async () => {
     const h = newHome()
     homes.push(h)

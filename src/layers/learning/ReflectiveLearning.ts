@@ -57,8 +57,9 @@ export const make = Effect.gen(function*() {
   const beforeTurn = Effect.fn("Learning.beforeTurn")(
     function*(chat: TurnChat, message: string) {
       if (!(yield* enabled(chat.agentId))) return ""
-      // The playbook is read once per turn (files are cached: a stat each); tags and selection come from it.
-      const rules = (yield* playbook.list(chat.agentId)).map((s) => s.rule)
+      // The playbook is read once per turn (files are cached: a stat each), as this user is given it
+      // (their own feedback on shared rules applied); tags and selection come from it.
+      const rules = (yield* playbook.view(chat.agentId, chat.userId)).map((s) => s.rule)
       const known = new Set(rules.flatMap((r) => r.tags.map(normalTag)))
       // No rule has a tag: nothing could be chosen, so spare the diary read and the selection.
       if (known.size === 0) return ""

@@ -2,12 +2,13 @@
  * The Playbook over YAML files (issue 15): the global playbook `$ANNA_HOME/playbook.yaml` and one per
  * agent in its operator folder (`$ANNA_HOME/workspaces/<agent>/playbook.yaml`, never mounted into a
  * sandbox). Files are read and replaced through ./playbookFile.ts (regular files only, cached by
- * identity, atomic writes, an invalid file never overwritten); time comes from the Clock.
+ * identity, atomic writes, an invalid file never overwritten); time comes from the Clock. Users'
+ * feedback on shared rules is kept by RuleVotes and weighed in ./playbookFeedback.ts (issue 23).
  */
 import { Clock, Effect, Layer, Random } from "effect"
 import { join } from "node:path"
 import { applyInversion, type InversionProposal, scan } from "../../domain/learning/antiPattern.ts"
-import { applyFeedback, type Outcome, sweep as sweepRules } from "../../domain/learning/confidence.ts"
+import { DAY_MS, sweep as sweepRules } from "../../domain/learning/confidence.ts"
 import { injection } from "../../domain/learning/context.ts"
 import { findDuplicate } from "../../domain/learning/dedupe.ts"
 import { RuleNotFound, RuleRejected } from "../../domain/learning/errors.ts"
@@ -22,8 +23,11 @@ import {
 import { ruleTextProblem } from "../../domain/learning/yaml.ts"
 import { agentFolder } from "../../domain/sandbox/spec.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
-import { type ContextQuery, Playbook, type RuleProposal } from "../../services/Playbook.ts"
+import { type ContextQuery, Playbook, type ProposalResult, type RuleProposal, type UserRuleLimits } from "../../services/Playbook.ts"
+import { RuleVotes, scopeOf } from "../../services/RuleVotes.ts"
+import { makeFeedback } from "./playbookFeedback.ts"
 import { type Change, makeFiles, type WriteHooks } from "./playbookFile.ts"
+import * as SqliteRuleVotes from "./SqliteRuleVotes.ts"
 
 /** A file holds at most this many rules: past it, proposals are refused until an operator removes some. */
 export const MAX_RULES_PER_FILE = 1000
@@ -52,14 +56,24 @@ const checkText = (text: string) => {
 
 const unchanged = <A>(result: A): Change<A> => ({ rules: undefined, result })
 
+/** Why `user` may not have one more rule among `rules` at `now` under `limits`, or undefined. */
+const overLimit = (rules: ReadonlyArray<PlaybookRule>, user: string, limits: UserRuleLimits, now: number): string | undefined => {
+  const own = rules.filter((r) => r.user === user)
+  if (own.length >= limits.total) return `this user already has ${limits.total} rules; an operator must prune them first`
+  if (own.filter((r) => r.createdAt > now - DAY_MS).length >= limits.perDay) return `at most ${limits.perDay} new rules per user per day; try again tomorrow`
+  return undefined
+}
+
 export interface Options {
   readonly home: string
   /** Tests only: steps of a write that can be made to fail. */
   readonly hooks?: WriteHooks
 }
 
+/** The Playbook on the files under `options.home`, with users' feedback on shared rules in RuleVotes. */
 export const make = (options: Options) =>
-  Effect.sync(() => {
+  Effect.gen(function*() {
+    const votes = yield* RuleVotes
     const files = makeFiles(options.hooks)
     const globalPath = join(options.home, PLAYBOOK_FILE)
     const agentPath = (agentId: string) => join(agentFolder(options.home, agentId), PLAYBOOK_FILE)
@@ -89,8 +103,15 @@ export const make = (options: Options) =>
       return new Set((yield* list(agentId)).flatMap((s) => s.rule.tags.map(normalTag)).filter((t) => t !== "")) as ReadonlySet<string>
     })
 
+    const { feedback, view } = makeFeedback({ files, votes, globalPath, agentPath, list })
+
     const context = Effect.fn("Playbook.context")(function*(query: ContextQuery) {
-      return injection((yield* list(query.agentId)).map((s) => s.rule), query.userId, query.tags, yield* Clock.currentTimeMillis)
+      return injection((yield* view(query.agentId, query.userId)).map((s) => s.rule), query.userId, query.tags, yield* Clock.currentTimeMillis)
+    })
+
+    const votesOn = Effect.fn("Playbook.votes")(function*(agentId: string | undefined, id: string) {
+      const found = yield* get(agentId, id)
+      return yield* votes.tally({ scope: scopeOf(found.source === "agent" ? agentId : undefined), ruleId: id })
     })
 
     const propose = Effect.fn("Playbook.propose")(function*(proposal: RuleProposal) {
@@ -106,7 +127,7 @@ export const make = (options: Options) =>
           const twin = findDuplicate(peers, (r) => r.text, text)
           // A user's proposal that repeats a rule other users rely on changes nothing in it: tags added
           // by one (possibly hostile) user would change when the rule is chosen for everyone else.
-          if (twin !== undefined && twin.user !== proposal.user) return unchanged({ rule: twin, created: false })
+          if (twin !== undefined && twin.user !== proposal.user) return unchanged<ProposalResult>({ rule: twin, created: false, addedTags: [] })
           if (twin !== undefined) {
             const merged: PlaybookRule = {
               ...twin,
@@ -114,9 +135,12 @@ export const make = (options: Options) =>
               tags: cleanTags([...twin.tags, ...tags])
             }
             const same = merged.sourceEntries.join("\n") === twin.sourceEntries.join("\n") && merged.tags.join("\n") === twin.tags.join("\n")
-            const result = { rule: merged, created: false }
+            const result: ProposalResult = { rule: merged, created: false, addedTags: merged.tags.filter((t) => !twin.tags.includes(t)) }
             return same ? unchanged(result) : { rules: rules.map((r) => (r.id === twin.id ? merged : r)), result }
           }
+          // Checked here, in the same step as the insert: proposals made at once cannot all pass a check made before.
+          const over = proposal.user === undefined || proposal.limits === undefined ? undefined : overLimit(rules, proposal.user, proposal.limits, now)
+          if (over !== undefined) return yield* new RuleRejected({ reason: over })
           if (rules.length >= MAX_RULES_PER_FILE) {
             return yield* new RuleRejected({ reason: `${where(proposal.agentId)} holds ${rules.length} rules, the most it may; remove some first (anna playbook remove)` })
           }
@@ -137,34 +161,9 @@ export const make = (options: Options) =>
             lastAppliedAt: null,
             ...(proposal.user === undefined ? {} : { user: proposal.user })
           }
-          return { rules: [...rules, rule], result: { rule, created: true } }
+          return { rules: [...rules, rule], result: { rule, created: true, addedTags: [] } as ProposalResult }
         })
       )
-    })
-
-    /** Feedback to the rules of one file whose ids are in `ids`; returns the updated ones (one write). */
-    const feedbackIn = (path: string, ids: ReadonlySet<string>, outcome: Outcome, now: number) =>
-      files.update(path, (rules) => {
-        const updated: Array<PlaybookRule> = []
-        const next = rules.map((r) => {
-          if (!ids.has(r.id)) return r
-          const u = applyFeedback(r, outcome, now)
-          updated.push(u)
-          return u
-        })
-        return Effect.succeed(updated.length === 0 ? unchanged(updated) : { rules: next, result: updated })
-      })
-
-    const feedback = Effect.fn("Playbook.feedback")(function*(agentId: string | undefined, ids: ReadonlyArray<string>, outcome: Outcome) {
-      const wanted = new Set(ids)
-      if (wanted.size === 0) return []
-      const now = yield* Clock.currentTimeMillis
-      // A rule of the agent shadows a global one with the same id: the agent's gets the feedback.
-      const ownIds = new Set(agentId === undefined ? [] : (yield* files.read(agentPath(agentId))).map((r) => r.id).filter((id) => wanted.has(id)))
-      const rest = new Set([...wanted].filter((id) => !ownIds.has(id)))
-      const own = agentId === undefined || ownIds.size === 0 ? [] : yield* feedbackIn(agentPath(agentId), ownIds, outcome, now)
-      const global = rest.size === 0 ? [] : yield* feedbackIn(globalPath, rest, outcome, now)
-      return [...own, ...global]
     })
 
     const sweep = Effect.fn("Playbook.sweep")(function*(agentId: string | undefined) {
@@ -215,16 +214,21 @@ export const make = (options: Options) =>
     })
 
     const remove = Effect.fn("Playbook.remove")(function*(agentId: string | undefined, id: string) {
-      return yield* files.update(fileOf(agentId), (rules) => {
+      const removed = yield* files.update(fileOf(agentId), (rules) => {
         const found = rules.find((r) => r.id === id)
         if (found === undefined) return Effect.fail(new RuleNotFound({ id, where: where(agentId) }))
         return Effect.succeed({ rules: rules.filter((r) => r.id !== id), result: found })
       })
+      // A rule written later with the same id starts without the old rule's votes (best effort: the rule is gone either way).
+      yield* votes.forget({ scope: scopeOf(agentId), ruleId: id }).pipe(
+        Effect.catch((e) => Effect.logWarning(`playbook: feedback on the removed rule ${id} was not forgotten`, e.message))
+      )
+      return removed
     })
 
     const paths = (agentId: string | undefined) => (agentId === undefined ? { global: globalPath } : { agent: agentPath(agentId), global: globalPath })
 
-    return Playbook.of({ list, get, tags, context, propose, feedback, sweep, review, apply, promote, remove, paths })
+    return Playbook.of({ list, get, tags, view, context, propose, feedback, votes: votesOn, sweep, review, apply, promote, remove, paths })
   })
 
 /** The rules with rule `id` changed by `f` (RuleNotFound when it is not there). */
@@ -235,9 +239,10 @@ const changeRule = (rules: ReadonlyArray<PlaybookRule>, id: string, f: (r: Playb
   return Effect.succeed({ rules: rules.map((r) => (r.id === id ? changed : r)), result: changed })
 }
 
+/** Needs AppConfig and SqlClient (users' feedback on shared rules: SqliteRuleVotes). */
 export const layer = Layer.effect(
   Playbook,
   Effect.gen(function*() {
     return yield* make({ home: (yield* AppConfig).home })
   })
-)
+).pipe(Layer.provide(SqliteRuleVotes.layer))

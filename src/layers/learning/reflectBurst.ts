@@ -45,12 +45,20 @@ const unique = (xs: ReadonlyArray<string>): ReadonlyArray<string> => [...new Set
  * Applies one outcome to what the uses name: each rule once (whatever the number of turns it was
  * injected into: a burst is one application), each skill once per scope (operator skills are
  * counted per agent, a user's own per agent and user). Returns the rules found and the skills counted.
+ *
+ * The outcome is the word of the user the burst was with (their `/feedback`, or how their burst
+ * went): on a rule for every user it is that user's vote, never the operator's (Playbook.feedback).
  */
 export const applyOutcome = Effect.fn("Learning.applyOutcome")(function*(agentId: string, uses: ReadonlyArray<BurstUse>, outcome: Outcome) {
   const playbook = yield* Playbook
   const stats = yield* SkillStats
-  const ruleIds = unique(uses.filter((u) => u.kind === "rule").map((u) => u.ref))
-  const updated = ruleIds.length === 0 ? [] : yield* playbook.feedback(agentId, ruleIds, outcome)
+  const updated: Array<string> = []
+  const ruleUses = uses.filter((u) => u.kind === "rule")
+  // A session has one user; grouped all the same, so that nobody's use is counted as another's word.
+  for (const userId of unique(ruleUses.map((u) => u.userId))) {
+    const ruleIds = unique(ruleUses.filter((u) => u.userId === userId).map((u) => u.ref))
+    for (const r of yield* playbook.feedback(agentId, ruleIds, outcome, { user: userId })) updated.push(r.rule.id)
+  }
   const skills = new Map<string, { readonly userId: string; readonly name: string }>()
   for (const u of uses) {
     if (u.kind !== "skill") continue
@@ -58,5 +66,5 @@ export const applyOutcome = Effect.fn("Learning.applyOutcome")(function*(agentId
     skills.set(`${userId}\0${u.ref}`, { userId, name: u.ref })
   }
   for (const s of skills.values()) yield* stats.record({ agentId, userId: s.userId, name: s.name }, outcome)
-  return { rules: updated.map((r) => r.id), skills: [...skills.values()].map((s) => s.name) } satisfies FeedbackReport
+  return { rules: unique(updated), skills: [...skills.values()].map((s) => s.name) } satisfies FeedbackReport
 })

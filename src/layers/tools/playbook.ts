@@ -8,18 +8,22 @@
  *   user's prompt unless an operator promotes it;
  * - at most MAX_NEW_USER_RULES_PER_DAY rules scoped to the user are created per agent in 24 hours,
  *   and at most MAX_USER_RULES exist (counted from the playbook itself, so a restart resets nothing;
- *   rules reflection learned from the user count too); texts up to MAX_RULE_TEXT characters;
- * - helpful/harmful only on a rule injected into this session's current burst or the user's own
- *   (so nobody can drain a rule other users rely on), once per rule per burst.
+ *   rules reflection learned from the user count too; checked by the playbook in the same step as
+ *   the insert, so parallel proposals cannot overshoot); texts up to MAX_RULE_TEXT characters;
+ * - helpful/harmful only on a rule injected into this session's current burst or the user's own,
+ *   once per rule per burst; on a rule for every user it is the user's vote (Playbook.feedback): it
+ *   moves their own view at once and the rule for everyone only when CONSENSUS_USERS users agree,
+ *   each user counted once, so nobody can drain or inflate a rule other users rely on.
  */
 import { Clock, Effect, Option, Schema } from "effect"
-import { DAY_MS, decayed, type Outcome } from "../../domain/learning/confidence.ts"
+import { decayed, type Outcome } from "../../domain/learning/confidence.ts"
+import { CONSENSUS_USERS } from "../../domain/learning/consensus.ts"
 import { normaliseText } from "../../domain/learning/dedupe.ts"
 import { cleanTags, LEARNING_PLUGIN, MAX_RULE_TEXT, normalTag, type SourcedRule, visibleTo } from "../../domain/learning/rule.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import { Diary } from "../../services/Diary.ts"
-import { Playbook } from "../../services/Playbook.ts"
+import { Playbook, type ProposalResult, type RuleFeedback } from "../../services/Playbook.ts"
 import { PluginStore } from "../../services/PluginStore.ts"
 import type { ToolSource } from "../../services/ToolCatalog.ts"
 import * as ToolCatalogLayer from "./ToolCatalog.ts"
@@ -50,7 +54,24 @@ const decode = Schema.decodeUnknownEffect(Input)
 
 const fail = (reason: string) => new ToolError({ tool: TOOL_NAME, reason })
 
-/** A rule this user may see: every user's, or their own. */
+/** What a proposal did, as it happened: a duplicate of a rule for every user changes nothing in it. */
+const proposed = ({ rule, created, addedTags }: ProposalResult): string => {
+  if (created) return `Added ${rule.id} (for this user only; confidence ${rule.confidence.toFixed(2)}).`
+  if (rule.user === undefined) {
+    return `A rule for every user already says this: ${rule.id} (${rule.text}). Nothing was changed: a user's proposal never changes a rule every user is given.`
+  }
+  const added = addedTags.length === 0 ? "Nothing was changed." : `Added its tag${addedTags.length === 1 ? "" : "s"}: ${addedTags.join(", ")}.`
+  return `You already have this rule: ${rule.id} (${rule.text}). ${added}`
+}
+
+/** What a mark did: to the rule itself, or (a rule for every user) to this user's view until enough users agree. */
+const marked = (id: string, outcome: Outcome, f: RuleFeedback): string => {
+  const how = outcome === "success" ? "helpful" : "harmful"
+  const confidence = f.rule.confidence.toFixed(2)
+  if (f.rule.user !== undefined || f.agreeing === 0) return `${id} marked ${how}; confidence now ${confidence}.`
+  if (f.effect === "applied") return `${id} marked ${how}; ${f.agreeing} users agree, so it changed for every user: confidence now ${confidence}.`
+  return `${id} marked ${how} for this user: confidence for them now ${confidence}. It changes for every user once ${CONSENSUS_USERS} users agree (${f.agreeing} so far).`
+}
 
 const describe = (s: SourcedRule, userId: string, now: number): string => {
   const r = s.rule
@@ -83,7 +104,7 @@ export const playbookTool = (playbook: Playbook["Service"], diary: Diary["Servic
       const now = yield* Clock.currentTimeMillis
       const words = normaliseText(query ?? "").split(" ").filter((w) => w !== "")
       const wanted = new Set((tags ?? []).map(normalTag).filter((t) => t !== ""))
-      const found = (yield* playbook.list(ctx.agentId).pipe(Effect.mapError(storage))).filter(({ rule }) => {
+      const found = (yield* playbook.view(ctx.agentId, ctx.userId).pipe(Effect.mapError(storage))).filter(({ rule }) => {
         if (!visibleTo(rule, ctx.userId)) return false
         if (wanted.size > 0 && !rule.tags.some((t) => wanted.has(normalTag(t)))) return false
         const hay = normaliseText(`${rule.text} ${rule.tags.join(" ")}`)
@@ -99,23 +120,16 @@ export const playbookTool = (playbook: Playbook["Service"], diary: Diary["Servic
       const line = (text ?? "").replace(/\s+/g, " ").trim()
       if (line === "") return yield* fail("give the rule's text")
       if (line.length > MAX_RULE_TEXT) return yield* fail(`the text is ${line.length} characters; at most ${MAX_RULE_TEXT}`)
-      const now = yield* Clock.currentTimeMillis
-      const own = (yield* playbook.list(ctx.agentId).pipe(Effect.mapError(storage))).filter((s) => s.source === "agent" && s.rule.user === ctx.userId)
-      if (own.length >= MAX_USER_RULES) return yield* fail(`this user already has ${MAX_USER_RULES} rules; an operator must prune them first`)
-      if (own.filter((s) => s.rule.createdAt > now - DAY_MS).length >= MAX_NEW_USER_RULES_PER_DAY) {
-        return yield* fail(`at most ${MAX_NEW_USER_RULES_PER_DAY} new rules per user per day; try again tomorrow`)
-      }
-      const { rule, created } = yield* playbook.propose({
+      const result = yield* playbook.propose({
         agentId: ctx.agentId,
         user: ctx.userId,
         text: line,
         tags: cleanTags(tags),
         sourceEntries: [],
-        antiPattern
-      }).pipe(Effect.mapError(storage))
-      return created
-        ? `Added ${rule.id} (for this user only; confidence ${rule.confidence.toFixed(2)}).`
-        : `A similar rule exists: ${rule.id} (${rule.text}); its tags were merged.`
+        antiPattern,
+        limits: { perDay: MAX_NEW_USER_RULES_PER_DAY, total: MAX_USER_RULES }
+      }).pipe(Effect.mapError((e) => fail(e._tag === "RuleRejected" ? e.reason : e.message)))
+      return proposed(result)
     })
 
   const mark = (ctx: ToolCallContext, id: string | undefined, outcome: Outcome) =>
@@ -134,10 +148,8 @@ export const playbookTool = (playbook: Playbook["Service"], diary: Diary["Servic
       const latest = yield* diary.latest(ctx.sessionKey).pipe(Effect.mapError(storage))
       const burst = `${ctx.sessionKey}\0${Option.match(latest, { onNone: () => "", onSome: (e) => e.id })}`
       if (!markOnce(burst, ruleId)) return yield* fail(`${ruleId} was already marked in this task`)
-      const [updated] = yield* playbook.feedback(ctx.agentId, [ruleId], outcome).pipe(Effect.mapError(storage))
-      return updated === undefined
-        ? `${ruleId} is gone.`
-        : `${ruleId} marked ${outcome === "success" ? "helpful" : "harmful"}; confidence now ${updated.confidence.toFixed(2)}.`
+      const [updated] = yield* playbook.feedback(ctx.agentId, [ruleId], outcome, { user: ctx.userId }).pipe(Effect.mapError(storage))
+      return updated === undefined ? `${ruleId} is gone.` : marked(ruleId, outcome, updated)
     })
 
   return {

@@ -26,8 +26,12 @@ afterAll(() => fake.close())
 
 const chat = { sessionKey: KEY, agentId: AGENT, userId: USER }
 
+/**
+ * A rule of the user's own: their outcomes apply to it as they come. (On a rule for every user they
+ * are the user's vote, which moves it only when enough users agree: sharedRuleFeedback.test.ts.)
+ */
 const addRule = Playbook.use((p) =>
-  p.propose({ agentId: AGENT, user: undefined, text: "Pin Docker base images", tags: ["docker"], sourceEntries: [], antiPattern: false }))
+  p.propose({ agentId: AGENT, user: USER, text: "Pin Docker base images", tags: ["docker"], sourceEntries: [], antiPattern: false }))
 
 const ruleState = (id: string) =>
   Effect.map(Playbook.use((p) => p.get(AGENT, id)), ({ rule }) => [rule.confidence, rule.successCount, rule.failureCount])

@@ -5,7 +5,7 @@
  * files that are refused (typos, FIFOs, links, oversize) without ever being overwritten.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime } from "effect"
 import { TestClock } from "effect/testing"
 import { execFileSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
@@ -14,10 +14,13 @@ import { join } from "node:path"
 import { afterAll } from "vitest"
 import { DAY_MS } from "../../../src/domain/learning/confidence.ts"
 import type { PlaybookError, RuleNotFound, RuleRejected } from "../../../src/domain/learning/errors.ts"
+import type { StorageError } from "../../../src/domain/storage/errors.ts"
 import type { PlaybookRule } from "../../../src/domain/learning/rule.ts"
 import { parsePlaybook, stringifyPlaybook } from "../../../src/domain/learning/yaml.ts"
-import { make } from "../../../src/layers/learning/YamlPlaybook.ts"
+import * as SqliteRuleVotes from "../../../src/layers/learning/SqliteRuleVotes.ts"
+import * as YamlPlaybook from "../../../src/layers/learning/YamlPlaybook.ts"
 import { MAX_PLAYBOOK_BYTES } from "../../../src/layers/learning/playbookFile.ts"
+import { sqliteTemp } from "../../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -28,6 +31,12 @@ const newHome = () => {
   homes.push(h)
   return h
 }
+
+/** Users' votes on shared rules (RuleVotes), on one SQLite file for the whole file's tests (these give the operator's feedback). */
+const votes = ManagedRuntime.make(SqliteRuleVotes.layer.pipe(Layer.provide(sqliteTemp)))
+afterAll(() => votes.dispose())
+/** The playbook on `home`. */
+const make = (options: YamlPlaybook.Options) => Effect.flatMap(votes.contextEffect, (context) => YamlPlaybook.make(options).pipe(Effect.provide(context)))
 
 const T0 = Date.UTC(2026, 0, 1)
 const rule = (id: string, over: Partial<PlaybookRule> = {}): PlaybookRule => ({
@@ -148,17 +157,17 @@ describe("YamlPlaybook", () => {
       write(join(home, "playbook.yaml"), [rule("shared", { confidence: 0.5 }), rule("g1", { confidence: 0.5 }), rule("g2", { confidence: 0.5 })])
       write(join(home, "workspaces", "a1", "playbook.yaml"), [rule("shared", { confidence: 0.5 }), rule("a1r", { confidence: 0.5 })])
       yield* TestClock.adjust("1 day")
-      const updated = yield* pb.feedback("a1", ["shared", "a1r", "g1", "g2", "nope", "g1"], "success")
+      const updated = (yield* pb.feedback("a1", ["shared", "a1r", "g1", "g2", "nope", "g1"], "success", "operator")).map((f) => f.rule)
       assert.deepStrictEqual(updated.map((r) => [r.id, r.successCount, r.lastAppliedAt]).sort(), [
         ["a1r", 1, T0 + DAY_MS], ["g1", 1, T0 + DAY_MS], ["g2", 1, T0 + DAY_MS], ["shared", 1, T0 + DAY_MS]
       ])
       assert.strictEqual(renames, 2, "one write per file")
       const global = fileRules(join(home, "playbook.yaml"))
       assert.deepStrictEqual(global.map((r) => [r.id, r.successCount]), [["shared", 0], ["g1", 1], ["g2", 1]], "the agent's copy shadowed the global one")
-      const failed = yield* pb.feedback(undefined, ["g1"], "failure")
+      const failed = (yield* pb.feedback(undefined, ["g1"], "failure", "operator")).map((f) => f.rule)
       assert.strictEqual(failed[0]?.failureCount, 1)
       assert.isBelow(failed[0]?.confidence ?? 1, 0.4)
-      assert.deepStrictEqual(yield* pb.feedback("a1", ["nope"], "success"), [])
+      assert.deepStrictEqual(yield* pb.feedback("a1", ["nope"], "success", "operator"), [])
       assert.strictEqual(renames, 3, "nothing to change: nothing written")
     }))
 
@@ -246,8 +255,8 @@ describe("YamlPlaybook", () => {
       const err = Exit.isFailure(exit) ? (exit.cause.reasons.find((r) => r._tag === "Fail") as { error: { _tag: string; message: string; line: number } } | undefined)?.error : undefined
       assert.deepStrictEqual([err?._tag, err?.line], ["PlaybookInvalid", 4])
       assert.include(err?.message ?? "", `${path}:4: unknown field "confidense"`)
-      const ops: ReadonlyArray<Effect.Effect<unknown, PlaybookError | RuleNotFound | RuleRejected>> = [
-        pb.propose(proposal("New", {})), pb.feedback(undefined, ["a"], "success"), pb.sweep(undefined), pb.remove(undefined, "a"), pb.apply(undefined, ["a"])
+      const ops: ReadonlyArray<Effect.Effect<unknown, PlaybookError | RuleNotFound | RuleRejected | StorageError>> = [
+        pb.propose(proposal("New", {})), pb.feedback(undefined, ["a"], "success", "operator"), pb.sweep(undefined), pb.remove(undefined, "a"), pb.apply(undefined, ["a"])
       ]
       for (const op of ops) {
         assert.strictEqual(failureTag(yield* Effect.exit(op)), "PlaybookInvalid")

@@ -2,20 +2,23 @@
  * Writes of the YAML playbook: a failure (a crash) at any step of a write leaves the old file
  * byte-identical and no temp file in its place; concurrent writers in one process lose nothing;
  * another process replacing the file between our read and our rename makes us redo the update on
- * its file instead of overwriting it.
+ * its file instead of overwriting it; users' votes counted by a write that failed are taken back.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Arbitrary, Effect, Exit, Schema } from "effect"
+import { Arbitrary, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import type { PlaybookError, RuleNotFound, RuleRejected } from "../../../src/domain/learning/errors.ts"
+import type { StorageError } from "../../../src/domain/storage/errors.ts"
 import { cleanTags, MATURITIES, type PlaybookRule } from "../../../src/domain/learning/rule.ts"
 import { parsePlaybook, stringifyPlaybook, UNSAFE_TEXT } from "../../../src/domain/learning/yaml.ts"
-import { make } from "../../../src/layers/learning/YamlPlaybook.ts"
+import * as SqliteRuleVotes from "../../../src/layers/learning/SqliteRuleVotes.ts"
+import * as YamlPlaybook from "../../../src/layers/learning/YamlPlaybook.ts"
 import type { WriteHooks } from "../../../src/layers/learning/playbookFile.ts"
 import type { Playbook } from "../../../src/services/Playbook.ts"
+import { sqliteTemp } from "../../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -26,6 +29,12 @@ const newHome = () => {
   homes.push(h)
   return h
 }
+
+/** Users' votes on shared rules (RuleVotes), on one SQLite file for the whole file's tests (these give the operator's feedback). */
+const votes = ManagedRuntime.make(SqliteRuleVotes.layer.pipe(Layer.provide(sqliteTemp)))
+afterAll(() => votes.dispose())
+/** The playbook on `home`. */
+const make = (options: YamlPlaybook.Options) => Effect.flatMap(votes.contextEffect, (context) => YamlPlaybook.make(options).pipe(Effect.provide(context)))
 
 const int = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
 const rulesArb = Arbitrary.array(
@@ -56,11 +65,11 @@ const STEPS: ReadonlyArray<readonly [string, WriteHooks]> = [
 ]
 
 /** Every write the service can do, on a file holding `rules` (ids r0, r1, …). */
-const writes = (rules: ReadonlyArray<PlaybookRule>): ReadonlyArray<(pb: Playbook["Service"]) => Effect.Effect<void, PlaybookError | RuleNotFound | RuleRejected>> => {
+const writes = (rules: ReadonlyArray<PlaybookRule>): ReadonlyArray<(pb: Playbook["Service"]) => Effect.Effect<void, PlaybookError | RuleNotFound | RuleRejected | StorageError>> => {
   const id = rules[0]?.id ?? "r0"
   return [
     (pb: Playbook["Service"]) => Effect.asVoid(pb.propose({ agentId: undefined, user: undefined, text: "A brand new rule nobody wrote", tags: ["x"], sourceEntries: [], antiPattern: false })),
-    (pb: Playbook["Service"]) => Effect.asVoid(pb.feedback(undefined, [id], "failure")),
+    (pb: Playbook["Service"]) => Effect.asVoid(pb.feedback(undefined, [id], "failure", "operator")),
     (pb: Playbook["Service"]) => Effect.asVoid(pb.remove(undefined, id))
   ]
 }
@@ -83,7 +92,7 @@ describe("YamlPlaybook writes", () => {
           assert.deepStrictEqual(readdirSync(home), ["playbook.yaml"], "the temp file is gone")
         }
         const fine = yield* make({ home })
-        yield* fine.feedback(undefined, ["r0"], "success")
+        yield* fine.feedback(undefined, ["r0"], "success", "operator")
         assert.strictEqual((yield* fine.get(undefined, "r0")).rule.successCount, 1, "the next write works")
       }))
   }
@@ -128,6 +137,22 @@ describe("YamlPlaybook writes", () => {
       assert.deepStrictEqual((yield* pb.list("a1")).map((s) => s.rule.text).sort(), [...texts].sort())
     }))
 
+  it.effect("a failed write of a consensus takes the counting back: the users' votes stay pending and count once the file can be written", () =>
+    Effect.gen(function*() {
+      const home = newHome()
+      const fine = yield* make({ home })
+      const broken = yield* make({ home, hooks: { beforeRename: crash } })
+      const { rule } = yield* fine.propose({ agentId: undefined, user: undefined, text: "A rule for everyone", tags: ["x"], sourceEntries: [], antiPattern: false })
+      for (const user of ["u1", "u2"]) assert.strictEqual((yield* broken.feedback(undefined, [rule.id], "failure", { user }))[0]?.effect, "noted")
+      assert.strictEqual(failureTag(yield* Effect.exit(broken.feedback(undefined, [rule.id], "failure", { user: "u3" }))), "PlaybookWriteFailed")
+      assert.deepStrictEqual(yield* fine.votes(undefined, rule.id), { success: 0, failure: 3, counted: 0 }, "nothing counted without effect")
+      assert.strictEqual((yield* fine.get(undefined, rule.id)).rule.failureCount, 0)
+      const [done] = yield* fine.feedback(undefined, [rule.id], "failure", { user: "u3" })
+      assert.strictEqual(done?.effect, "applied")
+      assert.deepStrictEqual(yield* fine.votes(undefined, rule.id), { success: 0, failure: 3, counted: 3 })
+      assert.strictEqual((yield* fine.get(undefined, rule.id)).rule.failureCount, 3)
+    }))
+
   it.effect("a file replaced by another process during our write is not overwritten: the update is redone on it", () =>
     Effect.gen(function*() {
       const home = newHome()
@@ -147,7 +172,7 @@ describe("YamlPlaybook writes", () => {
           }
         }
       })
-      yield* pb.feedback(undefined, ["mine"], "success")
+      yield* pb.feedback(undefined, ["mine"], "success", "operator")
       const rules = yield* pb.list(undefined)
       assert.deepStrictEqual(rules.map((s) => [s.rule.id, s.rule.successCount]), [["mine", 1], ["theirs", 0]])
     }))

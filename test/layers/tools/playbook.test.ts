@@ -1,8 +1,10 @@
 /**
  * The `playbook` tool (issue 15) on the real playbook (YAML in a temporary home) and diary (SQLite):
  * offered with the plugin `learning` and the tool name enabled; search shows every user's rules and
- * the user's own, never another user's; proposals are the user's own and limited; helpful/harmful
- * only on a rule injected into this burst or the user's own, once per rule per burst.
+ * the user's own, never another user's; proposals are the user's own and limited (the limit holds
+ * against proposals made at once), and a duplicate says what it did; helpful/harmful only on a rule
+ * injected into this burst or the user's own, once per rule per burst (on a rule for every user: the
+ * user's vote).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -88,7 +90,10 @@ describe("playbook tool", () => {
       assert.deepStrictEqual(rules.map((s) => [s.rule.text, s.rule.user, s.rule.tags, s.source]), [
         ["Run the tests before committing", USER, ["git"], "agent"]
       ])
-      assert.match(yield* call({ action: "propose", text: "Run the tests before committing!", tags: [] }), /^A similar rule exists/)
+      assert.match(
+        yield* call({ action: "propose", text: "Run the tests before committing!", tags: [] }),
+        /^You already have this rule: \S+ \(Run the tests before committing\)\. Nothing was changed\.$/
+      )
       assert.include(yield* refused({ action: "propose", text: "x".repeat(MAX_RULE_TEXT + 1) }), `at most ${MAX_RULE_TEXT}`)
       assert.include(yield* refused({ action: "propose", text: "  " }), "give the rule's text")
       for (let i = 1; i < MAX_NEW_USER_RULES_PER_DAY; i++) yield* call({ action: "propose", text: `Distinct guidance number ${i} for topic ${"abcdefghijklmnopqrstu"[i]}` })
@@ -97,6 +102,40 @@ describe("playbook tool", () => {
       assert.match(yield* call({ action: "propose", text: "One rule too many today" }, { ...ctx, userId: "u2" }), /^Added/)
       yield* TestClock.adjust("25 hours")
       assert.match(yield* call({ action: "propose", text: "One rule too many today" }), /^Added/)
+    }).pipe(Effect.provide(stack())))
+
+  it.effect("a proposal that repeats a rule says what it did: a rule for every user is left as it is, the user's own gains the new tags", () =>
+    Effect.gen(function*() {
+      yield* withAgent
+      const { call } = yield* using
+      const shared = yield* rule("Pin Docker base images by digest", ["docker"])
+      const mine = yield* rule("Use compose profiles for my stack", ["compose"], USER)
+      assert.strictEqual(
+        yield* call({ action: "propose", text: "Pin docker base images by digest.", tags: ["security", "docker"] }),
+        `A rule for every user already says this: ${shared} (Pin Docker base images by digest). Nothing was changed: a user's proposal never changes a rule every user is given.`
+      )
+      assert.deepStrictEqual((yield* Playbook.use((p) => p.get(AGENT, shared))).rule.tags, ["docker"], "the shared rule's tags are untouched")
+      assert.strictEqual(
+        yield* call({ action: "propose", text: "Use compose profiles for my stack", tags: ["docker", "Compose"] }),
+        `You already have this rule: ${mine} (Use compose profiles for my stack). Added its tag: docker.`
+      )
+      assert.deepStrictEqual((yield* Playbook.use((p) => p.get(AGENT, mine))).rule.tags, ["compose", "docker"])
+      assert.strictEqual((yield* Playbook.use((p) => p.list(AGENT))).length, 2, "nothing was added")
+    }).pipe(Effect.provide(stack())))
+
+  it.effect(`40 proposals at once add exactly ${MAX_NEW_USER_RULES_PER_DAY}: the limit is checked in the same step as the insert`, () =>
+    Effect.gen(function*() {
+      yield* withAgent
+      const { call } = yield* using
+      const texts = Array.from({ length: 40 }, (_, i) => `Guidance ${i}: ${"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"[i]} ${i * 7919} ${i * 104729}`)
+      const results = yield* Effect.forEach(texts, (text) => Effect.result(call({ action: "propose", text, tags: ["x"] })), { concurrency: "unbounded" })
+      const added = results.filter((r) => r._tag === "Success")
+      const refusals = results.flatMap((r) => (r._tag === "Failure" ? [r.failure.reason] : []))
+      assert.strictEqual(added.length, MAX_NEW_USER_RULES_PER_DAY)
+      assert.strictEqual(refusals.length, 40 - MAX_NEW_USER_RULES_PER_DAY)
+      for (const reason of refusals) assert.include(reason, `at most ${MAX_NEW_USER_RULES_PER_DAY} new rules per user per day`)
+      const own = (yield* Playbook.use((p) => p.list(AGENT))).filter((s) => s.rule.user === USER)
+      assert.strictEqual(own.length, MAX_NEW_USER_RULES_PER_DAY)
     }).pipe(Effect.provide(stack())))
 
   it.effect("helpful/harmful: only a rule injected into this burst or the user's own, once per burst", () =>
@@ -113,7 +152,12 @@ describe("playbook tool", () => {
       assert.deepStrictEqual((yield* Playbook.use((p) => p.get(AGENT, shared))).rule.failureCount, 0, "a refused mark changes nothing")
       // Injected into this burst: it may be marked, once.
       yield* Learning.use((l) => l.beforeTurn(ctx, "my docker build"))
-      assert.strictEqual(yield* call({ action: "helpful", id: shared }), `${shared} marked helpful; confidence now 0.55.`)
+      // A rule for every user: this user's vote, their own view moves at once, everyone's waits for consensus.
+      assert.strictEqual(
+        yield* call({ action: "helpful", id: shared }),
+        `${shared} marked helpful for this user: confidence for them now 0.55. It changes for every user once 3 users agree (1 so far).`
+      )
+      assert.strictEqual((yield* Playbook.use((p) => p.get(AGENT, shared))).rule.confidence, 0.5)
       assert.include(yield* refused({ action: "harmful", id: shared }), "already marked in this task")
       // The user's own rule needs no injection.
       assert.strictEqual(yield* call({ action: "harmful", id: mine }), `${mine} marked harmful; confidence now 0.30.`)
