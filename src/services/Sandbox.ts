@@ -12,7 +12,7 @@
  */
 import { Context, type Effect, type Scope, type Stream } from "effect"
 import type { PathOutsideWorkspace, SandboxFailure, SandboxStartError, WorkspaceFileError } from "../domain/sandbox/errors.ts"
-import type { ExecOptions, ExecResult, SandboxSpec } from "../domain/sandbox/types.ts"
+import type { DiskBound, ExecOptions, ExecResult, SandboxCaps, SandboxSpec } from "../domain/sandbox/types.ts"
 
 /** A long-lived process (e.g. a local MCP server) with its stdio. */
 export interface SandboxProcess {
@@ -72,18 +72,32 @@ export interface SandboxSession {
   readonly close: (reason: string) => Effect.Effect<void>
 }
 
+/** How a session is limited beyond its spec; the defaults suit one-off sessions (the CLI, tests). */
+export interface StartOptions {
+  /** The live-container caps, read at every admission and command (default DEFAULT_CAPS). */
+  readonly caps?: Effect.Effect<SandboxCaps> | undefined
+  /** How the workspace's disk quota is held (default auto). */
+  readonly diskBound?: DiskBound | undefined
+}
+
 export class Sandbox extends Context.Service<Sandbox, {
   /**
    * Starts a session: the workspace is prepared now; the container is created (and verified against
    * the policy) when a command first needs it, and removed when the scope closes.
    */
-  readonly start: (spec: SandboxSpec) => Effect.Effect<SandboxSession, SandboxStartError, Scope.Scope>
+  readonly start: (spec: SandboxSpec, options?: StartOptions) => Effect.Effect<SandboxSession, SandboxStartError, Scope.Scope>
   /**
    * Whether a container for `spec` could start now — the engine answers, the image is there (or may
    * be pulled), the network policy can be enforced — without creating anything. The runtime asks
    * before it offers sandboxed tools, so an agent without a sandbox still talks, with its tools off.
    */
   readonly check: (spec: SandboxSpec) => Effect.Effect<void, SandboxStartError>
+  /**
+   * The workspace of `spec` ready on the host — created, and its own filesystem mounted there when it
+   * has one — without a container; its real host path. For the host's own look at a workspace (the
+   * heartbeat's `lstat`), which would otherwise see the empty folder under an unmounted filesystem.
+   */
+  readonly prepare: (spec: SandboxSpec, options?: StartOptions) => Effect.Effect<string, SandboxFailure>
   /** Live containers of this gateway (for caps and diagnostics). */
   readonly live: Effect.Effect<number>
 }>()("anna/Sandbox") {}

@@ -7,22 +7,21 @@
  * without a deadline, a workspace without a quota.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach } from "vitest"
-import type { TurnEvent } from "../../src/domain/runtime/types.ts"
 import { AgentStore } from "../../src/services/AgentStore.ts"
 import { ConfigStore } from "../../src/services/ConfigStore.ts"
-import { Runtime } from "../../src/services/Runtime.ts"
 import { owner } from "../../src/layers/sandbox/DockerSandbox.ts"
 import { AGENT_LABEL, OWNER_LABEL } from "../../src/layers/sandbox/docker/policy.ts"
 import { dockerReady, TEST_IMAGE, whenContainers } from "../support/docker.ts"
-import type { RecordedRequest, Scripted } from "../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { configureAgent, runtimeStack, tempHome } from "../support/runtimeStack.ts"
+import { removeTemp } from "../support/cleanup.ts"
+import { compliant, say } from "../support/hostileUser.ts"
 
 let fake: FakeLlm
 beforeAll(async () => {
@@ -31,40 +30,9 @@ beforeAll(async () => {
 beforeEach(() => fake.reset())
 afterAll(() => fake.close())
 
-type Message = { role: string; content?: unknown }
-const messagesOf = (r: RecordedRequest) => (r.body as { messages?: Array<Message> }).messages ?? []
-const textOf = (m: Message | undefined) => (typeof m?.content === "string" ? m.content : JSON.stringify(m?.content ?? ""))
-
-/** The model as a compliant tool user: RUN:/READ:/WRITE: in the user's message become tool calls; a tool result is echoed back. */
-const compliant = (req: RecordedRequest): Scripted => {
-  const messages = messagesOf(req)
-  const last = messages[messages.length - 1]
-  if (last?.role === "tool") return { kind: "reply", parts: [{ type: "text", text: `RESULT ${textOf(last)}` }] }
-  const said = textOf(last)
-  const run = /RUN: ([\s\S]*)$/.exec(said)
-  if (run !== null) return { kind: "reply", parts: [{ type: "tool_call", id: `c${messages.length}`, name: "bash", input: { command: run[1] } }] }
-  const read = /READ: (\S+)/.exec(said)
-  if (read !== null) return { kind: "reply", parts: [{ type: "tool_call", id: `c${messages.length}`, name: "read", input: { path: read[1] } }] }
-  const write = /WRITE: (\S+) (\d+)/.exec(said)
-  if (write !== null) {
-    return { kind: "reply", parts: [{ type: "tool_call", id: `c${messages.length}`, name: "write", input: { path: write[1], content: "x".repeat(Number(write[2])) } }] }
-  }
-  return { kind: "reply", parts: [{ type: "text", text: "ok" }] }
-}
-
-const say = (user: string, text: string, chatId?: string) =>
-  Effect.gen(function*() {
-    const runtime = yield* Runtime
-    const chat = yield* runtime.resolve({ platform: "cli", externalUserId: user, chatId })
-    const events = yield* Stream.runCollect(runtime.send(chat, text))
-    const tool = events.find((e): e is Extract<TurnEvent, { type: "tool_end" }> => e.type === "tool_end")
-    const reply = events.map((e) => (e.type === "text" ? e.text : e.type === "notice" ? `[notice] ${e.text}` : "")).join("")
-    return { events, tool, reply, chat }
-  })
-
 const scratch = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-hostile-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  (dir) => Effect.promise(() => removeTemp(dir))
 )
 
 /**
@@ -184,11 +152,13 @@ describe.skipIf(!dockerReady)("e2e: a hostile chat user", () => {
       }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
     })), { timeout: 60_000 })
 
-  it.live("a workspace has a disk quota: write is refused past it, commands cannot grow files once over it", () =>
+  it.live("the soft quota (sandbox.disk_bound quota): write is refused past it, commands cannot grow files once over it", () =>
     Effect.scoped(Effect.gen(function*() {
       const home = yield* tempHome
       yield* Effect.gen(function*() {
         yield* configureAgent(fake, "a1", { tools: ["bash", "write"], sandboxImage: TEST_IMAGE, sandboxDiskMb: 1 })
+        // The hard bound (a filesystem per workspace) is tested in hostileRound3.test.ts.
+        yield* (yield* ConfigStore).setSetting("sandbox.disk_bound", "quota")
         fake.respondWith(compliant)
         const fits = yield* say("erin", "WRITE: half.txt 600000")
         assert.isFalse(fits.tool?.isError, fits.reply.slice(0, 500))

@@ -12,22 +12,23 @@ import Docker from "dockerode"
 import { Effect, Fiber } from "effect"
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs"
+import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, readFileSync, watch, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../src/domain/sandbox/types.ts"
+import { DEFAULT_LIMITS, type SandboxSpec } from "../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../src/layers/sandbox/DockerSandbox.ts"
 import * as Read from "../../src/layers/tools/read.ts"
 import * as Write from "../../src/layers/tools/write.ts"
 import { dockerReady, TEST_IMAGE } from "../support/docker.ts"
 import { context } from "../support/workspaceToolCases.ts"
+import { removeTemp } from "../support/cleanup.ts"
 
 const ROUNDS = 15
 const PARALLEL = 60
 
 const scratch = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-race-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  (dir) => Effect.promise(() => removeTemp(dir))
 )
 
 /**
@@ -78,8 +79,7 @@ describe.skipIf(!dockerReady)("sandbox race: a folder swapped for a symlink whil
         workspace,
         image: TEST_IMAGE,
         network: "disabled",
-        limits: DEFAULT_LIMITS,
-        caps: DEFAULT_CAPS
+        limits: DEFAULT_LIMITS
       }
       const session = yield* (yield* DockerSandbox.make(new Docker())).start(spec)
       const setup = yield* session.exec(

@@ -5,13 +5,14 @@
  * as not answering, and (with Docker and a Node image) a stdio server started in the agent's sandbox.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { existsSync, mkdirSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { anna, annaEnv, annaJson, newHome } from "../support/cli.ts"
 import Docker from "dockerode"
 import { BUSYBOX, dockerReady, TEST_IMAGE } from "../support/docker.ts"
 import { installInto, nodeImageReady, startEverythingHttp } from "../support/mcpServers.ts"
+import { removeTemp } from "../support/cleanup.ts"
 
 const homes: Array<string> = []
 const home = () => {
@@ -19,8 +20,8 @@ const home = () => {
   homes.push(h)
   return h
 }
-afterAll(() => {
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
+afterAll(async () => {
+  for (const h of homes) await removeTemp(h)
 })
 
 interface Listed {

@@ -4,16 +4,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
-import { copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { annaEnv, newHome } from "../support/cli.ts"
 import { BUSYBOX, dockerReady, TEST_IMAGE } from "../support/docker.ts"
+import { removeTemp } from "../support/cleanup.ts"
 
 const homes: Array<string> = []
-afterAll(() => {
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
+afterAll(async () => {
+  for (const h of homes) await removeTemp(h)
 })
 const home = () => {
   const h = newHome()

@@ -103,8 +103,7 @@ export const make = (options: LocalSandboxOptions = {}): Effect.Effect<SandboxSe
       workspace: root,
       image: "local",
       network: "disabled",
-      limits: { ...DEFAULT_LIMITS, diskMb: quotaMb },
-      caps: DEFAULT_CAPS
+      limits: { ...DEFAULT_LIMITS, diskMb: quotaMb }
     }
     const files = yield* WorkspaceFiles.make(root, { quotaMb })
     const closedWhy = yield* Ref.make<string | undefined>(undefined)
@@ -214,6 +213,7 @@ export const sandboxLayer = (
       return make(options)
     }),
     check: () => (started.unavailable === undefined ? Effect.void : Effect.fail(started.unavailable)),
+    prepare: (spec) => Effect.succeed(spec.workspace),
     live: Effect.succeed(0)
   }))
 

@@ -25,11 +25,12 @@ import { Sandbox } from "../../src/services/Sandbox.ts"
 import { fastTransport } from "../layers/providers/contract.ts"
 import { sqliteTemp } from "./db.ts"
 import type { FakeLlm } from "./fakeLlm/server.ts"
+import { removeTemp } from "./cleanup.ts"
 
 /** A scoped temporary ANNA_HOME. */
 export const tempHome = Effect.acquireRelease(
   Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-e2e-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+  (dir) => Effect.promise(() => removeTemp(dir))
 )
 
 export const runtimeStack = (home: string, options: { readonly sandbox?: boolean; readonly docker?: Docker } = {}) => {

@@ -45,6 +45,13 @@ export const SETTINGS: ReadonlyArray<SettingSpec> = [
     problem: wholeNumber(1, 10_000)
   },
   {
+    key: "sandbox.disk_bound",
+    description:
+      "How a workspace's disk quota is held: filesystem (a filesystem of the quota's size per workspace, a hard bound; needs anna to run as root, fails closed otherwise), quota (a soft check after every command), auto (filesystem where anna can mount, else quota)",
+    defaultValue: "auto",
+    problem: (v) => (v === "auto" || v === "filesystem" || v === "quota" ? undefined : "must be auto, filesystem or quota")
+  },
+  {
     key: "scheduler.catch_up",
     description: "Scheduled jobs missed while the gateway was down: run once at start (run) or skip them (skip); a job's own --catch-up wins",
     defaultValue: "run",

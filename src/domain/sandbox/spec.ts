@@ -10,7 +10,7 @@
  */
 import { join } from "node:path"
 import type { Agent, WorkspaceMode } from "../config/agent.ts"
-import { DEFAULT_CAPS, DEFAULT_IMAGE, DEFAULT_LIMITS, type SandboxCaps, type SandboxSpec } from "./types.ts"
+import { DEFAULT_IMAGE, DEFAULT_LIMITS, type SandboxSpec } from "./types.ts"
 
 /** `$ANNA_HOME/workspaces/{agentId}`: the agent's own (operator) folder. */
 export const agentFolder = (home: string, agentId: string): string => join(home, "workspaces", agentId)
@@ -29,7 +29,6 @@ export const specFor = (
     readonly image?: string | undefined
     readonly network?: string | undefined
     readonly userId?: string | undefined
-    readonly caps?: SandboxCaps | undefined
   } = {}
 ): SandboxSpec => {
   const agentId = agent?.id ?? "default"
@@ -42,7 +41,6 @@ export const specFor = (
     network: overrides.network ?? agent?.sandboxNetwork ?? "disabled",
     limits: agent === undefined
       ? DEFAULT_LIMITS
-      : { ...DEFAULT_LIMITS, memoryMb: agent.sandboxMemoryMb, cpus: agent.sandboxCpus, pids: agent.sandboxPids, diskMb: agent.sandboxDiskMb },
-    caps: overrides.caps ?? DEFAULT_CAPS
+      : { ...DEFAULT_LIMITS, memoryMb: agent.sandboxMemoryMb, cpus: agent.sandboxCpus, pids: agent.sandboxPids, diskMb: agent.sandboxDiskMb }
   }
 }

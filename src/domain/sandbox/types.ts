@@ -16,7 +16,7 @@ export interface SandboxLimits {
   readonly pids: number
   /** Size of the writable /tmp (tmpfs), MiB. */
   readonly tmpMb: number
-  /** Disk quota of the workspace, MiB (checked by the file tools and after every command; see README). */
+  /** Disk quota of the workspace, MiB (its filesystem's size, or a soft check; see DiskBound and README). */
   readonly diskMb: number
 }
 
@@ -40,8 +40,15 @@ export interface SandboxSpec {
   /** A string, not the union: configuration from outside is checked at session start (fail closed). */
   readonly network: string
   readonly limits: SandboxLimits
-  readonly caps: SandboxCaps
 }
+
+/**
+ * How a workspace's disk quota is held (setting `sandbox.disk_bound`): `filesystem` — a filesystem of
+ * the quota's size per workspace, a hard bound (needs anna to run as root; fails closed otherwise);
+ * `quota` — a soft check after every command; `auto` — filesystem where anna can mount, else quota.
+ */
+export type DiskBound = "auto" | "filesystem" | "quota"
+export const DISK_BOUNDS: ReadonlyArray<DiskBound> = ["auto", "filesystem", "quota"]
 
 export interface ExecOptions {
   /** Working directory inside the container (default: the session's working directory). */

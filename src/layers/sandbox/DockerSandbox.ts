@@ -8,7 +8,7 @@
  * error and nothing runs: there is no fallback to the host.
  */
 import type Docker from "dockerode"
-import { Clock, Duration, Effect, Exit, Layer, Ref, Scope, Semaphore } from "effect"
+import { Clock, Duration, Effect, Exit, Layer, Option, Ref, Scope, Semaphore } from "effect"
 import { promises as fs } from "node:fs"
 import { hostname } from "node:os"
 import {
@@ -17,20 +17,25 @@ import {
   PolicyViolation,
   SandboxClosed,
   SandboxFailure,
-  SandboxLimitReached,
   type SandboxStartError
 } from "../../domain/sandbox/errors.ts"
 import {
+  DEFAULT_CAPS,
   DEFAULT_EXEC_TIMEOUT_MS,
+  type DiskBound,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecOptions,
   NETWORK_POLICIES,
   type NetworkPolicy,
-  type SandboxSpec
+  type SandboxCaps,
+  type SandboxSpec,
+  WORKSPACE_MOUNT
 } from "../../domain/sandbox/types.ts"
-import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
+import { Sandbox, type SandboxSession, type StartOptions } from "../../services/Sandbox.ts"
+import * as Admission from "./admission.ts"
 import { call, checkEnforceable, ensureImage, errorDetail, imagePresent, makeDocker, ping, sandboxContainers } from "./docker/client.ts"
 import { runCommand, startProcess } from "./docker/exec.ts"
+import * as WorkspaceDisk from "./workspaceDisk.ts"
 import * as WorkspaceFiles from "./workspaceFiles.ts"
 import { type ContainerPlan, createOptions, FALLBACK_UID, sandboxUser, verifyContainer } from "./docker/policy.ts"
 
@@ -55,22 +60,38 @@ export const removeOrphans = (docker: Docker) =>
     return removed
   })
 
-/** The workspace folder, created 0700 if missing; when anna is root, its top is handed to the sandbox's user. */
-const prepareWorkspace = (dir: string) =>
+/**
+ * The workspace folder, created 0700 if missing (when anna is root, its top is handed to the
+ * sandbox's user), with its disk bound: its own filesystem mounted there when it can be (see
+ * workspaceDisk.ts), else the soft quota.
+ */
+const prepareWorkspace = (dir: string, diskMb: number, setting: DiskBound) =>
   Effect.tryPromise({
     try: async () => {
       await fs.mkdir(dir, { recursive: true, mode: 0o700 })
       const real = await fs.realpath(dir)
       const st = await fs.lstat(real)
       if (!st.isDirectory()) throw new Error(`${real} is not a folder`)
+      const root = process.getuid?.() === 0
+      const sandboxOwner = root ? { uid: FALLBACK_UID, gid: FALLBACK_UID } : { uid: st.uid, gid: st.gid }
+      const disk = await WorkspaceDisk.attach(real, { bytes: diskMb * 1024 * 1024, owner: sandboxOwner, setting })
       // Only the top: what is inside was made by the sandbox (its user already) or by the file tools,
       // which give new files the owner of this folder. Nothing is walked.
-      if (process.getuid?.() === 0 && st.uid === 0) await fs.chown(real, FALLBACK_UID, FALLBACK_UID)
+      const top = await fs.lstat(real)
+      if (root && top.uid === 0) await fs.chown(real, FALLBACK_UID, FALLBACK_UID)
       const owner = await fs.stat(real)
-      return { real, owner: { uid: owner.uid, gid: owner.gid } }
+      return { real, owner: { uid: owner.uid, gid: owner.gid }, disk }
     },
     catch: (e) => new SandboxFailure({ operation: "prepare workspace", detail: errorDetail(e) })
   })
+
+/**
+ * Whether the container sees the workspace's own filesystem at /workspace (the engine shares this
+ * process's mounts): read from the container's mountinfo with shell builtins only. A systemd unit
+ * with private mounts would otherwise give the container the empty folder under the mount — files
+ * split in two and no bound.
+ */
+const WORKSPACE_DEVICE = `while read -r _ _ dev _ point _; do [ "$point" = ${WORKSPACE_MOUNT} ] && d=$dev; done < /proc/self/mountinfo; echo "$d"`
 
 /** How long a `check` answer is reused. */
 const CHECK_TTL_MS = 10_000
@@ -84,29 +105,10 @@ export const make = (client?: Docker) =>
     // Best effort at start: a daemon that is down now fails the first session, not anna's start.
     yield* removeOrphans(docker).pipe(Effect.catch((e) => Effect.logDebug(`sandbox: no orphan cleanup (${e.detail})`)))
     const me = owner()
-    // Live containers, per user and in all: the caps are checked and counted under one lock.
-    const perUser = new Map<string, number>()
-    let total = 0
-    const counting = yield* Semaphore.make(1)
-    const admit = (spec: SandboxSpec) =>
-      counting.withPermits(1)(Effect.suspend(() => {
-        if (total >= spec.caps.total) return Effect.fail(new SandboxLimitReached({ scope: "total", limit: spec.caps.total }))
-        const mine = perUser.get(spec.userId) ?? 0
-        if (spec.userId !== "" && mine >= spec.caps.perUser) return Effect.fail(new SandboxLimitReached({ scope: "user", limit: spec.caps.perUser }))
-        total++
-        perUser.set(spec.userId, mine + 1)
-        return Effect.void
-      }))
-    const release = (spec: SandboxSpec) =>
-      Effect.sync(() => {
-        total--
-        const mine = (perUser.get(spec.userId) ?? 1) - 1
-        if (mine <= 0) perUser.delete(spec.userId)
-        else perUser.set(spec.userId, mine)
-      })
+    const admission = Admission.make()
 
-    /** Creates, starts and verifies the container in `scope`; counted against the caps until it is removed. */
-    const createContainer = (spec: SandboxSpec, network: NetworkPolicy, workspace: string, scope: Scope.Scope) =>
+    /** Creates, starts and verifies the container in `scope`; counted against the caps (as `slot`) until it is removed. */
+    const createContainer = (spec: SandboxSpec, network: NetworkPolicy, workspace: string, disk: WorkspaceDisk.Attached, slot: Admission.Slot, caps: SandboxCaps, scope: Scope.Scope) =>
       Effect.gen(function*() {
         yield* ping(docker)
         yield* ensureImage(docker, spec.image)
@@ -120,7 +122,7 @@ export const make = (client?: Docker) =>
           owner: me,
           agentId: spec.agentId
         }
-        yield* Effect.acquireRelease(admit(spec), () => release(spec))
+        yield* Effect.acquireRelease(admission.admit(slot, caps), () => admission.release(slot))
         const container = yield* Effect.acquireRelease(
           call(() => docker.createContainer(createOptions(plan)), (e) => new SandboxFailure({ operation: "create container", detail: errorDetail(e) })),
           (c) =>
@@ -135,32 +137,82 @@ export const make = (client?: Docker) =>
         if (info.State.Running !== true) {
           return yield* new SandboxFailure({ operation: "start container", detail: `the container is ${info.State.Status} (does the image have /bin/sh?)` })
         }
+        if (disk.kind === "filesystem") {
+          const seen = yield* runCommand(docker, container, WORKSPACE_DEVICE, {
+            user: plan.user,
+            cwd: "/",
+            env: {},
+            stdin: undefined,
+            timeoutMs: 30_000,
+            maxOutputBytes: 4096
+          })
+          if (seen.stdout.trim() !== disk.device) {
+            return yield* new PolicyViolation({
+              problems: [
+                `the container sees device ${seen.stdout.trim() || "?"} at ${WORKSPACE_MOUNT}, not the workspace's own filesystem (${disk.device}): does anna run in a mount namespace of its own (systemd PrivateMounts=, ProtectSystem=)? Run it in the engine's, or set sandbox.disk_bound to quota`
+              ]
+            })
+          }
+        }
         return { container, user: plan.user }
       }).pipe(Scope.provide(scope))
 
-    const start = Effect.fn("Sandbox.start")(function*(spec: SandboxSpec) {
+    const start = Effect.fn("Sandbox.start")(function*(spec: SandboxSpec, options: StartOptions = {}) {
       if (!NETWORK_POLICIES.includes(spec.network as NetworkPolicy)) {
         return yield* new InvalidNetworkPolicy({ policy: spec.network })
       }
       const network = spec.network as NetworkPolicy
-      const { real: workspace, owner: workspaceOwner } = yield* prepareWorkspace(spec.workspace)
-      const files = yield* WorkspaceFiles.make(workspace, { quotaMb: spec.limits.diskMb, owner: workspaceOwner })
+      const capsNow = options.caps ?? Effect.succeed(DEFAULT_CAPS)
+      const { real: workspace, owner: workspaceOwner, disk } = yield* prepareWorkspace(spec.workspace, spec.limits.diskMb, options.diskBound ?? "auto")
+      if (disk.kind === "filesystem" && disk.problem !== undefined) {
+        yield* Effect.logWarning(`sandbox: the filesystem of ${workspace} stays at ${disk.bytes} bytes, not the quota's ${spec.limits.diskMb} MiB: ${disk.problem}`)
+      }
+      const files = yield* WorkspaceFiles.make(workspace, { quotaMb: spec.limits.diskMb, owner: workspaceOwner, disk })
       const sessionScope = yield* Effect.scope
 
-      // The container: none until a command needs it; one at a time is created; `close` removes it.
-      type Running = { readonly container: Docker.Container; readonly user: string; readonly scope: Scope.Closeable }
+      // The container: none until a command needs it; one at a time is created; `close` removes it
+      // for good, an eviction (a lowered cap) until the next command.
+      type Running = { readonly container: Docker.Container; readonly user: string; readonly scope: Scope.Closeable; readonly slot: Admission.Slot }
       const state = yield* Ref.make<{ readonly _tag: "Idle" } | { readonly _tag: "Running"; readonly running: Running } | { readonly _tag: "Closed"; readonly reason: string }>({ _tag: "Idle" })
       const starting = yield* Semaphore.make(1)
-      const container: Effect.Effect<Running, SandboxStartError> = starting.withPermits(1)(Effect.gen(function*() {
+      const evict: Effect.Effect<boolean> = starting.withPermits(1)(Effect.gen(function*() {
         const now = yield* Ref.get(state)
-        if (now._tag === "Running") return now.running
+        if (now._tag !== "Running" || now.running.slot.busy > 0) return false
+        yield* Ref.set(state, { _tag: "Idle" })
+        yield* Scope.close(now.running.scope, Exit.void)
+        return true
+      }))
+      /** The running container (started if needed), marked busy until `done`. */
+      const acquire: Effect.Effect<Running, SandboxStartError> = starting.withPermits(1)(Effect.gen(function*() {
+        const now = yield* Ref.get(state)
         if (now._tag === "Closed") return yield* new SandboxClosed({ reason: now.reason })
-        const scope = yield* Scope.fork(sessionScope)
-        const made = yield* createContainer(spec, network, workspace, scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
-        const running: Running = { ...made, scope }
-        yield* Ref.set(state, { _tag: "Running", running })
+        let running: Running
+        if (now._tag === "Running") running = now.running
+        else {
+          const scope = yield* Scope.fork(sessionScope)
+          const slot: Admission.Slot = { userId: spec.userId, lastUsed: 0, busy: 0, evict }
+          const made = yield* createContainer(spec, network, workspace, disk, slot, yield* capsNow, scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
+          running = { ...made, scope, slot }
+          yield* Ref.set(state, { _tag: "Running", running })
+        }
+        running.slot.busy++
+        running.slot.lastUsed = yield* Clock.currentTimeMillis
         return running
       }))
+      const done = (running: Running) => Effect.sync(() => void running.slot.busy--)
+      /** Runs `use` in the container, within the caps as they are now (see admission.ts). */
+      const withinCaps = (running: Running) =>
+        Effect.gen(function*() {
+          const refused = yield* Effect.flip(admission.enforce(running.slot, yield* capsNow)).pipe(Effect.option)
+          if (Option.isNone(refused)) return
+          // Not busy for a moment, so that its own container can go (still busy if another command runs in it).
+          running.slot.busy--
+          yield* evict
+          running.slot.busy++
+          return yield* refused.value
+        })
+      const inContainer = <A, E, R>(use: (running: Running) => Effect.Effect<A, E, R>) =>
+        Effect.acquireUseRelease(acquire, (running) => Effect.andThen(withinCaps(running), use(running)), done)
       const close = Effect.fn("SandboxSession.close")(function*(reason: string) {
         const was = yield* Ref.getAndSet(state, { _tag: "Closed", reason })
         if (was._tag === "Running") yield* Scope.close(was.running.scope, Exit.void)
@@ -174,25 +226,28 @@ export const make = (client?: Docker) =>
         readFile: files.readFile,
         writeFile: files.writeFile,
         exec: Effect.fn("SandboxSession.exec")(function*(command: string, options: ExecOptions = {}) {
-          const { container: c, user } = yield* container
           const dir = options.cwd ?? (yield* files.workingDir)
           // Over quota: the command may read and delete, but not grow any file.
           const guarded = (yield* files.overQuota) ? `ulimit -f 0 2>/dev/null\n${command}` : command
-          const result = yield* runCommand(docker, c, guarded, {
-            user,
-            cwd: dir,
-            env: options.env ?? {},
-            stdin: options.stdin,
-            timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
-            maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
-          })
+          const result = yield* inContainer(({ container: c, user }) =>
+            runCommand(docker, c, guarded, {
+              user,
+              cwd: dir,
+              env: options.env ?? {},
+              stdin: options.stdin,
+              timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+              maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+            })
+          )
           const note = yield* files.afterCommand
           return note === undefined ? result : { ...result, stderr: result.stderr === "" ? note : `${result.stderr}\n${note}` }
         }),
         startProcess: Effect.fn("SandboxSession.startProcess")(function*(command: ReadonlyArray<string>, options: ProcessOptions = {}) {
-          const { container: c, user } = yield* container
           const dir = options.cwd ?? (yield* files.workingDir)
-          return yield* startProcess(docker, c, command, { user, cwd: dir, env: options.env ?? {} })
+          // Busy for the process's life (its scope is the caller's): a lowered cap never removes a container a process runs in.
+          const running = yield* Effect.acquireRelease(acquire, done)
+          yield* withinCaps(running)
+          return yield* startProcess(docker, running.container, command, { user: running.user, cwd: dir, env: options.env ?? {} })
         }),
         close
       }
@@ -221,7 +276,11 @@ export const make = (client?: Docker) =>
       return yield* exit
     })
 
-    return Sandbox.of({ start, check, live: Effect.sync(() => total) })
+    const prepare = Effect.fn("Sandbox.prepare")(function*(spec: SandboxSpec, options: StartOptions = {}) {
+      return (yield* prepareWorkspace(spec.workspace, spec.limits.diskMb, options.diskBound ?? "auto")).real
+    })
+
+    return Sandbox.of({ start, check, prepare, live: admission.live })
   })
 
 /** The Sandbox on the local Docker engine (or DOCKER_HOST). */

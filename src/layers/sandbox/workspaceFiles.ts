@@ -2,18 +2,21 @@
  * The file side of a sandbox session, shared by every Sandbox implementation: the working
  * directory, confined reads and atomic writes (confinedFs.ts), and the workspace's disk quota.
  *
- * The quota is measured on the host (allocated blocks, symlinks not followed) before a write and
- * after every command. A `write` that would pass it is refused; a command that took the workspace
- * over it is reported, and from then on commands run with no room to grow files (`ulimit -f 0`:
+ * With its own filesystem (workspaceDisk.ts) the quota is that filesystem's size: the kernel holds
+ * it for files, folders, links and inodes alike, and usage is one `statfs`. Without (the soft quota),
+ * usage is measured on the host (allocated blocks of files, folders and links, links not followed)
+ * before a write and after every command. Either way a `write` that would pass it is refused; a
+ * command that took the workspace over it (only possible with the soft quota, or after the quota
+ * was lowered) is reported, and from then on commands run with no room to grow files (`ulimit -f 0`:
  * they can still read and delete) until the workspace is back under the quota. The container also
- * caps any single file at the quota (RLIMIT_FSIZE), so one command can overshoot only by what it
- * writes across several files before the next check.
+ * caps any single file at the quota (RLIMIT_FSIZE).
  */
 import { Effect, Ref } from "effect"
 import { PathOutsideWorkspace, WorkspaceFileError } from "../../domain/sandbox/errors.ts"
 import { WORKSPACE_MOUNT } from "../../domain/sandbox/types.ts"
 import type { SandboxSession, WorkspaceEntry } from "../../services/Sandbox.ts"
 import { ConfinedError, containerPath, diskUsage, isDirectory, readPath, writePath } from "./confinedFs.ts"
+import { type Attached, usage } from "./workspaceDisk.ts"
 
 /** Entries counted at most when measuring a workspace (beyond: the measure is a lower bound). */
 export const USAGE_MAX_ENTRIES = 200_000
@@ -68,9 +71,16 @@ export interface WorkspaceFiles {
 
 /**
  * `root` is the workspace's real host path (trusted); `owner` the uid/gid files created by anna
- * get when it runs as root; `quotaMb` the disk quota.
+ * get when it runs as root; `quotaMb` the disk quota; `disk` how it is held (soft when not given).
  */
-export const make = (root: string, options: { readonly quotaMb: number; readonly owner?: { readonly uid: number; readonly gid: number } | undefined }) =>
+export const make = (
+  root: string,
+  options: {
+    readonly quotaMb: number
+    readonly owner?: { readonly uid: number; readonly gid: number } | undefined
+    readonly disk?: Attached | undefined
+  }
+) =>
   Effect.gen(function*() {
     const cwd = yield* Ref.make(WORKSPACE_MOUNT)
     const quota = options.quotaMb * MIB
@@ -78,10 +88,13 @@ export const make = (root: string, options: { readonly quotaMb: number; readonly
     const used = yield* Ref.make<number | undefined>(undefined)
     const over = yield* Ref.make(false)
 
-    const measure = Effect.promise(() => diskUsage(root, USAGE_MAX_ENTRIES).catch(() => ({ bytes: 0, complete: false }))).pipe(
-      Effect.tap((u) => Ref.set(used, u.bytes)),
-      Effect.tap((u) => Ref.set(over, u.bytes > quota)),
-      Effect.map((u) => u.bytes)
+    const ownFilesystem = options.disk?.kind === "filesystem"
+    const bytesInUse = ownFilesystem
+      ? () => usage(root).then((u) => u.used)
+      : () => diskUsage(root, USAGE_MAX_ENTRIES).then((u) => u.bytes)
+    const measure = Effect.promise(() => bytesInUse().catch(() => 0)).pipe(
+      Effect.tap((bytes) => Ref.set(used, bytes)),
+      Effect.tap((bytes) => Ref.set(over, bytes > quota))
     )
 
     const readFile: SandboxSession["readFile"] = Effect.fn("SandboxSession.readFile")(function*(path: string, limits: ReadLimits) {
@@ -97,7 +110,8 @@ export const make = (root: string, options: { readonly quotaMb: number; readonly
 
     const writeFile: SandboxSession["writeFile"] = Effect.fn("SandboxSession.writeFile")(function*(path: string, data: string) {
       const dir = yield* Ref.get(cwd)
-      const now = (yield* Ref.get(used)) ?? (yield* measure)
+      // Its own filesystem is measured afresh (one statfs): commands change it between writes.
+      const now = ownFilesystem ? yield* measure : (yield* Ref.get(used)) ?? (yield* measure)
       const size = Buffer.byteLength(data, "utf8")
       if (now + size > quota) {
         return yield* new WorkspaceFileError({

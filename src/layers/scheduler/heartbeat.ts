@@ -14,7 +14,8 @@
 import { Duration, Effect, Option } from "effect"
 import { lstatSync, readdirSync } from "node:fs"
 import { join } from "node:path"
-import { agentFolder } from "../../domain/sandbox/spec.ts"
+import { agentFolder, specFor } from "../../domain/sandbox/spec.ts"
+import { DISK_BOUNDS } from "../../domain/sandbox/types.ts"
 import { parseEvery } from "../../domain/scheduler/schedule.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
@@ -23,6 +24,7 @@ import { JobStore } from "../../services/JobStore.ts"
 import { LiveConfig } from "../../services/LiveConfig.ts"
 import type { Notifier } from "../../services/Notifier.ts"
 import { Runtime } from "../../services/Runtime.ts"
+import { Sandbox } from "../../services/Sandbox.ts"
 import { runTurn, SCHEDULER_PLATFORM } from "./runJob.ts"
 
 export const HEARTBEAT_FILE = "HEARTBEAT.md"
@@ -39,11 +41,12 @@ export const isQuiet = (reply: string): boolean => {
 export const heartbeatJobId = (agentId: string, userId: string) => `heartbeat:${agentId}:${userId}`
 
 /**
- * The user ids whose workspace of the agent holds a regular HEARTBEAT.md (lstat only). Synchronous:
- * a directory listing and metadata, which never block on what a user put there.
+ * The user ids whose workspace of the agent holds a regular HEARTBEAT.md (lstat only): a directory
+ * listing and metadata, which never block on what a user put there. `ready` first mounts a
+ * workspace's own filesystem where it has one (see Sandbox.prepare).
  */
-const withHeartbeat = (home: string, agentId: string) =>
-  Effect.sync(() => {
+const withHeartbeat = (home: string, agentId: string, ready: (userId: string) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
     const users = join(agentFolder(home, agentId), "users")
     let entries: ReadonlyArray<import("node:fs").Dirent> = []
     try {
@@ -54,6 +57,7 @@ const withHeartbeat = (home: string, agentId: string) =>
     const found: Array<string> = []
     for (const e of entries) {
       if (!e.isDirectory()) continue
+      yield* ready(e.name)
       try {
         if (lstatSync(join(users, e.name, HEARTBEAT_FILE)).isFile()) found.push(e.name)
       } catch {
@@ -71,6 +75,11 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     const agents = yield* AgentStore
     const config = yield* ConfigStore
     const home = (yield* AppConfig).home
+    const sandbox = yield* Effect.serviceOption(Sandbox)
+    const diskBound = live.setting("sandbox.disk_bound").pipe(
+      Effect.map((v) => DISK_BOUNDS.find((b) => b === v) ?? "auto"),
+      Effect.orElseSucceed(() => "auto" as const)
+    )
 
     const beat = (agentId: string, userId: string) =>
       Effect.gen(function*() {
@@ -92,7 +101,13 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     const cycle = Effect.gen(function*() {
       for (const agent of yield* agents.list) {
         if (!agent.enabled || agent.sandboxWorkspace !== "user") continue
-        for (const userId of yield* withHeartbeat(home, agent.id)) {
+        const bound = yield* diskBound
+        const ready = (userId: string) =>
+          Option.isNone(sandbox) ? Effect.void : sandbox.value.prepare(specFor(home, agent, { userId }), { diskBound: bound }).pipe(
+            Effect.catch((e) => Effect.logWarning(`heartbeat: the workspace of ${userId} (agent ${agent.id}) is not ready: ${e.message}`)),
+            Effect.asVoid
+          )
+        for (const userId of yield* withHeartbeat(home, agent.id, ready)) {
           // The workspace of a user removed since is left alone.
           if (Option.isSome(yield* config.getUser(userId))) yield* beat(agent.id, userId)
         }

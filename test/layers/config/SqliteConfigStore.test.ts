@@ -217,8 +217,7 @@ describe("SqliteRuntimeConfig: snapshot", () => {
           workspace: join(HOME, "workspaces", "plain", "shared"),
           image: "anna-sandbox:latest",
           network: "disabled",
-          limits: { memoryMb: 1024, cpus: 1, pids: 256, tmpMb: 256, diskMb: 1024 },
-          caps: { perUser: 3, total: 16 }
+          limits: { memoryMb: 1024, cpus: 1, pids: 256, tmpMb: 256, diskMb: 1024 }
         })
         yield* agents.create("tuned", {
           providerId: "local",

@@ -8,12 +8,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Deferred, Duration, Effect, Fiber } from "effect"
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import type { McpServer } from "../../../src/domain/mcp/server.ts"
-import { DEFAULT_CAPS, DEFAULT_LIMITS as SANDBOX_LIMITS } from "../../../src/domain/sandbox/types.ts"
+import { DEFAULT_LIMITS as SANDBOX_LIMITS } from "../../../src/domain/sandbox/types.ts"
 import { DEFAULT_LIMITS, type McpLimits, makeSessionClients } from "../../../src/layers/mcp/sessionClients.ts"
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import { mcpTool } from "../../../src/layers/tools/mcp.ts"
@@ -21,10 +21,11 @@ import type { SandboxSession } from "../../../src/services/Sandbox.ts"
 import { TEST_IMAGE } from "../../support/docker.ts"
 import { installInto, nodeImageReady } from "../../support/mcpServers.ts"
 import { runs, waitForProcess } from "../../support/sandboxProcesses.ts"
+import { removeTemp } from "../../support/cleanup.ts"
 
 const dirs: Array<string> = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+afterAll(async () => {
+  for (const d of dirs) await removeTemp(d)
 })
 const ctx = { sessionKey: "s", userId: "u", agentId: "t" }
 const server = (name: string, command: ReadonlyArray<string>): McpServer => ({
@@ -41,7 +42,7 @@ const setup = (limits: McpLimits = DEFAULT_LIMITS) =>
     writeFileSync(join(workspace, "hello.txt"), "hello from the workspace\n")
     const sandbox = yield* DockerSandbox.make(new Docker())
     const session: SandboxSession = yield* sandbox.start({
-      agentId: "t", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: SANDBOX_LIMITS, caps: DEFAULT_CAPS
+      agentId: "t", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: SANDBOX_LIMITS
     })
     const servers = [server("everything", ["node", everything, "stdio"]), server("files", ["node", filesystem, "/workspace"])]
     const clients = yield* makeSessionClients(servers, Effect.succeed(session), limits)

@@ -6,7 +6,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Effect } from "effect"
-import { rmSync } from "node:fs"
 import { hostname } from "node:os"
 import { afterAll } from "vitest"
 import { SANDBOX_LABEL } from "../../../src/domain/sandbox/types.ts"
@@ -14,11 +13,12 @@ import { containerChecks, sandboxContainers } from "../../../src/layers/sandbox/
 import { AGENT_LABEL, OWNER_LABEL } from "../../../src/layers/sandbox/docker/policy.ts"
 import { annaEnv, newHome } from "../../support/cli.ts"
 import { dockerReady, TEST_IMAGE } from "../../support/docker.ts"
+import { removeTemp } from "../../support/cleanup.ts"
 
 const docker = new Docker()
 const homes: Array<string> = []
-afterAll(() => {
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
+afterAll(async () => {
+  for (const h of homes) await removeTemp(h)
 })
 
 /** A labelled container owned by `owner` ("host:pid"), running, removed when the test's scope closes. */

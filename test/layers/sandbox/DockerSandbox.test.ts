@@ -6,26 +6,27 @@
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Deferred, Effect, Exit, Fiber, type Scope, Stream } from "effect"
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { createServer, connect, type Server, type Socket } from "node:net"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../../src/domain/sandbox/types.ts"
+import { DEFAULT_LIMITS, type SandboxSpec } from "../../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import { OWNER_LABEL } from "../../../src/layers/sandbox/docker/policy.ts"
 import type { Sandbox, SandboxSession } from "../../../src/services/Sandbox.ts"
 import { dockerReady, sandboxContainers, TEST_IMAGE } from "../../support/docker.ts"
 import { waitForProcess } from "../../support/sandboxProcesses.ts"
+import { removeTemp } from "../../support/cleanup.ts"
 
 const dirs: Array<string> = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+afterAll(async () => {
+  for (const d of dirs) await removeTemp(d)
 })
 const spec = (overrides: Partial<SandboxSpec> = {}): SandboxSpec => {
   const workspace = mkdtempSync(join(tmpdir(), "anna-ws-"))
   dirs.push(workspace)
-  return { agentId: "t", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, caps: DEFAULT_CAPS, ...overrides }
+  return { agentId: "t", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, ...overrides }
 }
 /** The session's container id, once a command has started it. */
 const idOf = (s: SandboxSession) =>

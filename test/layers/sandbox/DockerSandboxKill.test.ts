@@ -7,24 +7,25 @@
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Effect, Fiber, Option, type Scope, Stream } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { DEFAULT_CAPS, DEFAULT_LIMITS, type SandboxSpec } from "../../../src/domain/sandbox/types.ts"
+import { DEFAULT_LIMITS, type SandboxSpec } from "../../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import type { Sandbox, SandboxSession } from "../../../src/services/Sandbox.ts"
 import { dockerReady, TEST_IMAGE } from "../../support/docker.ts"
 import { LIST, runs, waitForProcess } from "../../support/sandboxProcesses.ts"
+import { removeTemp } from "../../support/cleanup.ts"
 
 const dirs: Array<string> = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+afterAll(async () => {
+  for (const d of dirs) await removeTemp(d)
 })
 const spec = (): SandboxSpec => {
   const workspace = mkdtempSync(join(tmpdir(), "anna-ws-"))
   dirs.push(workspace)
-  return { agentId: "t", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, caps: DEFAULT_CAPS }
+  return { agentId: "t", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS }
 }
 const docker = new Docker()
 const withSandbox = <A, E>(f: (sandbox: Sandbox["Service"]) => Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, unknown> =>

@@ -10,11 +10,11 @@ import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { workspaceOf } from "../../../src/domain/sandbox/spec.ts"
-import { DEFAULT_CAPS, DEFAULT_LIMITS } from "../../../src/domain/sandbox/types.ts"
+import { DEFAULT_LIMITS } from "../../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import * as FsSkills from "../../../src/layers/skills/FsSkills.ts"
 import { skillsTool } from "../../../src/layers/tools/skills.ts"
@@ -22,16 +22,17 @@ import { AppConfig } from "../../../src/services/AppConfig.ts"
 import type { SandboxSession } from "../../../src/services/Sandbox.ts"
 import { dockerReady, TEST_IMAGE } from "../../support/docker.ts"
 import { skillMd, tarball } from "./tarballs.ts"
+import { removeTemp } from "../../support/cleanup.ts"
 
 const setup = Effect.gen(function*() {
   const home = yield* Effect.acquireRelease(
     Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-skills-tool-"))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    (dir) => Effect.promise(() => removeTemp(dir))
   )
   const skills = yield* FsSkills.make.pipe(Effect.provide(AppConfig.at(home)))
   const sandbox = yield* DockerSandbox.make(new Docker())
   const start = (userId: string) =>
-    sandbox.start({ agentId: "a", userId, workspace: workspaceOf(home, "a", "user", userId), image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, caps: DEFAULT_CAPS })
+    sandbox.start({ agentId: "a", userId, workspace: workspaceOf(home, "a", "user", userId), image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS })
   const toolFor = (userId: string, session: SandboxSession) => {
     const tool = skillsTool(skills, { agentId: "a", userId, sessionKey: `a:cli:${userId}:dm`, enabled: () => true, sandbox: Effect.succeed(session) })
     return {

@@ -2,21 +2,22 @@
 import { describe } from "@effect/vitest"
 import Docker from "dockerode"
 import { Effect } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { DEFAULT_CAPS, DEFAULT_LIMITS } from "../../../src/domain/sandbox/types.ts"
+import { DEFAULT_LIMITS } from "../../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import { dockerReady, TEST_IMAGE } from "../../support/docker.ts"
 import { workspaceToolCases } from "../../support/workspaceToolCases.ts"
+import { removeTemp } from "../../support/cleanup.ts"
 
 const session = Effect.gen(function*() {
   const workspace = yield* Effect.acquireRelease(
     Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-tools-ws-"))),
-    (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    (dir) => Effect.promise(() => removeTemp(dir))
   )
   const sandbox = yield* DockerSandbox.make(new Docker())
-  return yield* sandbox.start({ agentId: "tools", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS, caps: DEFAULT_CAPS })
+  return yield* sandbox.start({ agentId: "tools", userId: "", workspace, image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS })
 })
 
 describe.skipIf(!dockerReady)("workspace tools on the Docker sandbox", () => {
