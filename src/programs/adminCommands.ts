@@ -1,6 +1,7 @@
 /**
- * `anna admin create|list|passwd|role|remove|sessions|revoke`: accounts for the web console and the
- * admin API (src/services/Accounts.ts), their roles and their browser sessions.
+ * `anna admin create|list|passwd|role|remove|sessions|revoke|unlock`: accounts for the web console
+ * and the admin API (src/services/Accounts.ts), their roles, their browser sessions and the login
+ * throttle (kept in the database, so `unlock` works while the gateway runs).
  *
  * A password never comes from the command line (argv is visible to every user of the machine in
  * `ps` and lands in shell history): it is typed on the terminal (hidden, twice) or, with
@@ -182,11 +183,30 @@ const revoke = Command.make("revoke", {
     yield* f.json ? printJson({ revoked: ended }) : Console.log(`Ended session ${ended.id} of ${ended.userId}; its next request must log in again.`)
   })).pipe(Command.withDescription("End one browser session at once"))
 
+const unlock = Command.make("unlock", {
+  username: Argument.String("username").pipe(Argument.withDescription("The username whose failed logins to forget (it need not exist)")),
+  address: Flag.String("address").pipe(
+    Flag.withDescription("Only the failed logins from this IP address (an IPv6 address counts by its /64), and that address's own count across usernames"),
+    Flag.optional
+  ),
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const address = Option.getOrUndefined(f.address)
+    const cleared = yield* (yield* Accounts).unlock(f.username, address)
+    if (f.json) return yield* printJson({ user: f.username, address: address ?? null, cleared })
+    if (cleared.length === 0 && address === undefined) return yield* Console.log(`No failed logins of ${f.username} to clear.`)
+    const from = address !== undefined
+      ? address
+      : `${cleared.length} address${cleared.length === 1 ? "" : "es"} (${cleared.join(", ")})`
+    yield* Console.log(`Cleared the failed logins of ${f.username} from ${from}; they may log in at once.`)
+  })).pipe(Command.withDescription("Forget a username's failed logins (the login throttle), from every address or one; the running gateway sees it at once"))
+
 /** Accounts over the stores (users are ConfigStore's). */
 export const AccountsLive = SqliteAccounts.layer.pipe(Layer.provideMerge(Stores))
 
 export const adminCommand = Command.make("admin").pipe(
-  Command.withDescription("Web console and admin API logins: create, list, passwd, role, remove, sessions, revoke"),
-  Command.withSubcommands([create, list, passwd, roleCommand, remove, sessions, revoke]),
+  Command.withDescription("Web console and admin API logins: create, list, passwd, role, remove, sessions, revoke, unlock"),
+  Command.withSubcommands([create, list, passwd, roleCommand, remove, sessions, revoke, unlock]),
   Command.provide(AccountsLive)
 )

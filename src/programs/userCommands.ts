@@ -162,28 +162,46 @@ const tokenList = Command.make("list", {
   json
 }, (f) =>
   Effect.gen(function*() {
-    const tokens = yield* (yield* ConfigStore).listTokens(Option.getOrUndefined(f.user))
+    const tokens = yield* (yield* Accounts).listTokens(Option.getOrUndefined(f.user))
     if (f.json) return yield* printJson(tokens)
     if (tokens.length === 0) return yield* Console.log("No tokens. Issue one with: anna user token <user>")
     yield* Console.log(table(
-      ["TOKEN ID", "USER", "ROLE", "LABEL", "CREATED"],
-      tokens.map((t) => [t.id, t.userId, t.role, t.label || "-", iso(t.createdAt)])
+      ["TOKEN ID", "USER", "ROLE", "LABEL", "CREATED", "MINTED BY", "MINTED"],
+      tokens.map((t) => [t.id, t.userId, t.role, t.label || "-", iso(t.createdAt), t.mintedBy ?? "-", String(t.minted)])
     ))
   })).pipe(
-    Command.withDescription("List HTTP tokens by id (the start of their stored hash), never the tokens themselves")
+    Command.withDescription(
+      "List HTTP tokens by id (the start of their stored hash), never the tokens themselves; with the token that minted each, and how many live tokens each minted"
+    )
   )
 
 const describeToken = (t: TokenInfo) => `${t.id}${t.label === "" ? "" : ` (${t.label})`} of ${t.userId}`
 
+const minted = (n: number) => `${n === 1 ? "the token" : `the ${n} tokens`} it minted (directly or not)`
+
 const tokenRevoke = Command.make("revoke", {
   tokenId: Argument.String("token-id").pipe(Argument.withDescription("Token id from anna user token list (or enough of its start)")),
+  cascade: Flag.Boolean("cascade").pipe(
+    Flag.withDescription("Also revoke every token it minted, directly or not (works on a token revoked before, too)"),
+    Flag.withDefault(false)
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {
-    const revoked = yield* (yield* ConfigStore).revokeToken(f.tokenId)
-    yield* f.json ? printJson({ revoked }) : Console.log(`Revoked token ${describeToken(revoked)}; it is refused from now on.`)
+    const done = yield* (yield* Accounts).revokeToken(f.tokenId, { cascade: f.cascade })
+    if (f.json) return yield* printJson(done)
+    const n = done.cascaded.length
+    if (done.revoked === null) {
+      return yield* Console.log(`Token ${f.tokenId} was revoked already; ${n === 0 ? "it minted no token that still works." : `revoked ${minted(n)}; they are refused from now on.`}`)
+    }
+    yield* Console.log(`Revoked token ${describeToken(done.revoked)}${n === 0 ? "; it is" : ` and ${minted(n)}; they are`} refused from now on.`)
+    if (done.remainingMinted > 0) {
+      yield* Console.log(
+        `${done.remainingMinted} token${done.remainingMinted === 1 ? "" : "s"} it minted (directly or not) still work: anna user token revoke ${done.revoked.id} --cascade revokes them.`
+      )
+    }
   })).pipe(
-    Command.withDescription("Revoke an HTTP token: the HTTP channel refuses it (401) from the next request")
+    Command.withDescription("Revoke an HTTP token (--cascade: and the tokens it minted): the HTTP channel refuses it (401) from the next request")
   )
 
 const token = Command.make("token", issueOptions, issueToken).pipe(

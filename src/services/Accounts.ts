@@ -5,20 +5,24 @@
  *
  * It owns: password hashes (a memory-hard KDF: scrypt, N=2^15, r=8, p=1, 16-byte salt, stored as
  * `scrypt$N$r$p$salt$hash`), roles, browser sessions (an opaque cookie value, stored only as its
- * SHA-256, with a CSRF token, an idle and an absolute expiry, revocable), the rate limit on failed
- * logins, and the role scope of API tokens. It does not own users, identities or the tokens' table
- * as such (ConfigStore's), nor HTTP (cookies, headers and CSRF checks are the admin API layer's).
+ * SHA-256, with a CSRF token, an idle and an absolute expiry, revocable), the login throttle (a
+ * backoff per username and client address, src/domain/admin/throttle.ts), the role scope of API
+ * tokens and their lineage (which token minted which; revoking a token with what it minted). It does
+ * not own users, identities or the tokens' table as such (ConfigStore's), nor HTTP (cookies, headers,
+ * CSRF checks and who the client is are the admin API layer's).
  *
  * Roles: `admin` may do everything; `user` sees and changes only their own sessions, usage, tokens
  * and profile, and chats with the agents their access policies allow. A token's role never exceeds
  * its account's role at the time of use (an admin token of a user demoted to `user` acts as `user`;
- * a user without an account acts as `user` with any token).
+ * a user without an account acts as `user` with any token). A token that mints a token gives it at
+ * most its own role, and only for its own user unless it acts as admin.
  *
  * Layers: `SqliteAccounts.layer` (src/layers/admin/SqliteAccounts.ts).
  */
 import { Context, type Effect, type Option } from "effect"
 import type { AccountError, LoginRefused, LoginThrottled } from "../domain/admin/errors.ts"
 import type { StorageError } from "../domain/storage/errors.ts"
+import type { TokenInfo } from "./ConfigStore.ts"
 
 export type Role = "admin" | "user"
 export const ROLES: ReadonlyArray<Role> = ["admin", "user"]
@@ -38,6 +42,8 @@ export interface Principal {
   readonly sessionId?: string | undefined
   /** The token the client must echo in `x-csrf-token` on state-changing requests (`via: "session"` only). */
   readonly csrfToken?: string | undefined
+  /** The SHA-256 of the bearer token (`via: "token"` only): what a token it mints records as its minter. */
+  readonly tokenHash?: string | undefined
 }
 
 export interface AccountInfo {
@@ -66,6 +72,24 @@ export interface LoginResult {
   readonly principal: Principal
 }
 
+/** A live API token with its lineage. */
+export interface MintedTokenInfo extends TokenInfo {
+  /** The id of the token that minted it (that token may be revoked since), or null when a person issued it. */
+  readonly mintedBy: string | null
+  /** How many live tokens it minted, directly or through others. */
+  readonly minted: number
+}
+
+/** What revoking a token did. */
+export interface RevokedTokens {
+  /** The token named (null when it had been revoked before and only what it minted went now). */
+  readonly revoked: TokenInfo | null
+  /** The tokens it minted, directly or not, revoked with it (cascade). */
+  readonly cascaded: ReadonlyArray<TokenInfo>
+  /** The live tokens it minted, directly or not, that stay (no cascade). */
+  readonly remainingMinted: number
+}
+
 /** Browser sessions end after this long without a request… */
 export const SESSION_IDLE_MS = 7 * 24 * 3600_000
 /** …and after this long in any case. */
@@ -92,9 +116,10 @@ export class Accounts extends Context.Service<Accounts, {
   readonly remove: (userId: string) => Effect.Effect<void, AccountError | StorageError>
 
   /**
-   * Checks a username (the user id) and password. `client` identifies the caller for the rate
-   * limit (e.g. the remote address) and is kept, trimmed, with the session. At most 5 failures per
-   * username and 20 per client in 15 minutes; beyond that LoginThrottled, even for the right password.
+   * Checks a username (the user id) and password. `client.address` is who the throttle counts (the
+   * client's IP address, as the admin API works it out); the user agent is kept, trimmed, with the
+   * session. Failures back off per (username, address) and per address (src/domain/admin/throttle.ts);
+   * while a wait is owed, LoginThrottled, even for the right password — alike for unknown usernames.
    */
   readonly login: (
     username: string,
@@ -112,6 +137,29 @@ export class Accounts extends Context.Service<Accounts, {
   /** Ends one browser session by its public id (AccountError when there is none). */
   readonly revokeSession: (sessionId: string) => Effect.Effect<WebSessionInfo, AccountError | StorageError>
 
-  /** A new API token of a user scoped to `role` (shown once; listed and revoked with ConfigStore's tokens). */
-  readonly issueToken: (userId: string, label: string, role: Role) => Effect.Effect<string, AccountError | StorageError>
+  /** Clears the throttle of a username from every address, or from `address` only (and that address's own count); the addresses cleared. */
+  readonly unlock: (username: string, address?: string | undefined) => Effect.Effect<ReadonlyArray<string>, AccountError | StorageError>
+
+  /**
+   * A new API token of a user scoped to `role` (shown once). `mintedBy` (a token's hash, from its
+   * Principal) records the token that asked for it; that token must still be live, and gives at most
+   * its own role, only for its own user unless it acts as admin (AccountError otherwise).
+   */
+  readonly issueToken: (
+    userId: string,
+    label: string,
+    role: Role,
+    options?: { readonly mintedBy?: string | undefined }
+  ) => Effect.Effect<string, AccountError | StorageError>
+  /** Live tokens of one user (or of everyone), oldest first, with their lineage. AccountError when there is no such user. */
+  readonly listTokens: (userId?: string | undefined) => Effect.Effect<ReadonlyArray<MintedTokenInfo>, AccountError | StorageError>
+  /**
+   * Revokes the one token whose id starts with `tokenId` (of `owner` only, when given) and, with
+   * `cascade`, every live token it minted, directly or not — also when it was revoked before.
+   * AccountError when no token or several match.
+   */
+  readonly revokeToken: (
+    tokenId: string,
+    options: { readonly cascade: boolean; readonly owner?: string | undefined }
+  ) => Effect.Effect<RevokedTokens, AccountError | StorageError>
 }>()("anna/Accounts") {}

@@ -375,6 +375,31 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     const me = await fetch(`${base}/api/auth/me`, { headers: { authorization: `Bearer ${token}` } })
     assert.strictEqual(me.status, 200)
     assert.strictEqual(((await me.json()) as { user: string }).user, "bob")
+    // That token mints another (a script making its own): the page shows who minted whom, and
+    // revoking the first offers to revoke the one it minted too.
+    const minted = await fetch(`${base}/api/tokens`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ label: "minted by script" })
+    })
+    assert.strictEqual(minted.status, 200)
+    const child = ((await minted.json()) as { token: string }).token
+    await bob.reload()
+    const parentRow = bob.getByRole("row").filter({ hasText: "my script" })
+    const childRow = bob.getByRole("row").filter({ hasText: "minted by script" })
+    await childRow.waitFor()
+    const parentId = ((await parentRow.getByRole("rowheader").textContent()) ?? "").trim()
+    assert.include((await childRow.textContent()) ?? "", parentId, "the minted token names its minter")
+    await parentRow.getByRole("button", { name: "Revoke token my script" }).click()
+    const confirmRevoke = bob.getByRole("alertdialog", { name: "Revoke token my script?" })
+    await confirmRevoke.getByLabel("Also revoke the token it minted (directly or through others)").check()
+    await confirmRevoke.getByRole("button", { name: "Revoke" }).click()
+    await bob.getByText("Token revoked, with the token it minted.").waitFor()
+    await childRow.waitFor({ state: "detached" })
+    await parentRow.waitFor({ state: "detached" })
+    for (const gone of [token, child]) {
+      assert.strictEqual((await fetch(`${base}/api/auth/me`, { headers: { authorization: `Bearer ${gone}` } })).status, 401)
+    }
 
     // ── Bob's usage: the chart shows his tokens.
     await bob.getByRole("button", { name: "Menu" }).click()

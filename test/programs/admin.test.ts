@@ -207,7 +207,7 @@ describe("anna user token --role", () => {
     const tokens = await annaJson<Array<TokenInfo>>(h, "user", "token", "list")
     assert.deepStrictEqual(tokens.map((t) => [t.userId, t.label, t.role]).sort(), [["alice", "laptop", "user"], ["alice", "ops", "admin"], ["bob", "", "user"]])
     const text = await anna(h, "user", "token", "list", "alice")
-    assert.match(text.stdout, /^TOKEN ID +USER +ROLE +LABEL +CREATED\n/)
+    assert.match(text.stdout, /^TOKEN ID +USER +ROLE +LABEL +CREATED +MINTED BY +MINTED\n/)
     assert.match(text.stdout, /alice +admin +ops/)
 
     // The account demoted: the admin token acts as user from then on.

@@ -3,6 +3,7 @@
  * is checked. `anna settings list|get|set|unset` reads and writes them; the runtime reads them on
  * every turn, so a change applies to the next turn without a restart.
  */
+import { trustedProxiesProblem } from "../admin/clientAddress.ts"
 
 export interface SettingSpec {
   readonly key: string
@@ -18,6 +19,13 @@ const wholeNumber = (min: number, max: number) => (value: string): string | unde
 }
 
 export const SETTINGS: ReadonlyArray<SettingSpec> = [
+  {
+    key: "admin.trusted_proxies",
+    description:
+      "Reverse proxies in front of the gateway (addresses or CIDRs, comma-separated; empty: none): from them, the login throttle takes the client from X-Forwarded-For (the right-most entry that is not one of them), read at each login",
+    defaultValue: "",
+    problem: trustedProxiesProblem
+  },
   {
     key: "http.fetch_image_urls",
     description:

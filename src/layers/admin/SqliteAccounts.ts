@@ -6,11 +6,10 @@
  *   public id operators see is short and random, and so is the CSRF token. A session ends after
  *   SESSION_IDLE_MS without a request (the idle expiry slides, written at most once a minute so most
  *   requests cost no write) and after SESSION_MAX_MS in any case.
- * - The rate limit lives in this process (the gateway is one process): failed logins per username
- *   and per client address over a sliding 15-minute window. An attempt counts as failed from its
- *   start (so concurrent guesses cannot slip past the limit while the KDF runs) and is taken back
- *   when it succeeds; a success also clears the username's failures. Throttled attempts do not
- *   count (they would only push the lockout further out).
+ * - The login throttle is a backoff per (username, client address) and per address, kept in the
+ *   database (loginThrottle.ts; the schedule in src/domain/admin/throttle.ts), so a stranger's
+ *   guesses never refuse the account's owner from elsewhere and `anna admin unlock` reaches it.
+ * - Token lineage and revocation with what a token minted: tokenLineage.ts.
  * - All times come from `Clock` (TestClock in tests).
  *
  * Needs SqlClient and ConfigStore (users are ConfigStore's: an account is created with its user when
@@ -20,6 +19,8 @@ import { Clock, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { createHash, randomBytes } from "node:crypto"
+import { isIP } from "node:net"
+import { plainAddress, throttleKey } from "../../domain/admin/clientAddress.ts"
 import { AccountError, LoginRefused, LoginThrottled } from "../../domain/admin/errors.ts"
 import { hashPassword, passwordProblem, spendVerifyTime, verifyPassword } from "../../domain/admin/password.ts"
 import {
@@ -35,11 +36,9 @@ import {
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import { storageError } from "../sql/errors.ts"
+import * as LoginThrottle from "./loginThrottle.ts"
+import * as TokenLineage from "./tokenLineage.ts"
 
-/** The sliding window of the login rate limit, and how many failures it allows. */
-export const LOGIN_WINDOW_MS = 15 * 60_000
-export const MAX_FAILURES_PER_USERNAME = 5
-export const MAX_FAILURES_PER_CLIENT = 20
 /** How stale `last_seen_at` may get before a request writes the time again. */
 const SEEN_EVERY_MS = 60_000
 /** Kept of a client's user agent. */
@@ -108,48 +107,12 @@ const storage = (operation: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =
     (e) => Effect.fail(storageError(operation)(e))
   )
 
-/** Failed login times per key, kept within the window. */
-const makeFailures = (limit: number) => {
-  const byKey = new Map<string, Array<number>>()
-  const live = (key: string, now: number): Array<number> => {
-    const kept = (byKey.get(key) ?? []).filter((t) => t > now - LOGIN_WINDOW_MS)
-    if (kept.length === 0) byKey.delete(key)
-    else byKey.set(key, kept)
-    return kept
-  }
-  return {
-    /** Milliseconds until one more attempt is allowed, or 0 when it is now. */
-    waitMs: (key: string, now: number): number => {
-      const times = live(key, now)
-      if (times.length < limit) return 0
-      // The attempt that must leave the window before the count is under the limit again.
-      const t = times[times.length - limit] ?? now
-      return t + LOGIN_WINDOW_MS - now
-    },
-    add: (key: string, now: number) => {
-      const times = live(key, now)
-      times.push(now)
-      byKey.set(key, times)
-      // Keys of long-gone attempts are dropped now and then, so the map stays small.
-      if (byKey.size > 10_000) for (const k of [...byKey.keys()]) live(k, now)
-    },
-    takeBack: (key: string, at: number) => {
-      const times = byKey.get(key)
-      const i = times?.lastIndexOf(at) ?? -1
-      if (times !== undefined && i >= 0) times.splice(i, 1)
-    },
-    clear: (key: string) => {
-      byKey.delete(key)
-    }
-  }
-}
-
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const config = yield* ConfigStore
   const immediate = Sqlite.immediate(sql)
-  const byUsername = makeFailures(MAX_FAILURES_PER_USERNAME)
-  const byClient = makeFailures(MAX_FAILURES_PER_CLIENT)
+  const throttle = LoginThrottle.make(sql)
+  const lineage = TokenLineage.make(sql)
 
   const readAccount = (userId: string) =>
     sql`SELECT user_id, role, password_hash, created_at, password_changed_at FROM accounts WHERE user_id = ${userId}`.pipe(
@@ -162,6 +125,9 @@ export const make = Effect.gen(function*() {
         ? Effect.succeed(a.value)
         : Effect.fail(new AccountError({ reason: `user "${userId}" has no account (see: anna admin list)` })))
   const endSessions = (userId: string) => sql`DELETE FROM web_sessions WHERE user_id = ${userId}`
+  const tokenRoles = (hash: string) =>
+    sql`SELECT t.user_id, t.role AS token_role, a.role AS account_role
+      FROM user_tokens t LEFT JOIN accounts a ON a.user_id = t.user_id WHERE t.token_hash = ${hash}`.pipe(Effect.flatMap(decodeTokenRoles))
 
   const create = Effect.fn("Accounts.create")(function*(input: {
     readonly userId: string
@@ -233,19 +199,17 @@ export const make = Effect.gen(function*() {
     client: { readonly address: string; readonly userAgent: string }
   ) {
     const now = yield* Clock.currentTimeMillis
-    const wait = Math.max(byUsername.waitMs(username, now), byClient.waitMs(client.address, now))
+    const address = throttleKey(client.address)
+    // Counted as failed until it succeeds (see loginThrottle.ts); the same for unknown usernames.
+    const wait = yield* throttle.begin(username, address, now)
     if (wait > 0) return yield* new LoginThrottled({ retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)) })
-    // Counted as failed until it succeeds (see the header).
-    byUsername.add(username, now)
-    byClient.add(client.address, now)
     const account = yield* readAccount(username)
     if (Option.isNone(account)) {
       yield* spendVerifyTime(password)
       return yield* new LoginRefused()
     }
     if (!(yield* verifyPassword(password, account.value.password_hash))) return yield* new LoginRefused()
-    byUsername.clear(username)
-    byClient.takeBack(client.address, now)
+    yield* throttle.succeeded(username, address)
 
     const cookie = newSecret()
     const csrfToken = newSecret()
@@ -293,13 +257,11 @@ export const make = Effect.gen(function*() {
   }, storage("check session"))
 
   const authenticateToken = Effect.fn("Accounts.authenticateToken")(function*(token: string) {
-    const rows = yield* sql`SELECT t.user_id, t.role AS token_role, a.role AS account_role
-      FROM user_tokens t LEFT JOIN accounts a ON a.user_id = t.user_id WHERE t.token_hash = ${sha256(token)}`.pipe(
-      Effect.flatMap(decodeTokenRoles)
-    )
+    const hash = sha256(token)
+    const rows = yield* tokenRoles(hash)
     const t = rows[0]
     if (t === undefined) return Option.none<Principal>()
-    return Option.some<Principal>({ userId: t.user_id, role: minRole(t.token_role, t.account_role ?? "user"), via: "token" })
+    return Option.some<Principal>({ userId: t.user_id, role: minRole(t.token_role, t.account_role ?? "user"), via: "token", tokenHash: hash })
   }, storage("check token"))
 
   const logout = Effect.fn("Accounts.logout")(function*(cookie: string) {
@@ -325,11 +287,26 @@ export const make = Effect.gen(function*() {
     return toSession(row)
   }, storage("revoke session"))
 
-  const issueToken = Effect.fn("Accounts.issueToken")(function*(userId: string, label: string, role: Role) {
+  const issueToken = Effect.fn("Accounts.issueToken")(function*(
+    userId: string,
+    label: string,
+    role: Role,
+    options: { readonly mintedBy?: string | undefined } = {}
+  ) {
     const token = newApiToken()
+    const hash = sha256(token)
     yield* immediate(Effect.gen(function*() {
       if (Option.isNone(yield* config.getUser(userId))) {
         return yield* new AccountError({ reason: `no user "${userId}" (see: anna user list)` })
+      }
+      if (options.mintedBy !== undefined) {
+        // No more than the minter: its own role at most, its own user unless it acts as admin.
+        const minter = (yield* tokenRoles(options.mintedBy))[0]
+        if (minter === undefined) return yield* new AccountError({ reason: "the token asking for a new one has just been revoked" })
+        const acts = minRole(minter.token_role, minter.account_role ?? "user")
+        if (acts !== "admin" && (role === "admin" || userId !== minter.user_id)) {
+          return yield* new AccountError({ reason: "a token acting as user mints only tokens of role user, for its own user" })
+        }
       }
       if (role === "admin") {
         const account = yield* readAccount(userId)
@@ -340,12 +317,25 @@ export const make = Effect.gen(function*() {
         }
       }
       const now = yield* Clock.currentTimeMillis
-      yield* sql`INSERT INTO user_tokens ${
-        sql.insert({ token_hash: sha256(token), user_id: userId, label: label.trim(), role, created_at: now })
-      }`
+      yield* sql`INSERT INTO user_tokens ${sql.insert({ token_hash: hash, user_id: userId, label: label.trim(), role, created_at: now })}`
+      yield* lineage.record(hash, userId, options.mintedBy, now)
     }))
     return token
   }, storage("issue token"))
+
+  const listTokens = Effect.fn("Accounts.listTokens")(function*(userId?: string) {
+    if (userId !== undefined && Option.isNone(yield* config.getUser(userId))) {
+      return yield* new AccountError({ reason: `no user "${userId}" (see: anna user list)` })
+    }
+    return yield* lineage.list(userId)
+  }, storage("list tokens"))
+
+  const unlock = Effect.fn("Accounts.unlock")(function*(username: string, address?: string) {
+    if (address !== undefined && isIP(plainAddress(address)) === 0) {
+      return yield* new AccountError({ reason: `"${address}" is not an IP address` })
+    }
+    return yield* throttle.clear(username, address === undefined ? undefined : throttleKey(address))
+  }, storage("unlock"))
 
   return Accounts.of({
     create,
@@ -360,7 +350,10 @@ export const make = Effect.gen(function*() {
     logout,
     listSessions,
     revokeSession,
-    issueToken
+    unlock,
+    issueToken,
+    listTokens,
+    revokeToken: (tokenId, options) => lineage.revoke(tokenId, options).pipe(storage("revoke token"))
   })
 })
 

@@ -2,25 +2,44 @@
  * `/api/auth` handlers: login (cookie set, CSRF token returned), logout, me, the caller's browser
  * sessions, and their password. Login is guarded by a JSON content type and a same-origin `Origin`
  * when one is sent (a form on another site cannot post JSON without a preflight), and by Accounts'
- * rate limit (429 with Retry-After).
+ * login throttle (429 with Retry-After). The throttle counts the client's address: the socket's peer,
+ * or, when the peer is in `admin.trusted_proxies` (read at each login), the right-most
+ * X-Forwarded-For entry outside that list (src/domain/admin/clientAddress.ts).
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminApi } from "../../domain/admin/api.ts"
+import { clientAddress, parseTrustedProxies } from "../../domain/admin/clientAddress.ts"
 import { CurrentPrincipal, Forbidden, NotFound, SESSION_COOKIE, TooManyRequests, Unauthorized } from "../../domain/admin/security.ts"
+import { settingValue } from "../../domain/config/settings.ts"
 import { Accounts, type LoginResult } from "../../services/Accounts.ts"
+import { ConfigStore } from "../../services/ConfigStore.ts"
 import { answer, toApiFailure } from "./errors.ts"
-import { addResponseHeader, clearSessionCookie, clientAddress, header, sameOrigin, setSessionCookie } from "./http.ts"
+import { addResponseHeader, clearSessionCookie, header, sameOrigin, setSessionCookie } from "./http.ts"
+
+const TRUSTED_PROXIES = "admin.trusted_proxies"
 
 export const layer = HttpApiBuilder.group(AdminApi, "auth", Effect.fn(function*(handlers) {
   const accounts = yield* Accounts
+  const config = yield* ConfigStore
+
+  /** Who the throttle counts for this request (see the header). */
+  const clientOf = (request: HttpServerRequest.HttpServerRequest) =>
+    Effect.map(config.getSetting(TRUSTED_PROXIES), (stored) =>
+      clientAddress(
+        Option.getOrUndefined(request.remoteAddress),
+        // Node joins repeated X-Forwarded-For headers with ", ", in order.
+        [header(request, "x-forwarded-for") ?? ""],
+        parseTrustedProxies(settingValue(TRUSTED_PROXIES, Option.getOrUndefined(stored)))
+      ))
 
   /** Logs in and sets the cookie; the login's refusals as 401/429. */
   const logIn = Effect.fn("AdminApi.logIn")(function*(username: string, password: string, withCookie: boolean) {
     const request = yield* HttpServerRequest.HttpServerRequest
+    const address = yield* clientOf(request).pipe(Effect.catchTag("StorageError", toApiFailure))
     const result: LoginResult = yield* accounts.login(username, password, {
-      address: clientAddress(request),
+      address,
       userAgent: (header(request, "user-agent") ?? "").slice(0, 200)
     }).pipe(
       Effect.catchTags({

@@ -58,6 +58,3 @@ export const sameOrigin = (request: HttpServerRequest.HttpServerRequest): boolea
     return false
   }
 }
-
-/** The client's address for the login rate limit. */
-export const clientAddress = (request: HttpServerRequest.HttpServerRequest): string => Option.getOrElse(request.remoteAddress, () => "unknown")

@@ -15,6 +15,7 @@ import * as AuthHandlers from "./authHandlers.ts"
 import * as ChannelHandlers from "./channelHandlers.ts"
 import * as ConfigHandlers from "./configHandlers.ts"
 import * as ProviderHandlers from "./providerHandlers.ts"
+import * as TokenHandlers from "./tokenHandlers.ts"
 import * as UserHandlers from "./userHandlers.ts"
 import * as ChatApi from "./ChatApi.ts"
 import * as SessionsApi from "./SessionsApi.ts"
@@ -29,7 +30,7 @@ const handlers = Layer.mergeAll(
   AgentHandlers.layer,
   ChannelHandlers.layer,
   UserHandlers.usersLayer,
-  UserHandlers.tokensLayer,
+  TokenHandlers.layer,
   ConfigHandlers.bindingsLayer,
   ConfigHandlers.pluginsLayer,
   ConfigHandlers.settingsLayer,

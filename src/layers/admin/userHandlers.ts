@@ -1,8 +1,8 @@
 /**
- * `/api/users` and `/api/tokens` handlers: `anna user add|list|show|set|remove|token` over
- * ConfigStore, with each user's console account (role, password) from Accounts. A `user` may read
- * only themselves, and list, issue (role `user` only) and revoke only their own tokens. An admin
- * cannot remove or demote themselves (no locking the console's last door from inside).
+ * `/api/users` handlers: `anna user add|list|show|set|remove` over ConfigStore, with each user's
+ * console account (role, password) from Accounts (`/api/tokens`: tokenHandlers.ts). A `user` may
+ * read only themselves. An admin cannot remove or demote themselves (no locking the console's last
+ * door from inside).
  */
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
@@ -125,40 +125,5 @@ export const usersLayer = HttpApiBuilder.group(AdminApi, "users", Effect.fn(func
         if (problem !== undefined) return yield* BadRequest.of(problem)
         if (Option.isSome(yield* accounts.get(params.id))) yield* accounts.setPassword(params.id, payload.password)
         else yield* accounts.create({ userId: params.id, password: payload.password, role: "user" })
-      })))
-}))
-
-export const tokensLayer = HttpApiBuilder.group(AdminApi, "tokens", Effect.fn(function*(handlers) {
-  const config = yield* ConfigStore
-  const accounts = yield* Accounts
-
-  return handlers
-    .handle("list", ({ query }) =>
-      answer(Effect.gen(function*() {
-        const p = yield* CurrentPrincipal
-        if (p.role !== "admin" && query.user !== undefined && query.user !== p.userId) return yield* Forbidden.of("you may list only your own tokens")
-        return yield* config.listTokens(p.role === "admin" ? query.user : p.userId)
-      })))
-    .handle("issue", ({ payload }) =>
-      answer(Effect.gen(function*() {
-        const p = yield* CurrentPrincipal
-        const userId = payload.userId ?? p.userId
-        const role = payload.role ?? "user"
-        if (p.role !== "admin" && userId !== p.userId) return yield* Forbidden.of("you may issue tokens only for yourself")
-        if (p.role !== "admin" && role !== "user") return yield* Forbidden.of("you may issue only tokens of role user")
-        if (Option.isNone(yield* config.getUser(userId))) return yield* NotFound.of(`no user "${userId}"`)
-        const label = payload.label ?? ""
-        const token = yield* accounts.issueToken(userId, label, role)
-        return { token, userId, label, role }
-      })))
-    .handle("revoke", ({ params }) =>
-      answer(Effect.gen(function*() {
-        const p = yield* CurrentPrincipal
-        if (p.role === "admin") return yield* Effect.asVoid(config.revokeToken(params.id))
-        // A user's own tokens only: the id must name exactly one of theirs.
-        const own = (yield* config.listTokens(p.userId)).filter((t) => params.id !== "" && t.id.startsWith(params.id))
-        const only = own[0]
-        if (only === undefined || own.length > 1) return yield* NotFound.of(`you have no token ${params.id}${own.length > 1 ? " (several match: give more of the id)" : ""}`)
-        yield* config.revokeToken(only.id)
       })))
 }))

@@ -1,7 +1,7 @@
 /**
  * Accounts on a real SQLite file: accounts and passwords, logins (refused alike for a wrong password,
- * an unknown user and a user without an account), the rate limit per username and per client over a
- * sliding window, browser sessions (idle and absolute expiry on the TestClock, revoke, logout, ended by
+ * an unknown user and a user without an account), the login throttle (a backoff per username and
+ * address, and per address; in the database), browser sessions (idle and absolute expiry on the TestClock, revoke, logout, ended by
  * a new password, role or removal, the cookie stored only hashed) and role-scoped API tokens (never
  * above the account's role, checked as a property).
  */
@@ -99,58 +99,112 @@ describe("accounts", () => {
     ))
 })
 
-describe("the login rate limit", () => {
-  it.effect("allows 5 failures per username in 15 minutes, then refuses even the right password until the oldest leaves the window", () =>
+describe("the login throttle", () => {
+  const from = (address: string) => ({ address, userAgent: "" })
+  const waitOf = <A, R>(self: Effect.Effect<A, { readonly _tag: string }, R>) =>
+    Effect.map(Effect.flip(self), (e) => (e._tag === "LoginThrottled" && "retryAfterSeconds" in e ? Number(e.retryAfterSeconds) : -1))
+
+  it.effect("backs off per username and address: 5 failures free, then 30 s doubling to an hour; other addresses never wait", () =>
     withAccounts(() =>
       Effect.gen(function*() {
         const accounts = yield* Accounts
         yield* accounts.create({ userId: "alice", password: PASSWORD, role: "user" })
-        // From five different clients: the username's limit, not a client's.
-        for (let i = 0; i < 5; i++) {
-          assert.strictEqual(yield* tagOf(accounts.login("alice", "guess " + i, { address: `10.0.0.${i}`, userAgent: "" })), "LoginRefused")
-          yield* TestClock.adjust(MINUTE)
+        const attacker = from("203.0.113.9")
+        for (let i = 0; i < 5; i++) assert.strictEqual(yield* tagOf(accounts.login("alice", "guess " + i, attacker)), "LoginRefused")
+        // The sixth attempt waits 30 s, even with the right password.
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, attacker)), 30)
+        // alice from anywhere else is not held back at all, however long the stranger goes on.
+        yield* accounts.login("alice", PASSWORD, browser)
+        const waits: Array<number> = []
+        for (let i = 0; i < 9; i++) {
+          yield* TestClock.adjust(3_600_000)
+          assert.strictEqual(yield* tagOf(accounts.login("alice", "more " + i, attacker)), "LoginRefused")
+          waits.push(yield* waitOf(accounts.login("alice", PASSWORD, attacker)))
+          yield* accounts.login("alice", PASSWORD, from(`198.51.100.${i}`))
         }
-        // Now t = 5 min; the first failure (t = 0) leaves the window at 15 min.
-        const throttled = yield* Effect.flip(accounts.login("alice", PASSWORD, browser))
-        assert.strictEqual(throttled._tag, "LoginThrottled")
-        assert.strictEqual(throttled._tag === "LoginThrottled" ? throttled.retryAfterSeconds : 0, 600)
-        // Another username from the same client is not affected.
-        assert.strictEqual(yield* tagOf(accounts.login("bob", PASSWORD, browser)), "LoginRefused")
-        yield* TestClock.adjust(10 * MINUTE - 1)
-        const later = yield* Effect.flip(accounts.login("alice", PASSWORD, browser))
-        assert.strictEqual(later._tag === "LoginThrottled" ? later.retryAfterSeconds : -1, 1)
-        yield* TestClock.adjust(1)
-        // The window slid: one failure left it, so one attempt is allowed — and it succeeds.
-        const ok = yield* accounts.login("alice", PASSWORD, browser)
-        assert.strictEqual(ok.principal.userId, "alice")
-        // A success clears the username's failures: five more wrong guesses before the next refusal.
-        for (let i = 0; i < 5; i++) assert.strictEqual(yield* tagOf(accounts.login("alice", "x" + i, browser)), "LoginRefused")
-        assert.strictEqual(yield* tagOf(accounts.login("alice", PASSWORD, browser)), "LoginThrottled")
+        assert.deepStrictEqual(waits, [60, 120, 240, 480, 960, 1920, 3600, 3600, 3600])
+        // The wait runs from the last failure: one second short, still refused; then let in.
+        yield* TestClock.adjust(3_600_000 - 1_000)
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, attacker)), 1)
+        yield* TestClock.adjust(1_000)
+        yield* accounts.login("alice", PASSWORD, attacker)
+        // That success started the pair over: five free failures again.
+        for (let i = 0; i < 5; i++) assert.strictEqual(yield* tagOf(accounts.login("alice", "x" + i, attacker)), "LoginRefused")
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, attacker)), 30)
+        // Forgotten a day after the last failure.
+        yield* TestClock.adjust(DAY)
+        for (let i = 0; i < 5; i++) assert.strictEqual(yield* tagOf(accounts.login("alice", "y" + i, attacker)), "LoginRefused")
+        // An unknown username is throttled alike (nothing tells them apart).
+        for (let i = 0; i < 5; i++) assert.strictEqual(yield* tagOf(accounts.login("nobody", "z" + i, attacker)), "LoginRefused")
+        assert.strictEqual(yield* waitOf(accounts.login("nobody", PASSWORD, attacker)), 30)
       })
     ), 60_000)
 
-  it.effect("allows 20 failures per client, across usernames; its successes do not count; other clients go on", () =>
+  it.effect("backs off an address across usernames (20 free, then 1 s doubling to a minute) without refusing other addresses; its successes do not wash it", () =>
     withAccounts(() =>
       Effect.gen(function*() {
         const accounts = yield* Accounts
         yield* accounts.create({ userId: "alice", password: PASSWORD, role: "user" })
-        const attacker = { address: "203.0.113.9", userAgent: "curl" }
+        const sprayer = from("203.0.113.9")
         for (let i = 0; i < 19; i++) {
           // Never 5 on one username.
-          assert.strictEqual(yield* tagOf(accounts.login(`user${i % 5}`, "guess", attacker)), "LoginRefused")
+          assert.strictEqual(yield* tagOf(accounts.login(`user${i % 5}`, "guess", sprayer)), "LoginRefused")
         }
-        yield* TestClock.adjust(MINUTE)
-        yield* accounts.login("alice", PASSWORD, attacker)
-        assert.strictEqual(yield* tagOf(accounts.login("user5", "guess", attacker)), "LoginRefused", "the 20th failure")
-        const throttled = yield* Effect.flip(accounts.login("alice", PASSWORD, attacker))
-        assert.strictEqual(throttled._tag === "LoginThrottled" ? throttled.retryAfterSeconds : -1, 15 * 60 - 60)
-        // Alice herself, from her own address, is not locked out by someone else's guessing.
+        // A valid login from the same address succeeds, and does not take back the address's failures.
+        yield* accounts.login("alice", PASSWORD, sprayer)
+        assert.strictEqual(yield* tagOf(accounts.login("user5", "guess", sprayer)), "LoginRefused", "the 20th failure")
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, sprayer)), 1)
+        const waits: Array<number> = []
+        for (let i = 0; i < 8; i++) {
+          yield* TestClock.adjust(60_000)
+          assert.strictEqual(yield* tagOf(accounts.login(`other${i}`, "guess", sprayer)), "LoginRefused")
+          waits.push(yield* waitOf(accounts.login("alice", PASSWORD, sprayer)))
+        }
+        assert.deepStrictEqual(waits, [2, 4, 8, 16, 32, 60, 60, 60])
+        // alice from her own address is not slowed by someone else's spraying.
         yield* accounts.login("alice", PASSWORD, browser)
-        yield* TestClock.adjust(14 * MINUTE)
-        // t = 15 min: the 19 failures at t = 0 left the window; only the one at t = 1 min is in it.
-        yield* accounts.login("alice", PASSWORD, attacker)
+        yield* TestClock.adjust(60_000)
+        yield* accounts.login("alice", PASSWORD, sprayer)
       })
     ), 60_000)
+
+  it.effect("counts an IPv6 client by its /64, and an IPv4-mapped peer as its IPv4", () =>
+    withAccounts(() =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        yield* accounts.create({ userId: "alice", password: PASSWORD, role: "user" })
+        for (let i = 1; i <= 5; i++) yield* tagOf(accounts.login("alice", "guess", from(`2001:db8:1:2::${i}`)))
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, from("2001:db8:1:2:ffff::1"))), 30)
+        yield* accounts.login("alice", PASSWORD, from("2001:db8:1:3::1"))
+        for (let i = 0; i < 5; i++) yield* tagOf(accounts.login("alice", "guess", from("::ffff:192.0.2.1")))
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, from("192.0.2.1"))), 30)
+      })
+    ), 60_000)
+
+  it.effect("keeps its counts in the database: a second Accounts on the same file sees them, and unlock clears them", () =>
+    Effect.gen(function*() {
+      const file = yield* tempDbFile
+      const on = <A, E>(body: Effect.Effect<A, E, Accounts>) => body.pipe(Effect.provide(stackOn(Sqlite.layer(file))))
+      yield* on(Effect.gen(function*() {
+        const accounts = yield* Accounts
+        yield* accounts.create({ userId: "alice", password: PASSWORD, role: "user" })
+        for (const address of ["10.0.0.7", "10.0.0.8"]) {
+          for (let i = 0; i < 5; i++) yield* tagOf(accounts.login("alice", "guess", from(address)))
+        }
+      }))
+      // Another process (the CLI) on the same file.
+      yield* on(Effect.gen(function*() {
+        const accounts = yield* Accounts
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, from("10.0.0.7"))), 30)
+        assert.deepStrictEqual(yield* accounts.unlock("alice", "10.0.0.7"), ["10.0.0.7"])
+        yield* accounts.login("alice", PASSWORD, from("10.0.0.7"))
+        assert.strictEqual(yield* waitOf(accounts.login("alice", PASSWORD, from("10.0.0.8"))), 30)
+        assert.deepStrictEqual(yield* accounts.unlock("alice"), ["10.0.0.8"])
+        yield* accounts.login("alice", PASSWORD, from("10.0.0.8"))
+        assert.deepStrictEqual(yield* accounts.unlock("alice"), [])
+        assert.include((yield* Effect.flip(accounts.unlock("alice", "ten.0.0.1"))).message, "not an IP address")
+      }))
+    }), 60_000)
 })
 
 describe("browser sessions", () => {

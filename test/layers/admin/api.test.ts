@@ -329,9 +329,9 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
         assert.strictEqual(yield* outcome(h.user.tokens.list({ query: { user: ADMIN.user } })), 403)
         const adminsTokens = yield* h.admin.tokens.list({ query: { user: ADMIN.user } })
         assert.isTrue(adminsTokens.length >= 1 && adminsTokens.every((t) => t.userId === ADMIN.user))
-        assert.strictEqual(yield* outcome(h.user.tokens.revoke({ params: { id: adminsTokens[0]?.id ?? "" } })), 404)
+        assert.strictEqual(yield* outcome(h.user.tokens.revoke({ params: { id: adminsTokens[0]?.id ?? "" }, query: {} })), 404)
         const laptop = listed.find((t) => t.label === "laptop")
-        yield* h.user.tokens.revoke({ params: { id: laptop?.id ?? "" } })
+        yield* h.user.tokens.revoke({ params: { id: laptop?.id ?? "" }, query: {} })
         assert.strictEqual(yield* outcome(viaToken.auth.me()), 401)
         // A token's role never exceeds its account's: no admin token for alice.
         assert.strictEqual(yield* outcome(h.admin.tokens.issue({ payload: { userId: USER.user, label: "ops", role: "admin" } })), 400)
@@ -340,7 +340,7 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
         const capped = yield* h.client({ bearer: forAlice.token })
         assert.strictEqual((yield* capped.auth.me()).role, "user")
         const opsId = (yield* h.admin.tokens.list({ query: { user: USER.user } })).find((t) => t.label === "ops")?.id ?? ""
-        yield* h.admin.tokens.revoke({ params: { id: opsId } })
+        yield* h.admin.tokens.revoke({ params: { id: opsId }, query: {} })
         assert.strictEqual(yield* outcome(capped.auth.me()), 401)
         assert.strictEqual(yield* outcome(h.admin.tokens.issue({ payload: { userId: "ghost" } })), 404)
       }))

@@ -234,7 +234,6 @@ const ROWS: ReadonlyArray<Row> = [
     method: "DELETE",
     path: (c) => `/api/tokens/${c.vars.token}`,
     access: "user",
-    ok: 204,
     prepare: (c) =>
       Effect.gen(function*() {
         yield* (yield* Accounts).issueToken(c.self, "mx-revoke", "user")

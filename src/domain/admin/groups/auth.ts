@@ -1,7 +1,8 @@
 /**
  * `/api/auth`: logging in and out of the web console, who am I, my browser sessions, my password.
  * Login is the one endpoint without `AdminAuth`: it is guarded by requiring a JSON body and a
- * same-origin `Origin` (when one is sent), and by the accounts' login rate limit (429 + Retry-After).
+ * same-origin `Origin` (when one is sent), and by the accounts' login throttle (429 + Retry-After; a
+ * backoff per username and client address, so a stranger's guesses never refuse the owner elsewhere).
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
