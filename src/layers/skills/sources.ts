@@ -9,7 +9,7 @@
  *   off) into a temporary folder, then read as a folder (the `.git` folder left out); `#ref` picks a
  *   branch or tag, `#ref:path` (or `#:path`) a folder of the repository;
  * - a tarball: a local `.tar`/`.tar.gz`/`.tgz` file or one downloaded over http(s) with a size and
- *   time limit, read by ./tarball.ts.
+ *   time limit, streamed (never held whole) into ./tarball.ts, which bounds what it unpacks.
  */
 import { Effect, Result } from "effect"
 import { execFile } from "node:child_process"
@@ -18,28 +18,41 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { SkillSourceError, SkillUnsafe } from "../../domain/skills/errors.ts"
 import { entryPath, MAX_SOURCE_BYTES, MAX_SOURCE_FILES, type SourceFile } from "../../domain/skills/skill.ts"
-import { isTarball, readTarball } from "./tarball.ts"
+import { isTarball, readTarball, TAR_OVERHEAD_BYTES } from "./tarball.ts"
 
 export const GIT_TIMEOUT_MS = 120_000
 export const DOWNLOAD_TIMEOUT_MS = 120_000
 
 const message = (e: unknown): string => (e instanceof Error ? e.message : String(e)).split("\n")[0] ?? ""
 
-/** Reads a regular file without following a link or blocking on a FIFO, at most `maxBytes`. */
-const readRegular = async (path: string, maxBytes: number): Promise<{ bytes: Buffer; executable: boolean } | string> => {
+/** Opens a regular file of at most `maxBytes` without following a link or blocking on a FIFO; the handle, or why not. */
+const openRegular = async (path: string, maxBytes: number): Promise<{ handle: fs.FileHandle; executable: boolean } | string> => {
   let handle: fs.FileHandle
   try {
     handle = await fs.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === "ELOOP" ? "symbolic link; links are refused" : message(e)
   }
+  let why: string
   try {
     const st = await handle.stat()
-    if (!st.isFile()) return "not a regular file"
-    if (st.size > maxBytes) return "too large"
-    return { bytes: await handle.readFile(), executable: (st.mode & 0o111) !== 0 }
+    if (st.isFile() && st.size <= maxBytes) return { handle, executable: (st.mode & 0o111) !== 0 }
+    why = st.isFile() ? "too large" : "not a regular file"
+  } catch (e) {
+    why = message(e)
+  }
+  await handle.close()
+  return why
+}
+
+/** Reads a regular file without following a link or blocking on a FIFO, at most `maxBytes`. */
+const readRegular = async (path: string, maxBytes: number): Promise<{ bytes: Buffer; executable: boolean } | string> => {
+  const opened = await openRegular(path, maxBytes)
+  if (typeof opened === "string") return opened
+  try {
+    return { bytes: await opened.handle.readFile(), executable: opened.executable }
   } finally {
-    await handle.close()
+    await opened.handle.close()
   }
 }
 
@@ -130,38 +143,55 @@ export const readGit = (source: string) =>
     (dir) => Effect.promise(() => fs.rm(dir, { recursive: true, force: true }))
   )
 
-/** The bytes at an http(s) URL, at most MAX_SOURCE_BYTES, within the time limit. */
-const download = (url: string) =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS)]) })
-      if (!response.ok) throw new Error(`HTTP ${response.status}`)
-      const declared = Number(response.headers.get("content-length") ?? "0")
-      if (declared > MAX_SOURCE_BYTES) throw new Error(`larger than ${MAX_SOURCE_BYTES / 1024 / 1024} MiB`)
-      const chunks: Array<Uint8Array> = []
-      let total = 0
-      if (response.body === null) return new Uint8Array()
-      for await (const chunk of response.body) {
-        total += chunk.length
-        if (total > MAX_SOURCE_BYTES) throw new Error(`larger than ${MAX_SOURCE_BYTES / 1024 / 1024} MiB`)
-        chunks.push(chunk)
-      }
-      return Buffer.concat(chunks)
-    },
-    catch: (e) => new SkillSourceError({ source: url, reason: `download failed: ${message(e)}` })
-  })
+/** An archive is read as it arrives, up to the most a tarball of MAX_SOURCE_BYTES of files may take. */
+const MAX_ARCHIVE_BYTES = MAX_SOURCE_BYTES + TAR_OVERHEAD_BYTES
+
+/** A local tarball, opened as readRegular opens a file and streamed (never held whole) into readTarball. */
+const readLocalTarball = (path: string, source: string) =>
+  Effect.acquireUseRelease(
+    Effect.promise(() => openRegular(path, MAX_ARCHIVE_BYTES)),
+    (opened) =>
+      typeof opened === "string"
+        ? Effect.fail(new SkillSourceError({ source, reason: opened }))
+        : readTarball(opened.handle.createReadStream({ autoClose: false, highWaterMark: 64 * 1024 }), source),
+    (opened) => (typeof opened === "string" ? Effect.void : Effect.promise(() => opened.handle.close()))
+  )
+
+/** A download's body, its failure (a timeout, a reset) told as one. */
+async function* downloaded(body: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  try {
+    yield* body
+  } catch (e) {
+    throw new Error(`download failed: ${message(e)}`)
+  }
+}
+
+/** The tarball at an http(s) URL, read as it arrives within the time limit; the request is cancelled once done. */
+const downloadTarball = (url: string) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new AbortController()),
+    (controller) =>
+      Effect.gen(function*() {
+        const response = yield* Effect.tryPromise({
+          try: async () => {
+            const response = await fetch(url, { signal: AbortSignal.any([controller.signal, AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS)]) })
+            if (!response.ok) throw new Error(`HTTP ${response.status}`)
+            const declared = Number(response.headers.get("content-length") ?? "0")
+            if (declared > MAX_ARCHIVE_BYTES) throw new Error(`larger than ${MAX_ARCHIVE_BYTES / 1024 / 1024} MiB`)
+            return response
+          },
+          catch: (e) => new SkillSourceError({ source: url, reason: `download failed: ${message(e)}` })
+        })
+        return yield* readTarball(response.body === null ? new Uint8Array() : downloaded(response.body), url)
+      }),
+    (controller) => Effect.sync(() => controller.abort())
+  )
 
 /** Reads any source the operator may install from. */
 export const readSource = (source: string): Effect.Effect<ReadonlyArray<SourceFile>, SkillUnsafe | SkillSourceError> => {
-  if (/^https?:\/\//.test(source) && isTarball(source)) return Effect.flatMap(download(source), (bytes) => readTarball(bytes, source))
+  if (/^https?:\/\//.test(source) && isTarball(source)) return downloadTarball(source)
   if (isGitSource(source)) return readGit(source)
   const path = resolve(source)
-  if (isTarball(path)) {
-    return Effect.gen(function*() {
-      const read = yield* Effect.promise(() => readRegular(path, MAX_SOURCE_BYTES))
-      if (typeof read === "string") return yield* new SkillSourceError({ source, reason: read })
-      return yield* readTarball(read.bytes, source)
-    })
-  }
+  if (isTarball(path)) return readLocalTarball(path, source)
   return readFolder(path, source)
 }

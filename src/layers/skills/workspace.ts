@@ -28,7 +28,7 @@ import { readFolder } from "./sources.ts"
 import { isTarball, readTarball } from "./tarball.ts"
 
 export const USER_ROOT = "/workspace/skills"
-/** A chat install reads at most this much (a source may hold several skills). */
+/** A chat install reads at most this much (a source may hold several skills): a folder's files, a tarball and what it unpacks to. */
 export const MAX_CHAT_SOURCE_BYTES = 20 * 1024 * 1024
 const MAX_LISTED = 200
 
@@ -113,7 +113,8 @@ export const readWorkspaceSource = (session: SandboxSession, path: string) =>
     if (isTarball(clean)) {
       const file = yield* session.readFile(clean, { maxBytes: Math.min(MAX_CHAT_SOURCE_BYTES, MAX_SOURCE_BYTES), maxEntries: 1 }).pipe(Effect.mapError(source(path)))
       if (file._tag !== "File") return yield* new SkillSourceError({ source: path, reason: "a folder, not a tarball" })
-      return yield* readTarball(file.bytes, path)
+      // Unpacked, it may hold no more than a folder installed from a chat.
+      return yield* readTarball(file.bytes, path, MAX_CHAT_SOURCE_BYTES)
     }
     return yield* readWorkspaceFolder(session, clean === "" ? "/workspace" : clean)
   })
