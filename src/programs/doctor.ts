@@ -6,11 +6,13 @@
 import { Console, Duration, Effect, Option, Result, Schema } from "effect"
 import { connect } from "node:net"
 import { Command, Flag } from "effect/cli"
+import { settingValue } from "../domain/config/settings.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
 import { containerChecks, diagnose, type DoctorCheck, makeDocker, sandboxContainers } from "../layers/sandbox/docker/client.ts"
 import { providerSecrets, redactSecrets } from "../domain/model/types.ts"
 import { DEFAULT_HOST, DEFAULT_PORT } from "../layers/channels/HttpChannel.ts"
 import { loadPlatform } from "../layers/channels/platforms.ts"
+import { mountTools } from "../layers/sandbox/workspaceDisk.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
@@ -69,6 +71,23 @@ const platformCheck = (id: string, config: Readonly<Record<string, unknown>>) =>
     })
   })
 
+/** How workspaces' disk quotas are held here (the setting sandbox.disk_bound and whether this process can mount). */
+const diskCheck = (stored: Option.Option<string>, quotaMb: number) =>
+  Effect.promise(async (): Promise<DoctorCheck> => {
+    const setting = settingValue("sandbox.disk_bound", Option.getOrUndefined(stored))
+    const tools = await mountTools()
+    const name = "workspace disk"
+    if (setting === "quota") {
+      return { name, ok: true, detail: `sandbox.disk_bound is quota: the ${quotaMb} MiB quota is a soft check (see README, Security)` }
+    }
+    if (typeof tools !== "string") {
+      return { name, ok: true, detail: `each workspace is a filesystem of its own, of the quota's size (${quotaMb} MiB): a hard bound (anna sandbox disks lists them)` }
+    }
+    return setting === "filesystem"
+      ? { name, ok: false, detail: `sandbox.disk_bound is filesystem, but ${tools}: sandboxed tools are off`, fix: "run anna as root with e2fsprogs installed, or anna settings set sandbox.disk_bound auto" }
+      : { name, ok: true, detail: `the ${quotaMb} MiB quota is a soft check, not a bound: ${tools} (for a hard bound run anna as root with e2fsprogs; README, Security)` }
+  })
+
 export const doctorCommand = Command.make("doctor", {
   agent: Flag.String("agent").pipe(Flag.withDescription("Check this agent's sandbox settings (default: the default agent)"), Flag.optional),
   json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
@@ -93,6 +112,7 @@ export const doctorCommand = Command.make("doctor", {
     for (const c of sandboxChecks) {
       add("sandbox", { ...c, name: `${c.name}${c.name === "docker" ? "" : ` (agent ${spec.agentId})`}` })
     }
+    add("sandbox", yield* diskCheck(yield* (yield* ConfigStore).getSetting("sandbox.disk_bound"), spec.limits.diskMb))
     // Containers left behind (e.g. after a SIGKILL of the gateway); not asked when the engine did not answer.
     if (sandboxChecks.some((c) => c.name === "docker" && c.ok)) {
       const containers = yield* sandboxContainers(yield* makeDocker(10_000)).pipe(Effect.orElseSucceed(() => []))

@@ -9,13 +9,17 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type Agent, isValidId } from "../domain/config/agent.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
-import { DEFAULT_IMAGE, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
+import { settingValue } from "../domain/config/settings.ts"
+import { DEFAULT_IMAGE, diskBoundOf, NETWORK_POLICIES } from "../domain/sandbox/types.ts"
+import { SandboxFailure } from "../domain/sandbox/errors.ts"
+import * as WorkspaceDisk from "../layers/sandbox/workspaceDisk.ts"
 import { busyboxRootfs, findStaticBusybox, importRootfs, makeDocker, nodeIntoRootfs, ping, smokeTest } from "../layers/sandbox/docker/client.ts"
 import { AgentStore } from "../services/AgentStore.ts"
+import { ConfigStore } from "../services/ConfigStore.ts"
 import { Sandbox } from "../services/Sandbox.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import * as Layers from "./layers.ts"
-import { usageError } from "./output.ts"
+import { printJson, table, usageError } from "./output.ts"
 
 /** An argument list as one shell command line (each argument quoted unless it is plainly safe). */
 export const shellJoin = (args: ReadonlyArray<string>): string =>
@@ -50,8 +54,9 @@ const exec = Command.make("exec", {
       network: Option.getOrUndefined(f.network),
       userId: Option.getOrUndefined(f.user)
     })
+    const bound = settingValue("sandbox.disk_bound", Option.getOrUndefined(yield* (yield* ConfigStore).getSetting("sandbox.disk_bound")))
     const result = yield* Effect.scoped(Effect.gen(function*() {
-      const session = yield* (yield* Sandbox).start(spec)
+      const session = yield* (yield* Sandbox).start(spec, { diskBound: diskBoundOf(bound) })
       return yield* session.exec(shellJoin(f.command), { timeoutMs: Option.getOrElse(f.timeout, () => 120) * 1000 })
     }))
     process.stdout.write(result.stdout)
@@ -123,7 +128,39 @@ const buildImage = Command.make("build-image", {
   "Build a local sandbox image (docker import; no registry needed): from a root filesystem, a static busybox, or — with neither flag — the static busybox found on PATH (Debian/Ubuntu: apt-get install busybox-static)"
 ))
 
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+
+const disks = Command.make("disks", { json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false)) }, (f) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const found = yield* Effect.promise(() => WorkspaceDisk.list(config.workspaces))
+    const tools = yield* Effect.promise(() => WorkspaceDisk.mountTools())
+    const canMount = typeof tools !== "string"
+    if (f.json) return yield* printJson({ canMount, why: canMount ? null : tools, disks: found })
+    yield* Console.log(canMount ? "This process can give workspaces their own filesystems." : `Workspaces get no filesystem of their own here: ${tools}.`)
+    if (found.length === 0) return yield* Console.log("No workspace has a filesystem of its own yet.")
+    yield* Console.log(table(
+      ["WORKSPACE", "SIZE", "ON HOST", "USED", "MOUNTED"],
+      found.map((d) => [d.workspace, mib(d.bytes), mib(d.allocated), d.used === undefined ? "-" : mib(d.used), d.mounted ? "yes" : "no"])
+    ))
+  })).pipe(Command.provide(Layers.AppConfigLive), Command.withDescription(
+    "List the workspaces that are filesystems of their own (sandbox.disk_bound): each one's size (its quota, a hard bound), what it takes on the host, what is used, whether it is mounted"
+  ))
+
+const unmount = Command.make("unmount", { json: Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false)) }, (f) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const done = yield* Effect.tryPromise({
+      try: () => WorkspaceDisk.detachUnder(config.workspaces),
+      catch: (e) => new SandboxFailure({ operation: "unmount workspaces", detail: e instanceof Error ? e.message : String(e) })
+    })
+    if (f.json) return yield* printJson({ unmounted: done })
+    yield* Console.log(done.length === 0 ? "No workspace filesystem was mounted." : `Unmounted ${done.length} workspace filesystem(s); each is mounted again when it is next used.`)
+  })).pipe(Command.provide(Layers.AppConfigLive), Command.withDescription(
+    "Unmount every workspace filesystem under $ANNA_HOME (e.g. before moving or deleting it); a running gateway mounts each again at its next use, and live containers keep theirs"
+  ))
+
 export const sandboxCommand = Command.make("sandbox").pipe(
-  Command.withDescription("The Docker sandbox: exec, build-image"),
-  Command.withSubcommands([exec, buildImage])
+  Command.withDescription("The Docker sandbox: exec, build-image, disks, unmount"),
+  Command.withSubcommands([exec, buildImage, disks, unmount])
 )

@@ -16,10 +16,10 @@ import { DEFAULT_LIMITS } from "../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../src/layers/sandbox/DockerSandbox.ts"
 import { owner } from "../../src/layers/sandbox/DockerSandbox.ts"
 import { AGENT_LABEL, OWNER_LABEL } from "../../src/layers/sandbox/docker/policy.ts"
-import { detach, imageOf, mounts, mountTools } from "../../src/layers/sandbox/workspaceDisk.ts"
+import { detach, imageOf, mounts } from "../../src/layers/sandbox/workspaceDisk.ts"
 import { AgentStore } from "../../src/services/AgentStore.ts"
 import { ConfigStore } from "../../src/services/ConfigStore.ts"
-import { dockerReady, TEST_IMAGE, whenContainers } from "../support/docker.ts"
+import { diskMountable, dockerReady, TEST_IMAGE, whenContainers } from "../support/docker.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { compliant, say } from "../support/hostileUser.ts"
 import { configureAgent, runtimeStack, tempHome } from "../support/runtimeStack.ts"
@@ -32,15 +32,6 @@ beforeEach(() => fake.reset())
 afterAll(() => fake.close())
 
 const MIB = 1024 * 1024
-
-/** Whether this process can give workspaces their own filesystems (root, loop devices, e2fsprogs). */
-const mountable = await (async () => {
-  const tools = await mountTools()
-  if (typeof tools !== "string") return true
-  if (process.env.ANNA_REQUIRE_DOCKER === "1") throw new Error(`ANNA_REQUIRE_DOCKER=1 but workspaces cannot have their own filesystems here: ${tools}`)
-  console.warn(`⚠ workspace filesystems cannot be mounted here (${tools}): the disk bound tests are SKIPPED`)
-  return false
-})()
 
 /** Whether the kernel lets this process grow a mounted ext4 (CAP_SYS_RESOURCE, which root has unless a container took it away). */
 const canGrowMounted = (BigInt(`0x${/^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? "0"}`) & (1n << 24n)) !== 0n
@@ -67,7 +58,7 @@ const node = (script: string) => `RUN: node -e '${script}'`
 const liveContainers = (agentId: string) =>
   Effect.promise(async () => (await new Docker().listContainers({ filters: { label: [`dev.anna.agent=${agentId}`] } })).length)
 
-describe.skipIf(!dockerReady || !mountable)("e2e: hostile users, round three — the workspace disk is a bound", () => {
+describe.skipIf(!dockerReady || !diskMountable)("e2e: hostile users, round three — the workspace disk is a bound", () => {
   it.live("folders, long symlinks, files and hard links stop at the quota; the host never pays more than it", () =>
     Effect.scoped(Effect.gen(function*() {
       const home = yield* tempHome
@@ -171,6 +162,27 @@ describe.skipIf(!dockerReady || !mountable)("e2e: hostile users, round three —
       assert.strictEqual(yield* sandbox.prepare(spec), workspace)
       assert.isTrue(lstatSync(join(workspace, "HEARTBEAT.md")).isFile())
     })), { timeout: 60_000 })
+})
+
+describe.skipIf(!dockerReady)("e2e: hostile users, round three — the soft quota (no filesystem of its own)", () => {
+  it.live("a command that takes the workspace past the soft quota is stopped while it runs, not only measured after", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = yield* tempHome
+      yield* Effect.gen(function*() {
+        yield* configureAgent(fake, "a1", { tools: ["bash"], sandboxImage: TEST_IMAGE, sandboxDiskMb: 1, sandboxWorkspace: "shared" })
+        yield* (yield* ConfigStore).setSetting("sandbox.disk_bound", "quota")
+        fake.respondWith(compliant)
+        // Folders without end: each takes a block of the host's disk, none is a file that ulimit -f could stop.
+        const flood = yield* say("mallory", node(`const fs=require("fs");for(let n=0;;n++){fs.mkdirSync("/workspace/d"+n)}`))
+        assert.include(flood.tool?.output ?? "", "the command was stopped: it took the workspace past its disk quota", flood.reply.slice(0, 400))
+        assert.isFalse(existsSync(imageOf(join(home, "workspaces", "a1", "shared"))), "no filesystem of its own in quota mode")
+        // Over the quota now, the next command that grows anything is stopped too; deleting works.
+        const more = yield* say("mallory", node(`const fs=require("fs");for(let n=0;;n++){fs.mkdirSync("/workspace/e"+n)}`))
+        assert.include(more.tool?.output ?? "", "the command was stopped")
+        const clean = yield* say("mallory", "RUN: rm -rf /workspace/d* /workspace/e* && echo cleaned")
+        assert.include(clean.tool?.output ?? "", "cleaned")
+      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
+    })), { timeout: 120_000 })
 })
 
 describe.skipIf(!dockerReady)("e2e: hostile users, round three — live-container caps reach live conversations", () => {

@@ -9,7 +9,7 @@ import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { annaEnv, newHome } from "../support/cli.ts"
-import { BUSYBOX, dockerReady, TEST_IMAGE } from "../support/docker.ts"
+import { BUSYBOX, diskMountable, dockerReady, TEST_IMAGE } from "../support/docker.ts"
 import { removeTemp } from "../support/cleanup.ts"
 
 const homes: Array<string> = []
@@ -58,6 +58,29 @@ describe.skipIf(!dockerReady)("anna sandbox and doctor (real Docker engine)", ()
     assert.include(net.stdout, "eth0")
     const noNet = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "cat", "/proc/net/dev")
     assert.notInclude(noNet.stdout, "eth0")
+  })
+
+  it.skipIf(!diskMountable)("anna sandbox disks lists a workspace's own filesystem; unmount releases it; the next use mounts it again, files and all", async () => {
+    const h = home()
+    const write = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "sh", "-c", "echo kept > /workspace/kept.txt; df -k /workspace | tail -1")
+    assert.strictEqual(write.code, 0, write.stderr)
+    const listed = JSON.parse((await annaEnv(h, {}, "sandbox", "disks", "--json")).stdout) as {
+      canMount: boolean
+      disks: Array<{ workspace: string; bytes: number; mounted: boolean; used: number | null }>
+    }
+    assert.isTrue(listed.canMount)
+    assert.deepStrictEqual(listed.disks.map((d) => [d.workspace, d.bytes, d.mounted]), [[join(h, "workspaces", "default", "shared"), 1024 * 1024 * 1024, true]])
+    const text = await annaEnv(h, {}, "sandbox", "disks")
+    assert.match(text.stdout, /shared +1024\.0 MiB +[\d.]+ MiB +[\d.]+ MiB +yes/)
+    const off = await annaEnv(h, {}, "sandbox", "unmount")
+    assert.strictEqual(off.code, 0, off.stderr)
+    assert.include(off.stdout, "Unmounted 1 workspace filesystem(s)")
+    const after = JSON.parse((await annaEnv(h, {}, "sandbox", "disks", "--json")).stdout) as { disks: Array<{ mounted: boolean }> }
+    assert.deepStrictEqual(after.disks.map((d) => d.mounted), [false])
+    const again = await annaEnv(h, {}, "sandbox", "exec", "--image", TEST_IMAGE, "--", "cat", "/workspace/kept.txt")
+    assert.strictEqual(again.stdout.trim(), "kept")
+    const doctor = await annaEnv(h, {}, "doctor")
+    assert.include(doctor.stdout, "each workspace is a filesystem of its own")
   })
 
   it("with the daemon out of reach, fails at once with a clear message and runs nothing", async () => {

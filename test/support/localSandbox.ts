@@ -19,7 +19,6 @@ import { constants, tmpdir } from "node:os"
 import { join } from "node:path"
 import { SandboxFailure, type SandboxStartError } from "../../src/domain/sandbox/errors.ts"
 import {
-  DEFAULT_CAPS,
   DEFAULT_EXEC_TIMEOUT_MS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_OUTPUT_BYTES,

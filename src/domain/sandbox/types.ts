@@ -49,6 +49,8 @@ export interface SandboxSpec {
  */
 export type DiskBound = "auto" | "filesystem" | "quota"
 export const DISK_BOUNDS: ReadonlyArray<DiskBound> = ["auto", "filesystem", "quota"]
+/** The setting's value as a DiskBound (anything else: auto). */
+export const diskBoundOf = (value: string): DiskBound => DISK_BOUNDS.find((b) => b === value) ?? "auto"
 
 export interface ExecOptions {
   /** Working directory inside the container (default: the session's working directory). */

@@ -167,7 +167,13 @@ export const make = (client?: Docker) =>
       if (disk.kind === "filesystem" && disk.problem !== undefined) {
         yield* Effect.logWarning(`sandbox: the filesystem of ${workspace} stays at ${disk.bytes} bytes, not the quota's ${spec.limits.diskMb} MiB: ${disk.problem}`)
       }
-      const files = yield* WorkspaceFiles.make(workspace, { quotaMb: spec.limits.diskMb, owner: workspaceOwner, disk })
+      const again = { bytes: spec.limits.diskMb * 1024 * 1024, owner: workspaceOwner, setting: options.diskBound ?? "auto" } as const
+      const files = yield* WorkspaceFiles.make(workspace, {
+        quotaMb: spec.limits.diskMb,
+        owner: workspaceOwner,
+        disk,
+        ready: disk.kind === "filesystem" ? () => WorkspaceDisk.attach(workspace, again).then(() => undefined) : undefined
+      })
       const sessionScope = yield* Effect.scope
 
       // The container: none until a command needs it; one at a time is created; `close` removes it
@@ -230,13 +236,30 @@ export const make = (client?: Docker) =>
           // Over quota: the command may read and delete, but not grow any file.
           const guarded = (yield* files.overQuota) ? `ulimit -f 0 2>/dev/null\n${command}` : command
           const result = yield* inContainer(({ container: c, user }) =>
-            runCommand(docker, c, guarded, {
-              user,
-              cwd: dir,
-              env: options.env ?? {},
-              stdin: options.stdin,
-              timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
-              maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+            Effect.gen(function*() {
+              const started = yield* Clock.currentTimeMillis
+              // The soft quota stops a command that passes it while it runs (losing the command's interrupted runCommand kills it).
+              const stopped = Effect.map(files.passesQuota, (note) => ({
+                exitCode: 137,
+                stdout: "",
+                stderr: note,
+                stdoutDropped: 0,
+                stderrDropped: 0,
+                timedOut: false,
+                durationMs: 0
+              }))
+              const ran = yield* Effect.raceFirst(
+                runCommand(docker, c, guarded, {
+                  user,
+                  cwd: dir,
+                  env: options.env ?? {},
+                  stdin: options.stdin,
+                  timeoutMs: options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS,
+                  maxOutputBytes: options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES
+                }),
+                stopped
+              )
+              return ran.durationMs === 0 && ran.exitCode === 137 ? { ...ran, durationMs: (yield* Clock.currentTimeMillis) - started } : ran
             })
           )
           const note = yield* files.afterCommand

@@ -322,35 +322,53 @@ export const writePath = (root: string, cwd: string, path: string, data: Uint8Ar
     return { done: { bytes: typeof data === "string" ? Buffer.byteLength(data, "utf8") : data.byteLength, replaced: previous?.size } }
   })
 
+/** Folders deeper than this are not walked by `diskUsage` (each level holds one open handle). */
+export const USAGE_MAX_DEPTH = 256
+
 /**
- * Bytes the workspace takes on disk (allocated blocks), walked through held folder handles (never
- * following a symlink), at most `maxEntries` entries: `complete` is false when it stopped there.
+ * Bytes the workspace takes on disk (allocated blocks of files, folders and links), walked depth
+ * first through held folder handles (never following a symlink), at most `maxEntries` entries and
+ * USAGE_MAX_DEPTH levels: `complete` is false when it stopped there. At most one handle per level
+ * is open, so a folder of a million subfolders costs no more descriptors than a chain of two.
  */
 export const diskUsage = async (root: string, maxEntries: number): Promise<{ readonly bytes: number; readonly complete: boolean }> => {
   let bytes = 0
   let seen = 0
-  const queue: Array<FileHandle> = [await openRoot(root)]
-  try {
-    while (queue.length > 0) {
-      const dir = queue.shift() as FileHandle
-      try {
-        bytes += (await dir.stat()).blocks * 512
-        const names = await fs.readdir(`/proc/self/fd/${dir.fd}`).catch(() => [] as Array<string>)
-        for (const name of names) {
-          if (++seen > maxEntries) return { bytes, complete: false }
-          const st = await fs.lstat(at(dir, name)).catch(() => undefined)
-          if (st === undefined) continue
-          if (st.isDirectory()) {
-            const h = await fs.open(at(dir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined)
-            if (h !== undefined) queue.push(h)
-          } else bytes += st.blocks * 512
-        }
-      } finally {
-        await dir.close()
+  let complete = true
+  const walk = async (dir: FileHandle, depth: number): Promise<void> => {
+    bytes += (await dir.stat()).blocks * 512
+    const names = await fs.readdir(`/proc/self/fd/${dir.fd}`).catch(() => [] as Array<string>)
+    for (const name of names) {
+      if (++seen > maxEntries) {
+        complete = false
+        return
       }
+      const st = await fs.lstat(at(dir, name)).catch(() => undefined)
+      if (st === undefined) continue
+      if (!st.isDirectory()) {
+        bytes += st.blocks * 512
+        continue
+      }
+      if (depth >= USAGE_MAX_DEPTH) {
+        bytes += st.blocks * 512
+        complete = false
+        continue
+      }
+      const h = await fs.open(at(dir, name), constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => undefined)
+      if (h === undefined) continue
+      try {
+        await walk(h, depth + 1)
+      } finally {
+        await h.close()
+      }
+      if (seen > maxEntries) return
     }
-    return { bytes, complete: true }
-  } finally {
-    for (const h of queue) await h.close().catch(() => undefined)
   }
+  const root0 = await openRoot(root)
+  try {
+    await walk(root0, 0)
+  } finally {
+    await root0.close()
+  }
+  return { bytes, complete }
 }

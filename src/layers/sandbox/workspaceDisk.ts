@@ -370,3 +370,36 @@ export const usage = async (workspace: string): Promise<{ readonly used: number;
   return { used: (s.blocks - s.bfree) * s.bsize, free: s.bavail * s.bsize, files: s.files - s.ffree }
 }
 
+
+export interface DiskInfo {
+  readonly workspace: string
+  readonly image: string
+  /** The image's size: the filesystem's, its hard bound. */
+  readonly bytes: number
+  /** What it takes of the host's disk now (the image is sparse). */
+  readonly allocated: number
+  readonly mounted: boolean
+  /** Bytes used inside it, when mounted. */
+  readonly used: number | undefined
+}
+
+/** The workspace filesystems under `workspaces` (`$ANNA_HOME/workspaces`): each agent's shared one and its users'. */
+export const list = async (workspaces: string): Promise<ReadonlyArray<DiskInfo>> => {
+  const images: Array<string> = []
+  const names = async (dir: string) => fs.readdir(dir).catch(() => [] as Array<string>)
+  for (const agent of await names(workspaces)) {
+    for (const dir of [join(workspaces, agent), join(workspaces, agent, "users")]) {
+      for (const n of await names(dir)) if (/^\..+\.ext4$/.test(n)) images.push(join(dir, n))
+    }
+  }
+  const all = await mounts()
+  const out: Array<DiskInfo> = []
+  for (const image of images.sort()) {
+    const workspace = join(dirname(image), basename(image).slice(1, -".ext4".length))
+    const st = await fs.stat(image)
+    const m = all.findLast((e) => e.point === workspace)
+    const mounted = m !== undefined && (await backingFile(m.source)) === image
+    out.push({ workspace, image, bytes: st.size, allocated: st.blocks * 512, mounted, used: mounted ? (await usage(workspace)).used : undefined })
+  }
+  return out
+}

@@ -11,7 +11,7 @@
  * they can still read and delete) until the workspace is back under the quota. The container also
  * caps any single file at the quota (RLIMIT_FSIZE).
  */
-import { Effect, Ref } from "effect"
+import { Clock, Duration, Effect, Ref } from "effect"
 import { PathOutsideWorkspace, WorkspaceFileError } from "../../domain/sandbox/errors.ts"
 import { WORKSPACE_MOUNT } from "../../domain/sandbox/types.ts"
 import type { SandboxSession, WorkspaceEntry } from "../../services/Sandbox.ts"
@@ -20,6 +20,9 @@ import { type Attached, usage } from "./workspaceDisk.ts"
 
 /** Entries counted at most when measuring a workspace (beyond: the measure is a lower bound). */
 export const USAGE_MAX_ENTRIES = 200_000
+
+/** The soft quota's watch over a running command measures at most this often. */
+export const WATCH_MIN_PAUSE_MS = 1000
 
 const MIB = 1024 * 1024
 
@@ -67,6 +70,11 @@ export interface WorkspaceFiles {
   readonly afterCommand: Effect.Effect<string | undefined>
   /** Whether commands must run without room to grow files. */
   readonly overQuota: Effect.Effect<boolean>
+  /**
+   * Completes (with a note) when a command running now takes the workspace past the soft quota, so
+   * that it is stopped then, not only measured after; never, on a filesystem of its own (the kernel holds it).
+   */
+  readonly passesQuota: Effect.Effect<string>
 }
 
 /**
@@ -79,6 +87,11 @@ export const make = (
     readonly quotaMb: number
     readonly owner?: { readonly uid: number; readonly gid: number } | undefined
     readonly disk?: Attached | undefined
+    /**
+     * Makes sure the workspace is what it was prepared as before the host looks into it (its own
+     * filesystem mounted again if someone unmounted it meanwhile); a failure refuses the operation.
+     */
+    readonly ready?: (() => Promise<void>) | undefined
   }
 ) =>
   Effect.gen(function*() {
@@ -92,7 +105,8 @@ export const make = (
     const bytesInUse = ownFilesystem
       ? () => usage(root).then((u) => u.used)
       : () => diskUsage(root, USAGE_MAX_ENTRIES).then((u) => u.bytes)
-    const measure = Effect.promise(() => bytesInUse().catch(() => 0)).pipe(
+    const ready = options.ready ?? (() => Promise.resolve())
+    const measure = Effect.promise(() => ready().then(bytesInUse).catch(() => 0)).pipe(
       Effect.tap((bytes) => Ref.set(used, bytes)),
       Effect.tap((bytes) => Ref.set(over, bytes > quota))
     )
@@ -101,8 +115,8 @@ export const make = (
       const dir = yield* Ref.get(cwd)
       return yield* Effect.tryPromise({
         try: async (): Promise<WorkspaceEntry> => {
-          const opened = await readPath(root, dir, path, { maxBytes: limits.maxBytes, maxEntries: limits.maxEntries })
-          return opened
+          await ready()
+          return await readPath(root, dir, path, { maxBytes: limits.maxBytes, maxEntries: limits.maxEntries })
         },
         catch: fileError(path)
       })
@@ -120,7 +134,7 @@ export const make = (
           reason: `the workspace is at ${(now / MIB).toFixed(1)} MiB of its ${options.quotaMb} MiB quota; writing ${path} (${size.toLocaleString("en-US")} bytes) would pass it. Delete files you no longer need first.`
         })
       }
-      const written = yield* Effect.tryPromise({ try: () => writePath(root, dir, path, data, { owner: options.owner }), catch: fileError(path) })
+      const written = yield* Effect.tryPromise({ try: () => ready().then(() => writePath(root, dir, path, data, { owner: options.owner })), catch: fileError(path) })
       yield* Ref.update(used, (u) => (u === undefined ? undefined : u + written.bytes - (written.replaced ?? 0)))
       return written
     })
@@ -129,7 +143,7 @@ export const make = (
       const dir = yield* Ref.get(cwd)
       const next = containerPath(dir, path)
       if (next === undefined) return yield* new PathOutsideWorkspace({ path })
-      const ok = yield* Effect.promise(() => isDirectory(root, dir, path).catch(() => false))
+      const ok = yield* Effect.promise(() => ready().then(() => isDirectory(root, dir, path)).catch(() => false))
       if (!ok) return yield* new PathOutsideWorkspace({ path })
       yield* Ref.set(cwd, next)
       return next
@@ -143,6 +157,25 @@ export const make = (
       )
     )
 
-    const files: WorkspaceFiles = { workingDir: Ref.get(cwd), setWorkingDir, readFile, writeFile, afterCommand, overQuota: Ref.get(over) }
+    // The soft quota's watch over a running command: measured again and again (at most every
+    // second, and never more than a fifth of the time), it completes once the workspace holds more
+    // than the quota, or than it held when the command started if that was more already.
+    const passesQuota: Effect.Effect<string> = ownFilesystem
+      ? Effect.never
+      : Effect.gen(function*() {
+        const limit = Math.max(quota, (yield* Ref.get(used)) ?? (yield* measure))
+        let pause = WATCH_MIN_PAUSE_MS
+        for (;;) {
+          yield* Effect.sleep(Duration.millis(pause))
+          const started = yield* Clock.currentTimeMillis
+          const bytes = yield* measure
+          if (bytes > limit) {
+            return `[the command was stopped: it took the workspace past its disk quota (${(bytes / MIB).toFixed(1)} MiB of ${options.quotaMb} MiB). Delete files you no longer need.]`
+          }
+          pause = Math.max(WATCH_MIN_PAUSE_MS, 4 * ((yield* Clock.currentTimeMillis) - started))
+        }
+      })
+
+    const files: WorkspaceFiles = { workingDir: Ref.get(cwd), setWorkingDir, readFile, writeFile, afterCommand, overQuota: Ref.get(over), passesQuota }
     return files
   })

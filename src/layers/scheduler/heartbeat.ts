@@ -15,7 +15,7 @@ import { Duration, Effect, Option } from "effect"
 import { lstatSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { agentFolder, specFor } from "../../domain/sandbox/spec.ts"
-import { DISK_BOUNDS } from "../../domain/sandbox/types.ts"
+import { diskBoundOf } from "../../domain/sandbox/types.ts"
 import { parseEvery } from "../../domain/scheduler/schedule.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
@@ -77,7 +77,7 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     const home = (yield* AppConfig).home
     const sandbox = yield* Effect.serviceOption(Sandbox)
     const diskBound = live.setting("sandbox.disk_bound").pipe(
-      Effect.map((v) => DISK_BOUNDS.find((b) => b === v) ?? "auto"),
+      Effect.map(diskBoundOf),
       Effect.orElseSucceed(() => "auto" as const)
     )
 

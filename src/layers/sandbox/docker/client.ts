@@ -186,7 +186,7 @@ export const diagnose = (docker: Docker, image: string, network: string) =>
       )
     }
     if (typeof process.getuid === "function" && process.getuid() === 0) {
-      checks.push({ name: "user", ok: true, detail: "anna runs as root: sandboxed commands run as uid 1000, and workspaces are handed to that user; running anna as a normal user is better still" })
+      checks.push({ name: "user", ok: true, detail: "anna runs as root: sandboxed commands run as uid 1000, workspaces are handed to that user, and each can be a filesystem of its own (a hard disk bound)" })
     }
     return checks
   })
