@@ -29,6 +29,8 @@ export interface TurnChat {
 export interface FeedbackReport {
   /** Rules that got the outcome. */
   readonly rules: ReadonlyArray<string>
+  /** Of those, rules for every user on which the outcome moved only this user's own view (their vote, pending others'). */
+  readonly forYou: ReadonlyArray<string>
   /** Skills that got the outcome. */
   readonly skills: ReadonlyArray<string>
 }

@@ -40,7 +40,7 @@ import { reflectWithModel } from "./reflectModel.ts"
 /** The plugin that switches the loop per agent (`anna plugin disable learning --agent A`). */
 export const PLUGIN_ID = LEARNING_PLUGIN
 
-const noFeedback: FeedbackReport = { rules: [], skills: [] }
+const noFeedback: FeedbackReport = { rules: [], forYou: [], skills: [] }
 
 export const make = Effect.gen(function*() {
   const diary = yield* Diary

@@ -53,11 +53,15 @@ export const applyOutcome = Effect.fn("Learning.applyOutcome")(function*(agentId
   const playbook = yield* Playbook
   const stats = yield* SkillStats
   const updated: Array<string> = []
+  const noted: Array<string> = []
   const ruleUses = uses.filter((u) => u.kind === "rule")
   // A session has one user; grouped all the same, so that nobody's use is counted as another's word.
   for (const userId of unique(ruleUses.map((u) => u.userId))) {
     const ruleIds = unique(ruleUses.filter((u) => u.userId === userId).map((u) => u.ref))
-    for (const r of yield* playbook.feedback(agentId, ruleIds, outcome, { user: userId })) updated.push(r.rule.id)
+    for (const r of yield* playbook.feedback(agentId, ruleIds, outcome, { user: userId })) {
+      updated.push(r.rule.id)
+      if (r.effect === "noted") noted.push(r.rule.id)
+    }
   }
   const skills = new Map<string, { readonly userId: string; readonly name: string }>()
   for (const u of uses) {
@@ -66,5 +70,5 @@ export const applyOutcome = Effect.fn("Learning.applyOutcome")(function*(agentId
     skills.set(`${userId}\0${u.ref}`, { userId, name: u.ref })
   }
   for (const s of skills.values()) yield* stats.record({ agentId, userId: s.userId, name: s.name }, outcome)
-  return { rules: unique(updated), skills: [...skills.values()].map((s) => s.name) } satisfies FeedbackReport
+  return { rules: unique(updated), forYou: unique(noted), skills: [...skills.values()].map((s) => s.name) } satisfies FeedbackReport
 })

@@ -208,10 +208,13 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         if (outcome === undefined) return "Say /feedback good or /feedback bad."
         const report = yield* learning.value.feedback(chatRef(chat), outcome).pipe(Effect.result)
         if (report._tag === "Failure") return `Your feedback could not be recorded: ${report.failure.message}`
-        const { rules, skills } = report.success
+        const { rules, forYou, skills } = report.success
         if (rules.length === 0 && skills.length === 0) return "Thanks. No guideline or skill was used since the last feedback, so there was nothing to adjust."
+        const everyone = rules.length - forYou.length
+        const guidelines = (n: number) => `${n} guideline${n === 1 ? "" : "s"}`
         return `Thanks. ${outcome === "success" ? "Strengthened" : "Weakened"}: ${[
-          ...(rules.length > 0 ? [`${rules.length} guideline${rules.length === 1 ? "" : "s"}`] : []),
+          ...(everyone > 0 ? [guidelines(everyone)] : []),
+          ...(forYou.length > 0 ? [`${guidelines(forYou.length)} for you (shared with other users: it changes for them once several agree)`] : []),
           ...(skills.length > 0 ? [`skill${skills.length === 1 ? "" : "s"} ${skills.join(", ")}`] : [])
         ].join(" and ")}.`
       }

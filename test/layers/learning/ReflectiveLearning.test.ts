@@ -149,7 +149,7 @@ describe("ReflectiveLearning: reflection", () => {
       assert.deepStrictEqual(yield* (yield* Diary).openUses(KEY), [])
       const off = yield* Effect.flip(learning.reflect(KEY, "demand"))
       assert.match(off.message, /learning is off for agent a1/)
-      assert.deepStrictEqual(yield* learning.feedback(chat, "failure"), { rules: [], skills: [] })
+      assert.deepStrictEqual(yield* learning.feedback(chat, "failure"), { rules: [], forYou: [], skills: [] })
       yield* (yield* PluginStore).setFor("learning", AGENT, true)
       assert.notStrictEqual(yield* learning.beforeTurn(chat, "docker again"), "")
     }).pipe(Effect.provide(stack())))

@@ -24,7 +24,7 @@ const recording = Layer.succeed(Learning, Learning.of({
   skillUsed: () => Effect.void,
   endBurst: (key: string, trigger: BurstTrigger) => Effect.sync(() => void queued.push(`${key} ${trigger}`)),
   reflect: () => Effect.succeed(Option.none<DiaryEntry>()),
-  feedback: () => Effect.succeed({ rules: [], skills: [] }),
+  feedback: () => Effect.succeed({ rules: [], forYou: [], skills: [] }),
   idle: Effect.void
 }))
 

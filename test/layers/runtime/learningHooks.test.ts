@@ -63,7 +63,7 @@ const recording = (log: Recorded) =>
     feedback: (chat: TurnChat, outcome) =>
       Effect.sync(() => {
         log.calls.push(`feedback ${chat.sessionKey} ${outcome}`)
-        return { rules: ["r1", "r2"], skills: [] }
+        return { rules: ["r1", "r2", "r3"], forYou: ["r3"], skills: [] }
       }),
     idle: Effect.void
   }))
@@ -126,9 +126,9 @@ describe("the runtime's learning hooks", () => {
       yield* setup
       const before = fake.requests.length
       const good = yield* say("/feedback good")
-      assert.strictEqual(good.text, "Thanks. Strengthened: 2 guidelines.")
+      assert.strictEqual(good.text, "Thanks. Strengthened: 2 guidelines and 1 guideline for you (shared with other users: it changes for them once several agree).")
       const bad = yield* say("/feedback bad")
-      assert.strictEqual(bad.text, "Thanks. Weakened: 2 guidelines.")
+      assert.strictEqual(bad.text, "Thanks. Weakened: 2 guidelines and 1 guideline for you (shared with other users: it changes for them once several agree).")
       assert.strictEqual((yield* say("/feedback maybe")).text, "Say /feedback good or /feedback bad.")
       assert.strictEqual((yield* say("/reflect")).text, "Nothing new to reflect on since the last diary entry.")
       const key = good.chat.sessionKey
