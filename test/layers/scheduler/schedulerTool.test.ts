@@ -46,4 +46,17 @@ describe("scheduler tool", () => {
       assert.strictEqual(yield* tool.execute({ action: "remove", id: job?.id }, ann), `Removed ${job?.id ?? ""}.`)
       assert.strictEqual((yield* store.list({ userId: "ann" })).length, MAX_TOOL_JOBS - 1)
     }).pipe(Effect.provide(SqliteJobStore.layer.pipe(Layer.provideMerge(sqliteTemp)))))
+
+  it.effect("40 adds at once (one model answer's parallel tool calls) stop at the limit: the check and the insert are one step", () =>
+    Effect.gen(function*() {
+      const store = yield* JobStore
+      const tool = schedulerTool(store)
+      const results = yield* Effect.forEach(
+        Array.from({ length: 40 }, (_, i) => i),
+        (i) => Effect.result(tool.execute({ action: "add", every: "1d", prompt: `job ${i}` }, ann)),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(results.filter((r) => r._tag === "Success").length, MAX_TOOL_JOBS)
+      assert.strictEqual((yield* store.list({ userId: "ann", agentId: "a1" })).length, MAX_TOOL_JOBS)
+    }).pipe(Effect.provide(SqliteJobStore.layer.pipe(Layer.provideMerge(sqliteTemp)))))
 })
