@@ -108,9 +108,12 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
         import("../layers/channels/SqliteChannelLedger.ts"),
         import("../layers/channels/platforms.ts"),
         import("../layers/admin/routes.ts"),
-        import("../layers/admin/SqliteAccounts.ts")
+        import("../layers/admin/SqliteAccounts.ts"),
+        import("../layers/admin/UserRemoval.ts"),
+        import("../layers/scheduler/SqliteJobStore.ts"),
+        import("../layers/learning/SqliteRuleVotes.ts")
       ]),
-    ([Supervisor, HttpChannel, SqliteChannelLedger, platforms, AdminRoutes, SqliteAccounts]) =>
+    ([Supervisor, HttpChannel, SqliteChannelLedger, platforms, AdminRoutes, SqliteAccounts, UserRemoval, SqliteJobStore, SqliteRuleVotes]) =>
       Layer.effect(
         Channels,
         Effect.gen(function*() {
@@ -131,7 +134,12 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
           yield* Deferred.succeed(handle, channels)
           return channels
         })
-      ).pipe(Layer.provide(Layer.merge(SqliteChannelLedger.layer, SqliteAccounts.layer)))
+      ).pipe(Layer.provide(Layer.mergeAll(
+        SqliteChannelLedger.layer,
+        SqliteAccounts.layer,
+        // The admin API removes users as `anna user remove` does; the learning stores are AgentRuntime's.
+        UserRemoval.layer.pipe(Layer.provide(Layer.merge(SqliteJobStore.layer, SqliteRuleVotes.layer)))
+      )))
   )
 
 /** What the gateway's channels (and the admin API on the HTTP channel's server) use of the runtime. */

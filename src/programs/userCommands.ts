@@ -2,20 +2,29 @@
  * `anna user add|list|show|set|remove|token`: the people who talk to agents, their default agent and
  * their HTTP tokens (a token is printed once, on stdout alone, so `$(anna user token ID)` captures
  * it; only its hash is stored, and `token list` shows tokens by an id made from that hash). Users
- * met on a platform are created by the runtime, not here. `remove` makes the operator choose what
- * happens to the user's sessions: kept (readable by operators) or deleted for good (with the
- * agents' profiles of the user, which are drawn from them).
+ * met on a platform are created by the runtime, not here. `remove` (UserRemoval) leaves nothing to a
+ * later user of the same id, and makes the operator choose what happens to the user's sessions: kept
+ * under the id the user is removed as (readable by operators) or deleted for good (with the agents'
+ * profiles of the user and their diary, which are drawn from them).
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import * as SqliteAccounts from "../layers/admin/SqliteAccounts.ts"
+import * as UserRemovalLayer from "../layers/admin/UserRemoval.ts"
+import * as SqliteDiary from "../layers/learning/SqliteDiary.ts"
+import * as SqliteRuleVotes from "../layers/learning/SqliteRuleVotes.ts"
+import * as SqliteSkillStats from "../layers/learning/SqliteSkillStats.ts"
+import * as YamlPlaybook from "../layers/learning/YamlPlaybook.ts"
+import * as SqliteJobStore from "../layers/scheduler/SqliteJobStore.ts"
 import { Accounts, ROLES, type Role } from "../services/Accounts.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore, type TokenInfo, type User } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
+import { UserRemoval } from "../services/UserRemoval.ts"
 import { StoresWithMemory } from "./layers.ts"
 import { iso, printJson, table } from "./output.ts"
+import { describeRemoval } from "./userRemovalText.ts"
 
 export const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const id = Argument.String("id").pipe(Argument.withDescription("User id"))
@@ -209,53 +218,43 @@ const token = Command.make("token", issueOptions, issueToken).pipe(
   Command.withSubcommands([tokenList, tokenRevoke, tokenIssue])
 )
 
+/**
+ * The removal's own stores (jobs, diary, skills' records, votes, playbook) over the group's: only `remove`
+ * needs them.
+ */
+const UserRemovalLive = UserRemovalLayer.layer.pipe(
+  Layer.provide(Layer.mergeAll(SqliteJobStore.layer, SqliteDiary.layer, SqliteSkillStats.layer, SqliteRuleVotes.layer, YamlPlaybook.layer))
+)
+
 const remove = Command.make("remove", {
   id,
   keepSessions: Flag.Boolean("keep-sessions").pipe(
-    Flag.withDescription("Keep the user's sessions (operators can still read them with anna memory)"),
+    Flag.withDescription("Keep the user's sessions, profiles and diary under the id they are removed as (operators can still read them with anna memory)"),
     Flag.withDefault(false)
   ),
   deleteSessions: Flag.Boolean("delete-sessions").pipe(
-    Flag.withDescription("Delete the user's sessions for good, as anna memory delete does, and the agents' profiles of the user"),
+    Flag.withDescription("Delete the user's sessions for good, as anna memory delete does, with the agents' profiles of the user and their diary"),
     Flag.withDefault(false)
   ),
   json
 }, (f) =>
   Effect.gen(function*() {
-    const config = yield* ConfigStore
-    const memory = yield* MemoryStore
-    yield* requireUser(f.id)
-    const sessions = yield* memory.listConversations({ userId: f.id })
-    if (f.keepSessions === f.deleteSessions) {
+    if (f.keepSessions && f.deleteSessions) return yield* new InvalidConfig({ reason: "--keep-sessions and --delete-sessions contradict each other" })
+    const choice = f.keepSessions ? "keep" : f.deleteSessions ? "delete" : undefined
+    // A removal that was cut short is finished with the choice it began with: no flag is needed then.
+    if (choice === undefined && Option.isSome(yield* (yield* ConfigStore).getUser(f.id))) {
+      const sessions = yield* (yield* MemoryStore).listConversations({ userId: f.id })
       return yield* new InvalidConfig({
-        reason: f.keepSessions
-          ? "--keep-sessions and --delete-sessions contradict each other"
-          : `choose what happens to ${f.id}'s ${sessions.length} session(s): --keep-sessions (operators can still read them) or --delete-sessions (deleted for good)`
+        reason: `choose what happens to ${f.id}'s ${sessions.length} session(s): --keep-sessions (operators can still read them) or --delete-sessions (deleted for good)`
       })
     }
-    // Sessions first: if this is interrupted, the user is still there and the command can be rerun.
-    const deleted: Array<{ readonly sessionKey: string; readonly messages: number; readonly summaries: number }> = []
-    let deletedProfiles = 0
-    if (f.deleteSessions) {
-      for (const c of sessions) deleted.push(yield* memory.deleteConversation(c.sessionKey))
-      // The agents' notes about the user are drawn from those sessions: they go with them.
-      deletedProfiles = yield* memory.deleteProfiles(f.id)
-    }
-    const removed = yield* config.removeUser(f.id)
-    const kept = f.keepSessions ? sessions.map((c) => c.sessionKey) : []
-    if (f.json) return yield* printJson({ removed, deletedSessions: deleted, deletedProfiles, keptSessions: kept })
-    const plural = (n: number, word: string, words = `${word}s`) => `${n} ${n === 1 ? word : words}`
-    yield* Console.log(
-      `Removed user ${f.id}: ${plural(removed.identities, "identity", "identities")}, ${plural(removed.tokens, "token")}, ${
-        plural(removed.chatStates, "chat state")
-      }; ` + (f.deleteSessions
-        ? `deleted ${plural(deleted.length, "session")} (${deleted.reduce((n, d) => n + d.messages, 0)} messages, ${
-          deleted.reduce((n, d) => n + d.summaries, 0)
-        } summaries) and ${plural(deletedProfiles, "profile")}.`
-        : `kept ${plural(kept.length, "session")} (see: anna memory sessions --user ${f.id}).`)
-    )
+    const report = yield* (yield* UserRemoval).remove(f.id, choice)
+    yield* f.json ? printJson(report) : Console.log(describeRemoval(report))
   })).pipe(
-    Command.withDescription("Remove a user with their identities, tokens and chat states; choose --keep-sessions or --delete-sessions")
+    Command.withDescription(
+      "Remove a user for good: identities, tokens, chat states, account, scheduled jobs, own playbook rules, workspaces; choose --keep-sessions or --delete-sessions (a later user of the same id gets nothing of theirs)"
+    ),
+    Command.provide(UserRemovalLive)
   )
 
 export const userCommand = Command.make("user").pipe(

@@ -29,6 +29,11 @@ export interface User {
   /** What agents' access policies can match on (e.g. group=family); absent = none. */
   readonly attributes?: Readonly<Record<string, string>> | undefined
   readonly createdAt: number
+  /**
+   * This incarnation of the id (random, set when the user is made): a user removed and made again
+   * with the same id has another, so what was held for the old one is told apart from the new one.
+   */
+  readonly uid?: string | undefined
 }
 
 export interface Channel {
@@ -84,6 +89,23 @@ export interface RemovedUser {
   readonly identities: number
   readonly tokens: number
   readonly chatStates: number
+  /** Whether they had a console account (it went, with its browser sessions). */
+  readonly account: boolean
+  /** The removal as recorded: the rest of the user's data is to be moved or deleted, then `finishRemoval`. */
+  readonly removal: Removal
+}
+
+/** A user's removal as recorded (see migrations/0025_user_removal.sql). */
+export interface Removal {
+  readonly userId: string
+  /** The id the user's kept data is moved to (domain/config/removedUser.ts): no user can be given it. */
+  readonly removedAs: string
+  readonly name: string
+  /** What the operator chose for the user's sessions. */
+  readonly sessions: "keep" | "delete"
+  readonly removedAt: number
+  /** Null while part of the removal is still to be done. */
+  readonly finishedAt: number | null
 }
 
 export const DEFAULT_CONTEXT_TOKENS = 128_000
@@ -120,8 +142,20 @@ export class ConfigStore extends Context.Service<ConfigStore, {
    * `userForToken` refuses it from then on.
    */
   readonly revokeToken: (tokenId: string) => Effect.Effect<TokenInfo, InvalidConfig | StorageError>
-  /** Removes a user with their identities, tokens, chat states, account and browser sessions, in one transaction. */
-  readonly removeUser: (userId: string) => Effect.Effect<RemovedUser, InvalidConfig | StorageError>
+  /**
+   * Removes a user with their identities, tokens, chat states, account and browser sessions, in one
+   * transaction, and records the removal as unfinished: the caller moves or deletes the rest of the
+   * user's data (UserRemoval does), then `finishRemoval`. Until then `createUser` refuses the id.
+   * `sessions` (default keep) is recorded, so finishing the removal later does what it began with.
+   */
+  readonly removeUser: (
+    userId: string,
+    options?: { readonly sessions: "keep" | "delete" } | undefined
+  ) => Effect.Effect<RemovedUser, InvalidConfig | StorageError>
+  /** The unfinished removal of a user id, if there is one. */
+  readonly unfinishedRemoval: (userId: string) => Effect.Effect<Option.Option<Removal>, StorageError>
+  /** Marks a removal (by its `removedAs`) done: the id may be given to a new user again. */
+  readonly finishRemoval: (removedAs: string) => Effect.Effect<void, StorageError>
 
   readonly listChannels: Effect.Effect<ReadonlyArray<Channel>, StorageError>
   readonly setChannel: (

@@ -54,4 +54,13 @@ export class Diary extends Context.Service<Diary, {
    * started while it ran).
    */
   readonly settleUses: (sessionKey: string, settledBy: string, until?: number) => Effect.Effect<ReadonlyArray<BurstUse>, StorageError>
+  /**
+   * A removed user's entries and uses (issue 23): moved, with their session keys, to the id the user
+   * is removed as (as memory moves their sessions: domain/config/removedUser.ts), or deleted when
+   * `removedAs` is undefined. How many of each.
+   */
+  readonly removeUser: (
+    userId: string,
+    removedAs: string | undefined
+  ) => Effect.Effect<{ readonly entries: number; readonly uses: number }, StorageError>
 }>()("anna/Diary") {}

@@ -45,6 +45,12 @@ export class JobStore extends Context.Service<JobStore, {
   readonly recordRun: (jobId: string, trigger: RunTrigger, outcome: RunOutcome) => Effect.Effect<void, StorageError>
   /** The job's runs, newest first. */
   readonly history: (jobId: string, limit?: number) => Effect.Effect<ReadonlyArray<Run>, StorageError>
+  /**
+   * Moves the runs recorded under a removed user's id — the heartbeat's, as job
+   * `heartbeat:{agent}:{user}` — to the id they are removed as, so a later user of the same id starts
+   * with no history; how many. (Other jobs' ids are random: their history stays as it is.)
+   */
+  readonly moveUserHistory: (userId: string, removedAs: string) => Effect.Effect<number, StorageError>
   /** Marks runs left `running` by a gateway that died as failed ("interrupted"); how many. */
   readonly interruptRunning: Effect.Effect<number, StorageError>
 }>()("anna/JobStore") {}

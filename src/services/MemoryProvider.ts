@@ -16,7 +16,10 @@ import type { NewMessage } from "../domain/message.ts"
 export class MemoryProvider extends Context.Service<MemoryProvider, {
   /** Plugin id, e.g. `memory/lcm`. */
   readonly name: string
-  /** Ensures a conversation exists for the session (idempotent). */
+  /**
+   * Ensures a conversation exists for the session (idempotent), as the database has it now: a turn
+   * starts with it, so a session deleted or moved away by another process is not served from a cache.
+   */
   readonly bootstrap: (session: SessionRef) => Effect.Effect<void, StorageError>
   /** Stores messages in order and adds them to the live context (bootstraps if needed). */
   readonly append: (

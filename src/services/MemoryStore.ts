@@ -144,7 +144,7 @@ export class MemoryStore extends Context.Service<MemoryStore, {
   readonly findConversation: (sessionKey: string) => Effect.Effect<Option.Option<Conversation>, StorageError>
   /** Cached: `info` and `reviewedSeq` may be stale; use `loadConversation` for those. */
   readonly getConversation: (sessionKey: string) => Effect.Effect<Conversation, StorageError | SessionNotFound>
-  /** Read afresh from the database. */
+  /** Read afresh from the database (a session gone since it was cached is forgotten: SessionNotFound). */
   readonly loadConversation: (sessionKey: string) => Effect.Effect<Conversation, StorageError | SessionNotFound>
   readonly listConversations: (filter: {
     readonly agentId?: string | undefined
@@ -278,4 +278,16 @@ export class MemoryStore extends Context.Service<MemoryStore, {
   readonly setProfile: (userId: string, agentId: string, content: string) => Effect.Effect<void, StorageError>
   /** Deletes a user's profiles with every agent (`anna user remove --delete-sessions`); how many there were. */
   readonly deleteProfiles: (userId: string) => Effect.Effect<number, StorageError>
+  /**
+   * Moves a removed user's sessions (their owner and keys: domain/config/removedUser.ts) and the
+   * agents' profiles of them to the id they are removed as, in one transaction, with the search
+   * index following: a later user of the same id finds none of it (`anna user remove --keep-sessions`).
+   */
+  readonly retireUser: (userId: string, removedAs: string) => Effect.Effect<
+    {
+      readonly sessions: ReadonlyArray<{ readonly from: string; readonly to: string }>
+      readonly profiles: number
+    },
+    StorageError
+  >
 }>()("anna/MemoryStore") {}

@@ -35,6 +35,12 @@ export class RuleVotes extends Context.Service<RuleVotes, {
   readonly tally: (key: RuleKey) => Effect.Effect<Tally, StorageError>
   /** Forgets a rule's votes (it was removed). */
   readonly forget: (key: RuleKey) => Effect.Effect<void, StorageError>
+  /**
+   * A removed user's votes go to the id they are removed as (issue 23, UserRemoval): a vote counted
+   * into a rule stays counted and its user is still counted once, and their own adjustments reach no
+   * later user of the same id. How many.
+   */
+  readonly moveUser: (userId: string, removedAs: string) => Effect.Effect<number, StorageError>
 }>()("anna/RuleVotes") {}
 
 /** The key `personal` uses for a rule. */

@@ -23,6 +23,8 @@ export interface LiveSession {
   readonly sessionKey: string
   readonly agentId: string
   readonly userId: string
+  /** The incarnation of the user id the session's runner was made for (ResolvedChat.userUid). */
+  readonly userUid?: string | undefined
   /** A turn is running now. */
   readonly running: boolean
   /** Its sandbox session was started (a container runs, or will on the next command). */

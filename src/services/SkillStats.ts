@@ -28,4 +28,6 @@ export class SkillStats extends Context.Service<SkillStats, {
   /** Every recorded skill of an agent (all users when userId is undefined). */
   readonly list: (agentId: string | undefined, userId?: string) => Effect.Effect<ReadonlyArray<SkillRecord>, StorageError>
   readonly record: (key: SkillKey, outcome: Outcome) => Effect.Effect<Arm, StorageError>
+  /** Deletes a removed user's records (their own skills went with their workspace); how many. */
+  readonly removeUser: (userId: string) => Effect.Effect<number, StorageError>
 }>()("anna/SkillStats") {}

@@ -78,4 +78,10 @@ export class UsageLog extends Context.Service<UsageLog, {
   >
   /** Calls and tokens grouped by one dimension, in key order (the admin API's usage reports and charts). */
   readonly breakdown: (by: UsageDimension, filter?: UsageFilter) => Effect.Effect<ReadonlyArray<UsageBucket>, StorageError>
+  /**
+   * Moves a removed user's calls to the id they are removed as (their session keys too:
+   * domain/config/removedUser.ts), so spend stays accounted and a later user of the id starts at
+   * nothing; how many.
+   */
+  readonly retireUser: (userId: string, removedAs: string) => Effect.Effect<number, StorageError>
 }>()("anna/UsageLog") {}

@@ -123,31 +123,34 @@ describe("anna user remove", () => {
     assert.deepStrictEqual((await annaJson<Array<{ id: string }>>(h, "user", "list")).map((u) => u.id), ["alice", "bob"])
   })
 
-  it("--keep-sessions removes the user, identities, tokens and chat states; operators still read the sessions", async () => {
+  it("--keep-sessions removes the user, identities, tokens and chat states; operators still read the sessions under the removed id", async () => {
     const h = await setUp()
     const r = await anna(h, "user", "remove", "alice", "--keep-sessions")
     assert.strictEqual(r.code, 0, r.stderr)
-    assert.strictEqual(
-      r.stdout.trim(),
-      "Removed user alice: 1 identity, 1 token, 1 chat state; kept 2 sessions (see: anna memory sessions --user alice)."
-    )
+    const removedAs = /as (alice~removed-[0-9a-f]{16}),/.exec(r.stdout)?.[1] ?? ""
+    assert.deepStrictEqual(r.stdout.trim().split("\n"), [
+      "Removed user alice: 1 identity, 1 token, 1 chat state and 0 scheduled jobs.",
+      `Kept 2 sessions and 2 profiles as ${removedAs}, an id no user can be given (see: anna memory sessions --user ${removedAs}).`,
+      "A new user alice would start with nothing of theirs."
+    ])
     assert.deepStrictEqual((await annaJson<Array<{ id: string }>>(h, "user", "list")).map((u) => u.id), ["bob"])
     assert.deepStrictEqual([rows(h, "user_identities"), rows(h, "user_tokens"), rows(h, "chat_contexts")], [0, 0, 0])
-    assert.strictEqual(rows(h, "ctx_agent_memory"), 2, "the agents' profiles of alice stay with her sessions")
-    assert.deepStrictEqual(await sessions(h, "--user", "alice"), ["a1:cli:alice:main", "a1:cli:alice:work"])
-    assert.strictEqual((await annaJson<{ messages: number }>(h, "memory", "stats", "a1:cli:alice:main")).messages, 300)
+    assert.strictEqual(rows(h, "ctx_agent_memory"), 0, "the agents' profiles of alice went with her sessions…")
+    assert.deepStrictEqual(await sessions(h, "--user", "alice"), [])
+    assert.deepStrictEqual(await sessions(h, "--user", removedAs), [`a1:cli:${removedAs}:main`, `a1:cli:${removedAs}:work`], "…to the removed id")
+    assert.strictEqual((await annaJson<{ messages: number }>(h, "memory", "stats", `a1:cli:${removedAs}:main`)).messages, 300)
   })
 
   it("--delete-sessions also deletes their sessions; the rest verifies", async () => {
     const h = await setUp()
     const r = await annaJson<{
-      removed: { tokens: number }
+      tokens: number
       deletedSessions: Array<{ sessionKey: string; messages: number }>
-      deletedProfiles: number
+      profiles: number
     }>(h, "user", "remove", "alice", "--delete-sessions")
-    assert.strictEqual(r.removed.tokens, 1)
+    assert.strictEqual(r.tokens, 1)
     // The agents' notes about alice (drawn from her sessions) go with them; bob's stay.
-    assert.strictEqual(r.deletedProfiles, 2)
+    assert.strictEqual(r.profiles, 2)
     assert.strictEqual(rows(h, "ctx_agent_memory"), 0)
     const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
     assert.deepStrictEqual({ ...db.prepare("SELECT user_id, content FROM ctx_agent_memory").get() }, { user_id: "bob", content: "likes coffee" })

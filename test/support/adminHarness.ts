@@ -30,8 +30,15 @@ import {
 } from "../../src/domain/admin/security.ts"
 import * as AdminRoutes from "../../src/layers/admin/routes.ts"
 import * as SqliteAccounts from "../../src/layers/admin/SqliteAccounts.ts"
+import * as UserRemoval from "../../src/layers/admin/UserRemoval.ts"
+import * as SqliteDiary from "../../src/layers/learning/SqliteDiary.ts"
+import * as SqliteRuleVotes from "../../src/layers/learning/SqliteRuleVotes.ts"
+import * as SqliteSkillStats from "../../src/layers/learning/SqliteSkillStats.ts"
+import * as YamlPlaybook from "../../src/layers/learning/YamlPlaybook.ts"
+import * as SqliteJobStore from "../../src/layers/scheduler/SqliteJobStore.ts"
 import * as HttpChannel from "../../src/layers/channels/HttpChannel.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
+import { AppConfig } from "../../src/services/AppConfig.ts"
 import { HttpAddress } from "../../src/services/HttpAddress.ts"
 import { runtimeStack } from "./runtimeStack.ts"
 import * as ProviderClients from "../../src/layers/providers/SdkProviderRegistry.ts"
@@ -106,6 +113,11 @@ const headersOf = (c: Credentials): Record<string, string> => ({
 export const adminStack = (home: string, options: { readonly webRoot?: string | undefined } = {}) =>
   HttpChannel.layerWith(AdminRoutes.layer(), { port: 0, notFound: AdminRoutes.notFound(options.webRoot) }).pipe(
     Layer.provideMerge(SqliteAccounts.layer),
+    // The removal's stores as the gateway has them (its learning stores come with the runtime there).
+    Layer.provideMerge(UserRemoval.layer.pipe(
+      Layer.provide(Layer.mergeAll(SqliteJobStore.layer, SqliteDiary.layer, SqliteSkillStats.layer, SqliteRuleVotes.layer, YamlPlaybook.layer)),
+      Layer.provide(AppConfig.at(home))
+    )),
     Layer.provideMerge(Layer.merge(ProviderClients.layer(fastTransport), SqlitePluginStore.layer)),
     Layer.provideMerge(runtimeStack(home))
   )

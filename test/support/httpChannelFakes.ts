@@ -143,6 +143,8 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   listTokens: () => unused,
   revokeToken: () => unused,
   removeUser: () => unused,
+  unfinishedRemoval: () => unused,
+  finishRemoval: () => unused,
   listChannels: unused,
   setChannel: () => unused,
   bindChat: () => unused,

@@ -130,13 +130,23 @@ const UserView = (props: { readonly id: string }) => {
     setPassword("")
     if (r !== undefined) user.reload()
   }
-  const remove = async () => {
-    if (!confirm(`Remove user ${id}? Their sessions stay in memory.`)) return
-    const r = await action.run(() => call((c) => c.users.remove({ params: { id } })))
+  // As `anna user remove`: nothing of theirs is left to a later user of the same id; the operator
+  // chooses whether their sessions are kept (under the id they are removed as) or deleted.
+  const remove = async (sessions: "keep" | "delete") => {
+    const question = sessions === "keep"
+      ? `Remove user ${id}? Their logins, tokens, scheduled jobs, own playbook rules and workspace files go. Their sessions are kept under the id they are removed as, for operators to read.`
+      : `Remove user ${id} and delete their sessions for good? Their logins, tokens, scheduled jobs, own playbook rules, workspace files, sessions, profiles and diary go. This cannot be undone.`
+    if (!confirm(question)) return
+    const r = await action.run(() => call((c) => c.users.remove({ params: { id }, query: { sessions } })))
     if (r !== undefined) navigate("users")
   }
   return (
-    <Page title={`User ${id}`} actions={<button type="button" class="danger" onClick={() => void remove()}>Remove</button>}>
+    <Page title={`User ${id}`} actions={
+      <div class="actions">
+        <button type="button" class="danger" onClick={() => void remove("keep")}>Remove</button>
+        <button type="button" class="danger" onClick={() => void remove("delete")}>Remove and delete sessions</button>
+      </div>
+    }>
       <p><a href={href("users")}>← All users</a></p>
       <Notice error={action.error} done={action.done} />
       <Show loaded={user}>

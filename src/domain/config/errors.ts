@@ -59,3 +59,17 @@ export class PriceNotFound extends Schema.TaggedError<PriceNotFound>()("PriceNot
     return `no price is set for ${this.providerId}/${this.model} (see: anna provider prices ${this.providerId})`
   }
 }
+
+/**
+ * A user was removed (they can no longer log in, chat or run anything), but part of their data could
+ * not be moved or deleted yet — a playbook file with a mistake, a workspace that could not be deleted.
+ * Running the removal again finishes it; until then their id cannot be given to a new user.
+ */
+export class RemovalUnfinished extends Schema.TaggedError<RemovalUnfinished>()("RemovalUnfinished", {
+  userId: Schema.String,
+  reasons: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `${this.userId} is removed, but ${this.reasons.join("; ")}: fix that and run anna user remove ${this.userId} again (until then the id cannot be given to a new user)`
+  }
+}

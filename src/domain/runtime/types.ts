@@ -35,6 +35,11 @@ export interface ResolvedChat {
   readonly sessionKey: string
   /** A model chosen with /model for this session ('' = the agent's). */
   readonly model: string
+  /**
+   * The incarnation of the user id (User.uid): a user removed and made again with the same id has
+   * another, and nothing the runtime holds for the old one (a runner, its sandbox) serves the new one.
+   */
+  readonly userUid?: string | undefined
 }
 
 export type UserMessage = string | ReadonlyArray<ContentBlock>

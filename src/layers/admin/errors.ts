@@ -15,7 +15,7 @@ const isApiFailure = (e: unknown): e is ApiFailure =>
   e instanceof Forbidden || e instanceof Unauthorized || e instanceof TooManyRequests
 
 const NOT_FOUND = new Set(["AgentNotFound", "ProviderNotFound", "PluginNotFound", "PriceNotFound", "NotFound"])
-const CONFLICT = new Set(["ProviderExists", "ProviderInUse", "Conflict"])
+const CONFLICT = new Set(["ProviderExists", "ProviderInUse", "Conflict", "RemovalUnfinished"])
 
 /** One failure as the API answers it. */
 export const toApiFailure = (e: Tagged): Effect.Effect<never, ApiFailure> => {

@@ -11,6 +11,7 @@ import { BadRequest, Conflict, CurrentPrincipal, Forbidden, NotFound } from "../
 import { Accounts, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, type Role } from "../../services/Accounts.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore, type User } from "../../services/ConfigStore.ts"
+import { UserRemoval } from "../../services/UserRemoval.ts"
 import { answer } from "./errors.ts"
 
 const passwordProblem = (password: string): string | undefined =>
@@ -24,6 +25,7 @@ export const usersLayer = HttpApiBuilder.group(AdminApi, "users", Effect.fn(func
   const config = yield* ConfigStore
   const agents = yield* AgentStore
   const accounts = yield* Accounts
+  const removal = yield* UserRemoval
 
   const view = (u: User, role: Role | null) => ({
     id: u.id,
@@ -102,13 +104,13 @@ export const usersLayer = HttpApiBuilder.group(AdminApi, "users", Effect.fn(func
         }
         return yield* shown(params.id)
       })))
-    .handle("remove", ({ params }) =>
+    .handle("remove", ({ params, query }) =>
       answer(Effect.gen(function*() {
         yield* notSelf(params.id, "remove")
-        yield* requireUser(params.id)
-        if (Option.isSome(yield* accounts.get(params.id))) yield* accounts.remove(params.id)
-        // Their sessions stay (memory's), as `anna user remove --keep-sessions`.
-        return yield* config.removeUser(params.id)
+        // Kept unless asked otherwise (as this endpoint always did); a removal cut short is finished
+        // with the choice it began with.
+        const exists = Option.isSome(yield* config.getUser(params.id))
+        return yield* removal.remove(params.id, query.sessions ?? (exists ? "keep" : undefined))
       })))
     .handle("setRole", ({ params, payload }) =>
       answer(Effect.gen(function*() {

@@ -3,6 +3,9 @@
  * channels, group-chat bindings, chat states, settings, and the per-agent Snapshot, read from
  * AgentStore and ProviderStore inside one read transaction so a pool never sees half an update.
  *
+ * A removed user is recorded in removed_users (migrations/0025_user_removal.sql) until the rest of
+ * their data is moved or deleted (UserRemoval); meanwhile their id cannot be given to a new user.
+ *
  * Users met on a platform get a readable random id (`u_` + 10 base32 characters); tokens are
  * `anna_` + 32 random bytes (base64url) and only their SHA-256 is stored. Every read-then-write is
  * one IMMEDIATE transaction; plain reads take no write lock (upsertUser reads first for that reason:
@@ -14,6 +17,7 @@ import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { createHash, randomBytes } from "node:crypto"
 import { checkAgentModel, isValidId } from "../../domain/config/agent.ts"
 import { InvalidConfig } from "../../domain/config/errors.ts"
+import { removedUserId } from "../../domain/config/removedUser.ts"
 import { NoModel, Unauthorized } from "../../domain/runtime/errors.ts"
 import { agentFolder, specFor } from "../../domain/sandbox/spec.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
@@ -24,6 +28,7 @@ import {
   type ChatState,
   ConfigStore,
   DEFAULT_CONTEXT_TOKENS,
+  type Removal,
   type RemovedUser,
   TOKEN_ID_LENGTH,
   type TokenInfo,
@@ -43,7 +48,8 @@ const UserRow = Schema.Struct({
   name: Schema.String,
   default_agent_id: Schema.NullOr(Schema.String),
   attributes: Schema.String,
-  created_at: Schema.Number
+  created_at: Schema.Number,
+  uid: Schema.String
 })
 const decodeAttributes = Schema.decodeUnknownResult(Schema.fromJsonString(Schema.Record(Schema.String, Schema.String)))
 
@@ -108,8 +114,8 @@ export const make = Effect.gen(function*() {
     const readUsers = (where: "all" | { readonly id: string }) =>
       Effect.gen(function*() {
         const rows = yield* (where === "all"
-          ? sql`SELECT id, name, default_agent_id, attributes, created_at FROM users ORDER BY created_at, id`
-          : sql`SELECT id, name, default_agent_id, attributes, created_at FROM users WHERE id = ${where.id}`).pipe(Effect.flatMap(decodeUsers))
+          ? sql`SELECT id, name, default_agent_id, attributes, created_at, uid FROM users ORDER BY created_at, id`
+          : sql`SELECT id, name, default_agent_id, attributes, created_at, uid FROM users WHERE id = ${where.id}`).pipe(Effect.flatMap(decodeUsers))
         const identities = yield* (where === "all"
           ? sql`SELECT platform, external_id, user_id, last_seen_at FROM user_identities ORDER BY platform, external_id`
           : sql`SELECT platform, external_id, user_id, last_seen_at FROM user_identities WHERE user_id = ${where.id}
@@ -124,7 +130,8 @@ export const make = Effect.gen(function*() {
             externalId: i.external_id,
             lastSeenAt: i.last_seen_at
           })),
-          createdAt: r.created_at
+          createdAt: r.created_at,
+          uid: r.uid
         }))
       })
     const findUser = (id: string) => Effect.map(readUsers({ id }), (users) => Option.fromNullishOr(users[0]))
@@ -175,12 +182,18 @@ export const make = Effect.gen(function*() {
       if (!isValidId(id)) {
         return yield* new InvalidConfig({ reason: `user id "${id}" must be 1–64 letters, digits, '.', '_' or '-'` })
       }
-      const now = yield* Clock.currentTimeMillis
-      const inserted = yield* sql<{ id: string }>`INSERT INTO users ${
-        sql.insert({ id, name: name.trim(), default_agent_id: null, created_at: now, updated_at: now })
-      } ON CONFLICT (id) DO NOTHING RETURNING id`
-      if (inserted.length === 0) return yield* new InvalidConfig({ reason: `a user "${id}" already exists` })
-      return yield* existing(id)
+      return yield* immediate(Effect.gen(function*() {
+        // Data of the removed user may still be under the id: a new user must not find it.
+        if (Option.isSome(yield* findRemoval(id))) {
+          return yield* new InvalidConfig({ reason: `the removal of ${id} is not finished: run anna user remove ${id} again first` })
+        }
+        const now = yield* Clock.currentTimeMillis
+        const inserted = yield* sql<{ id: string }>`INSERT INTO users ${
+          sql.insert({ id, name: name.trim(), default_agent_id: null, created_at: now, updated_at: now })
+        } ON CONFLICT (id) DO NOTHING RETURNING id`
+        if (inserted.length === 0) return yield* new InvalidConfig({ reason: `a user "${id}" already exists` })
+        return yield* existing(id)
+      }))
     }, storage("create user"))
 
     const renameUser = Effect.fn("ConfigStore.renameUser")(function*(id: string, name: string) {
@@ -317,13 +330,38 @@ export const make = Effect.gen(function*() {
       }))
     }, storage("revoke token"))
 
-    const removeUser = Effect.fn("ConfigStore.removeUser")(function*(userId: string) {
+    const RemovalRow = Schema.Struct({
+      removed_as: Schema.String,
+      user_id: Schema.String,
+      name: Schema.String,
+      sessions: Schema.Literals(["keep", "delete"]),
+      removed_at: Schema.Number,
+      finished_at: Schema.NullOr(Schema.Number)
+    })
+    const decodeRemovals = Schema.decodeUnknownEffect(Schema.Array(RemovalRow))
+    const findRemoval = (userId: string) =>
+      sql`SELECT * FROM removed_users WHERE user_id = ${userId} AND finished_at IS NULL`.pipe(
+        Effect.flatMap(decodeRemovals),
+        Effect.map((rows) =>
+          Option.map(Option.fromNullishOr(rows[0]), (r): Removal => ({
+            userId: r.user_id,
+            removedAs: r.removed_as,
+            name: r.name,
+            sessions: r.sessions,
+            removedAt: r.removed_at,
+            finishedAt: r.finished_at
+          }))
+        )
+      )
+
+    const removeUser = Effect.fn("ConfigStore.removeUser")(function*(userId: string, options: { readonly sessions: "keep" | "delete" } = { sessions: "keep" }) {
       return yield* immediate(Effect.gen(function*() {
-        yield* requireUser(userId)
+        const user = yield* requireUser(userId)
         const count = (rows: ReadonlyArray<{ readonly n: number }>) => rows[0]?.n ?? 0
         const identities = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM user_identities WHERE user_id = ${userId}`)
         const tokens = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM user_tokens WHERE user_id = ${userId}`)
         const chatStates = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM chat_contexts WHERE user_id = ${userId}`)
+        const account = count(yield* sql<{ n: number }>`SELECT count(*) AS n FROM accounts WHERE user_id = ${userId}`) > 0
         yield* sql`DELETE FROM user_identities WHERE user_id = ${userId}`
         yield* sql`DELETE FROM user_tokens WHERE user_id = ${userId}`
         yield* sql`DELETE FROM chat_contexts WHERE user_id = ${userId}`
@@ -331,10 +369,31 @@ export const make = Effect.gen(function*() {
         yield* sql`DELETE FROM web_sessions WHERE user_id = ${userId}`
         yield* sql`DELETE FROM accounts WHERE user_id = ${userId}`
         yield* sql`DELETE FROM users WHERE id = ${userId}`
-        const removed: RemovedUser = { userId, identities, tokens, chatStates }
+        // A user made before migration 0025 without a uid still gets an id of their own to be kept under.
+        const uid = user.uid !== undefined && user.uid !== "" ? user.uid : randomBytes(8).toString("hex")
+        const now = yield* Clock.currentTimeMillis
+        const removal: Removal = {
+          userId,
+          removedAs: removedUserId(userId, uid),
+          name: user.name,
+          sessions: options.sessions,
+          removedAt: now,
+          finishedAt: null
+        }
+        // Revoked tokens stay known by their lineage (migration 0023), as the removed user's, not the id's.
+        yield* sql`UPDATE token_lineage SET user_id = ${removal.removedAs} WHERE user_id = ${userId}`
+        yield* sql`INSERT INTO removed_users ${
+          sql.insert({ removed_as: removal.removedAs, user_id: userId, name: user.name, sessions: options.sessions, removed_at: now, finished_at: null })
+        }`
+        const removed: RemovedUser = { userId, identities, tokens, chatStates, account, removal }
         return removed
       }))
     }, storage("remove user"))
+
+    const finishRemoval = Effect.fn("ConfigStore.finishRemoval")(function*(removedAs: string) {
+      const now = yield* Clock.currentTimeMillis
+      yield* sql`UPDATE removed_users SET finished_at = ${now} WHERE removed_as = ${removedAs} AND finished_at IS NULL`
+    }, storage("finish removing a user"))
 
     const readChannels = (id?: string) =>
       (id === undefined
@@ -481,6 +540,8 @@ export const make = Effect.gen(function*() {
       listTokens,
       revokeToken,
       removeUser,
+      unfinishedRemoval: (userId) => findRemoval(userId).pipe(storage("read user removal")),
+      finishRemoval,
       listChannels: readChannels().pipe(storage("list channels")),
       setChannel,
       bindChat,

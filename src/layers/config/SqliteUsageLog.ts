@@ -7,6 +7,7 @@
  */
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { removedSessionKey } from "../../domain/config/removedUser.ts"
 import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
 import { storageError } from "../sql/errors.ts"
 
@@ -108,7 +109,23 @@ export const make = Effect.gen(function*() {
           sum(cost) AS cost, sum(unpriced) AS unpricedCalls
         FROM calls
         GROUP BY 1 ORDER BY 1`
-    }, Effect.mapError(storageError("read usage")))
+    }, Effect.mapError(storageError("read usage"))),
+
+    retireUser: Effect.fn("UsageLog.retireUser")(function*(userId: string, removedAs: string) {
+      // '' is calls made for nobody (a summary run from the CLI), never a user's.
+      if (userId === "") return 0
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        let moved = 0
+        const keys = yield* sql<{ session_key: string }>`SELECT DISTINCT session_key FROM model_usage WHERE user_id = ${userId}`
+        for (const k of keys) {
+          const rows = yield* sql<{ n: number }>`UPDATE model_usage SET user_id = ${removedAs},
+            session_key = ${removedSessionKey(k.session_key, userId, removedAs)}
+            WHERE user_id = ${userId} AND session_key = ${k.session_key} RETURNING 1 AS n`
+          moved += rows.length
+        }
+        return moved
+      }))
+    }, Effect.mapError(storageError("move a removed user's usage")))
   })
 })
 

@@ -5,6 +5,7 @@
  */
 import { Array as Arr, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { removedSessionKey } from "../../domain/config/removedUser.ts"
 import type { DiaryEntry } from "../../domain/learning/diary.ts"
 import { DiaryEntryNotFound } from "../../domain/learning/errors.ts"
 import { type BurstUse, Diary, type DiaryFilter } from "../../services/Diary.ts"
@@ -169,7 +170,30 @@ export const make = Effect.gen(function*() {
     return inOrder(rows)
   })
 
-  return Diary.of({ add, get, list, latest, recordUses, openUses, settleUses })
+  const removeUser = Effect.fn("Diary.removeUser")(function*(userId: string, removedAs: string | undefined) {
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      if (removedAs === undefined) {
+        const entries = yield* sql<{ id: string }>`DELETE FROM diary_entries WHERE user_id = ${userId} RETURNING id`
+        const uses = yield* sql<{ id: number }>`DELETE FROM burst_uses WHERE user_id = ${userId} RETURNING id`
+        return { entries: entries.length, uses: uses.length }
+      }
+      let entries = 0
+      let uses = 0
+      for (const table of ["diary_entries", "burst_uses"] as const) {
+        const keys = yield* sql<{ session_key: string }>`SELECT DISTINCT session_key FROM ${sql(table)} WHERE user_id = ${userId}`
+        for (const k of keys) {
+          const moved = yield* sql<{ n: number }>`UPDATE ${sql(table)} SET user_id = ${removedAs},
+            session_key = ${removedSessionKey(k.session_key, userId, removedAs)}
+            WHERE user_id = ${userId} AND session_key = ${k.session_key} RETURNING 1 AS n`
+          if (table === "diary_entries") entries += moved.length
+          else uses += moved.length
+        }
+      }
+      return { entries, uses }
+    })).pipe(fail("move or delete a removed user's diary"))
+  })
+
+  return Diary.of({ add, get, list, latest, recordUses, openUses, settleUses, removeUser })
 })
 
 export const layer = Layer.effect(Diary, make)

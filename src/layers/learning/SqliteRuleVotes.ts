@@ -77,7 +77,14 @@ export const make = Effect.gen(function*() {
     yield* sql`DELETE FROM rule_votes WHERE scope = ${key.scope} AND rule_id = ${key.ruleId}`.pipe(fail("forget feedback on a playbook rule"))
   })
 
-  return RuleVotes.of({ cast, uncount, personal, tally, forget })
+  const moveUser = Effect.fn("RuleVotes.moveUser")(function*(userId: string, removedAs: string) {
+    const rows = yield* sql<{ n: number }>`UPDATE rule_votes SET user_id = ${removedAs} WHERE user_id = ${userId} RETURNING 1 AS n`.pipe(
+      fail("move a removed user's feedback")
+    )
+    return rows.length
+  })
+
+  return RuleVotes.of({ cast, uncount, personal, tally, forget, moveUser })
 })
 
 /** Needs SqlClient. */

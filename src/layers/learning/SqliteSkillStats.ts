@@ -66,7 +66,14 @@ export const make = Effect.gen(function*() {
     return row === undefined ? yield* Effect.die(new Error("INSERT … RETURNING gave no row")) : ({ successes: row.successes, failures: row.failures } as Arm)
   })
 
-  return SkillStats.of({ arms, list, record })
+  const removeUser = Effect.fn("SkillStats.removeUser")(function*(userId: string) {
+    // '' is the operator's skills, never a user's.
+    if (userId === "") return 0
+    const rows = yield* sql<{ name: string }>`DELETE FROM skill_stats WHERE user_id = ${userId} RETURNING name`.pipe(fail("delete a removed user's skill outcomes"))
+    return rows.length
+  })
+
+  return SkillStats.of({ arms, list, record, removeUser })
 })
 
 export const layer = Layer.effect(SkillStats, make)

@@ -19,6 +19,7 @@ import { type Conversation, MemoryStore, type NewSummary, type SearchRequest } f
 import * as Sqlite from "../sql/Sqlite.ts"
 import { makeBrowse } from "./browse.ts"
 import { makeSearch } from "./memorySearch.ts"
+import { makeRetireUser } from "./retireUser.ts"
 import { makeSearchIndex } from "./searchIndex.ts"
 import {
   decodeConversation,
@@ -101,7 +102,11 @@ export const make = Effect.gen(function*() {
 
   const loadConversation = Effect.fn("MemoryStore.loadConversation")(function*(sessionKey: string) {
     const found = yield* selectConversation(sessionKey)
-    if (Option.isNone(found)) return yield* new SessionNotFound({ sessionKey })
+    if (Option.isNone(found)) {
+      // Deleted, or moved away with its removed user, by another process: the cache must not keep it.
+      forget(sessionKey)
+      return yield* new SessionNotFound({ sessionKey })
+    }
     return remember(found.value)
   })
 
@@ -569,6 +574,13 @@ export const make = Effect.gen(function*() {
     return rows.length
   }, Effect.mapError(storageError("delete profiles")))
 
+  const retireRows = makeRetireUser(sql, searchIndex.indexQueued)
+  const retireUser = Effect.fn("MemoryStore.retireUser")(function*(userId: string, removedAs: string) {
+    const retired = yield* immediate(retireRows(userId, removedAs)).pipe(Effect.mapError(storageError("move a removed user's sessions")))
+    for (const s of retired.sessions) forget(s.from)
+    return retired
+  })
+
   const searchRows = makeSearch(sql)
   const search = Effect.fn("MemoryStore.search")(function*(plan: SearchPlan, scope: SearchScope, request: SearchRequest) {
     return yield* searchRows(plan, scope, request)
@@ -610,7 +622,8 @@ export const make = Effect.gen(function*() {
     integrityCheck,
     getProfile,
     setProfile,
-    deleteProfiles
+    deleteProfiles,
+    retireUser
   })
 })
 

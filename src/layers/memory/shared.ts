@@ -76,8 +76,15 @@ export const makeShared = Effect.gen(function*() {
   const store = yield* MemoryStore
   const locks = yield* SessionLocks
 
+  /**
+   * The session's conversation as the database has it now (a turn starts here): one deleted, or moved
+   * away with its removed user, by another process since it was cached is not served from the cache,
+   * so a later user of the same id starts a conversation of their own.
+   */
   const bootstrap = Effect.fn("Memory.bootstrap")(function*(session: SessionRef) {
-    yield* store.ensureConversation(session)
+    yield* store.loadConversation(session.key).pipe(
+      Effect.catchTag("SessionNotFound", () => store.ensureConversation(session))
+    )
   })
 
   const append = Effect.fn("Memory.append")(function*(session: SessionRef, messages: ReadonlyArray<NewMessage>) {

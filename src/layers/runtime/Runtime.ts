@@ -6,14 +6,17 @@
  *   agent; the chat's current context (moved on by /new) makes the session key.
  * - `send` answers slash commands (/new, /compact, /abort, /whoami, /model, /agent, /feedback, /reflect, /help) the same
  *   for every channel, and hands everything else to the SessionPool as a turn.
+ * - A user removed meanwhile (by any process) has their live sessions ended at the next configuration
+ *   change seen (see `endRemovedUsers`).
  */
 import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
-import { Effect, Layer, Option, Stream } from "effect"
+import { Cause, Effect, Layer, Option, Stream } from "effect"
 import { emptyUsage } from "../../domain/model/types.ts"
 import { AccessDenied, NoAgent } from "../../domain/runtime/errors.ts"
 import { type ChatTarget, type ResolvedChat, type SendOptions, sessionKeyOf, type TurnEvent, type UserMessage } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
+import { LiveConfig } from "../../services/LiveConfig.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
 import type { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { Runtime } from "../../services/Runtime.ts"
@@ -24,6 +27,7 @@ export const make = Effect.gen(function*() {
     const config = yield* ConfigStore
     const agents = yield* AgentStore
     const pool = yield* SessionPool
+    const live = yield* LiveConfig
     const services = yield* Effect.context<ConfigStore | AgentStore | MemoryProvider | ProviderRegistry>()
 
     const resolve = Effect.fn("Runtime.resolve")(function*(target: ChatTarget) {
@@ -74,7 +78,8 @@ export const make = Effect.gen(function*() {
         isGroup: target.isGroup === true,
         context,
         sessionKey: sessionKeyOf(agentId, target.platform, user.id, context),
-        model: state.model
+        model: state.model,
+        userUid: user.uid
       }
       return chat
     })
@@ -99,11 +104,32 @@ export const make = Effect.gen(function*() {
         )
         : pool.send(chat, message, options)
 
+    // A user removed while their sessions are live (`anna user remove`, the admin API; any process)
+    // moves the configuration version: their running turns stop and their runners close (their
+    // sandboxes with them) at the watcher's next look, so nothing of theirs runs on, and nothing held
+    // for them serves a later user of the same id. A session's user is gone when the id has no user,
+    // or a user of another incarnation (removed and made again meanwhile).
+    const endRemovedUsers = Effect.gen(function*() {
+      const now = new Map<string, string | undefined>()
+      for (const s of yield* pool.live) {
+        if (!now.has(s.userId)) now.set(s.userId, Option.match(yield* config.getUser(s.userId), { onNone: () => undefined, onSome: (u) => u.uid ?? "" }))
+        const uid = now.get(s.userId)
+        if (uid !== undefined && (s.userUid === undefined || s.userUid === "" || s.userUid === uid)) continue
+        yield* Effect.logInfo(`runtime: ending session ${s.sessionKey}: its user ${s.userId} was removed`)
+        yield* pool.abort(s.sessionKey)
+        yield* pool.release(s.sessionKey, "its user was removed")
+      }
+    })
+    yield* live.changes.pipe(
+      Stream.runForEach(() => endRemovedUsers.pipe(Effect.catchCause((c) => Effect.logWarning(`runtime: checking for removed users failed: ${Cause.pretty(c)}`)))),
+      Effect.forkScoped
+    )
+
     return Runtime.of({ resolve, send, abort })
   })
 
 /**
- * Needs SessionPool, ConfigStore, AgentStore, ProviderRegistry and a memory layer (commands use the
+ * Needs SessionPool, LiveConfig, ConfigStore, AgentStore, ProviderRegistry and a memory layer (commands use the
  * Compactor and Explorer when present). src/programs/compose.ts puts it together with its pool.
  */
 export const layer = Layer.effect(Runtime, make)

@@ -114,6 +114,9 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
     const { chat, memory, emit } = setup
     const session = { key: chat.sessionKey, agentId: chat.agentId, userId: chat.userId }
     const budget = assemblyBudget(setup)
+    // The conversation as stored now, not as cached: its user may have been removed (and the id given
+    // to someone new) by another process since the last turn.
+    yield* memory.bootstrap(session)
 
     const progress: Progress = setup.resumed === true ? yield* resumedProgress(memory, chat.sessionKey, message) : { kind: "new" }
     if (progress.kind === "answered") {

@@ -184,6 +184,22 @@ export const make = Effect.gen(function*() {
     return rows.map(toRun)
   })
 
+  const moveUserHistory = Effect.fn("JobStore.moveUserHistory")(function*(userId: string, removedAs: string) {
+    // The heartbeat's job ids (./heartbeat.ts `heartbeatJobId`) end with `:{user}`; agent ids hold no ':'.
+    const suffix = `:${userId}`
+    const ids = yield* sql<{ job_id: string }>`SELECT DISTINCT job_id FROM scheduler_runs
+      WHERE substr(job_id, 1, 10) = 'heartbeat:' AND substr(job_id, -${suffix.length}) = ${suffix}`
+    let moved = 0
+    for (const { job_id } of ids) {
+      const agentId = job_id.slice("heartbeat:".length, -suffix.length)
+      if (agentId === "" || agentId.includes(":")) continue
+      const rows = yield* sql<{ id: number }>`UPDATE scheduler_runs SET job_id = ${`heartbeat:${agentId}:${removedAs}`}
+        WHERE job_id = ${job_id} RETURNING id`
+      moved += rows.length
+    }
+    return moved
+  }, fail("move a removed user's run history"))
+
   const interruptRunning = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const rows = yield* sql<{ id: number }>`UPDATE scheduler_runs SET status = 'error', error = 'interrupted (the gateway stopped during the run)',
@@ -191,7 +207,7 @@ export const make = Effect.gen(function*() {
     return rows.length
   }).pipe(Effect.withSpan("JobStore.interruptRunning"))
 
-  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, startRun, finishRun, recordRun, history, interruptRunning })
+  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, startRun, finishRun, recordRun, history, moveUserHistory, interruptRunning })
 })
 
 export const layer = Layer.effect(JobStore, make)

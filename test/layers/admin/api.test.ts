@@ -304,11 +304,11 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
         assert.includeMembers(list.map((u) => u.id), [ADMIN.user, USER.user, "bob"])
         assert.strictEqual(list.find((u) => u.id === ADMIN.user)?.role, "admin")
         assert.strictEqual((yield* h.user.users.get({ params: { id: USER.user } })).id, USER.user)
-        const removed = yield* h.admin.users.remove({ params: { id: "bob" } })
+        const removed = yield* h.admin.users.remove({ params: { id: "bob" }, query: {} })
         assert.strictEqual(removed.userId, "bob")
         assert.strictEqual(yield* outcome(h.admin.users.get({ params: { id: "bob" } })), 404)
         assert.strictEqual(yield* outcome(h.anonymous.auth.login({ payload: { username: "bob", password: "bob-password-123" } })), 401)
-        assert.strictEqual(yield* outcome(h.admin.users.remove({ params: { id: ADMIN.user } })), 409)
+        assert.strictEqual(yield* outcome(h.admin.users.remove({ params: { id: ADMIN.user }, query: {} })), 409)
       }))
   })
 

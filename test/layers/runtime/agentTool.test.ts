@@ -68,7 +68,8 @@ const usageLog = () => {
     record: (e) => Effect.sync(() => void entries.push(e)),
     summaryCallsSince: () => Effect.succeed(0),
     totals: () => Effect.succeed([]),
-    breakdown: () => Effect.succeed([])
+    breakdown: () => Effect.succeed([]),
+    retireUser: () => Effect.succeed(0)
   })
   return { entries, service }
 }

@@ -2,7 +2,9 @@
  * `/api/users`: anna users (as `anna user add|list|show|set|remove`) with their platform identities,
  * attributes (for agents' access policies), default agent, and their console account (role,
  * password; `anna admin`). A `user` may read only themselves; everything else is admin-only.
- * Removing a user keeps their sessions (memory's), as `anna user remove --keep-sessions`.
+ * Removing a user does what `anna user remove` does (UserRemoval): nothing of theirs is left to a
+ * later user of the same id; `?sessions=delete` deletes their sessions for good, and without it (or
+ * with `keep`) they are kept under the id the user is removed as, as with `--keep-sessions`.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
@@ -40,11 +42,29 @@ export const UserChanges = Schema.Struct({
   attributes: Schema.optional(Schema.Record(Schema.String, Schema.NullOr(Schema.String)))
 })
 
+/** What a removal did (`anna user remove --json` prints the same; see src/services/UserRemoval.ts). */
 export const RemovedUser = Schema.Struct({
   userId: Schema.String,
+  /** The id the user's kept data now carries: no user can be given it. */
+  removedAs: Schema.String,
+  sessions: Schema.Literals(["kept", "deleted"]),
+  /** This request finished a removal an earlier one began. */
+  resumed: Schema.Boolean,
   identities: Schema.Number,
   tokens: Schema.Number,
-  chatStates: Schema.Number
+  chatStates: Schema.Number,
+  account: Schema.Boolean,
+  jobs: Schema.Array(Schema.String),
+  keptSessions: Schema.Array(Schema.String),
+  deletedSessions: Schema.Array(Schema.Struct({ sessionKey: Schema.String, messages: Schema.Number, summaries: Schema.Number })),
+  profiles: Schema.Number,
+  diaryEntries: Schema.Number,
+  skillStats: Schema.Number,
+  usageRecords: Schema.Number,
+  ruleVotes: Schema.Number,
+  rules: Schema.Number,
+  workspaces: Schema.Array(Schema.String),
+  accessLists: Schema.Array(Schema.String)
 })
 
 const id = { id: Schema.String }
@@ -55,7 +75,13 @@ export class UsersGroup extends HttpApiGroup.make("users")
     HttpApiEndpoint.get("get", "/:id", { params: id, success: UserView, error: CommonErrors }).annotate(UserAllowed, true),
     HttpApiEndpoint.post("create", "/", { payload: NewUser, success: UserView, error: CommonErrors }),
     HttpApiEndpoint.patch("update", "/:id", { params: id, payload: UserChanges, success: UserView, error: CommonErrors }),
-    HttpApiEndpoint.delete("remove", "/:id", { params: id, success: RemovedUser, error: CommonErrors }),
+    /** 409 when part of it could not be done yet (the user is gone; the same request again finishes it). */
+    HttpApiEndpoint.delete("remove", "/:id", {
+      params: id,
+      query: { sessions: Schema.optional(Schema.Literals(["keep", "delete"])) },
+      success: RemovedUser,
+      error: CommonErrors
+    }),
     /** Makes a platform identity this user's (messages from it reach them and their memory); 409 when another user has it. */
     HttpApiEndpoint.post("linkIdentity", "/:id/identities", {
       params: id,
