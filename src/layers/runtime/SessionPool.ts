@@ -80,11 +80,13 @@ interface RunnerPlan {
   readonly tools: ReadonlyArray<string> | null
   /** The tool sources' own state for the agent (plugins switched, MCP servers): ToolCatalog.version. */
   readonly toolsVersion: string
+  /** The incarnation of the user id (ResolvedChat.userUid): a later user of a removed user's id gets a runner of their own. */
+  readonly userUid: string
 }
 
 /** The parts of a plan that, when they change, must replace the session's runner (caps excluded: they are counted at start). */
 const fingerprint = (plan: RunnerPlan): string =>
-  JSON.stringify([plan.spec.agentId, plan.spec.workspace, plan.spec.image, plan.spec.network, plan.spec.limits, plan.tools, plan.toolsVersion])
+  JSON.stringify([plan.spec.agentId, plan.spec.workspace, plan.spec.image, plan.spec.network, plan.spec.limits, plan.tools, plan.toolsVersion, plan.userUid])
 
 interface Runner {
   readonly tools: ToolRegistry
@@ -231,7 +233,7 @@ export const make = (options: SessionPoolOptions = {}) =>
 
     const planFor = (
       snapshot: Snapshot,
-      chat: { readonly sessionKey: string; readonly userId: string },
+      chat: { readonly sessionKey: string; readonly userId: string; readonly userUid?: string | undefined },
       caps: SandboxCaps,
       toolsVersion: string
     ): RunnerPlan => ({
@@ -244,7 +246,8 @@ export const make = (options: SessionPoolOptions = {}) =>
         caps
       },
       tools: snapshot.tools,
-      toolsVersion
+      toolsVersion,
+      userUid: chat.userUid ?? ""
     })
 
     /** Ends the session's runner now: its container is removed, even mid-turn. */
@@ -263,7 +266,9 @@ export const make = (options: SessionPoolOptions = {}) =>
       Effect.gen(function*() {
         const key = `${plan.sessionKey}\u0000${fingerprint(plan)}`
         const entry = sessions.get(plan.sessionKey)
-        if (entry !== undefined && entry.key !== key) yield* retire(plan.sessionKey, "the agent's sandbox settings changed")
+        if (entry !== undefined && entry.key !== key) {
+          yield* retire(plan.sessionKey, entry.plan.userUid === plan.userUid ? "the agent's sandbox settings changed" : "its user was removed")
+        }
         plans.set(key, plan)
         const now = yield* Clock.currentTimeMillis
         const current = sessions.get(plan.sessionKey)
@@ -288,7 +293,7 @@ export const make = (options: SessionPoolOptions = {}) =>
         const snapshot = agentNow?.snapshot
         const now = snapshot === undefined || !snapshot.agent.enabled
           ? undefined
-          : planFor(snapshot, { sessionKey, userId: entry.plan.spec.userId }, caps, agentNow?.toolsVersion ?? "")
+          : planFor(snapshot, { sessionKey, userId: entry.plan.spec.userId, userUid: entry.plan.userUid }, caps, agentNow?.toolsVersion ?? "")
         if (now === undefined || fingerprint(now) !== fingerprint(entry.plan)) {
           yield* Effect.logInfo(`session pool: closing the runner of ${sessionKey}: its agent's settings changed`)
           yield* retire(sessionKey, snapshot === undefined ? "the agent was removed or cannot run" : "the agent's sandbox settings changed")
@@ -420,6 +425,7 @@ export const make = (options: SessionPoolOptions = {}) =>
           sessionKey,
           agentId: entry.plan.agentId,
           userId: entry.plan.spec.userId,
+          userUid: entry.plan.userUid,
           running: yield* FiberMap.has(running, sessionKey),
           sandbox: entry.sandbox !== undefined,
           lastTurnAt: entry.lastTurnAt
