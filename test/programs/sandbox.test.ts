@@ -4,10 +4,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
-import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import { imageOf, mounts } from "../../src/layers/sandbox/workspaceDisk.ts"
 import { annaEnv, newHome } from "../support/cli.ts"
 import { BUSYBOX, diskMountable, dockerReady, TEST_IMAGE } from "../support/docker.ts"
 import { removeTemp } from "../support/cleanup.ts"
@@ -81,6 +82,23 @@ describe.skipIf(!dockerReady)("anna sandbox and doctor (real Docker engine)", ()
     assert.strictEqual(again.stdout.trim(), "kept")
     const doctor = await annaEnv(h, {}, "doctor")
     assert.include(doctor.stdout, "each workspace is a filesystem of its own")
+  })
+
+  it.skipIf(!diskMountable)("anna user remove unmounts and deletes the user's workspace filesystems; a new user of the same id starts empty", async () => {
+    const h = home()
+    assert.strictEqual((await annaEnv(h, {}, "user", "add", "bob")).code, 0)
+    const wrote = await annaEnv(h, {}, "sandbox", "exec", "--user", "bob", "--image", TEST_IMAGE, "--", "sh", "-c", "echo private > /workspace/diary.txt")
+    assert.strictEqual(wrote.code, 0, wrote.stderr)
+    const workspace = join(h, "workspaces", "default", "users", "bob")
+    assert.isTrue(existsSync(imageOf(workspace)))
+    const removed = await annaEnv(h, {}, "user", "remove", "bob", "--delete-sessions")
+    assert.strictEqual(removed.code, 0, removed.stderr)
+    assert.isFalse(existsSync(imageOf(workspace)), "the image went")
+    assert.isFalse((await mounts()).some((m) => m.point === workspace), "nothing is mounted there any more")
+    assert.strictEqual((await annaEnv(h, {}, "user", "add", "bob")).code, 0)
+    const fresh = await annaEnv(h, {}, "sandbox", "exec", "--user", "bob", "--image", TEST_IMAGE, "--", "ls", "-A", "/workspace")
+    assert.strictEqual(fresh.code, 0, fresh.stderr)
+    assert.strictEqual(fresh.stdout.trim(), "")
   })
 
   it("with the daemon out of reach, fails at once with a clear message and runs nothing", async () => {

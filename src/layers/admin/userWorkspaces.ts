@@ -11,10 +11,12 @@
  * removes a symbolic link itself, never what it points to, at the top as inside.
  */
 import { Effect } from "effect"
-import { type Dirent, lstatSync, readdirSync, rmSync } from "node:fs"
+import { type Dirent, lstatSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { isValidId } from "../../domain/config/agent.ts"
 import { agentFolder } from "../../domain/sandbox/spec.ts"
+// The workspace's storage is the sandbox's; this file only removes it (no container, no Docker needed).
+import { imageOf, remove as removeWorkspace } from "../sandbox/workspaceDisk.ts"
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
@@ -48,7 +50,7 @@ export const removeUserWorkspaces = (
   home: string,
   userId: string
 ): Effect.Effect<{ readonly removed: ReadonlyArray<string>; readonly failed: ReadonlyArray<string> }> =>
-  Effect.sync(() => {
+  Effect.promise(async () => {
     // Ids are checked when users are made; one that is not a plain name names no folder of ours.
     if (!isValidId(userId)) return { removed: [], failed: [] }
     const removed: Array<string> = []
@@ -62,8 +64,9 @@ export const removeUserWorkspaces = (
     for (const agentId of agents) {
       const folder = join(agentFolder(home, agentId), "users", userId)
       try {
-        if (!exists(folder)) continue
-        rmSync(folder, { recursive: true, force: true })
+        if (!exists(folder) && !exists(imageOf(folder))) continue
+        // A workspace that is a filesystem of its own is unmounted and its image deleted with it.
+        await removeWorkspace(folder)
         removed.push(agentId)
       } catch (e) {
         failed.push(`the workspace ${folder} could not be deleted (${errorText(e)})`)

@@ -19,7 +19,7 @@ import { messageText } from "../../domain/message.ts"
 import { emptyUsage } from "../../domain/model/types.ts"
 import { SandboxFailure } from "../../domain/sandbox/errors.ts"
 import { workspaceIn } from "../../domain/sandbox/spec.ts"
-import type { SandboxCaps, SandboxSpec } from "../../domain/sandbox/types.ts"
+import { DEFAULT_CAPS, diskBoundOf, type SandboxCaps, type SandboxSpec } from "../../domain/sandbox/types.ts"
 import { TurnDeadline } from "../../domain/runtime/errors.ts"
 import { errorOf } from "../../domain/runtime/failure.ts"
 import { systemPrompt } from "../../domain/runtime/prompt.ts"
@@ -84,7 +84,7 @@ interface RunnerPlan {
   readonly userUid: string
 }
 
-/** The parts of a plan that, when they change, must replace the session's runner (caps excluded: they are counted at start). */
+/** The parts of a plan that, when they change, must replace the session's runner (the caps are read live by the sandbox). */
 const fingerprint = (plan: RunnerPlan): string =>
   JSON.stringify([plan.spec.agentId, plan.spec.workspace, plan.spec.image, plan.spec.network, plan.spec.limits, plan.tools, plan.toolsVersion, plan.userUid])
 
@@ -135,10 +135,23 @@ export const make = (options: SessionPoolOptions = {}) =>
         return client
       })
 
+    // The caps on live containers as set now: the sandbox reads them at every admission and command,
+    // so a changed setting applies from the next tool call (an unreadable setting keeps the default).
+    const capsNow: Effect.Effect<SandboxCaps> = Effect.gen(function*() {
+      const read = (key: string, fallback: number) => Effect.map(live.setting(key), Number).pipe(Effect.orElseSucceed(() => fallback))
+      return { perUser: yield* read("sandbox.max_per_user", DEFAULT_CAPS.perUser), total: yield* read("sandbox.max_total", DEFAULT_CAPS.total) }
+    })
+
     /** A sandbox session for `spec`, when a container could start now (the engine is asked first). */
     const startSandbox = (spec: SandboxSpec) =>
       Option.isSome(sandbox)
-        ? Effect.andThen(sandbox.value.check(spec), sandbox.value.start(spec))
+        ? Effect.andThen(
+          sandbox.value.check(spec),
+          Effect.flatMap(
+            live.setting("sandbox.disk_bound").pipe(Effect.orElseSucceed(() => "auto")),
+            (bound) => sandbox.value.start(spec, { caps: capsNow, diskBound: diskBoundOf(bound) })
+          )
+        )
         : Effect.fail(new SandboxFailure({ operation: "start", detail: "this deployment has no sandbox (no Sandbox layer), so sandboxed tools cannot run" }))
 
     // Runners by plan fingerprint; `sessions` says which plan each session's current runner has.
@@ -226,15 +239,9 @@ export const make = (options: SessionPoolOptions = {}) =>
       })
     )
 
-    const capsNow = Effect.gen(function*() {
-      const read = (key: string) => Effect.map(live.setting(key), Number)
-      return { perUser: yield* read("sandbox.max_per_user"), total: yield* read("sandbox.max_total") }
-    })
-
     const planFor = (
       snapshot: Snapshot,
       chat: { readonly sessionKey: string; readonly userId: string; readonly userUid?: string | undefined },
-      caps: SandboxCaps,
       toolsVersion: string
     ): RunnerPlan => ({
       sessionKey: chat.sessionKey,
@@ -242,8 +249,7 @@ export const make = (options: SessionPoolOptions = {}) =>
       spec: {
         ...snapshot.sandbox,
         userId: chat.userId,
-        workspace: workspaceIn(snapshot.folder, snapshot.agent.sandboxWorkspace, chat.userId),
-        caps
+        workspace: workspaceIn(snapshot.folder, snapshot.agent.sandboxWorkspace, chat.userId)
       },
       tools: snapshot.tools,
       toolsVersion,
@@ -280,7 +286,6 @@ export const make = (options: SessionPoolOptions = {}) =>
     // A configuration change reaches sessions that are idle or mid-turn: every live runner is compared
     // with its agent's current settings, and one that no longer matches is closed.
     const sweep = Effect.gen(function*() {
-      const caps = yield* capsNow
       const byAgent = new Map<string, { readonly snapshot: Snapshot | undefined; readonly toolsVersion: string }>()
       for (const [sessionKey, entry] of [...sessions]) {
         if (!byAgent.has(entry.plan.agentId)) {
@@ -293,7 +298,7 @@ export const make = (options: SessionPoolOptions = {}) =>
         const snapshot = agentNow?.snapshot
         const now = snapshot === undefined || !snapshot.agent.enabled
           ? undefined
-          : planFor(snapshot, { sessionKey, userId: entry.plan.spec.userId, userUid: entry.plan.userUid }, caps, agentNow?.toolsVersion ?? "")
+          : planFor(snapshot, { sessionKey, userId: entry.plan.spec.userId, userUid: entry.plan.userUid }, agentNow?.toolsVersion ?? "")
         if (now === undefined || fingerprint(now) !== fingerprint(entry.plan)) {
           yield* Effect.logInfo(`session pool: closing the runner of ${sessionKey}: its agent's settings changed`)
           yield* retire(sessionKey, snapshot === undefined ? "the agent was removed or cannot run" : "the agent's sandbox settings changed")
@@ -310,16 +315,16 @@ export const make = (options: SessionPoolOptions = {}) =>
     const turn = (chat: ResolvedChat, message: UserMessage, emit: (e: TurnEvent) => Effect.Effect<void>, options?: SendOptions) =>
       Effect.scoped(Effect.gen(function*() {
         // The agent as configured now: a change made with the CLI applies from this turn.
-        const agent = yield* Effect.all({ snapshot: live.snapshot(chat.agentId), caps: capsNow }).pipe(
-          Effect.flatMap(({ snapshot, caps }) => Effect.map(clientFor(snapshot), (client) => ({ snapshot, caps, client }))),
+        const agent = yield* live.snapshot(chat.agentId).pipe(
+          Effect.flatMap((snapshot) => Effect.map(clientFor(snapshot), (client) => ({ snapshot, client }))),
           Effect.result
         )
         if (agent._tag === "Failure") {
           yield* emit({ type: "notice", text: agent.failure.message })
           return yield* emit(done("unavailable", errorOf(agent.failure)))
         }
-        const { snapshot, client, caps } = agent.success
-        const plan = planFor(snapshot, chat, caps, yield* catalog.version(snapshot.agent.id))
+        const { snapshot, client } = agent.success
+        const plan = planFor(snapshot, chat, yield* catalog.version(snapshot.agent.id))
         let runner = yield* runnerFor(plan).pipe(Effect.result)
         // A runner built while the sandbox was down is replaced after a while, so a Docker that came back is used.
         if (runner._tag === "Success" && runner.success.sandboxProblem !== undefined && (yield* Clock.currentTimeMillis) - runner.success.createdAt > SANDBOX_RETRY_MS) {
