@@ -76,9 +76,14 @@ export const summarizerLabel = (sessionKey: string) =>
     })
   })
 
-/** Memory with a summarizer limited to `maxCalls` model calls (`anna memory compact --max-summary-calls`). */
+/**
+ * Memory with a summarizer limited to `maxCalls` model calls (`anna memory compact --max-summary-calls`).
+ * With a limit the memory plugin is built afresh: a command group already built `Memory`, and
+ * layers are memoised by reference, so `MemoryFromPlugins.layer` would otherwise come back with the
+ * agents' limit inside it and the flag would do nothing.
+ */
 export const memoryWith = (maxCalls: number | undefined) =>
-  MemoryFromPlugins.layer.pipe(
+  (maxCalls === undefined ? MemoryFromPlugins.layer : Layer.fresh(MemoryFromPlugins.layer)).pipe(
     Layer.provide(summarizer(maxCalls)),
     Layer.provideMerge(SqliteMemoryStore.layer),
     Layer.provideMerge(Providers)

@@ -7,6 +7,7 @@ import { Argument, Command, Flag } from "effect/cli"
 import { CapabilityMissing } from "../domain/memory/errors.ts"
 import { sessionRefFromKey } from "../domain/memory/session.ts"
 import type { CompactionProgress, SearchHit, SearchScope } from "../domain/memory/types.ts"
+import { compactionStopNotice } from "../domain/memory/stopNotice.ts"
 import { verifySession } from "../domain/memory/verify.ts"
 import { messageText } from "../domain/message.ts"
 import { Compactor } from "../services/Compactor.ts"
@@ -162,7 +163,9 @@ const compact = Command.make("compact", {
   ),
   budget: positiveInt("budget", "Stop once the context is within 75 % of this budget").pipe(Flag.optional),
   maxSummaryCalls: Flag.Int("max-summary-calls").pipe(
-    Flag.withDescription("Spend guard for this run: summarizer calls allowed for the session in the agent's window (default: the agent's limit)"),
+    Flag.withDescription(
+      "Spend guard for this run, instead of the agent's --summary-max-calls: summarizer calls allowed for the session in the agent's window, earlier runs in it included (a run it stops exits 1 and says so)"
+    ),
     Flag.filter((n) => n >= 0, () => "--max-summary-calls must be 0 or more"),
     Flag.optional
   ),
@@ -187,10 +190,14 @@ const compact = Command.make("compact", {
       budget: Option.getOrUndefined(f.budget),
       onProgress
     })
-    if (f.json) return yield* printJson({ ...r, summarizer })
+    const notice = compactionStopNotice(r, f.sessionKey)
+    // A guard the user can raise refused work: not a silent success (exit 1, what was made is kept).
+    if (r.stopReason === "spend_guard") process.exitCode = 1
+    if (f.json) return yield* printJson({ ...r, summarizer, ...(notice === undefined ? {} : { notice }) })
     yield* Console.log(
       `${r.compacted ? "Compacted" : "Nothing compacted"}: ${r.leafSummaries} leaf + ${r.condensedSummaries} condensed summaries in ${r.passes} passes; context ${r.tokensBefore} → ${r.tokensAfter} tokens; stopped: ${r.stopReason}.`
     )
+    if (notice !== undefined) yield* Console.error(notice)
   }).pipe(Effect.provide(memoryWith(Option.getOrUndefined(f.maxSummaryCalls))))).pipe(
     Command.withDescription(
       "Compact a session's context into summaries (incremental: one leaf + one condensed pass), with the configured summarization model, or the deterministic summarizer when no provider is configured"

@@ -77,6 +77,9 @@ export class SummarizerError extends Schema.TaggedError<SummarizerError>()("Summ
   }
 }
 
+/** Who set a spend guard's limit: the agent (`--summary-max-calls`), anna's default (no agent), or this run (`anna memory compact --max-summary-calls`). */
+export const SpendGuardSetBy = Schema.Literals(["agent", "default", "run"])
+
 /**
  * The session made as many summarizer calls as its agent allows in the current window: compaction
  * stops (stop reason `spend_guard`) instead of spending more.
@@ -84,10 +87,15 @@ export class SummarizerError extends Schema.TaggedError<SummarizerError>()("Summ
 export class SpendGuardExceeded extends Schema.TaggedError<SpendGuardExceeded>()("SpendGuardExceeded", {
   sessionKey: Schema.String,
   calls: Schema.Number,
-  windowSeconds: Schema.Number
+  windowSeconds: Schema.Number,
+  /** The limit reached, and who set it (so that the person told can raise the right one). */
+  limit: Schema.Number,
+  setBy: SpendGuardSetBy,
+  /** The agent whose limit it is ("" when no agent exists and anna's default applied). */
+  agentId: Schema.String
 }) {
   override get message() {
-    return `session ${this.sessionKey} reached its summarization limit (${this.calls} calls in ${this.windowSeconds} s)`
+    return `session ${this.sessionKey} reached its summarization limit (${this.calls} of ${this.limit} calls in ${this.windowSeconds} s)`
   }
 }
 

@@ -84,7 +84,27 @@ export interface CompactionReport {
   readonly summary?: { readonly id: string; readonly content: string } | undefined
   /** Summarizer calls this run made (an escalation to aggressive is a second call); added with issue 11. */
   readonly summarizerCalls?: number | undefined
+  /** With stopReason `spend_guard`: the limit that stopped the run and who set it (issue 24). */
+  readonly spendGuard?: SpendGuardStop | undefined
 }
+
+/** The spend guard that stopped a compaction: `calls` of `limit` in the last `windowSeconds`. */
+export interface SpendGuardStop {
+  readonly calls: number
+  readonly limit: number
+  readonly windowSeconds: number
+  readonly setBy: "agent" | "default" | "run"
+  readonly agentId: string
+}
+
+/** The report's copy of a spend guard refusal (SpendGuardExceeded's fields, without the session). */
+export const spendGuardStop = (e: SpendGuardStop): SpendGuardStop => ({
+  calls: e.calls,
+  limit: e.limit,
+  windowSeconds: e.windowSeconds,
+  setBy: e.setBy,
+  agentId: e.agentId
+})
 
 export interface CompactOptions {
   /** Full mode repeats leaf + condensed passes until nothing is left to do (at most 10 iterations). */

@@ -33,6 +33,8 @@ import {
   DEFAULT_FRESH_TAIL,
   DEFAULT_LEAF_CHUNK_SIZE,
   MAX_FULL_ITERATIONS,
+  spendGuardStop,
+  type SpendGuardStop,
   type StopReason
 } from "../../domain/memory/types.ts"
 import { estimateMessageTokens, messageText } from "../../domain/message.ts"
@@ -201,7 +203,7 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       const summaryIds: Array<string> = []
       let stopReason: StopReason | undefined
       // Set when the summarizer refuses on the session's spend guard: stop, keep what is committed.
-      let guarded = false
+      let guarded: SpendGuardStop | undefined
       const below = () => limit !== undefined && tokens <= limit
       const maxIterations = options.full === true ? config.maxIterations : 1
 
@@ -211,12 +213,12 @@ export const make = (config: CompactionConfig = defaultConfig) =>
           let made = 0
           let index = 0
           for (const chunk of chunks) {
-            if (guarded || capped()) break
+            if (guarded !== undefined || capped()) break
             index++
             const id = yield* step(conversation, kind, chunk, budget, summarizer).pipe(
               Effect.catchTag("SpendGuardExceeded", (e) =>
                 Effect.logWarning(e.message).pipe(Effect.andThen(Effect.sync(() => {
-                  guarded = true
+                  guarded = spendGuardStop(e)
                   return undefined
                 })))
               ),
@@ -256,8 +258,8 @@ export const make = (config: CompactionConfig = defaultConfig) =>
       for (let iteration = 1; stopReason === undefined && iteration <= maxIterations; iteration++) {
         const start = tokens
         const fit = mustFit(yield* store.items(conversation.id), { freshTail, budget }, limit)
-        const made = (yield* runPass("leaf", fit)) + (below() || guarded || capped() ? 0 : yield* runPass("condensed", fit))
-        if (guarded) stopReason = "spend_guard"
+        const made = (yield* runPass("leaf", fit)) + (below() || guarded !== undefined || capped() ? 0 : yield* runPass("condensed", fit))
+        if (guarded !== undefined) stopReason = "spend_guard"
         else if (below()) stopReason = "below_threshold"
         else if (capped()) stopReason = "call_limit"
         else if (made === 0) stopReason = "no_candidates"
@@ -278,7 +280,8 @@ export const make = (config: CompactionConfig = defaultConfig) =>
         tokensAfter: tokens,
         stopReason,
         summaryIds,
-        summarizerCalls: calls
+        summarizerCalls: calls,
+        ...(guarded === undefined ? {} : { spendGuard: guarded })
       }
       return report
     })

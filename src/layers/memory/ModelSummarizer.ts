@@ -160,7 +160,16 @@ export const make = (options: { readonly maxCallsOverride?: number | undefined }
       const calls = yield* usage.summaryCallsSince(request.sessionKey, now - windowSeconds * 1000).pipe(
         Effect.mapError((e) => fail(e.message))
       )
-      if (calls >= maxCalls) return yield* new SpendGuardExceeded({ sessionKey: request.sessionKey, calls, windowSeconds })
+      if (calls >= maxCalls) {
+        return yield* new SpendGuardExceeded({
+          sessionKey: request.sessionKey,
+          calls,
+          windowSeconds,
+          limit: maxCalls,
+          setBy: options.maxCallsOverride !== undefined ? "run" : agent !== undefined ? "agent" : "default",
+          agentId: agent?.id ?? ""
+        })
+      }
       const client = yield* registry.client(ref.providerId, limits).pipe(
         Effect.mapError((e) => (e._tag === "StorageError" ? fail(e.message) : fail(e.message, e)))
       )

@@ -28,6 +28,8 @@ import {
   type CompactOptions,
   DEFAULT_CONTEXT_THRESHOLD,
   DEFAULT_FRESH_TAIL,
+  spendGuardStop,
+  type SpendGuardStop,
   type StopReason
 } from "../../domain/memory/types.ts"
 import { estimateTextTokens, messageText } from "../../domain/message.ts"
@@ -65,7 +67,7 @@ export const make = (shared: Shared) =>
           return summarizer.summarize(request)
         })
       })
-      const unchanged = (stopReason: StopReason, passes: number): CompactionReport => ({
+      const unchanged = (stopReason: StopReason, passes: number, spendGuard?: SpendGuardStop): CompactionReport => ({
         compacted: false,
         passes,
         leafSummaries: 0,
@@ -74,7 +76,8 @@ export const make = (shared: Shared) =>
         tokensAfter: tokensBefore,
         stopReason,
         summaryIds: [],
-        summarizerCalls: calls
+        summarizerCalls: calls,
+        ...(spendGuard === undefined ? {} : { spendGuard })
       })
       if (limit !== undefined && tokensBefore <= limit) return unchanged("below_threshold", 0)
       const run = items.slice(plan.run.start, plan.run.end)
@@ -103,7 +106,7 @@ export const make = (shared: Shared) =>
         const e = result.failure
         if (e._tag === "SpendGuardExceeded") {
           yield* Effect.logWarning(e.message)
-          return unchanged("spend_guard", 1)
+          return unchanged("spend_guard", 1, spendGuardStop(e))
         }
         return yield* new CompactionFailed({ sessionKey: conversation.sessionKey, reason: e.reason, committedSteps: 0 })
       }
