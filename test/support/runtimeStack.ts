@@ -5,7 +5,7 @@
  */
 import Docker from "dockerode"
 import { Effect, Layer } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { ProviderConfig } from "../../src/domain/model/types.ts"

@@ -151,7 +151,7 @@ const recordingLearning = Layer.effect(
       skillUsed: () => Effect.void,
       endBurst: () => Effect.void,
       reflect: () => Effect.succeed(Option.none()),
-      feedback: (chat, outcome) => Queue.offer(log.feedback, { sessionKey: chat.sessionKey, outcome }).pipe(Effect.as({ rules: ["r1"], skills: [] })),
+      feedback: (chat, outcome) => Queue.offer(log.feedback, { sessionKey: chat.sessionKey, outcome }).pipe(Effect.as({ rules: ["r1"], forYou: [], skills: [] })),
       idle: Effect.void
     })
   })
