@@ -43,15 +43,13 @@ import * as AgentFiles from "./agentFiles.ts"
 import * as AgentTool from "./agentTool.ts"
 import { modelAllowed, turnModel } from "./models.ts"
 import { loadPresets, mergePresets, type Preset, workspaceSource } from "./presets.ts"
+import * as ToolsOff from "./toolsOff.ts"
 import { notAnswered, runTurn } from "./turn.ts"
 
 export interface SessionPoolOptions {
   /** How long an idle session keeps its runner and sandbox container (default 10 minutes). */
   readonly runnerIdle?: Duration.Input | undefined
 }
-
-/** `text` ending as a sentence does. */
-const sentence = (text: string): string => (/[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`)
 
 /** A runner built while the sandbox could not start is replaced after this long (the next turn tries again). */
 const SANDBOX_RETRY_MS = 60_000
@@ -93,7 +91,7 @@ interface Runner {
   /** Why the sandbox could not start (its tools are then left out), or undefined. */
   readonly sandboxProblem: string | undefined
   readonly createdAt: number
-  /** The user was told that tools are off (once per runner). */
+  /** Tools being off was handled for this runner: logged, and the user told unless told before (./toolsOff.ts). */
   told: boolean
   /** The presets in the session's workspace (read again only after a tool that can change files ran). */
   readonly workspacePresets: Effect.Effect<ReadonlyArray<Preset>>
@@ -118,6 +116,7 @@ export const make = (options: SessionPoolOptions = {}) =>
     const sandbox = yield* Effect.serviceOption(Sandbox)
     const locks = yield* SessionLocks
     const files = yield* AgentFiles.make
+    const toolsOff = yield* ToolsOff.make
     const skills = yield* Effect.serviceOption(Skills)
     const learning = yield* Effect.serviceOption(Learning)
     const scope = yield* Effect.scope
@@ -339,12 +338,15 @@ export const make = (options: SessionPoolOptions = {}) =>
           yield* emit({ type: "notice", text: `This agent cannot work now (nothing ran): ${runner.failure.message}` })
           return yield* emit(done("unavailable", errorOf(runner.failure)))
         }
+        // The fix is the operator's (the log, `anna doctor`); the user hears one neutral line per conversation.
         if (runner.success.sandboxProblem !== undefined && !runner.success.told) {
           runner.success.told = true
-          yield* emit({
-            type: "notice",
-            text: `Tools are off in this conversation: ${sentence(runner.success.sandboxProblem)} The agent answers without bash, read, write and edit; \`anna doctor\` says how to fix it.`
-          })
+          yield* toolsOff.logProblem(chat.sessionKey, chat.agentId, runner.success.sandboxProblem)
+          if (yield* toolsOff.shouldTell(chat.sessionKey)) {
+            yield* emit({ type: "notice", text: ToolsOff.TOOLS_OFF_NOTICE })
+            // Recorded as the turn ends: by then the session is stored, even on its first turn.
+            yield* Effect.addFinalizer(() => toolsOff.remember(chat.sessionKey))
+          }
         }
         const own = yield* files.files(snapshot.folder)
         const profile = Option.isSome(profiles) ? yield* profiles.value.getProfile(chat.userId, chat.agentId).pipe(Effect.orElseSucceed(() => "")) : ""
