@@ -4,6 +4,13 @@
 // command group loads lazily (`import()`: model SDKs, Docker client, runtime, gateway) in chunks
 // that a memory or config command never reads. The model SDKs and dockerode stay external (loaded
 // from node_modules, and only by the chunks that need them).
+//
+// So do the chat platforms' SDKs whose bundled form would behave otherwise than from node_modules:
+// the Lark SDK reads its version from `__dirname/../package.json` when it loads, and grammy's
+// node-fetch calls Node's punycode and url.parse(), which print deprecation warnings when called
+// from outside node_modules — from a chunk, that is at every gateway start. (test/programs/
+// bundleLoads.test.ts imports every chunk, starts every channel kind from the bundle, and lists
+// any bundled dependency that reads __dirname or __filename.)
 import { build } from "esbuild"
 import { execFileSync } from "node:child_process"
 import { rmSync, writeFileSync } from "node:fs"
@@ -11,7 +18,7 @@ import { join, relative, sep } from "node:path"
 
 // ANNA_BUNDLE_OUT: another output folder (the test of the bundle builds one of its own).
 const out = process.env.ANNA_BUNDLE_OUT ?? "dist"
-const external = ["openai", "@anthropic-ai/sdk", "dockerode"]
+const external = ["openai", "@anthropic-ai/sdk", "dockerode", "@larksuiteoapi/node-sdk", "grammy"]
 rmSync(`${out}/chunks`, { recursive: true, force: true })
 const result = await build({
   entryPoints: { main: "src/main.ts" },
@@ -27,8 +34,24 @@ const result = await build({
   external,
   metafile: true,
   logLevel: "warning",
-  // Some CommonJS dependencies bundled into ESM call require() for Node built-ins.
-  banner: { js: "import { createRequire as __annaRequire } from 'node:module'; const require = __annaRequire(import.meta.url);" }
+  // CommonJS dependencies bundled into ES modules find none of CommonJS's module globals, and Node
+  // fails the whole chunk on a read of one ("__dirname is not defined in ES module scope"). Every
+  // output file (main.js and each chunk) defines them for itself: `require` (for Node's built-ins
+  // and the external packages), and `__filename`/`__dirname` as that file's own path and folder —
+  // not the dependency's, so a dependency that reads files next to itself must stay external (see
+  // above). `define` points the free names at the banner's, so that a module declaring its own
+  // `__dirname` keeps it, without a clash with the banner's declaration.
+  banner: {
+    js: [
+      "import { createRequire as __annaRequire } from 'node:module';",
+      "import { fileURLToPath as __annaFileUrlToPath } from 'node:url';",
+      "import { dirname as __annaDirnameOf } from 'node:path';",
+      "const require = __annaRequire(import.meta.url);",
+      "const __annaFilename = __annaFileUrlToPath(import.meta.url);",
+      "const __annaDirname = __annaDirnameOf(__annaFilename);"
+    ].join(" ")
+  },
+  define: { __filename: "__annaFilename", __dirname: "__annaDirname" }
 })
 if (process.env.ANNA_BUNDLE_META) writeFileSync(process.env.ANNA_BUNDLE_META, JSON.stringify(result.metafile))
 // What `anna --help` and the memory commands load must not pull in a model SDK or Docker client.

@@ -6,25 +6,25 @@
  * saying so, not a stack trace.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { execFileSync, spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { join, resolve } from "node:path"
+import { spawnSync } from "node:child_process"
+import { existsSync, readFileSync, rmSync } from "node:fs"
+import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { MIN_NODE } from "../../src/programs/start.ts"
+import { type Bundle, buildBundle, ROOT } from "../support/bundle.ts"
 import { newHome } from "../support/cli.ts"
 
-const ROOT = resolve(import.meta.dirname, "../..")
+let bundle: Bundle
 let out = ""
 const homes: Array<string> = []
 
 beforeAll(() => {
-  // Inside the package (dist/'s sibling), so the bundle finds node_modules and migrations/ as dist/ would.
-  mkdirSync(join(ROOT, ".anna-test"), { recursive: true })
-  out = mkdtempSync(join(ROOT, ".anna-test", "bundle-"))
-  execFileSync(process.execPath, ["scripts/bundle.mjs"], { cwd: ROOT, env: { ...process.env, ANNA_BUNDLE_OUT: out }, stdio: "pipe" })
+  bundle = buildBundle()
+  out = bundle.out
 }, 120_000)
 afterAll(() => {
-  rmSync(out, { recursive: true, force: true })
+  // (Undefined when the build failed: that failure is the one to see.)
+  bundle?.remove()
   for (const h of homes) rmSync(h, { recursive: true, force: true })
 })
 

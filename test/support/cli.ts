@@ -18,7 +18,9 @@ export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
 /** The provider variables of the test runner's own environment never leak into a child. */
 const PROVIDER_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"]
 
-export const start = (
+/** Starts the `anna` at `main` (a main.js or main.ts). */
+export const startEntry = (
+  main: string,
   home: string,
   args: ReadonlyArray<string>,
   logLevel = "warn",
@@ -26,11 +28,18 @@ export const start = (
 ): ChildProcess => {
   const base: Record<string, string | undefined> = { ...process.env }
   for (const v of PROVIDER_VARS) delete base[v]
-  return spawn(process.execPath, [MAIN, ...args], {
+  return spawn(process.execPath, [main, ...args], {
     env: { ...base, ANNA_HOME: home, ANNA_LOG_LEVEL: logLevel, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
 }
+
+export const start = (
+  home: string,
+  args: ReadonlyArray<string>,
+  logLevel = "warn",
+  env: Readonly<Record<string, string>> = {}
+): ChildProcess => startEntry(MAIN, home, args, logLevel, env)
 
 /** Resolves once the child has written `text` (to stdout or stderr). */
 export const waitForOutput = (child: ChildProcess, text: string): Promise<void> =>

@@ -190,6 +190,8 @@ export interface FakeFeishu {
   readonly botOpenId: string
   /** Every API call (token, bot info, messages), in order. */
   readonly calls: ReadonlyArray<ApiCall>
+  /** The User-Agent of every HTTP request, in order (the SDK names itself and its version there). */
+  readonly userAgents: ReadonlyArray<string>
   /** Images uploaded (`POST /open-apis/im/v1/images`), in order. */
   readonly uploads: ReadonlyArray<Upload>
   /** The upload with this image_key (what an image message shows). */
@@ -305,6 +307,7 @@ class FakeFeishuServer implements FakeFeishu {
   readonly reconnectInterval: number
   readonly subscribed: ReadonlySet<string>
   readonly calls: Array<ApiCall> = []
+  readonly userAgents: Array<string> = []
   readonly uploads: Array<Upload> = []
   readonly acks: Array<Ack> = []
   pings = 0
@@ -737,6 +740,7 @@ class FakeFeishuServer implements FakeFeishu {
   private async route(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? "/", "http://x")
     const method = req.method ?? "GET"
+    this.userAgents.push(req.headers["user-agent"] ?? "")
     const bytes = await readBody(req)
     const contentType = req.headers["content-type"] ?? ""
     const multipart = /^multipart\/form-data/i.test(contentType)
