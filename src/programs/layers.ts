@@ -116,9 +116,12 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
         import("../layers/admin/SqliteAccounts.ts"),
         import("../layers/admin/UserRemoval.ts"),
         import("../layers/scheduler/SqliteJobStore.ts"),
-        import("../layers/learning/SqliteRuleVotes.ts")
+        import("../layers/learning/SqliteRuleVotes.ts"),
+        import("../layers/mcp/McpProbe.ts"),
+        import("../layers/mcp/SqliteMcpServers.ts"),
+        import("../layers/learning/SkillRanking.ts")
       ]),
-    ([Supervisor, HttpChannel, SqliteChannelLedger, platforms, AdminRoutes, SqliteAccounts, UserRemoval, SqliteJobStore, SqliteRuleVotes]) =>
+    ([Supervisor, HttpChannel, SqliteChannelLedger, platforms, AdminRoutes, SqliteAccounts, UserRemoval, SqliteJobStore, SqliteRuleVotes, McpProbe, SqliteMcpServers, SkillRanking]) =>
       Layer.effect(
         Channels,
         Effect.gen(function*() {
@@ -143,7 +146,12 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
         SqliteChannelLedger.layer,
         SqliteAccounts.layer,
         // The admin API removes users as `anna user remove` does; the learning stores are AgentRuntime's.
-        UserRemoval.layer.pipe(Layer.provide(Layer.merge(SqliteJobStore.layer, SqliteRuleVotes.layer)))
+        UserRemoval.layer.pipe(Layer.provide(Layer.merge(SqliteJobStore.layer, SqliteRuleVotes.layer))),
+        // The admin API's MCP page asks servers through the runtime's own Sandbox (memoised: the same
+        // instance, so its containers count against the same caps); skills are ranked from the
+        // runtime's Skills and SkillStats.
+        McpProbe.layer.pipe(Layer.provide(Sandbox), Layer.provideMerge(SqliteMcpServers.layer)),
+        SkillRanking.layer
       )))
   )
 

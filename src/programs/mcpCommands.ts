@@ -6,18 +6,15 @@
  * sandbox of the agent) to say whether it answers and what tools it offers. And `anna mcp serve`
  * (./mcpServe.ts): anna's memory as an MCP server.
  */
-import { Console, Context, Duration, Effect, Layer, Option, Scope } from "effect"
+import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import type { Agent } from "../domain/config/agent.ts"
-import { checkUrl, isValidName, maskHeaders, type McpServer, type McpServerInput, parseHeader } from "../domain/mcp/server.ts"
-import { specFor } from "../domain/sandbox/spec.ts"
+import { checkServer, type Header, maskHeaders, type McpServer, parseHeader } from "../domain/mcp/server.ts"
 import * as SqliteMcpServers from "../layers/mcp/SqliteMcpServers.ts"
-import { oneLine } from "../layers/mcp/render.ts"
-import { DEFAULT_LIMITS, makeSessionClients } from "../layers/mcp/sessionClients.ts"
+import * as McpProbeLayer from "../layers/mcp/McpProbe.ts"
 import { AgentStore } from "../services/AgentStore.ts"
-import { AppConfig } from "../services/AppConfig.ts"
+import { McpProbe } from "../services/McpProbe.ts"
 import { McpServers } from "../services/McpServers.ts"
-import { Sandbox } from "../services/Sandbox.ts"
 import * as Layers from "./layers.ts"
 import { mcpServeCommand } from "./mcpServe.ts"
 import { printJson, table, usageError } from "./output.ts"
@@ -47,24 +44,15 @@ const add = Command.make("add", {
 }, (f) =>
   Effect.gen(function*() {
     const path = ["anna", "mcp", "add"]
-    if (!isValidName(f.name)) return yield* usageError(path, `"${f.name}" is not a server name: a-z, 0-9, '_' and '-', starting with a letter or digit, at most 32`)
-    const hasUrl = Option.isSome(f.url)
-    if (hasUrl === (f.command.length > 0)) return yield* usageError(path, "give either --url URL (a remote server) or -- COMMAND… (a stdio server), not both, not neither")
-    let input: McpServerInput
-    if (Option.isSome(f.url)) {
-      const checked = checkUrl(f.url.value)
-      if ("problem" in checked) return yield* usageError(path, checked.problem)
-      const headers: Record<string, string> = {}
-      for (const raw of f.header) {
-        const h = parseHeader(raw)
-        if ("problem" in h) return yield* usageError(path, h.problem)
-        headers[h.name] = h.value
-      }
-      input = { transport: Option.getOrElse(f.transport, () => "http" as const), url: checked.url, headers }
-    } else {
-      if (f.header.length > 0 || Option.isSome(f.transport)) return yield* usageError(path, "--header and --transport are for remote servers (--url)")
-      input = { transport: "stdio", command: f.command }
+    const headers: Array<Header> = []
+    for (const raw of f.header) {
+      const h = parseHeader(raw)
+      if ("problem" in h) return yield* usageError(path, h.problem)
+      headers.push(h)
     }
+    const checked = checkServer({ name: f.name, url: Option.getOrUndefined(f.url), transport: Option.getOrUndefined(f.transport), headers, command: f.command })
+    if ("problem" in checked) return yield* usageError(path, checked.problem)
+    const input = checked.input
     yield* agentNamed(f.agent)
     const server = yield* (yield* McpServers).add(f.agent, f.name, input)
     yield* f.json
@@ -80,41 +68,23 @@ const add = Command.make("add", {
 
 const list = Command.make("list", { agent: agentFlag, json }, (f) =>
   Effect.gen(function*() {
-    const agent = yield* agentNamed(f.agent)
-    const servers = yield* (yield* McpServers).list(f.agent)
-    const spec = specFor((yield* AppConfig).home, agent)
-    const results = yield* Effect.scoped(Effect.gen(function*() {
-      // The Docker sandbox (its client, the engine's answer) is built and started only when a stdio
-      // server is asked, and removed when this listing ends; remote-only or empty listings never touch it.
-      const scope = yield* Effect.scope
-      const session = yield* Effect.cached(Effect.gen(function*() {
-        const sandbox = Context.get(yield* Layer.build(Layers.Sandbox), Sandbox)
-        return yield* sandbox.start(spec)
-      }).pipe(Scope.provide(scope)))
-      const clients = yield* makeSessionClients(servers, session, { ...DEFAULT_LIMITS, connectTimeout: Duration.seconds(20), callTimeout: Duration.seconds(20) })
-      return yield* Effect.forEach(servers, (s) =>
-        clients.run(s.name, "tools/list", (c, signal) => c.listTools(undefined, { signal })).pipe(
-          Effect.map(({ tools }) => ({ answers: true, tools: tools.map((t) => ({ name: t.name, description: oneLine(t.description) })), error: undefined })),
-          Effect.catch((e) => Effect.succeed({ answers: false, tools: [], error: e.reason }))
-        ), { concurrency: 4 })
-    }))
-    const rows = servers.map((s, i) => ({
+    const probed = yield* (yield* McpProbe).probe(f.agent)
+    const rows = probed.map(({ server: s, answers, tools, error }) => ({
       name: s.name,
       agent: s.agentId,
       transport: s.transport,
       ...(s.transport === "stdio" ? { command: s.command ?? [] } : { url: s.url ?? "", headers: maskHeaders(s.headers) }),
-      answers: results[i]?.answers ?? false,
-      tools: results[i]?.tools ?? [],
-      ...(results[i]?.error === undefined ? {} : { error: results[i]?.error })
+      answers,
+      tools,
+      ...(error === undefined ? {} : { error })
     }))
     if (f.json) return yield* printJson(rows)
     if (rows.length === 0) return yield* Console.log(`Agent ${f.agent} has no MCP servers (anna mcp add).`)
     yield* Console.log(table(
       ["NAME", "TRANSPORT", "TARGET", "ANSWERS", "TOOLS"],
-      rows.map((r, i) => {
-        const s = servers[i]
-        const headers = s === undefined || Object.keys(s.headers).length === 0 ? "" : ` (headers: ${Object.keys(s.headers).join(", ")})`
-        return [r.name, r.transport, `${s === undefined ? "" : target(s)}${headers}`, r.answers ? "yes" : `no: ${r.error ?? ""}`, r.tools.map((t) => t.name).join(", ") || "-"]
+      probed.map(({ server: s, answers, tools, error }) => {
+        const headers = Object.keys(s.headers).length === 0 ? "" : ` (headers: ${Object.keys(s.headers).join(", ")})`
+        return [s.name, s.transport, `${target(s)}${headers}`, answers ? "yes" : `no: ${error ?? ""}`, tools.map((t) => t.name).join(", ") || "-"]
       })
     ))
   })).pipe(
@@ -131,7 +101,7 @@ export const mcpCommand = Command.make("mcp").pipe(
   Command.withDescription("MCP: servers the agents use (add, list, remove), and anna's memory as an MCP server (serve)"),
   Command.withSubcommands([
     add.pipe(Command.provide(SqliteMcpServers.layer), Command.provide(Layers.Stores)),
-    list.pipe(Command.provide(SqliteMcpServers.layer), Command.provide(Layers.Stores)),
+    list.pipe(Command.provide(McpProbeLayer.layerWith(Layers.Sandbox).pipe(Layer.provideMerge(SqliteMcpServers.layer))), Command.provide(Layers.Stores)),
     remove.pipe(Command.provide(SqliteMcpServers.layer), Command.provide(Layers.Stores)),
     mcpServeCommand
   ])

@@ -7,13 +7,14 @@
  * recorded by hand. Outcomes are counted per agent: the operator's skills under user '', a chat
  * user's own skills (`--user U`) under that user.
  */
-import { Console, Effect, Layer, Option, Random, Result } from "effect"
+import { Console, Effect, Layer, Option, Result } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
-import { type Arm, alphaOf, betaOf, mean, rank as rankArms } from "../domain/learning/thompson.ts"
+import { alphaOf, betaOf, mean } from "../domain/learning/thompson.ts"
 import { workspaceOf } from "../domain/sandbox/spec.ts"
 import { SkillNotFound } from "../domain/skills/errors.ts"
-import { MAX_SKILL_MD_BYTES, matches, nameProblem, parseSkillMd, SKILL_FILE, searchWords } from "../domain/skills/skill.ts"
+import { MAX_SKILL_MD_BYTES, nameProblem, parseSkillMd, SKILL_FILE } from "../domain/skills/skill.ts"
+import * as SkillRankingLayer from "../layers/learning/SkillRanking.ts"
 import * as SqliteSkillStats from "../layers/learning/SqliteSkillStats.ts"
 import * as WorkspaceFiles from "../layers/sandbox/workspaceFiles.ts"
 import * as FsSkills from "../layers/skills/FsSkills.ts"
@@ -21,7 +22,8 @@ import { USER_ROOT } from "../layers/skills/workspace.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { type InstalledSkill, Skills } from "../services/Skills.ts"
-import { type SkillRecord, SkillStats } from "../services/SkillStats.ts"
+import { SkillRanking } from "../services/SkillRanking.ts"
+import { SkillStats } from "../services/SkillStats.ts"
 import { Stores } from "./layers.ts"
 import { printJson, table } from "./output.ts"
 
@@ -85,63 +87,25 @@ const seed = Flag.Int("seed").pipe(Flag.withDescription("Seed for --by sample: t
 const query = Argument.String("query").pipe(Argument.withDescription("Words that must appear in a skill's name or description"), Argument.optional)
 const outcome = Argument.Literals("outcome", ["success", "failure"])
 
-const ZERO: Arm = { successes: 0, failures: 0 }
 const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
-
-/** Counts by skill name, summed over the records (several agents' counts of a global skill). */
-const byName = (records: ReadonlyArray<SkillRecord>): ReadonlyMap<string, Arm> => {
-  const out = new Map<string, Arm>()
-  for (const r of records) {
-    const had = out.get(r.name) ?? ZERO
-    out.set(r.name, { successes: had.successes + r.successes, failures: had.failures + r.failures })
-  }
-  return out
-}
 
 const userFlag = (flag: Option.Option<string>) =>
   Option.isSome(flag) && flag.value.trim() === "" ? Effect.fail(new InvalidConfig({ reason: "--user needs a user id" })) : Effect.succeed(Option.getOrUndefined(flag))
-
-interface Candidate {
-  readonly name: string
-  readonly description: string
-  readonly scope: "global" | "agent" | "user"
-  readonly arm: Arm
-}
 
 const rank = Command.make("rank", { query, by, agent: rankAgent, user, seed, json }, (f) =>
   Effect.gen(function*() {
     const agentId = yield* agentOf(f.agent)
     const userId = yield* userFlag(f.user)
-    const stats = yield* SkillStats
-    const operator = [...(yield* (yield* Skills).list(agentId))].sort((a, b) => a.name.localeCompare(b.name))
-    // Without --agent: the global skills, with every agent's counts of them together.
-    const arms = agentId === undefined ? byName(yield* stats.list(undefined, "")) : yield* stats.arms(agentId, "", operator.map((s) => s.name))
-    const candidates: Array<Candidate> = operator.map((s) => ({ name: s.name, description: s.description, scope: s.scope, arm: arms.get(s.name) ?? ZERO }))
-    if (userId !== undefined) {
-      // The user's own skills live in their workspace; those anna has outcomes for are known here.
-      for (const [name, arm] of byName(yield* stats.list(agentId, userId))) {
-        if (!candidates.some((c) => c.name === name)) candidates.push({ name, description: "", scope: "user", arm })
-      }
-    }
-    const words = searchWords(Option.getOrElse(f.query, () => ""))
-    const found = candidates.filter((c) => matches(c, words))
-    const draw = Effect.gen(function*() {
-      const random = yield* Random.Random
-      return rankArms(found, (c) => c.arm, f.by, () => random.nextDoubleUnsafe())
+    const { ranked, candidates } = yield* (yield* SkillRanking).rank({
+      agentId,
+      userId,
+      query: Option.getOrUndefined(f.query),
+      by: f.by,
+      seed: Option.getOrUndefined(f.seed)
     })
-    const ranked = Option.isSome(f.seed) ? yield* draw.pipe(Random.withSeed(f.seed.value)) : yield* draw
-    const rows = ranked.map(({ item, score }, i) => ({
-      rank: i + 1,
-      name: item.name,
-      scope: item.scope,
-      successes: item.arm.successes,
-      failures: item.arm.failures,
-      alpha: alphaOf(item.arm),
-      beta: betaOf(item.arm),
-      score
-    }))
+    const rows = ranked.map((r) => ({ rank: r.rank, name: r.name, scope: r.scope, successes: r.successes, failures: r.failures, alpha: r.alpha, beta: r.beta, score: r.score }))
     if (f.json) return yield* printJson(rows)
-    if (rows.length === 0) return yield* Console.log(candidates.length === 0 ? "No skills installed (see: anna skill install --help)." : "No skill matches.")
+    if (rows.length === 0) return yield* Console.log(candidates === 0 ? "No skills installed (see: anna skill install --help)." : "No skill matches.")
     yield* Console.log(table(
       ["RANK", "NAME", "SCOPE", "SUCCESSES", "FAILURES", "α", "β", "SCORE"],
       rows.map((r) => [String(r.rank), r.name, r.scope, String(r.successes), String(r.failures), String(r.alpha), String(r.beta), r.score.toFixed(4)])
@@ -186,5 +150,5 @@ const feedback = Command.make("feedback", { name, outcome, agent: feedbackAgent,
 export const skillCommand = Command.make("skill").pipe(
   Command.withDescription("Skills: install, list, remove, rank, feedback"),
   Command.withSubcommands([install, list, remove, rank, feedback]),
-  Command.provide(Layer.merge(FsSkills.layer, SqliteSkillStats.layer).pipe(Layer.provideMerge(Stores)))
+  Command.provide(SkillRankingLayer.layer.pipe(Layer.provideMerge(Layer.merge(FsSkills.layer, SqliteSkillStats.layer)), Layer.provideMerge(Stores)))
 )

@@ -9,7 +9,7 @@
  */
 import { Context, type Effect, type Option } from "effect"
 import type { InvalidSchedule, JobNotFound } from "../domain/scheduler/errors.ts"
-import type { Job, NewJob, Run, RunStatus, RunTrigger } from "../domain/scheduler/types.ts"
+import type { Job, NewJob, OwnerLimits, Run, RunStatus, RunTrigger } from "../domain/scheduler/types.ts"
 import type { StorageError } from "../domain/storage/errors.ts"
 
 export interface JobFilter {
@@ -25,8 +25,12 @@ export interface RunOutcome {
 }
 
 export class JobStore extends Context.Service<JobStore, {
-  /** Checks and stores a job; its first due time is computed from now (Clock). */
-  readonly add: (job: NewJob) => Effect.Effect<Job, InvalidSchedule | StorageError>
+  /**
+   * Checks and stores a job; its first due time is computed from now (Clock). With `limits` (a
+   * user's own job), also the owner's count on the agent and the shortest interval, checked in the
+   * same transaction as the insert (parallel adds cannot pass the count together).
+   */
+  readonly add: (job: NewJob, limits?: OwnerLimits) => Effect.Effect<Job, InvalidSchedule | StorageError>
   readonly list: (filter?: JobFilter) => Effect.Effect<ReadonlyArray<Job>, StorageError>
   readonly get: (id: string) => Effect.Effect<Option.Option<Job>, StorageError>
   /** Removes the job and its history. */

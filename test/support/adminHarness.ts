@@ -44,6 +44,10 @@ import { runtimeStack } from "./runtimeStack.ts"
 import * as ProviderClients from "../../src/layers/providers/SdkProviderRegistry.ts"
 import { fastTransport } from "../layers/providers/contract.ts"
 import * as SqlitePluginStore from "../../src/layers/config/SqlitePluginStore.ts"
+import * as SkillRanking from "../../src/layers/learning/SkillRanking.ts"
+import * as FsSkills from "../../src/layers/skills/FsSkills.ts"
+import * as McpProbe from "../../src/layers/mcp/McpProbe.ts"
+import * as SqliteMcpServers from "../../src/layers/mcp/SqliteMcpServers.ts"
 
 export const ADMIN = { user: "root", password: "root-password-1234" } as const
 export const USER = { user: "alice", password: "alice-password-5678" } as const
@@ -118,6 +122,12 @@ export const adminStack = (home: string, options: { readonly webRoot?: string | 
       Layer.provide(Layer.mergeAll(SqliteJobStore.layer, SqliteDiary.layer, SqliteSkillStats.layer, SqliteRuleVotes.layer, YamlPlaybook.layer)),
       Layer.provide(AppConfig.at(home))
     )),
+    // The skills and MCP groups' services as the gateway has them (its Skills and SkillStats come with
+    // the learning runtime; the bare runtime here has no AppConfig, so no skills of its own).
+    Layer.provideMerge(Layer.merge(
+      SkillRanking.layer.pipe(Layer.provideMerge(Layer.merge(FsSkills.layer, SqliteSkillStats.layer))),
+      McpProbe.layer.pipe(Layer.provideMerge(SqliteMcpServers.layer))
+    ).pipe(Layer.provide(AppConfig.at(home)))),
     Layer.provideMerge(Layer.merge(ProviderClients.layer(fastTransport), SqlitePluginStore.layer)),
     Layer.provideMerge(runtimeStack(home))
   )

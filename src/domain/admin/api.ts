@@ -22,6 +22,8 @@ import { ChatGroup } from "./groups/chat.ts"
 import { SessionsGroup } from "./groups/sessions.ts"
 import { UsageGroup } from "./groups/usage.ts"
 import { ScheduleGroup } from "./groups/schedule.ts"
+import { SkillsGroup } from "./groups/skills.ts"
+import { McpGroup } from "./groups/mcp.ts"
 
 /** Where the API is served. */
 export const API_PREFIX = "/api"
@@ -42,6 +44,8 @@ export class AdminApi extends HttpApi.make("anna-admin")
   .add(UsageGroup)
   .add(ChatGroup)
   .add(ScheduleGroup)
+  .add(SkillsGroup)
+  .add(McpGroup)
   // Last: it applies to every endpoint added before it.
   .middleware(SchemaErrors)
   .prefix(API_PREFIX)

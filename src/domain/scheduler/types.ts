@@ -58,6 +58,14 @@ export interface NewJob {
   readonly createdBy: "operator" | "agent"
 }
 
+/** Bounds on a job a user makes for themselves (`JobStore.add`'s `limits`). */
+export interface OwnerLimits {
+  /** Jobs the owner may have on the agent, the new one included. */
+  readonly maxPerOwner: number
+  /** The shortest `every`. */
+  readonly minEveryMs: number
+}
+
 /** Prompts are instructions, not documents. */
 export const MAX_PROMPT_CHARS = 4_000
 /** Jobs one user may have on one agent through the `scheduler` tool. */
@@ -67,3 +75,9 @@ export const MIN_TOOL_EVERY_MS = 60_000
 export const MIN_EVERY_MS = 1_000
 /** Runs kept per job (older ones are dropped when a run is recorded). */
 export const KEEP_RUNS = 100
+
+/**
+ * A user's own jobs, whether made by the `scheduler` tool in a chat or in the console: what the tool
+ * has always allowed (operators, through the CLI or as admins, are not bound by it).
+ */
+export const USER_JOB_LIMITS: OwnerLimits = { maxPerOwner: MAX_TOOL_JOBS, minEveryMs: MIN_TOOL_EVERY_MS }

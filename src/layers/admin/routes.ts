@@ -21,6 +21,8 @@ import * as ChatApi from "./ChatApi.ts"
 import * as SessionsApi from "./SessionsApi.ts"
 import * as UsageApi from "./UsageApi.ts"
 import * as ScheduleHandlers from "./scheduleHandlers.ts"
+import * as SkillHandlers from "./skillHandlers.ts"
+import * as McpHandlers from "./mcpHandlers.ts"
 import * as WebConsole from "./WebConsole.ts"
 
 /** Every group's handlers. */
@@ -37,7 +39,9 @@ const handlers = Layer.mergeAll(
   SessionsApi.layer,
   UsageApi.layer,
   ChatApi.layer,
-  ScheduleHandlers.layer
+  ScheduleHandlers.layer,
+  SkillHandlers.layer,
+  McpHandlers.layer
 )
 
 /** The admin API alone. */

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import { InvalidSchedule, JobNotFound } from "../../domain/scheduler/errors.ts"
 import { checkZone, nextAfter, parseAt, parseCron, parseEvery } from "../../domain/scheduler/schedule.ts"
-import { type Job, KEEP_RUNS, MAX_PROMPT_CHARS, MIN_EVERY_MS, type NewJob, type Run, type ScheduleKind } from "../../domain/scheduler/types.ts"
+import { type Job, KEEP_RUNS, MAX_PROMPT_CHARS, MIN_EVERY_MS, type NewJob, type OwnerLimits, type Run, type ScheduleKind } from "../../domain/scheduler/types.ts"
 import { JobStore, type JobFilter, type RunOutcome } from "../../services/JobStore.ts"
 import { storageError } from "../sql/errors.ts"
 
@@ -71,7 +71,14 @@ const toRun = (r: typeof RunRow.Type): Run => ({
 const invalid = (reason: string) => new InvalidSchedule({ reason })
 
 /** The job's kind, spec (as stored) and first due time, or why it cannot be scheduled. */
-export const checkSchedule = (job: NewJob, now: number): { kind: ScheduleKind; spec: string; tz: string | null; first: number } | { problem: string } => {
+/** `60000` as `1m`, `1000` as `1s`: the shortest interval as people write it. */
+const durationText = (ms: number) => (ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.ceil(ms / 1000)}s`)
+
+export const checkSchedule = (
+  job: NewJob,
+  now: number,
+  minEveryMs = MIN_EVERY_MS
+): { kind: ScheduleKind; spec: string; tz: string | null; first: number } | { problem: string } => {
   const given = [job.cron, job.every, job.at].filter((x) => x !== undefined)
   if (given.length !== 1) return { problem: "give exactly one of --cron, --every or --at" }
   const tz = job.tz ?? null
@@ -89,7 +96,7 @@ export const checkSchedule = (job: NewJob, now: number): { kind: ScheduleKind; s
     if (tz !== null) return { problem: "--tz goes with --cron or --at, not --every" }
     const every = parseEvery(job.every)
     if ("problem" in every) return every
-    if (every.ok < MIN_EVERY_MS) return { problem: `--every must be at least 1s` }
+    if (every.ok < Math.max(MIN_EVERY_MS, minEveryMs)) return { problem: `--every must be at least ${durationText(Math.max(MIN_EVERY_MS, minEveryMs))}` }
     return { kind: "every", spec: job.every.trim().toLowerCase(), tz, first: now + every.ok }
   }
   const at = parseAt(job.at ?? "", tz, now)
@@ -115,17 +122,30 @@ export const make = Effect.gen(function*() {
     return Option.map(Option.fromNullishOr(rows[0]), toJob)
   })
 
-  const add = Effect.fn("JobStore.add")(function*(job: NewJob) {
+  const add = Effect.fn("JobStore.add")(function*(job: NewJob, limits?: OwnerLimits) {
     const now = yield* Clock.currentTimeMillis
     if (job.prompt.trim() === "") return yield* invalid("the prompt is empty")
     if (job.prompt.length > MAX_PROMPT_CHARS) return yield* invalid(`the prompt is longer than ${MAX_PROMPT_CHARS} characters`)
-    const checked = checkSchedule(job, now)
+    const checked = checkSchedule(job, now, limits?.minEveryMs)
     if ("problem" in checked) return yield* invalid(checked.problem)
     const id = `job-${randomBytes(4).toString("hex")}`
-    yield* sql`INSERT INTO scheduler_jobs (id, agent_id, user_id, kind, spec, tz, prompt, session_mode, deliver_user, deliver_channel,
+    const insert = sql`INSERT INTO scheduler_jobs (id, agent_id, user_id, kind, spec, tz, prompt, session_mode, deliver_user, deliver_channel,
       catch_up, created_by, created_at, next_run_at, run_requested) VALUES (${id}, ${job.agentId}, ${job.userId}, ${checked.kind},
       ${checked.spec}, ${checked.tz}, ${job.prompt}, ${job.sessionMode ?? "reuse"}, ${job.deliverUser ?? null}, ${job.deliverChannel ?? null},
-      ${job.catchUp ?? null}, ${job.createdBy}, ${now}, ${checked.first}, 0)`.pipe(fail("add a scheduled job"))
+      ${job.catchUp ?? null}, ${job.createdBy}, ${now}, ${checked.first}, 0)`
+    if (limits === undefined) {
+      yield* insert.pipe(fail("add a scheduled job"))
+    } else {
+      // The count and the insert in one transaction: parallel adds (a model's parallel tool calls,
+      // two console tabs) see each other, so the owner never passes the limit.
+      const full = yield* sql.withTransaction(Effect.gen(function*() {
+        const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM scheduler_jobs WHERE user_id = ${job.userId} AND agent_id = ${job.agentId}`
+        if (Number(rows[0]?.n ?? 0) >= limits.maxPerOwner) return true
+        yield* insert
+        return false
+      })).pipe(fail("add a scheduled job"))
+      if (full) return yield* invalid(`you already have ${limits.maxPerOwner} jobs on agent ${job.agentId}; remove one first`)
+    }
     const stored = yield* get(id)
     return yield* Option.match(stored, { onNone: () => Effect.die(new Error(`job ${id} vanished`)), onSome: Effect.succeed })
   })

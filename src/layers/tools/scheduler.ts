@@ -3,14 +3,15 @@
  * to — "every morning at 8, summarise my open tasks and send them to me" — and list, inspect and
  * remove those jobs. A job made here belongs to the session's user and agent and delivers to that
  * same user only (a chat user can never schedule messages to someone else); the tool sees only that
- * user's jobs on that agent. Limits against a hostile chat user: MAX_TOOL_JOBS jobs per user and
- * agent, `every` at least MIN_TOOL_EVERY_MS, prompts up to MAX_PROMPT_CHARS.
+ * user's jobs on that agent. Limits against a hostile chat user (USER_JOB_LIMITS, the same as the
+ * console's "my schedules"): MAX_TOOL_JOBS jobs per user and agent, `every` at least
+ * MIN_TOOL_EVERY_MS, prompts up to MAX_PROMPT_CHARS.
  *
  * The running gateway's scheduler sees a new job at its next look (a few seconds).
  */
 import { Effect, Layer, Option, Schema } from "effect"
-import { describeSchedule, parseEvery } from "../../domain/scheduler/schedule.ts"
-import { type Job, MAX_PROMPT_CHARS, MAX_TOOL_JOBS, MIN_TOOL_EVERY_MS } from "../../domain/scheduler/types.ts"
+import { describeSchedule } from "../../domain/scheduler/schedule.ts"
+import { type Job, MAX_PROMPT_CHARS, USER_JOB_LIMITS } from "../../domain/scheduler/types.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import { JobStore } from "../../services/JobStore.ts"
@@ -91,13 +92,7 @@ export const schedulerTool = (store: JobStore["Service"]): Tool => {
           }
           case "add": {
             if (input.prompt === undefined) return yield* fail("give the prompt")
-            if (input.every !== undefined) {
-              const every = parseEvery(input.every)
-              if ("ok" in every && every.ok < MIN_TOOL_EVERY_MS) return yield* fail("every must be at least 1m")
-            }
-            if ((yield* mine).length >= MAX_TOOL_JOBS) {
-              return yield* fail(`you already have ${MAX_TOOL_JOBS} jobs for this user; remove one first`)
-            }
+            // The user's limits (count, shortest interval) are checked by the store with the insert.
             const job = yield* store.add({
               agentId: ctx.agentId,
               userId: ctx.userId,
@@ -110,7 +105,7 @@ export const schedulerTool = (store: JobStore["Service"]): Tool => {
               deliverUser: input.deliver === false ? undefined : ctx.userId,
               deliverChannel: input.deliver === false ? undefined : input.channel,
               createdBy: "agent"
-            }).pipe(Effect.mapError((e) => fail(e.message.replace(/--(cron|every|at|tz)\b/g, "$1"))))
+            }, USER_JOB_LIMITS).pipe(Effect.mapError((e) => fail(e.message.replace(/--(cron|every|at|tz)\b/g, "$1"))))
             return `Scheduled ${line(job)}`
           }
         }

@@ -20,6 +20,9 @@ import { type AdminHarness, ADMIN, Harness, harnessLayer, USER } from "../../sup
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeWechat, startFakeWechat } from "../../support/fakeWechat/server.ts"
 import { afterAll, beforeAll } from "vitest"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
 
 const suite = fakeLlmSuite()
 let wx: FakeWechat
@@ -102,19 +105,33 @@ const ensureSession = (c: Ctx) =>
     c.vars.summary = `sum_${(yield* store.summaryNodes(conv.id))[0]?.id ?? 0}`
   })
 
-/** A scheduled job made through the API as the admin; its id in `vars.job`. */
+/** A scheduled job of the caller's own, made through the API as the admin; its id in `vars.job`. */
 const ensureJob = (c: Ctx) =>
   Effect.gen(function*() {
-    yield* Effect.all([ensureProvider("mx"), ensureAgent("mx"), ensureUser("mx-u")])
-    const made = yield* Effect.promise(() =>
-      c.h.fetch("/api/schedules", {
-        method: "POST",
-        headers: { ...c.h.headersOf({ bearer: c.h.adminToken }), "content-type": "application/json" },
-        body: JSON.stringify({ agent: "mx", every: "1h", prompt: "matrix", user: "mx-u" })
-      }).then((r) => r.json())
-    )
+    yield* Effect.all([ensureProvider("mx"), ensureAgent("mx")])
+    const made = yield* Effect.promise(() => adminCall(c, "POST", "/api/schedules", { agent: "mx", every: "1h", prompt: "matrix", user: c.self }).then((r) => r.json()))
     c.vars.job = (made as { id: string }).id
   })
+
+/** A raw call as the admin (a row's `prepare` making what the call needs). */
+const adminCall = (c: Ctx, method: string, path: string, body?: unknown) =>
+  c.h.fetch(path, {
+    method,
+    headers: { ...c.h.headersOf({ bearer: c.h.adminToken }), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) })
+  })
+
+/** A skill folder on the gateway's host (this test's process) to install from. */
+const skillSource = join(mkdtempSync(join(tmpdir(), "anna-matrix-skill-")), "mx-skill")
+const ensureSkillSource = Effect.sync(() => {
+  mkdirSync(skillSource, { recursive: true })
+  writeFileSync(join(skillSource, "SKILL.md"), "---\nname: mx-skill\ndescription: The matrix's skill.\n---\nDo the matrix.\n")
+})
+afterAll(() => rmSync(dirname(skillSource), { recursive: true, force: true }))
+
+/** An MCP server of the default agent, added through the API as the admin (already there is fine). */
+const ensureMcpServer = (c: Ctx, name: string) =>
+  Effect.promise(() => adminCall(c, "POST", "/api/mcp-servers/default", { name, command: ["node", "/workspace/mx.mjs"] }).then((r) => r.text()))
 
 const ROWS: ReadonlyArray<Row> = [
   // auth (login is public: see below)
@@ -280,19 +297,43 @@ const ROWS: ReadonlyArray<Row> = [
   // chat (a slash command: answered without the model)
   { op: "POST /api/chat", method: "POST", path: "/api/chat", access: "user", body: { agent: "mx-chat", message: "/whoami" }, prepare: () => Effect.andThen(ensureProvider("mx"), ensureAgent("mx-chat")) },
   { op: "GET /api/chat/agents", method: "GET", path: "/api/chat/agents", access: "user" },
-  // schedules (admin only)
-  { op: "GET /api/schedules", method: "GET", path: "/api/schedules", access: "admin" },
+  // schedules (a user's own jobs: another's are 404, see schedulesUser.test.ts)
+  { op: "GET /api/schedules", method: "GET", path: "/api/schedules", access: "user" },
   {
     op: "POST /api/schedules",
     method: "POST",
     path: "/api/schedules",
-    access: "admin",
-    body: { agent: "mx", every: "1h", prompt: "matrix", user: "mx-u" },
-    prepare: () => Effect.all([ensureProvider("mx"), ensureAgent("mx"), ensureUser("mx-u")])
+    access: "user",
+    body: (c: Ctx) => ({ agent: "mx", every: "1h", prompt: "matrix", user: c.self }),
+    prepare: () => Effect.all([ensureProvider("mx"), ensureAgent("mx")])
   },
-  { op: "DELETE /api/schedules/{id}", method: "DELETE", path: (c) => `/api/schedules/${c.vars.job}`, access: "admin", ok: 204, prepare: (c) => ensureJob(c) },
-  { op: "POST /api/schedules/{id}/run", method: "POST", path: (c) => `/api/schedules/${c.vars.job}/run`, access: "admin", prepare: (c) => ensureJob(c) },
-  { op: "GET /api/schedules/{id}/history", method: "GET", path: (c) => `/api/schedules/${c.vars.job}/history`, access: "admin", prepare: (c) => ensureJob(c) }
+  { op: "DELETE /api/schedules/{id}", method: "DELETE", path: (c) => `/api/schedules/${c.vars.job}`, access: "user", ok: 204, prepare: (c) => ensureJob(c) },
+  { op: "POST /api/schedules/{id}/run", method: "POST", path: (c) => `/api/schedules/${c.vars.job}/run`, access: "user", prepare: (c) => ensureJob(c) },
+  { op: "GET /api/schedules/{id}/history", method: "GET", path: (c) => `/api/schedules/${c.vars.job}/history`, access: "user", prepare: (c) => ensureJob(c) },
+  // skills (a user reads those of the agents open to them: see skillsApi.test.ts)
+  { op: "GET /api/skills", method: "GET", path: "/api/skills", access: "user" },
+  { op: "GET /api/skills/rank", method: "GET", path: "/api/skills/rank?agent=mx", access: "user", prepare: () => Effect.andThen(ensureProvider("mx"), ensureAgent("mx")) },
+  { op: "POST /api/skills", method: "POST", path: "/api/skills", access: "admin", body: { source: skillSource, force: true }, prepare: () => ensureSkillSource },
+  {
+    op: "DELETE /api/skills/{name}",
+    method: "DELETE",
+    path: "/api/skills/mx-skill",
+    access: "admin",
+    prepare: (c) =>
+      Effect.andThen(ensureSkillSource, Effect.promise(() => adminCall(c, "POST", "/api/skills", { source: skillSource, force: true }).then((r) => r.text())))
+  },
+  // MCP servers (admin only)
+  { op: "GET /api/mcp-servers/{agent}", method: "GET", path: "/api/mcp-servers/default", access: "admin" },
+  {
+    op: "POST /api/mcp-servers/{agent}",
+    method: "POST",
+    path: "/api/mcp-servers/default",
+    access: "admin",
+    body: { name: "mx-new", command: ["node", "/workspace/mx.mjs"] },
+    prepare: (c) => Effect.promise(() => adminCall(c, "DELETE", "/api/mcp-servers/default/mx-new").then((r) => r.text()))
+  },
+  { op: "DELETE /api/mcp-servers/{agent}/{name}", method: "DELETE", path: "/api/mcp-servers/default/mx-del", access: "admin", ok: 204, prepare: (c) => ensureMcpServer(c, "mx-del") },
+  { op: "POST /api/mcp-servers/{agent}/{name}/test", method: "POST", path: "/api/mcp-servers/default/mx-test/test", access: "admin", prepare: (c) => ensureMcpServer(c, "mx-test") }
 ]
 
 const expected = (row: Row, caller: Caller): number =>

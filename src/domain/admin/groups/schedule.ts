@@ -1,10 +1,17 @@
 /**
- * `/api/schedules`: scheduled jobs as `anna schedule add|list|remove|run|history` manage them
- * (admin only). `POST /api/schedules/:id/run` asks the gateway's scheduler to run the job now.
+ * `/api/schedules`: scheduled jobs as `anna schedule add|list|remove|run|history` manage them.
+ * `POST /api/schedules/:id/run` asks the gateway's scheduler to run the job now.
+ *
+ * An admin manages every job, as the operator. A `user` sees and manages only their own jobs (another
+ * user's job is a 404, as one that does not exist), and adds jobs as the `scheduler` tool does: on an
+ * agent they may use (its access policy), delivered to themselves only, within the tool's limits
+ * (USER_JOB_LIMITS: 20 jobs per agent, `every` at least 1 minute; prompts up to 4,000 characters
+ * for everyone). Such a job is recorded as `createdBy: "agent"` — a user's own job, bound by the
+ * limits — whether the chat's tool or the console made it.
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { AdminAuth, CommonErrors } from "../security.ts"
+import { AdminAuth, CommonErrors, UserAllowed } from "../security.ts"
 
 export const JobView = Schema.Struct({
   id: Schema.String,
@@ -36,7 +43,10 @@ export const RunView = Schema.Struct({
   deliveredTo: Schema.NullOr(Schema.String)
 })
 
-/** As `anna schedule add`: exactly one of cron, every, at; `deliver` is `USER[@CHANNEL]`, or `user` names the owner. */
+/**
+ * As `anna schedule add`: exactly one of cron, every, at; `deliver` is `USER[@CHANNEL]`, or `user`
+ * names the owner. A `user` may name only themselves in either (both left out: stored only, theirs).
+ */
 export const NewJobBody = Schema.Struct({
   agent: Schema.String,
   cron: Schema.optionalKey(Schema.String),
@@ -54,12 +64,14 @@ const id = { id: Schema.String }
 
 export class ScheduleGroup extends HttpApiGroup.make("schedules")
   .add(
+    /** Every job for an admin; a `user`'s own. */
     HttpApiEndpoint.get("list", "/", { success: Schema.Array(JobView), error: CommonErrors }),
     HttpApiEndpoint.post("add", "/", { payload: NewJobBody, success: JobView, error: CommonErrors }),
     HttpApiEndpoint.delete("remove", "/:id", { params: id, error: CommonErrors }),
     HttpApiEndpoint.post("run", "/:id/run", { params: id, success: JobView, error: CommonErrors }),
     HttpApiEndpoint.get("history", "/:id/history", { params: id, success: Schema.Array(RunView), error: CommonErrors })
   )
+  .annotate(UserAllowed, true)
   .middleware(AdminAuth)
   .prefix("/schedules")
 {}
