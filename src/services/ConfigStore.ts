@@ -167,6 +167,12 @@ export class ConfigStore extends Context.Service<ConfigStore, {
   readonly chatBinding: (platform: string, chatId: string) => Effect.Effect<Option.Option<string>, StorageError>
   /** Every group-chat binding, by platform and chat id. */
   readonly listBindings: Effect.Effect<ReadonlyArray<ChatBinding>, StorageError>
+  /**
+   * The agent a user picked with /agent for one (non-group) chat of theirs, before their default;
+   * `null` clears it (the default applies again).
+   */
+  readonly chatAgent: (platform: string, userId: string, chatId: string) => Effect.Effect<Option.Option<string>, StorageError>
+  readonly setChatAgent: (platform: string, userId: string, chatId: string, agentId: string | null) => Effect.Effect<void, AgentNotFound | StorageError>
 
   /** The chat's current context and model, created ("main", agent's model) on first use. */
   readonly chatState: (agentId: string, platform: string, userId: string, chatId: string) => Effect.Effect<ChatState, StorageError>

@@ -83,12 +83,12 @@ const runChat = <E, R>(layer: Layer.Layer<Runtime, E, R>, args: ReadonlyArray<st
 }
 
 describe("anna chat -p", () => {
-  it.effect("streams the reply to stdout, tool activity and notices to stderr, as the local user", () =>
+  it.effect("streams the reply to stdout, the agent, tool activity and notices to stderr, as the local user", () =>
     Effect.gen(function*() {
       const fake = yield* makeFakeRuntime(script)
       const r = yield* runChat(fake.layer, ["-p", "hello"])
       assert.strictEqual(r.stdout, "Hello there\n")
-      assert.strictEqual(r.stderr, "⚙ bash ls -la ✓\n[compacted]\n")
+      assert.strictEqual(r.stderr, "agent: default\n⚙ bash ls -la ✓\n[compacted]\n")
       assert.deepStrictEqual(r.codes, [0])
       assert.deepStrictEqual(fake.recorded.messages, ["hello"])
       const me = userInfo().username
@@ -101,7 +101,7 @@ describe("anna chat -p", () => {
     Effect.gen(function*() {
       const fake = yield* makeFakeRuntime(script)
       const r = yield* runChat(fake.layer, ["--prompt", "broken tool"])
-      assert.strictEqual(r.stderr, "⚙ read /nope ✗ no such file at /nope\n")
+      assert.strictEqual(r.stderr, "agent: default\n⚙ read /nope ✗ no such file at /nope\n")
       assert.strictEqual(r.stdout, "It is missing.\n")
     }))
 
@@ -115,7 +115,8 @@ describe("anna chat -p", () => {
         tools: [{ name: "bash", input: { command: "ls -la" }, output: "file.txt", isError: false }],
         usage,
         stopReason: "end_turn",
-        sessionKey: "a2:cli:u1:work"
+        sessionKey: "a2:cli:u1:work",
+        agent: "a2"
       })
       assert.strictEqual(r.stderr, "")
       assert.strictEqual(fake.recorded.targets[0]?.agentId, "a2")
@@ -127,7 +128,7 @@ describe("anna chat -p", () => {
       const fake = yield* makeFakeRuntime(script)
       const unavailable = yield* runChat(fake.layer, ["-p", "fail"])
       assert.deepStrictEqual(unavailable.codes, [1])
-      assert.strictEqual(unavailable.stderr, "[agent default has no usable model]\n")
+      assert.strictEqual(unavailable.stderr, "agent: default\n[agent default has no usable model]\n")
       assert.strictEqual(unavailable.stdout, "")
       const json = yield* runChat(fake.layer, ["-p", "fail", "--json"])
       assert.deepStrictEqual(json.codes, [1])

@@ -149,6 +149,8 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   setChannel: () => unused,
   bindChat: () => unused,
   chatBinding: () => unused,
+  chatAgent: () => unused,
+  setChatAgent: () => unused,
   listBindings: unused,
   chatState: () => unused,
   setChatState: () => unused,

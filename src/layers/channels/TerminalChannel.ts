@@ -67,7 +67,7 @@ export const consumeTurn = (
   onEvent: (e: TurnEvent) => Effect.Effect<void>
 ): Effect.Effect<TurnResult> =>
   Effect.gen(function*() {
-    const collector = makeCollector(chat.sessionKey)
+    const collector = makeCollector(chat.sessionKey, chat.agentId)
     yield* runtime.send(chat, message).pipe(
       Stream.runForEach((e) => Effect.andThen(Effect.sync(() => collector.add(e)), onEvent(e)))
     )
@@ -75,6 +75,9 @@ export const consumeTurn = (
   }).pipe(Effect.onInterrupt(() => runtime.abort(chat)))
 
 const EXIT = /^\/(exit|quit)\s*$/i
+
+/** The runtime's reply to a successful `/agent` switch (src/layers/runtime/commands.ts). */
+const SWITCHED = /^You are now talking to (\S+) in this (?:chat|group)\b/
 
 /**
  * The conversation loop over a line source. While a turn runs, Ctrl-C aborts it (the prompt comes
@@ -157,6 +160,9 @@ const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string
       return yield* setExit(2)
     }
     const renderer = makeRenderer(w)
+    // Which agent answers (a chat's /agent switch outlives the process that made it): said on
+    // stderr, so that the reply on stdout stays clean; --json has it as `agent`.
+    if (!json) yield* w.err(`agent: ${terminalSafe(chat.agentId)}\n`)
     const result = yield* consumeTurn(runtime, chat, text, json ? () => Effect.void : renderer.event).pipe(
       Effect.onInterrupt(() => (json ? Effect.void : renderer.end))
     )
@@ -179,7 +185,7 @@ export const chatLoop = (
      * Where the conversation stands after a slash command (/new moves the session on, /model and
      * /agent change what answers): the next message goes there at once, not at the next start.
      */
-    readonly reroute?: ((current: ResolvedChat, command: string) => Effect.Effect<ResolvedChat>) | undefined
+    readonly reroute?: ((current: ResolvedChat, command: string, reply: string) => Effect.Effect<ResolvedChat>) | undefined
   }
 ) =>
   Effect.gen(function*() {
@@ -194,16 +200,16 @@ export const chatLoop = (
     const send = (message: string) =>
       options.json
         ? consumeTurn(runtime, current, message, () => Effect.void).pipe(
-          Effect.flatMap((r) => w.out(`${terminalJson(r)}\n`))
+          Effect.tap((r) => w.out(`${terminalJson(r)}\n`))
         )
         : Effect.suspend(() => {
           const renderer = makeRenderer(w)
-          return consumeTurn(runtime, current, message, renderer.event).pipe(Effect.andThen(renderer.end))
+          return consumeTurn(runtime, current, message, renderer.event).pipe(Effect.tap(() => renderer.end))
         })
     const turn = (message: string) =>
       Effect.gen(function*() {
-        yield* send(message)
-        if (options.reroute !== undefined && isSlashCommand(message)) current = yield* options.reroute(current, message)
+        const result = yield* send(message)
+        if (options.reroute !== undefined && isSlashCommand(message)) current = yield* options.reroute(current, message, result.reply)
       })
     yield* converse(source, turn, Effect.suspend(() => runtime.abort(current)))
   })
@@ -214,7 +220,7 @@ const interactive = (
   json: boolean,
   w: Writer,
   historyFile: string | undefined,
-  reroute: (current: ResolvedChat, command: string) => Effect.Effect<ResolvedChat>
+  reroute: (current: ResolvedChat, command: string, reply: string) => Effect.Effect<ResolvedChat>
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const tty = yield* (yield* Stdio.Stdio).stdinIsTerminal
@@ -249,10 +255,11 @@ export const layer = (options: TerminalOptions) =>
     const user = localUser()
     const target = (agentId: string | undefined): ChatTarget => ({ platform: PLATFORM, externalUserId: user, userName: user, chatId: options.session, agentId })
     const chat = yield* runtime.resolve(target(options.agent))
-    // After a command the chat is resolved again; `/agent ID` also replaces a --agent choice.
+    // After a command the chat is resolved again; a switch made with /agent (its reply names the
+    // agent, a number or --default included) also replaces a --agent choice.
     let pinned = options.agent
-    const reroute = (current: ResolvedChat, command: string) => {
-      const switched = /^\/agent\s+(\S+)\s*$/i.exec(command.trim())?.[1]
+    const reroute = (current: ResolvedChat, command: string, reply: string) => {
+      const switched = /^\/agent\s/i.test(command.trim()) ? SWITCHED.exec(reply)?.[1] : undefined
       return runtime.resolve(target(switched ?? pinned)).pipe(
         Effect.tap(() =>
           Effect.sync(() => {

@@ -365,6 +365,7 @@ export const make = Effect.gen(function*() {
         yield* sql`DELETE FROM user_identities WHERE user_id = ${userId}`
         yield* sql`DELETE FROM user_tokens WHERE user_id = ${userId}`
         yield* sql`DELETE FROM chat_contexts WHERE user_id = ${userId}`
+        yield* sql`DELETE FROM chat_agent_choices WHERE user_id = ${userId}`
         // The account and its browser sessions (migration 0014) go too, foreign keys enforced or not.
         yield* sql`DELETE FROM web_sessions WHERE user_id = ${userId}`
         yield* sql`DELETE FROM accounts WHERE user_id = ${userId}`
@@ -440,6 +441,24 @@ export const make = Effect.gen(function*() {
         WHERE platform = ${platform} AND chat_id = ${chatId}`
       return Option.fromNullishOr(rows[0]?.agent_id)
     }, storage("read chat binding"))
+
+    const chatAgent = Effect.fn("ConfigStore.chatAgent")(function*(platform: string, userId: string, chatId: string) {
+      const rows = yield* sql<{ agent_id: string }>`SELECT agent_id FROM chat_agent_choices
+        WHERE platform = ${platform} AND user_id = ${userId} AND chat_id = ${chatId}`
+      return Option.fromNullishOr(rows[0]?.agent_id)
+    }, storage("read chat agent"))
+
+    const setChatAgent = Effect.fn("ConfigStore.setChatAgent")(function*(platform: string, userId: string, chatId: string, agentId: string | null) {
+      if (agentId === null) {
+        yield* sql`DELETE FROM chat_agent_choices WHERE platform = ${platform} AND user_id = ${userId} AND chat_id = ${chatId}`
+        return
+      }
+      yield* immediate(Effect.gen(function*() {
+        yield* agents.get(agentId)
+        yield* sql`INSERT INTO chat_agent_choices ${sql.insert({ platform, user_id: userId, chat_id: chatId, agent_id: agentId })}
+          ON CONFLICT (platform, user_id, chat_id) DO UPDATE SET agent_id = excluded.agent_id`
+      }))
+    }, storage("set chat agent"))
 
     const listBindings = sql`SELECT platform, chat_id, agent_id FROM chat_agents ORDER BY platform, chat_id`.pipe(
       Effect.flatMap(decodeBindings),
@@ -546,6 +565,8 @@ export const make = Effect.gen(function*() {
       setChannel,
       bindChat,
       chatBinding,
+      chatAgent,
+      setChatAgent,
       listBindings,
       chatState,
       setChatState,

@@ -2,8 +2,9 @@
  * Runtime: routing (seed 001) and slash commands, over the SessionPool that runs the turns.
  *
  * - `resolve` finds (or creates) the user behind a platform identity and picks the agent: the one
- *   the channel names, else the group's binding, else the user's default, else the first enabled
- *   agent; the chat's current context (moved on by /new) makes the session key.
+ *   the channel names, else the group's binding (in a group) or the agent picked for this chat with
+ *   /agent (elsewhere), else the user's default, else the first enabled agent; the chat's current
+ *   context (moved on by /new) makes the session key.
  * - `send` answers slash commands (/new, /compact, /abort, /whoami, /model, /agent, /feedback, /reflect, /help) the same
  *   for every channel, and hands everything else to the SessionPool as a turn.
  * - A user removed meanwhile (by any process) has their live sessions ended at the next configuration
@@ -53,6 +54,10 @@ export const make = Effect.gen(function*() {
           return yield* refuse(bound, `Sorry, this group's agent ${bound} is not open to you; ask the operator for access.`)
         }
         agentId = isEnabled(bound) ? bound : undefined
+      } else {
+        // The agent picked with /agent for this chat comes before the user's default (issue 24).
+        const chosen = Option.getOrUndefined(yield* config.chatAgent(target.platform, user.id, target.chatId ?? "dm"))
+        if (chosen !== undefined && isEnabled(chosen) && allowed(chosen)) agentId = chosen
       }
       if (agentId === undefined && isEnabled(user.defaultAgentId) && allowed(user.defaultAgentId ?? "")) agentId = user.defaultAgentId ?? undefined
       agentId ??= enabled.find((a) => allowed(a.id))?.id

@@ -22,7 +22,7 @@ export const HELP = [
   "/abort — stop the running turn",
   "/whoami — who and where you are",
   "/model [name] — show the model and the ones you may pick, or use one for this conversation",
-  "/agent [id] — list agents, or talk to another one",
+  "/agent [id] [--default] — list agents, or talk to another one in this chat (--default: make it your default agent for every chat)",
   "/feedback good|bad — tell the agent how this conversation went (the guidelines and skills it used learn from it)",
   "/reflect — write the diary entry of this conversation's work so far now",
   "/help — this list"
@@ -177,14 +177,18 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         return `This conversation now uses ${arg}.`
       }
       case "agent": {
+        // A switch is this chat's (issue 24): `--default` asks for the user's default agent instead.
+        const asDefault = args.some((a) => a.toLowerCase() === "--default")
+        arg = args.filter((a) => a.toLowerCase() !== "--default").join(" ").trim()
         // Only the agents this user may use (their access policies) are listed or can be picked.
         const user = Option.getOrUndefined(yield* config.getUser(chat.userId))
         const subject = { id: chat.userId, attributes: user?.attributes ?? {} }
         const agents = (yield* (yield* AgentStore).list).filter((a) => a.enabled && mayUse(a.access ?? EVERYONE, subject))
+        if (arg === "" && asDefault) return "Say which agent: /agent ID --default."
         if (arg === "") {
           const options = agents.map((a): Choice => ({ value: a.id, label: a.id + (a.name !== a.id ? ` (${a.name})` : ""), current: a.id === chat.agentId }))
           const reply: CommandReply = {
-            text: `Agents:\n${numbered(options)}\nSwitch with /agent NUMBER or /agent ID.`,
+            text: `Agents:\n${numbered(options)}\nSwitch this chat with /agent NUMBER or /agent ID; add --default to make it your default agent.`,
             choices: { command: "agent", options: agents.length > 1 && chat.platform !== "http" ? options : [] }
           }
           return reply
@@ -197,8 +201,13 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
           return `Over HTTP the agent is the request's "model": send "model": "${target.id}" to talk to ${target.id} (GET /v1/models lists the agents). Nothing was changed.`
         }
         if (chat.isGroup) yield* config.bindChat(chat.platform, chat.chatId, target.id)
-        else yield* config.setDefaultAgent(chat.userId, target.id)
-        return `You are now talking to ${target.id}${chat.isGroup ? " in this group" : ""}.`
+        // With --default this chat follows the (new) default; without, only this chat changes.
+        else yield* config.setChatAgent(chat.platform, chat.userId, chat.chatId, asDefault ? null : target.id)
+        if (asDefault) yield* config.setDefaultAgent(chat.userId, target.id)
+        const where = chat.isGroup ? "in this group" : "in this chat"
+        return asDefault
+          ? `You are now talking to ${target.id} ${where}, and ${target.id} is now your default agent (for every chat where you did not pick another).`
+          : `You are now talking to ${target.id} ${where}${chat.isGroup ? "" : `; your other chats keep theirs (/agent ${target.id} --default makes it your default)`}.`
       }
       case "feedback": {
         const learning = yield* Effect.serviceOption(Learning)

@@ -31,10 +31,12 @@ export interface TurnResult {
   readonly usage: Usage
   readonly stopReason: DoneReason
   readonly sessionKey: string
+  /** The agent the turn went to (a chat's /agent switch, --agent, or the user's default). */
+  readonly agent: string
 }
 
 /** Collects a turn's events; a stream that ends without `done` counts as aborted. */
-export const makeCollector = (sessionKey: string) => {
+export const makeCollector = (sessionKey: string, agent: string) => {
   let reply = ""
   const notices: Array<string> = []
   const tools = new Map<string, { name: string; input: unknown; output: string | null; isError: boolean }>()
@@ -62,7 +64,7 @@ export const makeCollector = (sessionKey: string) => {
         stopReason = e.stopReason
     }
   }
-  const result = (): TurnResult => ({ reply, notices: [...notices], tools: [...tools.values()], usage, stopReason, sessionKey })
+  const result = (): TurnResult => ({ reply, notices: [...notices], tools: [...tools.values()], usage, stopReason, sessionKey, agent })
   return { add, result }
 }
 
