@@ -16,7 +16,9 @@ import { isValidId } from "../domain/config/agent.ts"
 import { HTTP_DEFAULT_HOST, HTTP_DEFAULT_PORT, HttpSettings, httpOptions } from "../domain/config/channel.ts"
 import * as SqliteAccounts from "../layers/admin/SqliteAccounts.ts"
 import { type AccountInfo, Accounts, ROLES, type WebSessionInfo } from "../services/Accounts.ts"
+import { AppConfig } from "../services/AppConfig.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
+import { localUrl, runningGateway } from "./gatewayPresence.ts"
 import { Stores } from "./layers.ts"
 import { iso, printJson, table } from "./output.ts"
 
@@ -66,13 +68,18 @@ const readPassword = (fromStdin: boolean) =>
 
 const decodeHttp = Schema.decodeUnknownOption(HttpSettings)
 
-/** Where the gateway serves the console: the http channel's address (a wildcard host is this machine). */
+/**
+ * Where the gateway serves the console: where the running gateway published that it listens (which
+ * `anna gateway --port` or port 0 may have moved), else the http channel's configured address (a
+ * wildcard host is this machine).
+ */
 const consoleUrl = Effect.gen(function*() {
+  const running = yield* runningGateway((yield* AppConfig).home)
+  if (Option.isSome(running) && running.value.url !== null) return { url: `${running.value.url}/`, enabled: true, serving: true }
   const channels = yield* (yield* ConfigStore).listChannels
   const http = channels.find((c) => c.id === "http")
   const o = httpOptions(Option.getOrElse(decodeHttp(http?.config ?? {}), () => ({ host: HTTP_DEFAULT_HOST, port: HTTP_DEFAULT_PORT })))
-  const host = o.host === "0.0.0.0" || o.host === "::" ? "127.0.0.1" : o.host.includes(":") ? `[${o.host}]` : o.host
-  return { url: `http://${host}:${o.port}/`, enabled: http?.enabled ?? false }
+  return { url: `${localUrl(o.host, o.port)}/`, enabled: http?.enabled ?? false, serving: false }
 })
 
 const role = Flag.Literals("role", ROLES).pipe(
@@ -105,8 +112,10 @@ const create = Command.make("create", {
     if (f.json) return yield* printJson({ account, userCreated: !existed, url: where.url })
     yield* Console.log(`Created ${account.role} account ${account.userId}${existed ? "" : ` (and the user ${account.userId})`}.`)
     yield* Console.log(
-      `Open ${where.url} and log in as ${account.userId} (start the gateway with \`npm start\` or \`anna gateway\` if it is not running` +
-        (where.enabled ? ")." : "; the http channel serves it: anna channel enable http).")
+      where.serving
+        ? `Open ${where.url} and log in as ${account.userId} (the gateway serves it now).`
+        : `Open ${where.url} and log in as ${account.userId} (start the gateway with \`npm start\` or \`anna gateway\` if it is not running` +
+          (where.enabled ? ")." : "; the http channel serves it: anna channel enable http).")
     )
   })).pipe(Command.withDescription("Create a login for the web console and admin API (the user too, if there is none); the password is asked for, or read with --password-stdin"))
 

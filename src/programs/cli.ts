@@ -8,12 +8,15 @@
  * - Every log line goes to stderr, for every command and the gateway (`Logger.LogToStderr`, set
  *   here once): stdout carries only a command's output, so `--json` prints exactly one document.
  * - `anna help [command…]` prints what `anna [command…] --help` prints.
+ * - `anna` alone runs the gateway and takes its `--host`/`--port` (so `npm start -- --port P` works);
+ *   given before a command they would be silently meaningless, so that is refused (`misplacedFlags`).
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Cause, Effect, Exit, Logger, References } from "effect"
+import { Cause, Effect, Exit, Logger, Option, References } from "effect"
 import { CliError, CliOutput, Command, type HelpDoc } from "effect/cli"
 import { InvalidEnvironment, logLevelSetting } from "./env.ts"
+import { FLAG_NAMES, host, port } from "./gatewayFlags.ts"
 
 export const VERSION = "0.1.0"
 
@@ -60,7 +63,9 @@ export const groupsFor = (argv: ReadonlyArray<string>): ReadonlyArray<GroupName>
 export const rootCommand = (names: ReadonlyArray<GroupName> = GROUP_NAMES) =>
   Effect.promise(() => Promise.all(names.map((n) => GROUPS[n]()))).pipe(
     Effect.map((groups) =>
-      Command.make("anna", {}, () => Effect.flatMap(Effect.promise(() => import("./gateway.ts")), (m) => m.runGateway())).pipe(
+      Command.make("anna", { host, port }, (f) =>
+        Effect.flatMap(Effect.promise(() => import("./gateway.ts")), (m) =>
+          m.runGateway({ host: Option.getOrUndefined(f.host), port: Option.getOrUndefined(f.port) }))).pipe(
         Command.withDescription(
           "anna: a self-hosted AI assistant gateway with lossless memory. Without a command, runs the gateway. State lives in $ANNA_HOME (default ~/.anna)."
         ),
@@ -124,6 +129,8 @@ export const usageLine = (path: ReadonlyArray<string>, doc: HelpDoc.HelpDoc): st
     ...(optional.length > MAX_LISTED_FLAGS ? ["[flags]"] : optional.map((f) => `[--${f.name}${placeholder(f)}]`))
   ]
   const commands = subcommands.length > 0 ? [`<${subcommands.join("|")}>`] : []
+  // A command with subcommands and flags of its own (`anna`: the gateway's): two ways to call it.
+  if (commands.length > 0 && flags.length > 0) return `${[...path, ...flags].join(" ")} | ${[...path, ...commands].join(" ")}`
   // Flags go before a variadic argument, which takes the rest of the line (`-- command…`).
   const variadic = (doc.args ?? []).some((a) => a.variadic)
   return [...path, ...commands, ...(variadic ? [...flags, ...args] : [...args, ...flags])].join(" ")
@@ -188,9 +195,29 @@ const help = (words: ReadonlyArray<string>) =>
     return yield* run(root, [...path, "--help"])
   })
 
+/**
+ * The command a command line names after the root's own flags (`anna --port 1 doctor` → doctor):
+ * those flags are the gateway's, meaningless before another command.
+ */
+export const misplacedFlags = (argv: ReadonlyArray<string>): string | undefined => {
+  let i = 0
+  while (i < argv.length) {
+    const word = argv[i] ?? ""
+    if ((FLAG_NAMES as ReadonlyArray<string>).includes(word)) i += 2
+    else if (FLAG_NAMES.some((f) => word.startsWith(`${f}=`))) i += 1
+    else break
+  }
+  const next = argv[i]
+  return i > 0 && (isGroup(next) || next === "help") ? next : undefined
+}
+
 export const main = (argv: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const level = yield* logLevelSetting
+    const misplaced = misplacedFlags(argv)
+    if (misplaced !== undefined) {
+      return yield* exitWith(2, `anna: --host and --port belong to the gateway: \`anna --port P\` or \`anna gateway --port P\`, not before \`${misplaced}\``)
+    }
     const program = argv[0] === "help" ? help(argv.slice(1)) : Effect.flatMap(rootCommand(groupsFor(argv)), (root) => run(root, argv))
     return yield* program.pipe(
       Effect.provideService(CliOutput.Presenter, usagePresenter),

@@ -1,7 +1,8 @@
 /**
  * `anna doctor`: checks the database (and that it and ANNA_HOME are private to their owner), the
- * Docker sandbox (engine, image, network policy), the providers and the channels, and says what to
- * fix. Exits 1 when something needs fixing. Nothing it prints carries a provider's credentials.
+ * Docker sandbox (engine, image, network policy), the providers and the channels (the HTTP channel
+ * where the running gateway published that it listens, else at its configured address), and says
+ * what to fix. Exits 1 when something needs fixing. Nothing it prints carries a provider's credentials.
  */
 import { Console, Duration, Effect, Option, Result, Schema } from "effect"
 import { connect } from "node:net"
@@ -21,6 +22,7 @@ import { PluginStore } from "../services/PluginStore.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { type LoosePath, loosePermissions } from "./env.ts"
+import { type Published, runningGateway } from "./gatewayPresence.ts"
 import { printJson } from "./output.ts"
 import { StoresWithMemory } from "./layers.ts"
 
@@ -54,6 +56,27 @@ const listening = (host: string, port: number) =>
     socket.once("error", () => settle(false))
     return Effect.sync(() => socket.destroy())
   }).pipe(Effect.timeoutOption(Duration.seconds(2)), Effect.map((o) => Option.getOrElse(o, () => false)))
+
+/**
+ * The HTTP channel of the running gateway, where it published that it listens (which may not be the
+ * configured address: `anna gateway --port`, port 0).
+ */
+const servedCheck = (gateway: Published) =>
+  Effect.gen(function*() {
+    const by = `the running gateway, pid ${gateway.pid}`
+    if (gateway.host === null || gateway.port === null) {
+      return {
+        name: "http",
+        ok: false,
+        detail: `enabled, but ${by} does not serve it now`,
+        fix: "its log says why (e.g. the port is taken): anna channel set http --config port=PORT, or restart the gateway"
+      } satisfies DoctorCheck
+    }
+    const where = `on ${gateway.host}:${gateway.port}`
+    return (yield* listening(gateway.host, gateway.port))
+      ? { name: "http", ok: true, detail: `enabled, OpenAI-compatible API ${where}: listening (served by ${by})` } satisfies DoctorCheck
+      : { name: "http", ok: false, detail: `enabled, OpenAI-compatible API ${where}: ${by} serves it, but nothing answers there`, fix: "see the gateway's log; restart it if it hangs" } satisfies DoctorCheck
+  })
 
 /** A chat platform's credentials and address, asked of the platform (15 s at most). */
 const platformCheck = (id: string, config: Readonly<Record<string, unknown>>) =>
@@ -149,6 +172,11 @@ export const doctorCommand = Command.make("doctor", {
     for (const c of channels) {
       if (c.id !== "http") {
         add("channels", yield* platformCheck(c.id, c.config))
+        continue
+      }
+      const gateway = yield* runningGateway(home)
+      if (Option.isSome(gateway)) {
+        add("channels", yield* servedCheck(gateway.value))
         continue
       }
       const host = typeof c.config.host === "string" ? c.config.host : DEFAULT_HOST

@@ -9,13 +9,17 @@
  * running are aborted cleanly (pending tool calls get an "aborted" result), sandbox containers are
  * removed, and the database is closed — each by its own layer's finalizer.
  *
+ * One gateway per ANNA_HOME: it takes the home's gateway lock before anything else (a second one is
+ * refused in one line naming the first), and publishes where its HTTP channel really listens in
+ * `$ANNA_HOME/gateway.json` for `anna doctor` and `anna admin create` (./gatewayPresence.ts).
+ *
  * Its log lines (INFO by default) go to stderr, as every log line of anna (src/programs/cli.ts).
  * When no model provider or no agent is enabled, the start says so in one WARN line with what to
  * run: the gateway then runs, but nothing can answer.
  */
 import { Cause, Context, Effect, Layer, Option } from "effect"
-import { Command, Flag } from "effect/cli"
-import { Channels } from "../services/Channels.ts"
+import { Command } from "effect/cli"
+import { type ChannelStatus, Channels } from "../services/Channels.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
@@ -23,7 +27,10 @@ import { AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { ToolCatalog } from "../services/ToolCatalog.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
-import { AgentRuntime, GatewayChannels } from "./layers.ts"
+import { VERSION } from "./cli.ts"
+import { host, port } from "./gatewayFlags.ts"
+import { type GatewayPresence, holdGatewayLock } from "./gatewayPresence.ts"
+import { AgentRuntime, AppConfigLive, GatewayChannels } from "./layers.ts"
 import { onboardOnFirstStart } from "./onboard.ts"
 
 export interface GatewayOptions {
@@ -51,7 +58,7 @@ export const setupWarning = (providers: ReadonlyArray<ProviderConfig>, agents: n
   return undefined
 }
 
-export const runGateway = (options: GatewayOptions = {}) =>
+const serve = (options: GatewayOptions, presence: GatewayPresence) =>
   Effect.gen(function*() {
     const file = (yield* AppConfig).databasePath
     const onboarded = yield* onboardOnFirstStart
@@ -72,7 +79,9 @@ export const runGateway = (options: GatewayOptions = {}) =>
     const http: Record<string, unknown> = {}
     if (options.host !== undefined) http.host = options.host
     if (options.port !== undefined) http.port = options.port
-    const channels = Context.get(yield* Layer.build(GatewayChannels({ http })), Channels)
+    const published = (status: ReadonlyArray<ChannelStatus>) =>
+      presence.publish(status.find((c) => c.id === "http" && c.state === "running")?.address)
+    const channels = Context.get(yield* Layer.build(GatewayChannels({ http }, published)), Channels)
     // The notify tool needs the running channels, which need the runtime: it joins the catalog now,
     // for every session runner started from here on (it is offered only while a channel can push).
     const [notify, Notifier] = yield* Effect.promise(() => Promise.all([import("../layers/tools/notify.ts"), import("../layers/channels/Notifier.ts")]))
@@ -103,8 +112,15 @@ export const runGateway = (options: GatewayOptions = {}) =>
     )
   }).pipe(Effect.scoped, Effect.provide(AgentRuntime))
 
-const host = Flag.String("host").pipe(Flag.withDescription("HTTP channel address (default: the channel's setting, 127.0.0.1)"), Flag.optional)
-const port = Flag.Int("port").pipe(Flag.withDescription("HTTP channel port (default: the channel's setting, 8787)"), Flag.optional)
+/**
+ * The gateway: the lock first (before migrations, Docker or a port: a second gateway is refused for
+ * what it is, not for a busy port), released last, after everything else has stopped.
+ */
+export const runGateway = (options: GatewayOptions = {}) =>
+  Effect.gen(function*() {
+    const presence = yield* holdGatewayLock((yield* AppConfig).home, VERSION)
+    return yield* serve(options, presence)
+  }).pipe(Effect.scoped, Effect.provide(AppConfigLive))
 
 export const gatewayCommand = Command.make("gateway", { host, port }, (f) =>
   runGateway({ host: Option.getOrUndefined(f.host), port: Option.getOrUndefined(f.port) })).pipe(

@@ -35,7 +35,7 @@ import type { ChannelLedger } from "../services/ChannelLedger.ts"
 import type { ConfigStore } from "../services/ConfigStore.ts"
 import type { Runtime } from "../services/Runtime.ts"
 import type { Accounts } from "../services/Accounts.ts"
-import { Channels } from "../services/Channels.ts"
+import { type ChannelStatus, Channels } from "../services/Channels.ts"
 import type { AdminServices } from "../layers/admin/routes.ts"
 import { database, layerFromEnv } from "./env.ts"
 
@@ -100,11 +100,15 @@ export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.learning
 
 /**
  * The gateway's channels (ChannelSupervisor over the channel kinds anna can run). A new channel is
- * one more entry in this list. `overrides` win over the stored settings (the gateway's --host/--port).
+ * one more entry in this list. `overrides` win over the stored settings (the gateway's --host/--port);
+ * `onStatus` hears every start, failure and stop (the gateway publishes its HTTP address).
  * The HTTP channel's server also serves the admin API and the web console (one port); Accounts is
  * built once here, so the login rate limit outlives a restart of the channel.
  */
-export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Record<string, unknown>>>>) =>
+export const GatewayChannels = (
+  overrides: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
+  onStatus?: (status: ReadonlyArray<ChannelStatus>) => Effect.Effect<void>
+) =>
   lazy(
     () =>
       Promise.all([
@@ -137,7 +141,8 @@ export const GatewayChannels = (overrides: Readonly<Record<string, Readonly<Reco
               Supervisor.runnable(HttpChannel.definitionWith(AdminRoutes.layer(), { notFound: AdminRoutes.notFound() })),
               ...platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))
             ],
-            overrides
+            overrides,
+            onStatus
           }).pipe(Effect.provideService(Channels, later))
           yield* Deferred.succeed(handle, channels)
           return channels

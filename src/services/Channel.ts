@@ -43,6 +43,8 @@ export class Channel extends Context.Service<Channel, {
   readonly id: string
   /** One line for people: what runs and where (e.g. the address an HTTP channel listens on). */
   readonly description: string
+  /** For a channel that listens (the HTTP channel): the address it is bound to now. */
+  readonly address?: { readonly host: string; readonly port: number } | undefined
   /** Delivers a message; fails with ChannelError when it cannot (never silently). */
   readonly notify: (target: ChannelTarget, message: OutboundMessage) => Effect.Effect<void, ChannelError>
 }>()("anna/Channel") {}

@@ -17,6 +17,8 @@ export interface ChannelStatus {
   readonly state: "starting" | "running" | "failed"
   /** When running: the channel's own description (e.g. where it listens). */
   readonly description?: string | undefined
+  /** When running and it listens: the address it is bound to (the gateway publishes the HTTP channel's). */
+  readonly address?: { readonly host: string; readonly port: number } | undefined
   /** When failed: why. */
   readonly error?: string | undefined
 }

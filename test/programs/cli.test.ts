@@ -102,7 +102,7 @@ describe("anna CLI", () => {
       [
         ["nosuch"],
         "anna: Unknown subcommand \"nosuch\" for \"anna\"",
-        "usage: anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|playbook|diary|doctor>",
+        "usage: anna [--host HOST] [--port N] | anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|playbook|diary|doctor>",
         "run `anna --help` for more"
       ],
       [

@@ -42,6 +42,11 @@ export interface SupervisorOptions<R> {
   readonly channels: ReadonlyArray<RunnableChannel<R>>
   /** Settings that win over the stored ones, per channel id (the gateway's `--host`/`--port` for http). */
   readonly overrides?: Readonly<Record<string, Readonly<Record<string, unknown>>>> | undefined
+  /**
+   * Told every channel's status whenever one starts, fails or stops (the gateway publishes where its
+   * HTTP channel listens); before the start is logged, so a reader of the log sees it done.
+   */
+  readonly onStatus?: ((status: ReadonlyArray<ChannelStatus>) => Effect.Effect<void>) | undefined
 }
 
 interface Running {
@@ -72,6 +77,8 @@ export const make = <R>(options: SupervisorOptions<R>) =>
     const fibers = yield* FiberMap.make<string>()
     const running = new Map<string, Running>()
     const warnedUnknown = new Set<string>()
+    const status = Effect.sync(() => [...running.values()].map((r) => r.status).sort((a, b) => a.id.localeCompare(b.id)))
+    const changed = options.onStatus === undefined ? Effect.void : Effect.flatMap(status, options.onStatus)
 
     /** Starts one channel; the Deferred says when it is up or why it could not start. */
     let starting = true
@@ -84,6 +91,7 @@ export const make = <R>(options: SupervisorOptions<R>) =>
           Effect.gen(function*() {
             entry.status = { id: channel.id, state: "failed", error: reason }
             entry.channel = undefined
+            yield* changed
             // At the gateway's start the failure ends the gateway with this reason; later it is only logged.
             if (!starting) yield* Effect.logError(`channel ${channel.id} is down: ${reason}`)
             yield* Deferred.fail(ready, new ChannelStartFailed({ channel: channel.id, reason }))
@@ -98,7 +106,13 @@ export const make = <R>(options: SupervisorOptions<R>) =>
             Effect.gen(function*() {
               const service = Context.get(built, Channel)
               entry.channel = service
-              entry.status = { id: channel.id, state: "running", description: service.description }
+              entry.status = {
+                id: channel.id,
+                state: "running",
+                description: service.description,
+                ...(service.address === undefined ? {} : { address: service.address })
+              }
+              yield* changed
               yield* Effect.logInfo(`channel ${channel.id}: ${service.description}`)
               yield* Deferred.succeed(ready, undefined)
             })
@@ -121,6 +135,7 @@ export const make = <R>(options: SupervisorOptions<R>) =>
         yield* Effect.logInfo(`channel ${id}: stopping (${why})`)
         yield* FiberMap.remove(fibers, id)
         running.delete(id)
+        yield* changed
       })
 
     /** Brings what runs in line with the configuration; the Deferreds of the channels it started. */
@@ -164,8 +179,6 @@ export const make = <R>(options: SupervisorOptions<R>) =>
       ),
       Effect.forkScoped
     )
-
-    const status = Effect.sync(() => [...running.values()].map((r) => r.status).sort((a, b) => a.id.localeCompare(b.id)))
 
     const notify = Effect.fn("Channels.notify")(function*(channelId: string, target: Parameters<Channel["Service"]["notify"]>[0], message: Parameters<Channel["Service"]["notify"]>[1]) {
       const channel = running.get(channelId)?.channel

@@ -258,6 +258,7 @@ const channelService = (withConsole: boolean) => Layer.effect(Channel, Effect.ge
   return Channel.of({
     id: PLATFORM,
     description: `HTTP channel (OpenAI-compatible) on ${address.url}/v1${withConsole ? `; web console and admin API on ${address.url}/` : ""}`,
+    address: { host: address.host, port: address.port },
     notify: () =>
       Effect.fail(new ChannelError({ channel: PLATFORM, reason: "the HTTP channel cannot push messages (its clients ask and it answers); deliver on a chat platform" }))
   })
