@@ -1,7 +1,8 @@
 /**
  * The anna web console (issue 13): a Preact app served by the gateway at `/`. Hash routing
  * (`#/agents`), so any path the server falls back to index.html for works, and reloads land on the
- * same page. Admins see everything; users see the web chat, their sessions, usage, tokens and profile.
+ * same page. Admins see everything; users see the web chat, their sessions, usage, schedules, the
+ * skills of the agents open to them, tokens and profile.
  */
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
@@ -15,8 +16,11 @@ import { Login } from "./pages/login.tsx"
 import { Plugins } from "./pages/plugins.tsx"
 import { Profile } from "./pages/profile.tsx"
 import { Providers } from "./pages/providers.tsx"
+import { Mcp } from "./pages/mcp.tsx"
+import { Schedules } from "./pages/schedules.tsx"
 import { Sessions } from "./pages/sessions.tsx"
 import { Settings } from "./pages/settings.tsx"
+import { Skills } from "./pages/skills.tsx"
 import { Tokens } from "./pages/tokens.tsx"
 import { Usage } from "./pages/usage.tsx"
 import { Users } from "./pages/users.tsx"
@@ -35,8 +39,11 @@ const PAGES: ReadonlyArray<PageDef> = [
   { id: "chat", label: "Chat", adminOnly: false, view: Chat },
   { id: "sessions", label: "Sessions", adminOnly: false, view: Sessions },
   { id: "usage", label: "Usage", adminOnly: false, view: Usage },
+  { id: "schedules", label: "Schedules", adminOnly: false, view: Schedules },
+  { id: "skills", label: "Skills", adminOnly: false, view: Skills },
   { id: "providers", label: "Providers", adminOnly: true, view: Providers },
   { id: "agents", label: "Agents", adminOnly: true, view: Agents },
+  { id: "mcp", label: "MCP servers", adminOnly: true, view: Mcp },
   { id: "channels", label: "Channels", adminOnly: true, view: Channels },
   { id: "users", label: "Users", adminOnly: true, view: Users },
   { id: "bindings", label: "Bindings", adminOnly: true, view: Bindings },

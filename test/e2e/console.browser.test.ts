@@ -288,7 +288,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await bob.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
     await bob.getByRole("button", { name: "Menu" }).click()
     const links = await bob.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()
-    assert.deepStrictEqual(links, ["Chat", "Sessions", "Usage", "API tokens", "Profile"])
+    assert.deepStrictEqual(links, ["Chat", "Sessions", "Usage", "Schedules", "Skills", "API tokens", "Profile"])
     await bob.getByRole("button", { name: "Menu" }).click()
     assert.strictEqual(await bob.getByLabel("Agent").inputValue(), "helper")
 
@@ -441,7 +441,8 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
 
     // Every admin page loads its data without an error (each saved as test-artifacts/page-*.png).
     for (const [link, heading] of [
-      ["Dashboard", "Dashboard"], ["Sessions", "Sessions"], ["Usage", "Usage"], ["Providers", "Providers"], ["Agents", "Agents"],
+      ["Dashboard", "Dashboard"], ["Sessions", "Sessions"], ["Usage", "Usage"], ["Schedules", "Schedules"], ["Skills", "Skills"],
+      ["Providers", "Providers"], ["Agents", "Agents"], ["MCP servers", "MCP servers"],
       ["Channels", "Channels"], ["Users", "Users"], ["Bindings", "Bindings"], ["Plugins", "Plugins"], ["Settings", "Settings"],
       ["API tokens", "API tokens"], ["Profile", "Profile"]
     ] as const) {
