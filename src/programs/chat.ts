@@ -17,7 +17,7 @@ const DESCRIPTION = [
   "Chat with an agent in the terminal. The reply streams as it is written; tool use and notices show as short lines on stderr.",
   "Slash commands (/help, /new, /compact, /abort, /whoami, /model, /agent) are answered by anna; /exit or Ctrl-D leaves. /agent ID switches this chat (this --session), /agent ID --default your default agent.",
   "Multi-line input: end a line with \\ to continue on the next one, or put \"\"\" on a line of its own to start a block and again to send it.",
-  "Ctrl-C stops a running reply; at an empty prompt it leaves.",
+  "Ctrl-C, or a line /abort, stops a running reply; other lines typed during a reply are queued and sent after it. At an empty prompt Ctrl-C leaves.",
   "The conversation is stored: the next `anna chat` with the same --agent and --session continues it.",
   "Without a terminal, each line of stdin is one message (--json prints one result object per line).",
   "-p sends one message and prints the reply (-p - reads it from stdin), and on stderr which agent answers; exit code 0, 1 when the agent is unavailable, 130 when aborted."

@@ -373,6 +373,28 @@ describe("anna chat on a terminal", () => {
       assert.strictEqual(fake.recorded.aborts, 1)
     }))
 
+  it.effect("/abort typed during a turn stops it at once; lines typed meanwhile are queued, said so, and sent after it (an /abort inside a message is its text)", () =>
+    Effect.gen(function*() {
+      const fake = yield* makeFakeRuntime(script)
+      const t = yield* terminal()
+      const out: Captured = { stdout: "", stderr: "", codes: [] }
+      const loop = yield* start(fake.service, t.source, out)
+      assert.isFalse(yield* Queue.take(t.prompts))
+      t.input.write("hang\n")
+      yield* Deferred.await(fake.started)
+      t.input.write('"""\n/abort\n"""\n')
+      t.input.write("/abort\n")
+      // The prompt comes back once the turn was stopped and the queued message was answered.
+      assert.isFalse(yield* Queue.take(t.prompts))
+      assert.strictEqual(fake.recorded.aborts, 1)
+      assert.deepStrictEqual(fake.recorded.messages, ["hang", "/abort"])
+      assert.include(out.stdout, "thinking\n[queued: sent when this reply ends; /abort stops the reply]\n[stopped]\n")
+      assert.strictEqual(out.stdout.split("[queued: ").length - 1, 1)
+      assert.include(out.stdout, "echo: /abort")
+      t.input.write("\x03")
+      yield* Fiber.join(loop)
+    }))
+
   it.effect("Ctrl-D that closes the terminal while a reply streams: the prompt asked for afterwards is not shown and nothing fails", () =>
     Effect.gen(function*() {
       const t = yield* terminal()

@@ -79,30 +79,49 @@ const EXIT = /^\/(exit|quit)\s*$/i
 /** The runtime's reply to a successful `/agent` switch (src/layers/runtime/commands.ts). */
 const SWITCHED = /^You are now talking to (\S+) in this (?:chat|group)\b/
 
+/** Said when a message typed during a turn waits for it to end. */
+const QUEUED = "queued: sent when this reply ends; /abort stops the reply"
+
+/** `/abort` on a line of its own: typed during a turn, it stops the turn at once. */
+const ABORT = /^\/abort\s*$/i
+
 /**
- * The conversation loop over a line source. While a turn runs, Ctrl-C aborts it (the prompt comes
- * back when the runtime has stopped it) and other input waits its turn. At the prompt, Ctrl-C drops
- * what was typed or pending, and on an empty prompt leaves; end of input sends what is pending and leaves.
+ * The conversation loop over a line source. While a turn runs, input is still read: Ctrl-C or a
+ * line `/abort` aborts the turn at once (the prompt comes back when the runtime has stopped it), and
+ * other lines wait their turn — `queued` says so for each message they complete — and are sent
+ * after it, in order. At the prompt, Ctrl-C drops what was typed or pending, and on an empty prompt
+ * leaves; end of input sends what is pending and leaves.
  */
 export const converse = (
   source: LineSource,
   turn: (message: string) => Effect.Effect<void>,
-  abort: Effect.Effect<unknown>
+  abort: Effect.Effect<unknown>,
+  queued: (message: string) => Effect.Effect<void> = () => Effect.void
 ) =>
   Effect.gen(function*() {
     const backlog: Array<Input> = []
+    /** What the lines waiting in the backlog assemble to (an `/abort` inside a message is text). */
+    const waiting = () =>
+      backlog.reduce((p, i) => (i._tag === "line" ? feedLine(p, i.text).pending : p), nothingPending)
+    /** One input taken while a turn runs. */
+    const during = (i: Input): Effect.Effect<void> => {
+      if (i._tag === "interrupt") return Effect.asVoid(abort)
+      if (i._tag !== "line") {
+        backlog.push(i)
+        return Effect.void
+      }
+      const before = waiting()
+      if (!isPending(before) && ABORT.test(i.text.trim())) return Effect.asVoid(abort)
+      backlog.push(i)
+      const message = feedLine(before, i.text).message
+      return message === undefined || message.trim() === "" ? Effect.void : queued(message)
+    }
     const run = (message: string) =>
       Effect.gen(function*() {
         // An input taken while the turn ends is kept, not lost with the watcher: Ctrl-D typed just as
         // a reply ends must still end the chat.
         const watcher = yield* Effect.uninterruptibleMask((restore) =>
-          restore(Queue.take(source.inputs)).pipe(
-            Effect.flatMap((i) =>
-              i._tag === "interrupt" ? Effect.asVoid(abort) : Effect.sync(() => {
-                backlog.push(i)
-              })
-            )
-          )
+          restore(Queue.take(source.inputs)).pipe(Effect.flatMap(during))
         ).pipe(Effect.forever, Effect.forkChild)
         yield* turn(message).pipe(Effect.ensuring(Fiber.interrupt(watcher)))
       })
@@ -197,6 +216,8 @@ export const chatLoop = (
         ? `anna chat with ${terminalSafe(chat.agentId)}: ${line}\n/help lists commands; """ starts a multi-line block; Ctrl-C stops a reply; /exit or Ctrl-D leaves.\n`
         : `${line}\n`
     )
+    /** The running turn's renderer: a line about the input goes between the turn's lines. */
+    let active: { readonly event: (e: TurnEvent) => Effect.Effect<void> } | undefined
     const send = (message: string) =>
       options.json
         ? consumeTurn(runtime, current, message, () => Effect.void).pipe(
@@ -204,14 +225,23 @@ export const chatLoop = (
         )
         : Effect.suspend(() => {
           const renderer = makeRenderer(w)
-          return consumeTurn(runtime, current, message, renderer.event).pipe(Effect.tap(() => renderer.end))
+          active = renderer
+          return consumeTurn(runtime, current, message, renderer.event).pipe(
+            Effect.tap(() => renderer.end),
+            Effect.ensuring(Effect.sync(() => {
+              active = undefined
+            }))
+          )
         })
     const turn = (message: string) =>
       Effect.gen(function*() {
         const result = yield* send(message)
         if (options.reroute !== undefined && isSlashCommand(message)) current = yield* options.reroute(current, message, result.reply)
       })
-    yield* converse(source, turn, Effect.suspend(() => runtime.abort(current)))
+    // A message typed during a turn is kept for after it; the user is told, not left guessing.
+    const queued = () =>
+      Effect.suspend(() => (active === undefined ? w.err(`[${QUEUED}]\n`) : active.event({ type: "notice", text: QUEUED })))
+    yield* converse(source, turn, Effect.suspend(() => runtime.abort(current)), queued)
   })
 
 const interactive = (
