@@ -172,13 +172,18 @@ describe.skipIf(!dockerReady)("e2e: hostile users, round three — the soft quot
         yield* configureAgent(fake, "a1", { tools: ["bash"], sandboxImage: TEST_IMAGE, sandboxDiskMb: 1, sandboxWorkspace: "shared" })
         yield* (yield* ConfigStore).setSetting("sandbox.disk_bound", "quota")
         fake.respondWith(compliant)
-        // Folders without end: each takes a block of the host's disk, none is a file that ulimit -f could stop.
-        const flood = yield* say("mallory", node(`const fs=require("fs");for(let n=0;;n++){fs.mkdirSync("/workspace/d"+n)}`))
-        assert.include(flood.tool?.output ?? "", "the command was stopped: it took the workspace past its disk quota", flood.reply.slice(0, 400))
+        // 20,000 folders, a hundred every few milliseconds (about 4 s in all): each takes a block of the
+        // host's disk, and none is a file that ulimit -f could stop. It must be stopped long before the end.
+        const flood = (prefix: string) =>
+          node(`const fs=require("fs");const w=new Int32Array(new SharedArrayBuffer(4));for(let n=0;n<20000;n++){fs.mkdirSync("/workspace/${prefix}"+n);if(n%100===0)Atomics.wait(w,0,0,20)}console.log("all made")`)
+        const first = yield* say("mallory", flood("d"))
+        assert.include(first.tool?.output ?? "", "the command was stopped: it took the workspace past its disk quota", first.reply.slice(0, 400))
+        assert.notInclude(first.tool?.output ?? "", "all made")
         assert.isFalse(existsSync(imageOf(join(home, "workspaces", "a1", "shared"))), "no filesystem of its own in quota mode")
         // Over the quota now, the next command that grows anything is stopped too; deleting works.
-        const more = yield* say("mallory", node(`const fs=require("fs");for(let n=0;;n++){fs.mkdirSync("/workspace/e"+n)}`))
-        assert.include(more.tool?.output ?? "", "the command was stopped")
+        const second = yield* say("mallory", flood("e"))
+        assert.include(second.tool?.output ?? "", "the command was stopped")
+        assert.notInclude(second.tool?.output ?? "", "all made")
         const clean = yield* say("mallory", "RUN: rm -rf /workspace/d* /workspace/e* && echo cleaned")
         assert.include(clean.tool?.output ?? "", "cleaned")
       }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
@@ -211,7 +216,7 @@ describe.skipIf(!dockerReady)("e2e: hostile users, round three — live-containe
         const allowed = yield* say("carol", "RUN: echo two", "c2")
         assert.include(allowed.tool?.output ?? "", "two", allowed.reply.slice(0, 300))
         assert.strictEqual(yield* liveContainers("caps"), 2)
-      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
+      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true, runnerIdle: "10 minutes" })))
     })), { timeout: 120_000 })
 
   it.live("lowering sandbox.max_total removes the least recently used idle containers of anyone", () =>
@@ -231,6 +236,6 @@ describe.skipIf(!dockerReady)("e2e: hostile users, round three — live-containe
         const u1 = yield* say("u1", "RUN: echo again")
         assert.isTrue(u1.tool?.isError)
         assert.include(u1.tool?.output ?? "", "already runs 2 sandboxes")
-      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
+      }).pipe(Effect.provide(runtimeStack(home, { sandbox: true, runnerIdle: "10 minutes" })))
     })), { timeout: 120_000 })
 })

@@ -4,7 +4,7 @@
  * an ephemeral port when asked.
  */
 import Docker from "dockerode"
-import { Effect, Layer } from "effect"
+import { type Duration, Effect, Layer } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -33,11 +33,19 @@ export const tempHome = Effect.acquireRelease(
   (dir) => Effect.promise(() => removeTemp(dir))
 )
 
-export const runtimeStack = (home: string, options: { readonly sandbox?: boolean; readonly docker?: Docker } = {}) => {
+export const runtimeStack = (
+  home: string,
+  options: {
+    readonly sandbox?: boolean
+    readonly docker?: Docker
+    /** How long an idle runner (and its container) lives (default 2 s; longer where a test keeps containers across turns). */
+    readonly runnerIdle?: Duration.Input
+  } = {}
+) => {
   const database = Sqlite.layer(join(home, "anna.db"))
   const stores = SqliteRuntimeConfig.layerWithStores(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
-  const base = Compose.agentRuntime({ runnerIdle: "2 seconds", configPoll: "100 millis" }).pipe(
+  const base = Compose.agentRuntime({ runnerIdle: options.runnerIdle ?? "2 seconds", configPoll: "100 millis" }).pipe(
     Layer.provide(options.sandbox === true ? Layer.effect(Sandbox, DockerSandbox.make(options.docker ?? new Docker())) : Layer.empty),
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(memory),
