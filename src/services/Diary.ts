@@ -22,6 +22,8 @@ export interface DiaryFilter {
   readonly status?: DiaryStatus | undefined
   /** Newest first; default 50. */
   readonly limit?: number | undefined
+  /** Entries to skip first, for the pages after the first (default 0). */
+  readonly offset?: number | undefined
 }
 
 /** Something used during a burst: a playbook rule injected into a turn, or a skill the agent used. */

@@ -122,6 +122,8 @@ export const adminStack = (home: string, options: { readonly webRoot?: string | 
       Layer.provide(Layer.mergeAll(SqliteJobStore.layer, SqliteDiary.layer, SqliteSkillStats.layer, SqliteRuleVotes.layer, YamlPlaybook.layer)),
       Layer.provide(AppConfig.at(home))
     )),
+    // The playbook and diary groups' stores (the gateway's come with its runtime; the same layers, so shared with the removal).
+    Layer.provideMerge(Layer.merge(SqliteDiary.layer, YamlPlaybook.layer).pipe(Layer.provide(AppConfig.at(home)))),
     // The skills and MCP groups' services as the gateway has them (its Skills and SkillStats come with
     // the learning runtime; the bare runtime here has no AppConfig, so no skills of its own).
     Layer.provideMerge(Layer.merge(

@@ -24,6 +24,8 @@ import { UsageGroup } from "./groups/usage.ts"
 import { ScheduleGroup } from "./groups/schedule.ts"
 import { SkillsGroup } from "./groups/skills.ts"
 import { McpGroup } from "./groups/mcp.ts"
+import { PlaybookGroup } from "./groups/playbook.ts"
+import { DiaryGroup } from "./groups/diary.ts"
 
 /** Where the API is served. */
 export const API_PREFIX = "/api"
@@ -46,6 +48,8 @@ export class AdminApi extends HttpApi.make("anna-admin")
   .add(ScheduleGroup)
   .add(SkillsGroup)
   .add(McpGroup)
+  .add(PlaybookGroup)
+  .add(DiaryGroup)
   // Last: it applies to every endpoint added before it.
   .middleware(SchemaErrors)
   .prefix(API_PREFIX)

@@ -14,7 +14,7 @@ const isApiFailure = (e: unknown): e is ApiFailure =>
   e instanceof BadRequest || e instanceof NotFound || e instanceof Conflict || e instanceof ServerError ||
   e instanceof Forbidden || e instanceof Unauthorized || e instanceof TooManyRequests
 
-const NOT_FOUND = new Set(["AgentNotFound", "ProviderNotFound", "PluginNotFound", "PriceNotFound", "NotFound", "JobNotFound", "SkillNotFound", "McpServerNotFound"])
+const NOT_FOUND = new Set(["AgentNotFound", "ProviderNotFound", "PluginNotFound", "PriceNotFound", "NotFound", "JobNotFound", "SkillNotFound", "McpServerNotFound", "RuleNotFound", "DiaryEntryNotFound"])
 const CONFLICT = new Set(["ProviderExists", "ProviderInUse", "Conflict", "RemovalUnfinished", "SkillExists", "McpServerExists"])
 
 /** One failure as the API answers it. */

@@ -23,6 +23,8 @@ import * as UsageApi from "./UsageApi.ts"
 import * as ScheduleHandlers from "./scheduleHandlers.ts"
 import * as SkillHandlers from "./skillHandlers.ts"
 import * as McpHandlers from "./mcpHandlers.ts"
+import * as PlaybookHandlers from "./playbookHandlers.ts"
+import * as DiaryHandlers from "./diaryHandlers.ts"
 import * as WebConsole from "./WebConsole.ts"
 
 /** Every group's handlers. */
@@ -41,7 +43,9 @@ const handlers = Layer.mergeAll(
   ChatApi.layer,
   ScheduleHandlers.layer,
   SkillHandlers.layer,
-  McpHandlers.layer
+  McpHandlers.layer,
+  PlaybookHandlers.layer,
+  DiaryHandlers.layer
 )
 
 /** The admin API alone. */

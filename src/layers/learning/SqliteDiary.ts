@@ -121,13 +121,14 @@ export const make = Effect.gen(function*() {
     const tag = filter.tag === undefined ? null : filter.tag.trim()
     const status = filter.status ?? null
     const limit = Math.max(0, Math.floor(filter.limit ?? DEFAULT_LIST_LIMIT))
+    const offset = Math.max(0, Math.floor(filter.offset ?? 0))
     const rows = yield* sql`SELECT * FROM diary_entries
       WHERE (${session} IS NULL OR session_key = ${session})
         AND (${agent} IS NULL OR agent_id = ${agent})
         AND (${user} IS NULL OR user_id = ${user})
         AND (${status} IS NULL OR status = ${status})
         AND (${tag} IS NULL OR EXISTS (SELECT 1 FROM json_each(diary_entries.tags) WHERE lower(json_each.value) = lower(${tag})))
-      ORDER BY created_at DESC, to_seq DESC, id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeEntries), fail("list diary entries"))
+      ORDER BY created_at DESC, to_seq DESC, id DESC LIMIT ${limit} OFFSET ${offset}`.pipe(Effect.flatMap(decodeEntries), fail("list diary entries"))
     return rows.map(toEntry)
   })
 

@@ -16,6 +16,8 @@ import { Compactor } from "../../../src/services/Compactor.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
+import { Diary } from "../../../src/services/Diary.ts"
+import { Playbook } from "../../../src/services/Playbook.ts"
 import { type AdminHarness, ADMIN, Harness, harnessLayer, USER } from "../../support/adminHarness.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { type FakeWechat, startFakeWechat } from "../../support/fakeWechat/server.ts"
@@ -53,7 +55,7 @@ interface Row {
   /** `user`: a user may call it (their own data); `admin`: admins only. */
   readonly access: "admin" | "user"
   /** Runs with the stack's services before the call (user and admin callers). */
-  readonly prepare?: (c: Ctx) => Effect.Effect<void, unknown, AgentStore | ConfigStore | ProviderStore | Accounts | MemoryStore | Compactor>
+  readonly prepare?: (c: Ctx) => Effect.Effect<void, unknown, AgentStore | ConfigStore | ProviderStore | Accounts | MemoryStore | Compactor | Playbook | Diary>
   /** The success status (default 200). */
   readonly ok?: number
 }
@@ -132,6 +134,30 @@ afterAll(() => rmSync(dirname(skillSource), { recursive: true, force: true }))
 /** An MCP server of the default agent, added through the API as the admin (already there is fine). */
 const ensureMcpServer = (c: Ctx, name: string) =>
   Effect.promise(() => adminCall(c, "POST", "/api/mcp-servers/default", { name, command: ["node", "/workspace/mx.mjs"] }).then((r) => r.text()))
+
+/**
+ * A rule in agent mx's playbook (`user`: scoped to them), its id in `vars.rule`; `failing`: with
+ * three failures from the operator, so it has an inversion proposal.
+ */
+const ensureRule = (c: Ctx, user: string | undefined, failing = false) =>
+  Effect.gen(function*() {
+    yield* Effect.all([ensureProvider("mx"), ensureAgent("mx")])
+    const playbook = yield* Playbook
+    const { rule } = yield* playbook.propose({ agentId: "mx", user, text: `matrix rule of ${c.self} (${user ?? "all"}, ${failing})`, tags: ["mx"], sourceEntries: [], antiPattern: false })
+    if (failing) for (let i = 0; i < 3; i++) yield* playbook.feedback("mx", [rule.id], "failure", "operator")
+    c.vars.rule = rule.id
+  })
+
+/** A diary entry of the caller's own, its id in `vars.entry`. */
+const ensureEntry = (c: Ctx) =>
+  Effect.gen(function*() {
+    c.vars.entry = `diary_mx_${c.self}`
+    yield* Effect.ignore((yield* Diary).add({
+      id: c.vars.entry, sessionKey: `mx:web:${c.self}:matrix`, agentId: "mx", userId: c.self, fromSeq: 1, toSeq: 2,
+      accomplishments: ["matrix"], decisions: [], challenges: [], keyLearnings: [], tags: ["mx"], status: "success",
+      qualityScore: 0.5, createdAt: 1, source: "heuristic", trigger: "demand"
+    }))
+  })
 
 const ROWS: ReadonlyArray<Row> = [
   // auth (login is public: see below)
@@ -333,7 +359,19 @@ const ROWS: ReadonlyArray<Row> = [
     prepare: (c) => Effect.promise(() => adminCall(c, "DELETE", "/api/mcp-servers/default/mx-new").then((r) => r.text()))
   },
   { op: "DELETE /api/mcp-servers/{agent}/{name}", method: "DELETE", path: "/api/mcp-servers/default/mx-del", access: "admin", ok: 204, prepare: (c) => ensureMcpServer(c, "mx-del") },
-  { op: "POST /api/mcp-servers/{agent}/{name}/test", method: "POST", path: "/api/mcp-servers/default/mx-test/test", access: "admin", prepare: (c) => ensureMcpServer(c, "mx-test") }
+  { op: "POST /api/mcp-servers/{agent}/{name}/test", method: "POST", path: "/api/mcp-servers/default/mx-test/test", access: "admin", prepare: (c) => ensureMcpServer(c, "mx-test") },
+  // playbook (a user: their own rules and those given to them; the rest is the operator's; see playbookApi.test.ts)
+  { op: "GET /api/playbook/rules", method: "GET", path: "/api/playbook/rules", access: "user" },
+  { op: "GET /api/playbook/rules/{id}", method: "GET", path: (c) => `/api/playbook/rules/${c.vars.rule}?agent=mx`, access: "user", prepare: (c) => ensureRule(c, c.self) },
+  { op: "DELETE /api/playbook/rules/{id}", method: "DELETE", path: (c) => `/api/playbook/rules/${c.vars.rule}?agent=mx`, access: "user", prepare: (c) => ensureRule(c, c.self) },
+  { op: "POST /api/playbook/rules/{id}/feedback", method: "POST", path: (c) => `/api/playbook/rules/${c.vars.rule}/feedback`, access: "admin", body: { agent: "mx", outcome: "good" }, prepare: (c) => ensureRule(c, undefined) },
+  { op: "POST /api/playbook/rules/{id}/promote", method: "POST", path: (c) => `/api/playbook/rules/${c.vars.rule}/promote`, access: "admin", body: { agent: "mx" }, prepare: (c) => ensureRule(c, "mx-u") },
+  { op: "GET /api/playbook/review", method: "GET", path: "/api/playbook/review?agent=mx", access: "admin", prepare: () => Effect.all([ensureProvider("mx"), ensureAgent("mx")]) },
+  { op: "POST /api/playbook/apply", method: "POST", path: "/api/playbook/apply", access: "admin", body: (c: Ctx) => ({ agent: "mx", ids: [c.vars.rule] }), prepare: (c) => ensureRule(c, undefined, true) },
+  { op: "POST /api/playbook/sweep", method: "POST", path: "/api/playbook/sweep", access: "admin", body: {} },
+  // diary (a user: their own entries)
+  { op: "GET /api/diary", method: "GET", path: "/api/diary?limit=5", access: "user" },
+  { op: "GET /api/diary/{id}", method: "GET", path: (c) => `/api/diary/${c.vars.entry}`, access: "user", prepare: (c) => ensureEntry(c) }
 ]
 
 const expected = (row: Row, caller: Caller): number =>
@@ -370,6 +408,24 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
         }
       }
       assert.deepStrictEqual(failures, [])
+    }))
+
+  it.effect("a user reaching another user's playbook rule or diary entry: 404 as for none, 403 naming them", () =>
+    Effect.gen(function*() {
+      const h = yield* Harness
+      // The admin's own rule and entry, which the user is not given.
+      const theirs: Ctx = { h, caller: "admin", self: ADMIN.user, vars: {} }
+      yield* Effect.all([ensureRule(theirs, ADMIN.user), ensureEntry(theirs)]).pipe(Effect.provide(h.services), Effect.orDie)
+      const status = (method: string, path: string) =>
+        Effect.promise(() => h.fetch(path, { method, headers: h.headersOf({ bearer: h.userToken }) }).then((r) => r.status))
+      const got = {
+        showRule: yield* status("GET", `/api/playbook/rules/${theirs.vars.rule}?agent=mx`),
+        removeRule: yield* status("DELETE", `/api/playbook/rules/${theirs.vars.rule}?agent=mx`),
+        listRules: yield* status("GET", `/api/playbook/rules?user=${ADMIN.user}`),
+        showEntry: yield* status("GET", `/api/diary/${theirs.vars.entry}`),
+        listEntries: yield* status("GET", `/api/diary?user=${ADMIN.user}`)
+      }
+      assert.deepStrictEqual(got, { showRule: 404, removeRule: 404, listRules: 403, showEntry: 404, listEntries: 403 })
     }))
 
   it.effect("every endpoint of the declaration has a row (login is the public one)", () =>
