@@ -1,6 +1,8 @@
 import { Effect, Stream } from "effect"
 import { useEffect, useRef, useState } from "preact/hooks"
+import { type ChatImage, estimatedMessageBytes, MAX_CHAT_IMAGES, MAX_CHAT_MESSAGE_BYTES, mib, showableImage } from "../../src/domain/admin/chatImages.ts"
 import type { ChatEvent } from "../../src/domain/admin/groups/chat.ts"
+import { IMAGE_MEDIA_TYPES, sniffImage } from "../../src/domain/channels/images.ts"
 import type { Message } from "../../src/domain/message.ts"
 import { call } from "../api.ts"
 import { Markdown } from "../Markdown.tsx"
@@ -11,8 +13,20 @@ interface Line {
   readonly id: number
   readonly kind: "user" | "assistant" | "notice" | "status" | "error"
   readonly text: string
+  /** A user's images, as data: URLs of the types the gateway checked. */
+  readonly images?: ReadonlyArray<string>
   readonly streaming?: boolean
 }
+
+/** An image chosen or pasted, waiting to be sent. */
+interface Attachment extends ChatImage {
+  readonly id: number
+  readonly name: string
+}
+
+const dataUrl = (i: ChatImage) => `data:${i.mediaType};base64,${i.data}`
+/** About how much image one message may carry (base64 takes a third more than the bytes). */
+const IMAGE_ROOM = `${mib((MAX_CHAT_MESSAGE_BYTES * 3) / 4)} MiB`
 
 const COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ["/new", "start a fresh conversation (the old one stays in memory)"],
@@ -25,6 +39,26 @@ const COMMANDS: ReadonlyArray<readonly [string, string]> = [
 
 /** Plain text of a stored message (tool blocks left out, as the chat shows them). */
 const textOf = (m: Message) => (typeof m.content === "string" ? m.content : m.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("\n"))
+/** A stored message's images the chat can show (base64 of a checked type; a URL is never fetched). */
+const imagesOf = (m: Message) =>
+  typeof m.content === "string"
+    ? []
+    : m.content.flatMap((b) =>
+      b.type === "image" && b.source.type === "base64" && showableImage(b.source.media_type, b.source.data)
+        ? [dataUrl({ mediaType: b.source.media_type, data: b.source.data })]
+        : []
+    )
+
+/** A file's bytes as base64 (read by the browser, off the main thread). */
+const base64Of = (file: Blob) =>
+  new Promise<string>((resolve, reject) => {
+    const reader = new FileReader()
+    reader.onload = () => resolve(String(reader.result).replace(/^data:[^,]*,/, ""))
+    reader.onerror = () => reject(reader.error ?? new Error("the file could not be read"))
+    reader.readAsDataURL(file)
+  })
+
+let attachmentIds = 0
 
 let lineIds = 0
 
@@ -38,6 +72,14 @@ export const Chat = () => {
   const [agent, setAgent] = useState<string | undefined>(undefined)
   const [lines, setLines] = useState<ReadonlyArray<Line>>([])
   const [draft, setDraft] = useState("")
+  const [attached, setAttachedState] = useState<ReadonlyArray<Attachment>>([])
+  // The list as it is now, for additions that finish while others are being read (a paste during a pick).
+  const attachedNow = useRef<ReadonlyArray<Attachment>>([])
+  const setAttached = (next: ReadonlyArray<Attachment>) => {
+    attachedNow.current = next
+    setAttachedState(next)
+  }
+  const [attachError, setAttachError] = useState<string | undefined>(undefined)
   const [busy, setBusy] = useState(false)
   const [sessionKey, setSessionKey] = useState<string | undefined>(undefined)
   const [error, setError] = useState<ReturnType<typeof asError> | undefined>(undefined)
@@ -68,8 +110,8 @@ export const Chat = () => {
         setLines(
           page.messages
             .filter((m) => m.role !== "tool_result")
-            .map((m) => ({ id: ++lineIds, kind: m.role === "user" ? "user" : "assistant", text: textOf(m.message) }) as Line)
-            .filter((l) => l.text.trim() !== "")
+            .map((m) => ({ id: ++lineIds, kind: m.role === "user" ? "user" : "assistant", text: textOf(m.message), images: imagesOf(m.message) }) as Line)
+            .filter((l) => l.text.trim() !== "" || (l.images ?? []).length > 0)
         )
       } catch {
         // No history to show: the chat starts empty.
@@ -106,19 +148,66 @@ export const Chat = () => {
     }
   }
 
+  /**
+   * Checks and adds images (chosen or pasted): PNG, JPEG, GIF or WebP by their bytes, at most
+   * MAX_CHAT_IMAGES, and no more than a message may carry — what the gateway checks again.
+   */
+  const addImages = async (files: ReadonlyArray<File>) => {
+    setAttachError(undefined)
+    const problems: Array<string> = []
+    for (const file of files) {
+      const name = file.name !== "" ? file.name : "pasted from the clipboard"
+      // Measured before reading: a huge file is refused without being loaded.
+      if ((file.size * 4) / 3 > MAX_CHAT_MESSAGE_BYTES) {
+        problems.push(`${name} is too large (the images of one message may take about ${IMAGE_ROOM})`)
+        continue
+      }
+      const mediaType = sniffImage(new Uint8Array(await file.slice(0, 16).arrayBuffer()))
+      if (mediaType === undefined) {
+        problems.push(`${name} is not a PNG, JPEG, GIF or WebP image`)
+        continue
+      }
+      const image = { mediaType, data: await base64Of(file) }
+      // Checked against the list as it is now, and added in the same step.
+      const now = attachedNow.current
+      if (now.length >= MAX_CHAT_IMAGES) {
+        problems.push(`at most ${MAX_CHAT_IMAGES} images per message`)
+        break
+      }
+      if (estimatedMessageBytes(draft, [...now, image]) > MAX_CHAT_MESSAGE_BYTES) {
+        problems.push(`${name} does not fit: the images of one message may take about ${IMAGE_ROOM}`)
+        continue
+      }
+      setAttached([...now, { id: ++attachmentIds, name, ...image }])
+    }
+    if (problems.length > 0) setAttachError(`${problems.join("; ")}.`)
+  }
+
+  const onPaste = (e: ClipboardEvent) => {
+    const files = [...(e.clipboardData?.items ?? [])].flatMap((i) => (i.kind === "file" ? [i.getAsFile()] : [])).filter((f): f is File => f !== null)
+    if (files.length === 0) return
+    // Only a paste of pictures alone is taken over: pasted text still goes into the message.
+    if ((e.clipboardData?.getData("text/plain") ?? "") === "") e.preventDefault()
+    void addImages(files)
+  }
+
   const send = async (text: string) => {
-    if (agent === undefined || text.trim() === "" || busy) return
+    if (agent === undefined || (text.trim() === "" && attached.length === 0) || busy) return
     setError(undefined)
+    setAttachError(undefined)
     setDraft("")
+    const images = attached
+    setAttached([])
     const answerId = ++lineIds
-    setLines((ls) => [...ls, { id: ++lineIds, kind: "user", text }, { id: answerId, kind: "assistant", text: "", streaming: true }])
+    const urls = images.map(dataUrl)
+    setLines((ls) => [...ls, { id: ++lineIds, kind: "user", text, images: urls }, { id: answerId, kind: "assistant", text: "", streaming: true }])
     setBusy(true)
     const controller = new AbortController()
     abort.current = controller
     try {
       await call(
         (c) =>
-          c.chat.send({ payload: { agent, message: text } }).pipe(
+          c.chat.send({ payload: { agent, message: text, ...(urls.length > 0 ? { images: urls } : {}) } }).pipe(
             Effect.flatMap((events) => Stream.runForEach(events, (ev) => Effect.sync(() => onEvent(answerId)(ev))))
           ),
         controller.signal
@@ -126,6 +215,8 @@ export const Chat = () => {
     } catch (e) {
       const err = asError(e)
       if (err.code !== "aborted") setError(err)
+      // Refused before it was taken: the images are given back, to remove some and send again.
+      if (err.code !== "aborted" && images.length > 0 && attachedNow.current.length === 0) setAttached(images)
     } finally {
       setLines((ls) => ls.map((l) => (l.id === answerId ? { ...l, streaming: false } : l)).filter((l) => l.id !== answerId || l.text !== ""))
       setBusy(false)
@@ -176,6 +267,11 @@ export const Chat = () => {
                 {lines.map((l) => (
                   <div key={l.id} class={`bubble ${l.kind}${l.streaming === true ? " streaming" : ""}`} data-role={l.kind}>
                     <span class="sr-only">{l.kind === "user" ? "You: " : l.kind === "assistant" ? "Agent: " : `${l.kind}: `}</span>
+                    {(l.images ?? []).length > 0 && (
+                      <div class="chat-images">
+                        {(l.images ?? []).map((src, i, all) => <img key={i} src={src} alt={`attachment ${i + 1} of ${all.length}`} />)}
+                      </div>
+                    )}
                     {l.text === "" && l.streaming === true ? (
                       <span class="typing">…<span class="sr-only">answering</span></span>
                     ) : l.kind === "assistant" ? (
@@ -204,14 +300,46 @@ export const Chat = () => {
                   value={draft}
                   onInput={(e) => setDraft(e.currentTarget.value)}
                   onKeyDown={onKeyDown}
+                  onPaste={onPaste}
                   aria-describedby={suggestions.length > 0 ? "chat-commands" : undefined}
                 />
+                <input
+                  id="chat-images"
+                  class="sr-only"
+                  type="file"
+                  accept={IMAGE_MEDIA_TYPES.join(",")}
+                  multiple
+                  disabled={busy}
+                  onChange={(e) => {
+                    const input = e.currentTarget
+                    const files = [...(input.files ?? [])]
+                    // Emptied, so the same file can be chosen again after it was removed.
+                    input.value = ""
+                    void addImages(files)
+                  }}
+                />
+                <label for="chat-images" class="button" title={`PNG, JPEG, GIF or WebP, up to ${MAX_CHAT_IMAGES}, about ${IMAGE_ROOM} in all; or paste them`}>
+                  Attach images
+                </label>
                 {busy ? (
                   <button type="button" class="danger" onClick={() => void stop()}>Stop</button>
                 ) : (
-                  <button type="submit" class="primary" disabled={draft.trim() === ""}>Send</button>
+                  <button type="submit" class="primary" disabled={draft.trim() === "" && attached.length === 0}>Send</button>
                 )}
               </form>
+              {attachError !== undefined && <p class="notice error" role="alert">{attachError}</p>}
+              {attached.length > 0 && (
+                <ul class="chat-attachments" aria-label="Images to send">
+                  {attached.map((a) => (
+                    <li key={a.id}>
+                      <img src={dataUrl(a)} alt={a.name} />
+                      <button type="button" class="small" onClick={() => setAttached(attachedNow.current.filter((x) => x.id !== a.id))} aria-label={`Remove image ${a.name}`}>
+                        Remove
+                      </button>
+                    </li>
+                  ))}
+                </ul>
+              )}
               {suggestions.length > 0 && (
                 <ul id="chat-commands" class="commands" aria-label="Commands">
                   {suggestions.map(([c, what]) => (

@@ -81,6 +81,16 @@ export class Conflict extends Schema.Error<Conflict>("Conflict")({ error: ErrorD
   }
 }
 
+/** 413: the request, or the message it carries, is larger than anna takes (the message says the limit). */
+export class TooLarge extends Schema.Error<TooLarge>("TooLarge")({ error: ErrorDetail }, { httpApiStatus: 413 }) {
+  override get message() {
+    return this.error.message
+  }
+  static of(message: string, code = "too_large") {
+    return new TooLarge(detail(code, message))
+  }
+}
+
 /** 429: too many failed logins; the response carries `Retry-After` (seconds). */
 export class TooManyRequests extends Schema.Error<TooManyRequests>("TooManyRequests")({
   error: ErrorDetail,

@@ -51,7 +51,7 @@ const handlers = Layer.mergeAll(
 /** The admin API alone. */
 export const api = HttpApiBuilder.layer(AdminApi, { openapiPath: OPENAPI_PATH }).pipe(
   Layer.provide(handlers),
-  Layer.provide(Layer.merge(AdminAuth.layer, AdminAuth.schemaErrorsLayer)),
+  Layer.provide(Layer.mergeAll(AdminAuth.layer, AdminAuth.schemaErrorsLayer, ChatApi.bodyLimitLayer)),
   Layer.provide(NodeHttpServer.layerHttpServices)
 )
 

@@ -11,10 +11,16 @@
  * should read), `status` (what anna did, e.g. compaction ran), then `done` — or `error` when the turn
  * could not be answered (then `done` follows with stopReason `unavailable`). A closed connection does
  * not stop the turn (it finishes and is stored); `/abort` or `POST /api/sessions/{key}/abort` does.
+ *
+ * Images come as `data:` URLs in `images` (../chatImages.ts: PNG, JPEG, GIF or WebP by their bytes,
+ * at most MAX_CHAT_IMAGES; 400 `invalid_image` otherwise) and reach the model as image blocks beside
+ * the text, as every channel's do. A body over MAX_CHAT_BODY_BYTES, or a message larger than memory
+ * keeps, is a 413 (`ChatBodyLimit`), as on the HTTP channel.
  */
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { AdminAuth, CommonErrors, Forbidden, UserAllowed } from "../security.ts"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema } from "effect/http-api"
+import { MAX_CHAT_IMAGES } from "../chatImages.ts"
+import { AdminAuth, CommonErrors, Forbidden, TooLarge, UserAllowed } from "../security.ts"
 
 /** The web chat's platform name in chat targets and session keys. */
 export const WEB_PLATFORM = "web"
@@ -25,7 +31,10 @@ export const ChatRequest = Schema.Struct({
   agent: Schema.String,
   /** The chat's name (default "default"); /new moves it to a fresh context as on any channel. */
   session: Schema.optional(Schema.String),
-  message: Schema.String.check(Schema.isNonEmpty())
+  /** May be empty when images come with it. */
+  message: Schema.String,
+  /** Images as `data:image/…;base64,…` URLs. */
+  images: Schema.optional(Schema.Array(Schema.String).check(Schema.isMaxLength(MAX_CHAT_IMAGES)))
 })
 
 const Usage = Schema.Struct({
@@ -59,16 +68,20 @@ export const ChatAgent = Schema.Struct({
   isDefault: Schema.Boolean
 })
 
+/** Caps the chat's request bodies at MAX_CHAT_BODY_BYTES (413 beyond), before they are read whole. */
+export class ChatBodyLimit extends HttpApiMiddleware.Service<ChatBodyLimit>()("anna/admin/ChatBodyLimit", { error: TooLarge }) {}
+
 export class ChatGroup extends HttpApiGroup.make("chat")
   .add(
     HttpApiEndpoint.post("send", "/", {
       payload: ChatRequest,
       success: HttpApiSchema.StreamSse({ data: ChatEvent }),
-      error: [...CommonErrors, Forbidden]
+      error: [...CommonErrors, Forbidden, TooLarge]
     }),
     HttpApiEndpoint.get("agents", "/agents", { success: Schema.Array(ChatAgent), error: CommonErrors })
   )
   .annotate(UserAllowed, true)
+  .middleware(ChatBodyLimit)
   .middleware(AdminAuth)
   .prefix("/chat")
 {}

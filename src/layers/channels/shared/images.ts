@@ -8,24 +8,16 @@
 import type { Effect } from "effect"
 import type { ContentBlock, ImageBlock } from "../../../domain/message.ts"
 import type { UserMessage } from "../../../domain/runtime/types.ts"
+import { sniffImage } from "../../../domain/channels/images.ts"
 import { kindOfStatus, networkError, PlatformCallError, platformCall } from "./calls.ts"
+
+// Where the sniffing lives now (the web console uses it too); the channels import it from here.
+export { sniffImage }
 
 /** The largest image passed to the model (the providers refuse larger ones anyway). */
 export const MAX_IMAGE_BYTES = 10 * 1024 * 1024
 /** How long one download may take. */
 export const IMAGE_TIMEOUT_MS = 30_000
-
-/** The image type of these bytes, from their signature, or undefined. */
-export const sniffImage = (b: Uint8Array): string | undefined => {
-  const at = (i: number) => b[i] ?? -1
-  if (at(0) === 0x89 && at(1) === 0x50 && at(2) === 0x4e && at(3) === 0x47) return "image/png"
-  if (at(0) === 0xff && at(1) === 0xd8 && at(2) === 0xff) return "image/jpeg"
-  if (at(0) === 0x47 && at(1) === 0x49 && at(2) === 0x46 && at(3) === 0x38) return "image/gif"
-  if (at(0) === 0x52 && at(1) === 0x49 && at(2) === 0x46 && at(3) === 0x46 && at(8) === 0x57 && at(9) === 0x45 && at(10) === 0x42 && at(11) === 0x50) {
-    return "image/webp"
-  }
-  return undefined
-}
 
 /** These bytes as an image block, or why not. */
 export const imageBlock = (bytes: Uint8Array): ImageBlock | string => {
