@@ -12,7 +12,9 @@ import { Bindings } from "./pages/bindings.tsx"
 import { Channels } from "./pages/channels.tsx"
 import { Chat } from "./pages/chat.tsx"
 import { Dashboard } from "./pages/dashboard.tsx"
+import { Diary } from "./pages/diary.tsx"
 import { Login } from "./pages/login.tsx"
+import { Playbook } from "./pages/playbook.tsx"
 import { Plugins } from "./pages/plugins.tsx"
 import { Profile } from "./pages/profile.tsx"
 import { Providers } from "./pages/providers.tsx"
@@ -30,6 +32,8 @@ import { Loading } from "./ui.tsx"
 interface PageDef {
   readonly id: string
   readonly label: string
+  /** What a `user` sees it called, when it is their own view ("My rules"). */
+  readonly userLabel?: string
   readonly adminOnly: boolean
   readonly view: (props: { readonly args: ReadonlyArray<string> }) => preact.JSX.Element
 }
@@ -39,6 +43,8 @@ const PAGES: ReadonlyArray<PageDef> = [
   { id: "chat", label: "Chat", adminOnly: false, view: Chat },
   { id: "sessions", label: "Sessions", adminOnly: false, view: Sessions },
   { id: "usage", label: "Usage", adminOnly: false, view: Usage },
+  { id: "playbook", label: "Playbook", userLabel: "My rules", adminOnly: false, view: Playbook },
+  { id: "diary", label: "Diary", userLabel: "My diary", adminOnly: false, view: Diary },
   { id: "schedules", label: "Schedules", adminOnly: false, view: Schedules },
   { id: "skills", label: "Skills", adminOnly: false, view: Skills },
   { id: "providers", label: "Providers", adminOnly: true, view: Providers },
@@ -95,7 +101,7 @@ const Shell = () => {
         <ul>
           {pages.map((p) => (
             <li key={p.id}>
-              <a href={href(p.id)} aria-current={p.id === first ? "page" : undefined}>{p.label}</a>
+              <a href={href(p.id)} aria-current={p.id === first ? "page" : undefined}>{admin ? p.label : (p.userLabel ?? p.label)}</a>
             </li>
           ))}
         </ul>

@@ -14,7 +14,7 @@ import { createServer } from "node:net"
 import { resolve } from "node:path"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
-import { anna, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
+import { anna, annaJson, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
 import { artifact, browserRequired, browserUnavailable, launchChromium } from "../support/browser.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { startFakeWechat } from "../support/fakeWechat/server.ts"
@@ -26,6 +26,10 @@ const BOB_PASSWORD = "bob-password-22"
 const PROVIDER_KEY = "sk-browser-test-secret-9f3a71"
 /** The key the operator rotates to: the model calls that follow carry it. */
 const ROTATED_KEY = "sk-browser-rotated-key-44c0d2"
+const CAROL_PASSWORD = "carol-password-333"
+/** A 1×1 PNG and a 1×1 GIF. */
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+const GIF = "R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"
 
 const unavailable = browserUnavailable()
 const runIt = unavailable === undefined || browserRequired()
@@ -46,9 +50,9 @@ const freePort = () =>
     })
   })
 
-/** `anna admin create NAME --role admin --password-stdin`, the password written to its stdin. */
-const createAdmin = async (home: string, name: string, password: string) => {
-  const child = spawn(process.execPath, [MAIN, "admin", "create", name, "--role", "admin", "--password-stdin"], {
+/** `anna admin create NAME --role ROLE --password-stdin`, the password written to its stdin. */
+const createAdmin = async (home: string, name: string, password: string, role: "admin" | "user" = "admin") => {
+  const child = spawn(process.execPath, [MAIN, "admin", "create", name, "--role", role, "--password-stdin"], {
     env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn", ...NO_DOCKER },
     stdio: ["pipe", "pipe", "pipe"]
   })
@@ -139,6 +143,9 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
 
   it("an admin logs WeChat in by its QR code on the channels page", () => wechatQrLogin().catch(onFailure), 240_000)
 
+  it("a user sends images in the web chat and keeps their rules and diary; the operator reviews, applies and sweeps the playbook", () =>
+    learning().catch(onFailure), 360_000)
+
   const wechatQrLogin = async () => {
     const wx = await startFakeWechat({ qrHoldMs: 300, token: "wx-bot-token-secret-4242" })
     try {
@@ -190,6 +197,177 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     } finally {
       await wx.close()
     }
+  }
+
+  /**
+   * Carol (a user) on agent seer: images attached, removed, refused and pasted in the web chat and sent
+   * to the model; reflection then writes her diary entry and a rule of hers, with hostile markup in
+   * both (shown as text); she removes her rule, never another's. The admin reviews and applies an
+   * inversion proposal, sweeps, gives feedback and promotes, and reads her entry.
+   */
+  const learning = async () => {
+    const cli = async (...args: Array<string>) => {
+      const r = await anna(home, ...args)
+      assert.strictEqual(r.code, 0, `anna ${args.join(" ")}: ${r.stdout}${r.stderr}`)
+      return r.stdout
+    }
+    await cli("provider", "add", "pbfake", "--type", "openai", "--base-url", suite.fake.openAiUrl, "--api-key", "sk-pb-key", "--default-model", "fake-large")
+    await cli("agent", "set", "seer", "--model", "pbfake/fake-large", "--tools", "none")
+    await cli("user", "add", "dave")
+    await createAdmin(home, "carol", CAROL_PASSWORD, "user")
+    type Added = { readonly id: string }
+    const addRule = (...args: Array<string>) => annaJson<Added>(home, "playbook", "add", ...args).then((r) => r.id)
+    const shared = await addRule("--text", "Describe images top to bottom", "--tags", "images", "--agent", "seer")
+    const daves = await addRule("--text", "Dave wants every answer in French", "--tags", "language", "--agent", "seer", "--user", "dave")
+    const failing = await addRule("--text", "Guess the colours without looking", "--tags", "images", "--agent", "seer")
+    for (let i = 0; i < 3; i++) await cli("playbook", "feedback", failing, "bad", "--agent", "seer")
+    const globalXss = await addRule("--text", `Global <img src=x onerror="window.__pwned='rule'"> rule`, "--tags", "images")
+
+    // ── Carol's web chat: images chosen, removed, refused, pasted; then sent.
+    const carol = await newPage()
+    await login(carol, "carol", CAROL_PASSWORD)
+    await carol.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
+    const links = await carol.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()
+    assert.includeMembers(links, ["My rules", "My diary"])
+    assert.notInclude(links, "Playbook")
+    await carol.getByLabel("Agent").selectOption("seer")
+    const attach = carol.getByLabel("Attach images")
+    const waiting = carol.getByRole("list", { name: "Images to send" })
+    await attach.setInputFiles({ name: "pixel.png", mimeType: "image/png", buffer: Buffer.from(PNG, "base64") })
+    await waiting.getByRole("img", { name: "pixel.png" }).waitFor()
+    await carol.getByRole("button", { name: "Remove image pixel.png" }).click()
+    await waiting.waitFor({ state: "detached" })
+    // Checked in the browser: a file that only says it is an image, and one too large to send.
+    await attach.setInputFiles({ name: "notes.png", mimeType: "image/png", buffer: Buffer.from("just words, no picture") })
+    await carol.getByRole("alert").filter({ hasText: "notes.png is not a PNG, JPEG, GIF or WebP image" }).waitFor()
+    const huge = Buffer.concat([Buffer.from(PNG, "base64"), Buffer.alloc(7 * 1048576)])
+    await attach.setInputFiles({ name: "huge.png", mimeType: "image/png", buffer: huge })
+    await carol.getByRole("alert").filter({ hasText: "huge.png is too large" }).waitFor()
+    assert.strictEqual(await waiting.count(), 0, "nothing refused is waiting to be sent")
+    await attach.setInputFiles({ name: "pixel.png", mimeType: "image/png", buffer: Buffer.from(PNG, "base64") })
+    await waiting.getByRole("img", { name: "pixel.png" }).waitFor()
+    // A picture pasted into the message box (as the clipboard gives one: a file, no text).
+    await carol.evaluate(`(() => {
+      const bytes = Uint8Array.from(atob(${JSON.stringify(GIF)}), (c) => c.charCodeAt(0))
+      const data = new DataTransfer()
+      data.items.add(new File([bytes], "clip.gif", { type: "image/gif" }))
+      document.getElementById("chat-message").dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }))
+    })()`)
+    await waiting.getByRole("img", { name: "clip.gif" }).waitFor()
+    assert.strictEqual(await waiting.getByRole("img").count(), 2)
+    await carol.screenshot({ path: artifact("webchat-images.png"), fullPage: false })
+    suite.fake.script({ kind: "reply", parts: [{ type: "text", text: "A white pixel and a small GIF." }] })
+    const message = carol.getByLabel("Message")
+    await message.fill("what is in these?")
+    await message.press("Enter")
+    await carol.locator(".bubble.assistant:not(.streaming)").filter({ hasText: "A white pixel and a small GIF." }).waitFor()
+    assert.strictEqual(await carol.locator(".bubble.user").last().getByRole("img").count(), 2)
+    assert.strictEqual(await waiting.count(), 0, "sent, so no longer waiting")
+    const sent = suite.fake.requests.at(-1)?.body as { messages: ReadonlyArray<{ role: string; content: unknown }> }
+    assert.deepStrictEqual(sent.messages.at(-1), {
+      role: "user",
+      content: [
+        { type: "image_url", image_url: { url: `data:image/png;base64,${PNG}` } },
+        { type: "image_url", image_url: { url: `data:image/gif;base64,${GIF}` } },
+        { type: "text", text: "what is in these?" }
+      ]
+    })
+    // Back later: the images are in the conversation, from memory.
+    await carol.reload()
+    await carol.getByLabel("Agent").selectOption("seer")
+    await carol.locator(".bubble.user").filter({ hasText: "what is in these?" }).getByRole("img").nth(1).waitFor()
+
+    // ── Reflection on that burst: her diary entry and a rule of hers, with markup a model might write.
+    suite.fake.script({
+      kind: "reply",
+      parts: [{
+        type: "text",
+        text: JSON.stringify({
+          accomplishments: [`described <img src=x onerror="window.__pwned='diary'"> two images`],
+          decisions: [],
+          challenges: ["<script>window.__pwned='script'</script> nothing hard"],
+          key_learnings: ["carol sends screenshots"],
+          tags: ["images"],
+          status: "success",
+          quality_score: 0.9,
+          rules: [{ text: "<b onmouseover=\"window.__pwned='rule'\">Describe</b> each image in turn", tags: ["images"] }]
+        })
+      }]
+    })
+    const reflected = await annaJson<{ reflected: boolean; entry: { id: string } }>(home, "diary", "reflect", "seer:web:carol:default")
+    assert.isTrue(reflected.reflected)
+
+    await nav(carol, "My diary")
+    await carol.getByRole("heading", { level: 1, name: "My diary" }).waitFor()
+    await carol.getByRole("link", { name: `described <img src=x onerror="window.__pwned='diary'"> two images` }).click()
+    await carol.getByRole("heading", { level: 1, name: "Diary entry" }).waitFor()
+    await carol.getByRole("region", { name: "Challenges" }).getByText("<script>window.__pwned='script'</script> nothing hard").waitFor()
+    await carol.getByRole("region", { name: "Key learnings" }).getByText("carol sends screenshots").waitFor()
+
+    await nav(carol, "My rules")
+    await carol.getByRole("heading", { level: 1, name: "My rules" }).waitFor()
+    const mine = carol.getByRole("row").filter({ hasText: "each image in turn" })
+    await mine.waitFor()
+    assert.include((await mine.textContent()) ?? "", "<b onmouseover=", "her rule's text, as text")
+    assert.include((await mine.textContent()) ?? "", "you")
+    await carol.getByRole("row").filter({ hasText: "Describe images top to bottom" }).waitFor()
+    await carol.locator(`tr[data-rule="${globalXss}"]`).filter({ hasText: `Global <img src=x onerror="window.__pwned='rule'"> rule` }).waitFor()
+    assert.strictEqual(await carol.getByRole("row").filter({ hasText: "Dave wants every answer in French" }).count(), 0, "another user's rule is not hers to see")
+    assert.strictEqual(await carol.getByRole("button", { name: `Remove rule ${shared}` }).count(), 0, "a rule for every user is the operator's")
+    assert.strictEqual(await carol.getByRole("button", { name: `Rule ${shared} helped` }).count(), 0)
+    await mine.getByRole("button", { name: /^Remove rule / }).click()
+    await carol.getByRole("status").filter({ hasText: /^Rule .* removed\.$/ }).waitFor()
+    await mine.waitFor({ state: "detached" })
+    // Nothing anyone wrote ran as markup.
+    assert.isUndefined(await carol.evaluate("window.__pwned"))
+    assert.strictEqual(await carol.locator("main img[src='x'], main b[onmouseover], main script").count(), 0)
+
+    // ── The operator: review and apply the inversion, sweep, feedback, promote; carol's entry.
+    const admin = await newPage()
+    await login(admin, "admin", ADMIN_PASSWORD)
+    await admin.getByRole("heading", { level: 1, name: "Dashboard" }).waitFor()
+    await nav(admin, "Playbook")
+    await admin.getByRole("heading", { level: 1, name: "Playbook" }).waitFor()
+    await admin.getByRole("row").filter({ hasText: `Global <img src=x onerror="window.__pwned='rule'"> rule` }).waitFor()
+    await admin.getByRole("combobox", { name: "Playbook" }).selectOption("seer")
+    await admin.getByRole("button", { name: "Filter" }).click()
+    await admin.getByRole("row").filter({ hasText: "Dave wants every answer in French" }).waitFor()
+    const proposals = admin.getByRole("region", { name: "Inversion proposals" })
+    await proposals.getByLabel(`Invert ${failing} (3 failures, 0 successes)`).check()
+    await proposals.getByText("AVOID: Guess the colours without looking -- this pattern has caused repeated issues (3 failures vs 0 successes).").waitFor()
+    await admin.screenshot({ path: artifact("playbook.png"), fullPage: true })
+    await proposals.getByRole("button", { name: "Apply chosen" }).click()
+    await proposals.getByRole("status").filter({ hasText: "Applied 1 proposal." }).waitFor()
+    await proposals.getByText("No proposal.").waitFor()
+    const avoid = admin.getByRole("row").filter({ hasText: "AVOID: Guess the colours without looking" })
+    await avoid.waitFor()
+    assert.include((await avoid.textContent()) ?? "", "avoid")
+    await proposals.getByRole("button", { name: "Sweep agent seer's playbook" }).click()
+    await proposals.getByRole("status").filter({ hasText: /^Swept agent seer's playbook: \d+ promoted/ }).filter({ hasText: failing }).waitFor()
+    await admin.getByRole("button", { name: `Rule ${shared} helped` }).click()
+    await admin.getByRole("status").filter({ hasText: `Rule ${shared}: good recorded for everyone it is for.` }).waitFor()
+    await admin.getByRole("row").filter({ hasText: "Describe images top to bottom" }).filter({ hasText: "1 / 0" }).waitFor()
+    await admin.getByRole("button", { name: `Promote rule ${daves} to every user` }).click()
+    await admin.getByRole("status").filter({ hasText: `Rule ${daves} now applies to every user of seer.` }).waitFor()
+    await admin.getByRole("row").filter({ hasText: "Dave wants every answer in French" }).filter({ hasText: "every user" }).waitFor()
+    // One rule in full: its votes, the file it lives in.
+    await admin.getByRole("link", { name: shared, exact: true }).click()
+    await admin.getByRole("heading", { level: 1, name: `Rule ${shared}` }).waitFor()
+    await admin.getByText("none yet").waitFor()
+    await admin.getByText(/workspaces\/seer\/playbook\.yaml$/).waitFor()
+    await admin.screenshot({ path: artifact("playbook-rule.png"), fullPage: true })
+
+    await nav(admin, "Diary")
+    await admin.getByRole("heading", { level: 1, name: "Diary" }).waitFor()
+    await admin.getByLabel("User").fill("carol")
+    await admin.getByRole("button", { name: "Filter" }).click()
+    const entryRow = admin.getByRole("row").filter({ hasText: "carol" }).filter({ hasText: "success" })
+    await entryRow.getByRole("link", { name: /two images/ }).click()
+    await admin.getByRole("heading", { level: 1, name: "Diary entry" }).waitFor()
+    await admin.getByText(reflected.entry.id).waitFor()
+    assert.isUndefined(await admin.evaluate("window.__pwned"))
+    assert.strictEqual(await admin.locator("main img[src='x'], main b[onmouseover], main script").count(), 0)
+    assert.deepStrictEqual([...pageErrors(carol), ...pageErrors(admin)], [])
   }
 
   const operatorAndUser = async () => {
@@ -288,7 +466,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await bob.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
     await bob.getByRole("button", { name: "Menu" }).click()
     const links = await bob.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()
-    assert.deepStrictEqual(links, ["Chat", "Sessions", "Usage", "Schedules", "Skills", "API tokens", "Profile"])
+    assert.deepStrictEqual(links, ["Chat", "Sessions", "Usage", "My rules", "My diary", "Schedules", "Skills", "API tokens", "Profile"])
     await bob.getByRole("button", { name: "Menu" }).click()
     assert.strictEqual(await bob.getByLabel("Agent").inputValue(), "helper")
 
@@ -441,8 +619,8 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
 
     // Every admin page loads its data without an error (each saved as test-artifacts/page-*.png).
     for (const [link, heading] of [
-      ["Dashboard", "Dashboard"], ["Sessions", "Sessions"], ["Usage", "Usage"], ["Schedules", "Schedules"], ["Skills", "Skills"],
-      ["Providers", "Providers"], ["Agents", "Agents"], ["MCP servers", "MCP servers"],
+      ["Dashboard", "Dashboard"], ["Sessions", "Sessions"], ["Usage", "Usage"], ["Playbook", "Playbook"], ["Diary", "Diary"],
+      ["Schedules", "Schedules"], ["Skills", "Skills"], ["Providers", "Providers"], ["Agents", "Agents"], ["MCP servers", "MCP servers"],
       ["Channels", "Channels"], ["Users", "Users"], ["Bindings", "Bindings"], ["Plugins", "Plugins"], ["Settings", "Settings"],
       ["API tokens", "API tokens"], ["Profile", "Profile"]
     ] as const) {
