@@ -93,8 +93,10 @@ export const Memory = memoryWith(undefined)
 
 export const Sandbox = lazy(() => import("../layers/sandbox/DockerSandbox.ts"), (m) => m.layer)
 
+// The Sandbox is merged out, not only provided: the gateway's heartbeat mounts a workspace's own
+// filesystem through the same instance before it looks for HEARTBEAT.md (Sandbox.prepare).
 export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.learningRuntime()).pipe(
-  Layer.provide(Sandbox),
+  Layer.provideMerge(Sandbox),
   Layer.provideMerge(Memory)
 )
 

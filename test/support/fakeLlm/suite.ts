@@ -2,8 +2,8 @@
  * One fake LLM server for a test file: started before its first test, reset before each (unless
  * `reset: false`), closed after the last; folders the tests hand to `keep` are removed then too.
  */
-import { rmSync } from "node:fs"
 import { afterAll, beforeAll, beforeEach } from "vitest"
+import { removeTemp } from "../cleanup.ts"
 import { type FakeLlm, startFakeLlm } from "./server.ts"
 
 export const fakeLlmSuite = (options: { readonly reset?: boolean } = {}) => {
@@ -15,7 +15,8 @@ export const fakeLlmSuite = (options: { readonly reset?: boolean } = {}) => {
   if (options.reset !== false) beforeEach(() => server?.reset())
   afterAll(async () => {
     await server?.close()
-    for (const f of folders) rmSync(f, { recursive: true, force: true })
+    // removeTemp: a home may hold workspace filesystems still mounted (an anna the test ran made them).
+    for (const f of folders) await removeTemp(f)
   })
   return {
     /** The server, while the file's tests run. */
