@@ -7,6 +7,7 @@
  *   short usage and where to read more, on stderr — not the whole help (`usagePresenter`).
  * - Every log line goes to stderr, for every command and the gateway (`Logger.LogToStderr`, set
  *   here once): stdout carries only a command's output, so `--json` prints exactly one document.
+ *   Each is one line (`key=value` annotations), Node's process warnings included (logging.ts).
  * - `anna help [command…]` prints what `anna [command…] --help` prints.
  * - `anna` alone runs the gateway and takes its `--host`/`--port` (so `npm start -- --port P` works);
  *   given before a command they would be silently meaningless, so that is refused (`misplacedFlags`).
@@ -16,6 +17,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit, Logger, Option, References } from "effect"
 import { CliError, CliOutput, Command, type HelpDoc } from "effect/cli"
 import { InvalidEnvironment, logLevelSetting } from "./env.ts"
+import { LOGGERS, lineLogging } from "./logging.ts"
 import { FLAG_NAMES, host, port } from "./gatewayFlags.ts"
 
 export const VERSION = "0.1.0"
@@ -222,13 +224,16 @@ export const main = (argv: ReadonlyArray<string>) =>
     return yield* program.pipe(
       Effect.provideService(CliOutput.Presenter, usagePresenter),
       Effect.catchCause(reportFailure),
+      // A command other than the gateway logs its audit lines at debug level (see AuditLogLevel).
+      lineLogging(isGroup(argv[0]) && argv[0] !== "gateway"),
       Effect.provideService(References.MinimumLogLevel, level)
     )
   }).pipe(
     // ANNA_LOG_LEVEL not understood.
     Effect.catchCause(reportFailure),
-    // The one place that decides where logs go: stderr, never stdout.
+    // The one place that decides where logs go: stderr, never stdout; one line per event.
     Effect.provideService(Logger.LogToStderr, true),
+    Effect.provideService(Logger.CurrentLoggers, LOGGERS),
     Effect.provide(NodeServices.layer)
   )
 

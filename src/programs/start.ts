@@ -8,6 +8,7 @@
  *   cannot run the TypeScript sources at all, so src/main.ts fails before reaching it.)
  * - Node's on-disk compile cache (`module.enableCompileCache`): parsing the bundled JavaScript is
  *   most of a cold start; later starts reuse the compiled code.
+ * - Node's process warnings become anna's log lines (warnings.ts) before anything can emit one.
  * - `anna --help` (and `anna help`) prints the help text the build rendered from the same command tree
  *   (dist/help.txt, or dist/help.ansi on a color terminal, as effect/cli decides colors), so the
  *   most common first command does not load the CLI at all. `anna -h` always renders it live; a
@@ -17,6 +18,7 @@
  */
 import { readFileSync } from "node:fs"
 import * as NodeModule from "node:module"
+import { routeWarnings } from "./warnings.ts"
 
 /** package.json's `engines.node` (a test keeps them equal). */
 export const MIN_NODE = "22.19.0"
@@ -52,6 +54,7 @@ export const start = async (argv: ReadonlyArray<string>): Promise<void> => {
     process.exitCode = 1
     return
   }
+  routeWarnings()
   NodeModule.enableCompileCache?.()
   if (argv.length === 1 && (argv[0] === "--help" || argv[0] === "help")) {
     const text = cachedHelp()

@@ -20,7 +20,8 @@ import { Channel } from "../../services/Channel.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { Runtime } from "../../services/Runtime.ts"
 import { feedLine, flushPending, type Input, isPending, type LineSource, nothingPending, pipedSource, terminalSource } from "./terminal/input.ts"
-import { makeCollector, makeRenderer, terminalJson, terminalSafe, type TurnResult, type Writer } from "./terminal/render.ts"
+import { chatScreen } from "./terminal/logLines.ts"
+import { makeCollector, terminalJson, terminalSafe, type TurnResult, type Writer } from "./terminal/render.ts"
 
 const isSlashCommand = (text: string): boolean => /^\/[a-z]+(\s|$)/i.test(text.trim())
 
@@ -169,7 +170,7 @@ const sessionLine = (chat: ResolvedChat) =>
   })
 
 const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string, json: boolean, w: Writer) =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const setExit = yield* ExitCode
     const text = prompt === "-"
       ? yield* (yield* Stdio.Stdio).stdin.pipe(Stream.decodeText(), Stream.mkString, Effect.orElseSucceed(() => ""))
@@ -178,7 +179,8 @@ const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string
       yield* w.err("anna: the prompt is empty\n")
       return yield* setExit(2)
     }
-    const renderer = makeRenderer(w)
+    // Log lines during the turn are drawn between its lines (terminal/logLines.ts).
+    const renderer = (yield* chatScreen(w, undefined)).renderer()
     // Which agent answers (a chat's /agent switch outlives the process that made it): said on
     // stderr, so that the reply on stdout stays clean; --json has it as `agent`.
     if (!json) yield* w.err(`agent: ${terminalSafe(chat.agentId)}\n`)
@@ -187,7 +189,7 @@ const oneTurn = (runtime: Runtime["Service"], chat: ResolvedChat, prompt: string
     )
     yield* json ? w.out(`${terminalJson(result, 2)}\n`) : renderer.end
     yield* setExit(exitCodeOf(result.stopReason))
-  })
+  }))
 
 /**
  * The conversation on a line source: the start line, then each message's reply rendered (or, with
@@ -207,8 +209,10 @@ export const chatLoop = (
     readonly reroute?: ((current: ResolvedChat, command: string, reply: string) => Effect.Effect<ResolvedChat>) | undefined
   }
 ) =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const w = options.writer
+    // Log lines go above the prompt, or between the turn's lines (terminal/logLines.ts).
+    const screen = yield* chatScreen(w, source)
     let current = chat
     const line = yield* sessionLine(chat)
     yield* w.err(
@@ -224,7 +228,7 @@ export const chatLoop = (
           Effect.tap((r) => w.out(`${terminalJson(r)}\n`))
         )
         : Effect.suspend(() => {
-          const renderer = makeRenderer(w)
+          const renderer = screen.renderer()
           active = renderer
           return consumeTurn(runtime, current, message, renderer.event).pipe(
             Effect.tap(() => renderer.end),
@@ -242,7 +246,7 @@ export const chatLoop = (
     const queued = () =>
       Effect.suspend(() => (active === undefined ? w.err(`[${QUEUED}]\n`) : active.event({ type: "notice", text: QUEUED })))
     yield* converse(source, turn, Effect.suspend(() => runtime.abort(current)), queued)
-  })
+  }))
 
 const interactive = (
   runtime: Runtime["Service"],

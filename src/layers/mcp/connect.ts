@@ -6,7 +6,8 @@
  *
  * Remote servers are the one explicit exception to the sandbox boundary (the gateway itself opens
  * the connection): every connection and reconnection is logged as `runtime.exception_path` with
- * `exception_id=EX-009`, the server, the agent and the URL's host — never the headers (secrets).
+ * `exception_id=EX-009`, the server, the agent and the URL's host — never the headers (secrets) —
+ * at the audit level (info in the gateway, debug in a CLI command: AuditLogLevel).
  *
  * The connection lives in the scope it is made in: closing it kills the stdio process or closes
  * the HTTP session.
@@ -19,6 +20,7 @@ import { Duration, Effect, Option, type Scope } from "effect"
 import { McpFailure } from "../../domain/mcp/errors.ts"
 import type { McpServer } from "../../domain/mcp/server.ts"
 import type { SandboxStartError } from "../../domain/sandbox/errors.ts"
+import { AuditLogLevel } from "../../services/AuditLogLevel.ts"
 import type { SandboxSession } from "../../services/Sandbox.ts"
 import { startSandboxTransport } from "./sandboxTransport.ts"
 
@@ -69,11 +71,15 @@ const handshake = (transport: Transport, timeout: Duration.Duration) =>
 
 const remoteHeaders = (server: McpServer) => ({ requestInit: { headers: { ...server.headers } } })
 
-/** EX-009: the gateway (not the sandbox) opens a connection to a remote MCP server. */
+/**
+ * EX-009: the gateway (not the sandbox) opens a connection to a remote MCP server. Logged at the
+ * audit level: info in the gateway, debug in a CLI command (see AuditLogLevel).
+ */
 const logException = (server: McpServer, url: URL, transport: string) =>
-  Effect.logInfo("runtime.exception_path").pipe(
-    Effect.annotateLogs({ exception_id: "EX-009", mcp_server: server.name, agent: server.agentId, host: url.host, transport })
-  )
+  Effect.flatMap(AuditLogLevel, (level) =>
+    Effect.logWithLevel(level)("runtime.exception_path").pipe(
+      Effect.annotateLogs({ exception_id: "EX-009", mcp_server: server.name, agent: server.agentId, host: url.host, transport })
+    ))
 
 const connectRemote = (server: McpServer, url: string, timeout: Duration.Duration) =>
   Effect.gen(function*() {

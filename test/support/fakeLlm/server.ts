@@ -27,8 +27,11 @@ export interface FakeLlm {
   readonly script: (...answers: ReadonlyArray<Scripted>) => void
   /** Forgets scripted answers and the responder, and restores the default models. */
   readonly reset: () => void
-  /** Answers POSTs when no scripted answer is left (default: a plain "ok" reply). */
-  readonly respondWith: (responder: (request: RecordedRequest) => Scripted) => void
+  /**
+   * Answers POSTs when no scripted answer is left (default: a plain "ok" reply). A promise holds
+   * the request open until the test settles it (an answer given when the test says so).
+   */
+  readonly respondWith: (responder: (request: RecordedRequest) => Scripted | Promise<Scripted>) => void
   readonly requests: ReadonlyArray<RecordedRequest>
   /**
    * Resolves once `condition` holds. It is checked now and again at every event of the server — a
@@ -82,7 +85,7 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
     models: ["fake-large", "fake-small"],
     responder: (): Scripted => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
   }
-  const state: { models: ReadonlyArray<string>; responder: (request: RecordedRequest) => Scripted } = { ...defaults }
+  const state: { models: ReadonlyArray<string>; responder: (request: RecordedRequest) => Scripted | Promise<Scripted> } = { ...defaults }
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1")
     const raw = await readBody(req)
@@ -105,7 +108,7 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
     }
     const protocol = req.method === "POST" ? PROTOCOLS.find((p) => p.handles(url.pathname)) : undefined
     if (protocol === undefined) return json(res, 404, { error: { message: `no route ${req.method} ${url.pathname}` } })
-    const scripted = queue.shift() ?? state.responder(recorded)
+    const scripted = queue.shift() ?? (await state.responder(recorded))
     if (scripted.kind === "hang") return
     protocol.respond(recorded, scripted, res)
   })

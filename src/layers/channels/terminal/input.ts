@@ -7,7 +7,7 @@
  */
 import { Effect, Queue, Stdio, Stream } from "effect"
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs"
-import { createInterface } from "node:readline"
+import { clearScreenDown, createInterface, cursorTo, moveCursor } from "node:readline"
 
 // --- assembling messages from lines (pure) ---
 
@@ -53,6 +53,12 @@ export interface LineSource {
   readonly prompt: (continuation: boolean) => Effect.Effect<void>
   /** A person at a terminal (local commands like /exit apply). */
   readonly interactive: boolean
+  /**
+   * Writes `text` (whole lines) above the prompt while one is showing, and draws the prompt again
+   * under it with what was typed and the cursor where it was; false, writing nothing, when no
+   * prompt shows (or there is none: pipes).
+   */
+  readonly above?: ((text: string) => boolean) | undefined
 }
 
 /** Piped stdin from the `Stdio` service: each line an input, then `end` (also on a read error). */
@@ -165,7 +171,21 @@ export const terminalSource = (options: TerminalOptions) =>
           rl.prompt()
           atPrompt = true
         }),
-      interactive: true
+      interactive: true,
+      above: (text) => {
+        if (!atPrompt || closed) return false
+        // From the cursor up to the prompt's first row (typed text may wrap), and clear from there.
+        const rows = rl.getCursorPos().rows
+        moveCursor(options.output, 0, -rows)
+        cursorTo(options.output, 0)
+        clearScreenDown(options.output)
+        options.output.write(text)
+        // readline draws the prompt again from `rows` rows above where it last left the cursor: make
+        // those rows, so that it starts under the text.
+        if (rows > 0) options.output.write("\n".repeat(rows))
+        rl.prompt(true)
+        return true
+      }
     }
     return source
   })

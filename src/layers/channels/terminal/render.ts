@@ -126,6 +126,11 @@ export interface Writer {
  * started while an identical one is in flight is numbered ("⚙ bash ls -la #2"). Line breaks that only
  * matter on screen go to stderr, so a reply redirected to a file is exactly the model's text plus
  * a final newline.
+ *
+ * `interject` draws a line that is not the turn's (a log line) where it splits none of the turn's:
+ * an open tool line is ended first (its ✓ / ✗ then repeats the call, as for parallel calls), and
+ * while the reply's line is still being written on the same terminal, the line waits for that line's
+ * end (the reply's next line break, the next line on stderr, or the end of the turn).
  */
 export const makeRenderer = (w: Writer) => {
   const dim = (s: string) => (w.color ? `\x1b[2m${s}\x1b[22m` : s)
@@ -143,14 +148,31 @@ export const makeRenderer = (w: Writer) => {
     while (taken.has(`${summary} #${n}`)) n++
     return `${summary} #${n}`
   }
-  /** What stderr needs before a new line of its own. */
+  /** Interjected lines waiting for the reply's line to end. */
+  let held = ""
+  const takeHeld = (): string => {
+    const lines = held
+    held = ""
+    return lines
+  }
+  /** What stderr needs before a new line of its own (and the interjected lines that waited). */
   const lead = (): string => {
     const needed = openTool !== undefined || (w.sameTerminal && outOpen)
     // On one terminal the break also ends the reply's line on screen.
     if (w.sameTerminal) outOpen = false
     openTool = undefined
-    return needed ? "\n" : ""
+    return `${needed ? "\n" : ""}${takeHeld()}`
   }
+  const interject = (line: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (w.sameTerminal && outOpen && openTool === undefined) {
+        held += `${line}\n`
+        return Effect.void
+      }
+      return w.err(`${lead()}${line}\n`)
+    })
+  /** The held lines, once the reply's line has ended. */
+  const flushHeld = Effect.suspend(() => (held === "" || outOpen ? Effect.void : w.err(takeHeld())))
   const errLine = (text: string) => Effect.suspend(() => w.err(`${lead()}${dim(text)}\n`))
   const event = (e: TurnEvent): Effect.Effect<void> =>
     Effect.suspend(() => {
@@ -161,7 +183,7 @@ export const makeRenderer = (w: Writer) => {
           const close = openTool !== undefined ? w.err("\n") : Effect.void
           openTool = undefined
           outOpen = !text.endsWith("\n")
-          return Effect.andThen(close, w.out(text))
+          return close.pipe(Effect.andThen(w.out(text)), Effect.andThen(flushHeld))
         }
         case "tool_start": {
           const shown = label(toolSummary(e.name, e.input))
@@ -189,13 +211,13 @@ export const makeRenderer = (w: Writer) => {
           return Effect.void
       }
     })
-  /** Ends the reply with a newline and closes an open tool line. */
+  /** Ends the reply with a newline and closes an open tool line; then the lines that waited. */
   const end = Effect.suspend(() => {
     const closeOut = outOpen ? w.out("\n") : Effect.void
     const closeErr = openTool !== undefined ? w.err("\n") : Effect.void
     outOpen = false
     openTool = undefined
-    return Effect.andThen(closeErr, closeOut)
+    return closeErr.pipe(Effect.andThen(closeOut), Effect.andThen(flushHeld))
   })
-  return { event, end }
+  return { event, end, interject }
 }
