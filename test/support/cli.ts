@@ -1,10 +1,27 @@
-/** Runs the real `anna` CLI (src/main.ts on this Node, which strips types) in a child process. */
+/**
+ * Runs the real `anna` CLI in a child process: the built binary, dist/main.js, the bundle `npm start`
+ * and the `anna` bin run — so a fault of the bundling (a CommonJS global a bundled SDK reads, a chunk
+ * that fails to load) fails the tests, not a user. `ANNA_TEST_ENTRY=src` runs the sources
+ * (src/main.ts, on this Node, which strips types) instead, e.g. to debug without rebuilding. A
+ * dist/ that is missing or older than src/ stops the test file, saying what to run (builtEntry.ts).
+ */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { staleBuild } from "./builtEntry.ts"
 
-export const MAIN = resolve(import.meta.dirname, "../../src/main.ts")
+/** Which `anna` the tests run: "dist" (the default) or "src" (`ANNA_TEST_ENTRY=src`). */
+export const ENTRY: "dist" | "src" = process.env.ANNA_TEST_ENTRY === "src" ? "src" : "dist"
+const ROOT = resolve(import.meta.dirname, "../..")
+export const MAIN = join(ROOT, ENTRY === "src" ? "src/main.ts" : "dist/main.js")
+
+// Checked here, when a test file that runs anna loads, not in vitest's global setup: a run of unit
+// tests alone needs no build.
+if (ENTRY === "dist") {
+  const stale = staleBuild(ROOT)
+  if (stale !== undefined) throw new Error(stale)
+}
 
 export interface Run {
   readonly code: number | null
