@@ -28,7 +28,7 @@ import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { DEFAULT_CONTEXT_TOKENS } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
-import { printJson, table } from "./output.ts"
+import { printJson, table, usageError, usageOf } from "./output.ts"
 import { StoresWithMemory } from "./layers.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
@@ -125,6 +125,8 @@ const modelFlag = (name: string, description: string) =>
 const whyUnreadable = (e: PlatformError) =>
   e.reason._tag === "NotFound" ? "no such file" : e.reason._tag === "PermissionDenied" ? "permission denied" : e.message
 
+const SET = ["anna", "agent", "set"]
+
 /**
  * `--system-prompt` text: the prompt itself, or `@FILE` for the contents of a regular file of UTF-8
  * text, at most MAX_SYSTEM_PROMPT_BYTES (the store checks the text's size too).
@@ -133,7 +135,7 @@ const systemPromptFrom = (value: string) =>
   Effect.gen(function*() {
     if (!value.startsWith("@")) return value
     const path = value.slice(1)
-    if (path === "") return yield* new InvalidConfig({ reason: "--system-prompt @FILE needs a file name after the @" })
+    if (path === "") return yield* usageError(SET, "--system-prompt @FILE needs a file name after the @")
     const fs = yield* FileSystem.FileSystem
     const unreadable = (e: PlatformError) => new InvalidConfig({ reason: `cannot read the system prompt file ${path}: ${whyUnreadable(e)}` })
     const tooBig = (bytes: number) =>
@@ -218,12 +220,10 @@ const set = Command.make("set", {
 }, (f) =>
   Effect.gen(function*() {
     const store = yield* AgentStore
-    if (f.noSummaryModel && Option.isSome(f.summaryModel)) {
-      return yield* new InvalidConfig({ reason: "--summary-model and --no-summary-model contradict each other" })
-    }
+    if (f.noSummaryModel && Option.isSome(f.summaryModel)) return yield* usageError(SET, "--summary-model and --no-summary-model contradict each other")
     const systemPrompt = Option.isSome(f.systemPrompt) ? yield* systemPromptFrom(f.systemPrompt.value) : undefined
     const access = Option.isSome(f.access) ? parsePolicy(f.access.value) : undefined
-    if (access !== undefined && access._tag === "Failure") return yield* new InvalidConfig({ reason: access.failure })
+    if (access !== undefined && access._tag === "Failure") return yield* usageError(SET, access.failure)
     const patch: AgentPatch = {
       ...(Option.isSome(f.name) ? { name: f.name.value } : {}),
       ...(systemPrompt !== undefined ? { systemPrompt } : {}),
@@ -251,7 +251,10 @@ const set = Command.make("set", {
     }
     const before = Option.getOrUndefined(yield* store.get(f.id).pipe(Effect.option))
     // A new agent is enabled once it has a usable model: at once when it has one, else when it gets one.
-    const agent = before !== undefined ? yield* store.update(f.id, patch) : yield* store.create(f.id, { ...patch, awaitingModel: true })
+    // The store's InvalidConfig here is a value it refused (a range, the tools, the id's form).
+    const agent = yield* (before !== undefined ? store.update(f.id, patch) : store.create(f.id, { ...patch, awaitingModel: true })).pipe(
+      Effect.catchTag("InvalidConfig", usageOf(SET))
+    )
     if (f.json) return yield* printJson(agent)
     yield* Console.log(`${before !== undefined ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent)}`)
     if (agent.awaitingModel === true) {

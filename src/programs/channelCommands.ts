@@ -6,10 +6,9 @@ import { Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { isValidId } from "../domain/config/agent.ts"
 import { CHANNEL_IDS, type ChannelId, isChannelId, knownKeys, mergeChannelConfig, shownConfig, unknownChannel } from "../domain/config/channel.ts"
-import { InvalidConfig } from "../domain/config/errors.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { type Channel, ConfigStore } from "../services/ConfigStore.ts"
-import { printJson, table } from "./output.ts"
+import { printJson, table, usageError } from "./output.ts"
 import { Stores } from "./layers.ts"
 import { json } from "./userCommands.ts"
 import { loginCommand } from "./channelLogin.ts"
@@ -22,8 +21,11 @@ const shown = (c: Channel) => ({ ...c, config: shownConfig(c.config) })
 const configText = (c: Channel) =>
   Object.entries(shownConfig(c.config)).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ") || "-"
 
-const checkChannel = (id: string): Effect.Effect<ChannelId, InvalidConfig> =>
-  isChannelId(id) ? Effect.succeed(id) : Effect.fail(new InvalidConfig({ reason: unknownChannel(id) }))
+/** A usage error of `anna channel <sub>`: exit 2 with its usage. */
+const misuse = (sub: string, message: string) => usageError(["anna", "channel", sub], message)
+
+/** The channel `id` names; any other id is a usage error of `anna channel <sub>`. */
+const checkChannel = (id: string, sub: string) => (isChannelId(id) ? Effect.succeed<ChannelId>(id) : misuse(sub, unknownChannel(id)))
 
 const current = (id: string) =>
   Effect.gen(function*() {
@@ -48,7 +50,7 @@ const list = Command.make("list", { json }, (f) =>
 const toggle = (name: "enable" | "disable") =>
   Command.make(name, { id: channelId, json }, (f) =>
     Effect.gen(function*() {
-      yield* checkChannel(f.id)
+      yield* checkChannel(f.id, name)
       const channel = yield* (yield* ConfigStore).setChannel(f.id, { enabled: name === "enable" })
       yield* f.json ? printJson(shown(channel)) : Console.log(describe(name === "enable" ? "Enabled" : "Disabled", channel))
     })).pipe(
@@ -69,25 +71,25 @@ const set = Command.make("set", {
   json
 }, (f) =>
   Effect.gen(function*() {
-    const id = yield* checkChannel(f.id)
+    const id = yield* checkChannel(f.id, "set")
     const before = yield* current(id)
     const pairs: Record<string, string> = {}
     for (const item of f.config) {
       const eq = item.indexOf("=")
-      if (eq <= 0) return yield* new InvalidConfig({ reason: `--config takes KEY=VALUE, got "${item}"` })
+      if (eq <= 0) return yield* misuse("set", `--config takes KEY=VALUE, got "${item}"`)
       pairs[item.slice(0, eq)] = item.slice(eq + 1)
     }
     const merged = mergeChannelConfig(id, Option.match(before, { onNone: () => ({}), onSome: (c) => c.config }), pairs)
-    if ("problem" in merged) return yield* new InvalidConfig({ reason: merged.problem })
+    if ("problem" in merged) return yield* misuse("set", merged.problem)
     const channel = yield* (yield* ConfigStore).setChannel(f.id, { config: merged.config })
     yield* f.json ? printJson(shown(channel)) : Console.log(describe("Updated", channel))
   })).pipe(Command.withDescription("Change a channel's settings"))
 
-const checkChat = (p: string, chat: string) =>
+const checkChat = (p: string, chat: string, sub: string) =>
   !isValidId(p)
-    ? Effect.fail(new InvalidConfig({ reason: `platform "${p}" must be letters, digits, '.', '_' or '-'` }))
+    ? misuse(sub, `platform "${p}" must be letters, digits, '.', '_' or '-'`)
     : chat.trim() === ""
-    ? Effect.fail(new InvalidConfig({ reason: "the chat id must not be empty" }))
+    ? misuse(sub, "the chat id must not be empty")
     : Effect.void
 
 const bind = Command.make("bind", {
@@ -97,7 +99,7 @@ const bind = Command.make("bind", {
   json
 }, (f) =>
   Effect.gen(function*() {
-    yield* checkChat(f.platform, f.chatId)
+    yield* checkChat(f.platform, f.chatId, "bind")
     const agent = yield* (yield* AgentStore).get(f.agentId)
     yield* (yield* ConfigStore).bindChat(f.platform, f.chatId, agent.id)
     if (f.json) return yield* printJson({ platform: f.platform, chatId: f.chatId, agentId: agent.id })
@@ -106,7 +108,7 @@ const bind = Command.make("bind", {
 
 const unbind = Command.make("unbind", { platform, chatId, json }, (f) =>
   Effect.gen(function*() {
-    yield* checkChat(f.platform, f.chatId)
+    yield* checkChat(f.platform, f.chatId, "unbind")
     const config = yield* ConfigStore
     const was = Option.getOrNull(yield* config.chatBinding(f.platform, f.chatId))
     yield* config.bindChat(f.platform, f.chatId, null)

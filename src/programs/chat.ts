@@ -5,7 +5,7 @@
  */
 import { Deferred, Effect, Layer, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import { InvalidConfig } from "../domain/config/errors.ts"
+import { usageError } from "./output.ts"
 import { chatNameProblem } from "../domain/runtime/types.ts"
 import * as TerminalChannel from "../layers/channels/TerminalChannel.ts"
 import { AppConfig } from "../services/AppConfig.ts"
@@ -45,7 +45,7 @@ export const chatCommand = <E, R>(runtimeLayer: Layer.Layer<Runtime, E, R>) =>
   Command.make("chat", flags, (f) =>
     Effect.gen(function*() {
       const problem = chatNameProblem(f.session)
-      if (problem !== undefined) return yield* new InvalidConfig({ reason: `--session: ${problem}` })
+      if (problem !== undefined) return yield* usageError(["anna", "chat"], `--session: ${problem}`)
       const app = yield* Effect.serviceOption(AppConfig)
       const finished = yield* Deferred.make<void>()
       const channel = TerminalChannel.layer({

@@ -14,7 +14,7 @@ import { Compactor } from "../services/Compactor.ts"
 import { Explorer } from "../services/Explorer.ts"
 import { MemoryProvider } from "../services/MemoryProvider.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
-import { Searcher } from "../services/Searcher.ts"
+import { MAX_SEARCH_HITS, Searcher } from "../services/Searcher.ts"
 import { SessionManager } from "../services/SessionManager.ts"
 import { Memory, memoryWith, summarizerLabel } from "./layers.ts"
 import { exportJsonl } from "./exportJsonl.ts"
@@ -233,7 +233,11 @@ const search = Command.make("search", {
   ),
   session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
   user: Flag.String("user").pipe(Flag.withDescription("Only this user's sessions"), Flag.optional),
-  limit: positiveInt("limit", "At most this many hits (default 10, max 100)").pipe(Flag.optional),
+  limit: Flag.Int("limit").pipe(
+    Flag.withDescription(`At most this many hits (default 10, at most ${MAX_SEARCH_HITS})`),
+    Flag.filter((n) => n >= 1 && n <= MAX_SEARCH_HITS, (n) => `--limit must be from 1 to ${MAX_SEARCH_HITS}, got ${n}`),
+    Flag.optional
+  ),
   strict: Flag.Boolean("strict").pipe(
     Flag.withDescription("Every word must match, stop words included (default: ranked, best match of the words first)"),
     Flag.withDefault(false)

@@ -14,7 +14,7 @@ import { loadPlatform } from "../layers/channels/platforms.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { PUSH_CHANNELS, pickChannel } from "../domain/channels/notify.ts"
-import { printJson } from "./output.ts"
+import { printJson, usageError } from "./output.ts"
 import { Stores } from "./layers.ts"
 
 const refused = (reason: string) => new InvalidConfig({ reason })
@@ -30,7 +30,10 @@ export const notifyCommand = Command.make("notify", {
 }, (f) =>
   Effect.gen(function*() {
     const config = yield* ConfigStore
-    if (f.text.trim() === "") return yield* refused("the message is empty")
+    if (f.text.trim() === "") return yield* usageError(["anna", "notify"], "the message is empty")
+    if (Option.isSome(f.channel) && !(PUSH_CHANNELS as ReadonlyArray<string>).includes(f.channel.value)) {
+      return yield* usageError(["anna", "notify"], `channel "${f.channel.value}" cannot deliver messages (use one of ${PUSH_CHANNELS.join(", ")})`)
+    }
     const user = yield* config.getUser(f.user)
     if (Option.isNone(user)) return yield* refused(`no user "${f.user}" (anna user list)`)
     const channels = yield* config.listChannels

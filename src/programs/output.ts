@@ -12,6 +12,14 @@ export const printJson = (value: unknown) => Console.log(JSON.stringify(value, n
 export const usageError = (path: ReadonlyArray<string>, message: string) =>
   Effect.fail(new CliError.ShowHelp({ commandPath: path, errors: [new CliError.ValidationError({ message })] }))
 
+/**
+ * For `Effect.catchTag("InvalidConfig", usageOf(path))` around a check (or a store call) whose only
+ * InvalidConfig is a value that cannot be used as given — out of range, malformed, contradicting
+ * another flag: that is a usage error of the command (exit 2), like a flag effect/cli refuses.
+ * Refusals that depend on what is stored (an unknown id, one that exists) stay exit 1.
+ */
+export const usageOf = (path: ReadonlyArray<string>) => (e: { readonly reason: string }) => usageError(path, e.reason)
+
 export const iso = (ms: number | null | undefined): string =>
   ms === null || ms === undefined ? "-" : new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 

@@ -20,7 +20,7 @@ import { AgentStore } from "../services/AgentStore.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { Playbook } from "../services/Playbook.ts"
 import { Stores } from "./layers.ts"
-import { iso, table } from "./output.ts"
+import { iso, table, usageError } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const agent = Flag.String("agent").pipe(
@@ -146,7 +146,7 @@ const feedback = Command.make("feedback", {
   Effect.gen(function*() {
     const word = f.outcome.trim().toLowerCase()
     const outcome = word === "good" ? "success" : word === "bad" ? "failure" : undefined
-    if (outcome === undefined) return yield* new InvalidConfig({ reason: `say good or bad, not "${f.outcome}"` })
+    if (outcome === undefined) return yield* usageError(["anna", "playbook", "feedback"], `say good or bad, not "${f.outcome}"`)
     const agentId = yield* agentOf(f.agent)
     const playbook = yield* Playbook
     const found = yield* playbook.get(agentId, f.id)
@@ -237,20 +237,28 @@ const context = Command.make("context", {
 
 const add = Command.make("add", {
   text: Flag.String("text").pipe(Flag.withDescription("The rule, one line (at most 500 characters)")),
-  tags: Flag.String("tags").pipe(Flag.withDescription("Its tags, comma-separated: it is injected when the conversation has them"), Flag.optional),
+  // Required: a rule is injected only into a conversation that has one of its tags (src/domain/learning/context.ts).
+  tags: Flag.String("tags").pipe(Flag.withDescription("Its tags, comma-separated (at least one): it is injected when the conversation has one of them"), Flag.optional),
   agent,
   user: user("Only for this user (default: every user)"),
   antiPattern: Flag.Boolean("anti-pattern").pipe(Flag.withDescription("A pattern to avoid (listed under Patterns to Avoid)"), Flag.withDefault(false)),
   json
 }, (f) =>
   Effect.gen(function*() {
+    const tags = Option.match(f.tags, { onNone: () => [], onSome: splitTags })
+    if (tags.length === 0) {
+      return yield* usageError(
+        ["anna", "playbook", "add"],
+        "--tags is needed: a rule is injected only into conversations that have one of its tags, so an untagged rule is never injected"
+      )
+    }
     const agentId = yield* agentOf(f.agent)
     const userId = yield* userOf(f.user)
     const { rule, created } = yield* (yield* Playbook).propose({
       agentId,
       user: userId,
       text: f.text,
-      tags: Option.match(f.tags, { onNone: () => [], onSome: splitTags }),
+      tags,
       sourceEntries: [],
       antiPattern: f.antiPattern
     })

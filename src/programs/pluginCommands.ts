@@ -44,6 +44,10 @@ const list = Command.make("list", { agent, json }, (f) =>
     ))
   })).pipe(Command.withDescription("List plugins and whether each is enabled (with --agent: for that agent, and whether that is its own setting)"))
 
+/** A plugin id that is not one of anna's plugins is a usage error of `anna plugin <sub>` (exit 2). */
+const unknownPlugin = (sub: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.catchIf(self, (e): e is E & PluginNotFound => e instanceof PluginNotFound, (e) => usageError(["anna", "plugin", sub], e.message))
+
 const switchCommand = (name: "enable" | "disable", description: string) =>
   Command.make(name, { id, agent, json }, (f) =>
     Effect.gen(function*() {
@@ -54,7 +58,7 @@ const switchCommand = (name: "enable" | "disable", description: string) =>
         ? yield* store.enable(f.id)
         : yield* store.disable(f.id)
       yield* f.json ? printJson(change) : Console.log(describeChange(change, f.agent))
-    })).pipe(Command.withDescription(description))
+    }).pipe(unknownPlugin(name))).pipe(Command.withDescription(description))
 
 const enable = switchCommand(
   "enable",
@@ -69,7 +73,7 @@ const inherit = Command.make("inherit", { id, agent: Flag.String("agent").pipe(F
   Effect.gen(function*() {
     const change = yield* (yield* PluginStore).setFor(f.id, f.agent, undefined)
     yield* f.json ? printJson(change) : Console.log(describeChange(change, Option.some(f.agent)))
-  })).pipe(Command.withDescription("Drop an agent's own switch for a tool plugin: it follows the global state again"))
+  }).pipe(unknownPlugin("inherit"))).pipe(Command.withDescription("Drop an agent's own switch for a tool plugin: it follows the global state again"))
 
 /** `key=value`: the value as JSON when it parses (true, 5, ["a","b"]), else as a string. */
 const parseAssignment = (text: string): readonly [string, unknown] | undefined => {
@@ -122,7 +126,7 @@ const config = Command.make("config", {
     const p = all.find((x) => x.id === f.id)
     if (p === undefined) return yield* new PluginNotFound({ id: f.id, known: all.map((x) => x.id) })
     yield* f.json ? printJson(p.config) : Console.log(`${f.id}: ${configText(p.config)}`)
-  })).pipe(Command.withDescription("Show or change a plugin's configuration (for every agent, or with --agent that agent's own keys), e.g. --set allow_private=true"))
+  }).pipe(unknownPlugin("config"))).pipe(Command.withDescription("Show or change a plugin's configuration (for every agent, or with --agent that agent's own keys), e.g. --set allow_private=true"))
 
 export const pluginCommand = Command.make("plugin").pipe(
   Command.withDescription("Plugins: list, enable, disable, inherit, config"),

@@ -27,7 +27,7 @@ import { ProviderStore } from "../services/ProviderStore.ts"
 import { UsageLog } from "../services/UsageLog.ts"
 import { Providers } from "./layers.ts"
 import { onboardFromEnv, onboardWizard } from "./onboard.ts"
-import { printJson, table } from "./output.ts"
+import { printJson, table, usageError, usageOf } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 
@@ -92,9 +92,7 @@ const add = Command.make("add", {
       config = { ...base, defaultModel: first.id }
     }
     // The store's refusal may quote the base URL; its credentials stay hidden.
-    yield* store.add(config).pipe(
-      Effect.catchTag("InvalidConfig", (e) => Effect.fail(new InvalidConfig({ reason: redactSecrets(e.reason, providerSecrets(config)) })))
-    )
+    yield* store.add(config).pipe(Effect.catchTag("InvalidConfig", (e) => usageError(["anna", "provider", "add"], redactSecrets(e.reason, providerSecrets(config)))))
     if (f.json) return yield* printJson(shownProvider(config))
     yield* Console.log(`Added provider ${config.id} (${config.type}, default model ${config.defaultModel}, key ${maskKey(config.apiKey)}).`)
   })).pipe(Command.withDescription("Add a model provider"))
@@ -121,14 +119,15 @@ const set = Command.make("set", {
   json
 }, (f) =>
   Effect.gen(function*() {
-    if (f.enable && f.disable) return yield* new InvalidConfig({ reason: "--enable and --disable contradict each other" })
-    if (Option.isSome(f.apiKey) && Option.isSome(f.apiKeyEnv)) return yield* new InvalidConfig({ reason: "give --api-key or --api-key-env, not both" })
+    const SET = ["anna", "provider", "set"]
+    if (f.enable && f.disable) return yield* usageError(SET, "--enable and --disable contradict each other")
+    if (Option.isSome(f.apiKey) && Option.isSome(f.apiKeyEnv)) return yield* usageError(SET, "give --api-key or --api-key-env, not both")
     let seconds: number | null | undefined
     if (Option.isSome(f.firstByteTimeout)) {
       const raw = f.firstByteTimeout.value.trim()
       seconds = raw === "default" ? null : Number(raw)
       if (seconds !== null && (raw === "" || firstByteTimeoutProblem(seconds) !== undefined)) {
-        return yield* new InvalidConfig({ reason: `--first-byte-timeout takes seconds above 0 and at most 3600, or "default"; got "${raw}"` })
+        return yield* usageError(SET, `--first-byte-timeout takes seconds above 0 and at most 3600, or "default"; got "${raw}"`)
       }
     }
     let apiKey = Option.getOrUndefined(f.apiKey)
@@ -147,15 +146,13 @@ const set = Command.make("set", {
       firstByteTimeoutSeconds: seconds
     }
     if (Object.values(patch).every((v) => v === undefined)) {
-      return yield* new InvalidConfig({ reason: "nothing to change: give at least one of --base-url, --api-key, --api-key-env, --model, --default-model, --header, --enable, --disable, --first-byte-timeout" })
+      return yield* usageError(SET, "nothing to change: give at least one of --base-url, --api-key, --api-key-env, --model, --default-model, --header, --enable, --disable, --first-byte-timeout")
     }
     const store = yield* ProviderStore
     const before = yield* store.get(f.id)
     // The store's refusal may quote the base URL; the old and new credentials stay hidden.
     const secrets = [...providerSecrets(before), ...providerSecrets({ ...before, apiKey: apiKey ?? before.apiKey, baseUrl: patch.baseUrl ?? before.baseUrl, headers: patch.headers ?? before.headers })]
-    const updated = yield* store.update(f.id, patch).pipe(
-      Effect.catchTag("InvalidConfig", (e) => Effect.fail(new InvalidConfig({ reason: redactSecrets(e.reason, secrets) })))
-    )
+    const updated = yield* store.update(f.id, patch).pipe(Effect.catchTag("InvalidConfig", (e) => usageError(SET, redactSecrets(e.reason, secrets))))
     if (f.json) return yield* printJson(shownProvider(updated))
     const timeout = updated.firstByteTimeoutSeconds === undefined ? `${DEFAULT_FIRST_BYTE_TIMEOUT_SECONDS} s (default)` : `${updated.firstByteTimeoutSeconds} s`
     yield* Console.log(
@@ -234,21 +231,23 @@ const price = Command.make("price", {
 }, (f) =>
   Effect.gen(function*() {
     const store = yield* ProviderStore
+    const PRICE = ["anna", "provider", "price"]
     const given = [f.input, f.output, f.cacheRead, f.cacheWrite].some(Option.isSome)
     if (f.remove) {
-      if (given) return yield* new InvalidConfig({ reason: "--remove takes no prices" })
+      if (given) return yield* usageError(PRICE, "--remove takes no prices")
       yield* store.setPrice(f.id, f.model, null)
       return yield* f.json ? printJson({ removed: { providerId: f.id, model: f.model } }) : Console.log(`Removed the price of ${f.id}/${f.model}.`)
     }
     if (Option.isNone(f.input) || Option.isNone(f.output)) {
-      return yield* new InvalidConfig({ reason: "give --input and --output (USD per million tokens), or --remove" })
+      return yield* usageError(PRICE, "give --input and --output (USD per million tokens), or --remove")
     }
+    // The store's InvalidConfig is a price out of range or a malformed model id.
     yield* store.setPrice(f.id, f.model, {
       input: f.input.value,
       output: f.output.value,
       cacheRead: Option.getOrNull(f.cacheRead),
       cacheWrite: Option.getOrNull(f.cacheWrite)
-    })
+    }).pipe(Effect.catchTag("InvalidConfig", usageOf(PRICE)))
     const stored = (yield* store.prices(f.id)).find((p) => p.model === f.model)
     if (f.json) return yield* printJson(stored ?? null)
     yield* Console.log(`Price of ${f.id}/${f.model} set: ${describePrice({ input: f.input.value, output: f.output.value, cacheRead: Option.getOrNull(f.cacheRead), cacheWrite: Option.getOrNull(f.cacheWrite) })} per million tokens.`)

@@ -6,16 +6,16 @@
  * table it reads (it sees a change within seconds). `run <id>` asks the running gateway to run the
  * job now (with delivery); without a running gateway it runs at the next start.
  */
-import { Console, Effect, Option } from "effect"
+import { Clock, Console, Effect, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { describeSchedule } from "../domain/scheduler/schedule.ts"
 import { JobNotFound } from "../domain/scheduler/errors.ts"
 import type { Job } from "../domain/scheduler/types.ts"
 import * as SqliteJobStore from "../layers/scheduler/SqliteJobStore.ts"
-import { addOperatorJob } from "../layers/scheduler/newJob.ts"
+import { addOperatorJob, type OperatorJob, operatorJobProblem } from "../layers/scheduler/newJob.ts"
 import { JobStore } from "../services/JobStore.ts"
 import { Stores } from "./layers.ts"
-import { iso, printJson, table } from "./output.ts"
+import { iso, printJson, table, usageError } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const id = Argument.String("id").pipe(Argument.withDescription("The job's id (anna schedule list)"))
@@ -43,7 +43,7 @@ const add = Command.make("add", {
   json
 }, (f) =>
   Effect.gen(function*() {
-    const job = yield* addOperatorJob({
+    const input: OperatorJob = {
       agent: f.agent,
       cron: Option.getOrUndefined(f.cron),
       every: Option.getOrUndefined(f.every),
@@ -54,7 +54,11 @@ const add = Command.make("add", {
       deliver: Option.getOrUndefined(f.deliver),
       user: Option.getOrUndefined(f.user),
       catchUp: Option.getOrUndefined(f.catchUp)
-    })
+    }
+    // A value that cannot be scheduled as given is a usage error; an unknown agent or owner is refused (exit 1).
+    const problem = operatorJobProblem(input, yield* Clock.currentTimeMillis)
+    if (problem !== undefined) return yield* usageError(["anna", "schedule", "add"], problem)
+    const job = yield* addOperatorJob(input)
     yield* f.json ? printJson(job) : Console.log(`Added ${job.id}: ${describeSchedule(job)}, next run ${iso(job.nextRunAt)}, to ${target(job)}.`)
   })).pipe(Command.withDescription("Add a job: --agent A (--cron EXPR [--tz ZONE] | --every DURATION | --at TIME) --prompt TEXT [--deliver USER[@CHANNEL]]"))
 

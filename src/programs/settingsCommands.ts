@@ -4,19 +4,19 @@
  */
 import { Console, Effect, Option } from "effect"
 import { Argument, Command } from "effect/cli"
-import { InvalidConfig } from "../domain/config/errors.ts"
 import { SETTINGS, settingSpec, settingValue, unknownSetting } from "../domain/config/settings.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
-import { printJson, table } from "./output.ts"
+import { printJson, table, usageError } from "./output.ts"
 import { Stores } from "./layers.ts"
 import { json } from "./userCommands.ts"
 
 const key = Argument.String("key").pipe(Argument.withDescription("Setting name, e.g. sandbox.max_per_user"))
 const value = Argument.String("value").pipe(Argument.withDescription("New value"))
 
-const known = (k: string) => {
+/** The setting `k` names; any other name is a usage error of the command (`sub`: get, set, unset). */
+const known = (k: string, sub: string) => {
   const spec = settingSpec(k)
-  return spec === undefined ? Effect.fail(new InvalidConfig({ reason: unknownSetting(k) })) : Effect.succeed(spec)
+  return spec === undefined ? usageError(["anna", "settings", sub], unknownSetting(k)) : Effect.succeed(spec)
 }
 
 const current = Effect.gen(function*() {
@@ -38,7 +38,7 @@ const list = Command.make("list", { json }, (f) =>
 
 const get = Command.make("get", { key, json }, (f) =>
   Effect.gen(function*() {
-    yield* known(f.key)
+    yield* known(f.key, "get")
     const row = (yield* current).find((r) => r.key === f.key)
     if (f.json) return yield* printJson(row)
     yield* Console.log(row?.value ?? "")
@@ -46,9 +46,9 @@ const get = Command.make("get", { key, json }, (f) =>
 
 const set = Command.make("set", { key, value, json }, (f) =>
   Effect.gen(function*() {
-    const spec = yield* known(f.key)
+    const spec = yield* known(f.key, "set")
     const problem = spec.problem(f.value)
-    if (problem !== undefined) return yield* new InvalidConfig({ reason: `${f.key} ${problem}, got "${f.value}"` })
+    if (problem !== undefined) return yield* usageError(["anna", "settings", "set"], `${f.key} ${problem}, got "${f.value}"`)
     yield* (yield* ConfigStore).setSetting(f.key, f.value.trim())
     if (f.json) return yield* printJson({ key: f.key, value: f.value.trim() })
     yield* Console.log(`${f.key} = ${f.value.trim()} (applies from the next turn)`)
@@ -56,7 +56,7 @@ const set = Command.make("set", { key, value, json }, (f) =>
 
 const unset = Command.make("unset", { key, json }, (f) =>
   Effect.gen(function*() {
-    const spec = yield* known(f.key)
+    const spec = yield* known(f.key, "unset")
     yield* (yield* ConfigStore).deleteSetting(f.key)
     if (f.json) return yield* printJson({ key: f.key, value: spec.defaultValue })
     yield* Console.log(`${f.key} is back to its default, ${spec.defaultValue}`)

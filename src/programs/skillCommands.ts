@@ -25,7 +25,7 @@ import { type InstalledSkill, Skills } from "../services/Skills.ts"
 import { SkillRanking } from "../services/SkillRanking.ts"
 import { SkillStats } from "../services/SkillStats.ts"
 import { Stores } from "./layers.ts"
-import { printJson, table } from "./output.ts"
+import { printJson, table, usageError } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const agent = Flag.String("agent").pipe(
@@ -89,13 +89,13 @@ const outcome = Argument.Literals("outcome", ["success", "failure"])
 
 const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
 
-const userFlag = (flag: Option.Option<string>) =>
-  Option.isSome(flag) && flag.value.trim() === "" ? Effect.fail(new InvalidConfig({ reason: "--user needs a user id" })) : Effect.succeed(Option.getOrUndefined(flag))
+const userFlag = (flag: Option.Option<string>, sub: string) =>
+  Option.isSome(flag) && flag.value.trim() === "" ? usageError(["anna", "skill", sub], "--user needs a user id") : Effect.succeed(Option.getOrUndefined(flag))
 
 const rank = Command.make("rank", { query, by, agent: rankAgent, user, seed, json }, (f) =>
   Effect.gen(function*() {
     const agentId = yield* agentOf(f.agent)
-    const userId = yield* userFlag(f.user)
+    const userId = yield* userFlag(f.user, "rank")
     const { ranked, candidates } = yield* (yield* SkillRanking).rank({
       agentId,
       userId,
@@ -129,7 +129,7 @@ const feedback = Command.make("feedback", { name, outcome, agent: feedbackAgent,
     const chosen = Option.isSome(f.agent) ? Option.some(yield* agents.get(f.agent.value)) : yield* agents.defaultAgent
     if (Option.isNone(chosen)) return yield* new InvalidConfig({ reason: "there is no agent to record it for; name one with --agent" })
     const a = chosen.value
-    const userId = yield* userFlag(f.user)
+    const userId = yield* userFlag(f.user, "feedback")
     const stats = yield* SkillStats
     const operator = (yield* (yield* Skills).list(a.id)).find((s) => s.name === f.name)
     if (userId === undefined && operator === undefined) return yield* new SkillNotFound({ name: f.name, scope: `among the skills agent ${a.id} sees` })

@@ -9,6 +9,7 @@
  */
 import { Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { isValidId } from "../domain/config/agent.ts"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import * as SqliteAccounts from "../layers/admin/SqliteAccounts.ts"
 import * as UserRemovalLayer from "../layers/admin/UserRemoval.ts"
@@ -23,7 +24,7 @@ import { ConfigStore, type TokenInfo, type User } from "../services/ConfigStore.
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { UserRemoval } from "../services/UserRemoval.ts"
 import { StoresWithMemory } from "./layers.ts"
-import { iso, printJson, table } from "./output.ts"
+import { iso, printJson, table, usageError } from "./output.ts"
 import { describeRemoval } from "./userRemovalText.ts"
 
 export const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
@@ -56,6 +57,7 @@ const requireUser = (userId: string) =>
 const add = Command.make("add", { id, name, defaultAgent, json }, (f) =>
   Effect.gen(function*() {
     const config = yield* ConfigStore
+    if (!isValidId(f.id)) return yield* usageError(["anna", "user", "add"], `user id "${f.id}" must be 1–64 letters, digits, '.', '_' or '-'`)
     // Checked first, so a missing agent leaves no half-made user behind.
     if (Option.isSome(f.defaultAgent)) yield* (yield* AgentStore).get(f.defaultAgent.value)
     yield* config.createUser(f.id, Option.getOrElse(f.name, () => f.id))
@@ -99,10 +101,10 @@ const set = Command.make("set", {
   Effect.gen(function*() {
     const config = yield* ConfigStore
     if (f.noDefaultAgent && Option.isSome(f.defaultAgent)) {
-      return yield* new InvalidConfig({ reason: "--default-agent and --no-default-agent contradict each other" })
+      return yield* usageError(["anna", "user", "set"], "--default-agent and --no-default-agent contradict each other")
     }
     if (Option.isNone(f.name) && Option.isNone(f.defaultAgent) && !f.noDefaultAgent && Option.isNone(f.attr) && Option.isNone(f.removeAttr)) {
-      return yield* new InvalidConfig({ reason: "nothing to change: pass --name, --default-agent, --no-default-agent, --attr or --remove-attr" })
+      return yield* usageError(["anna", "user", "set"], "nothing to change: pass --name, --default-agent, --no-default-agent, --attr or --remove-attr")
     }
     yield* requireUser(f.id)
     if (Option.isSome(f.defaultAgent)) yield* config.setDefaultAgent(f.id, f.defaultAgent.value)
@@ -121,23 +123,23 @@ const set = Command.make("set", {
 const identityArg = Argument.String("identity").pipe(
   Argument.withDescription("PLATFORM:ID, e.g. telegram:123456789 (see anna user list for the ones in use)")
 )
-const splitIdentity = (text: string) => {
+const splitIdentity = (text: string, sub: "link" | "unlink") => {
   const colon = text.indexOf(":")
   return colon <= 0 || colon === text.length - 1
-    ? Effect.fail(new InvalidConfig({ reason: `an identity is PLATFORM:ID, e.g. telegram:123456789; got "${text}"` }))
+    ? usageError(["anna", "user", sub], `an identity is PLATFORM:ID, e.g. telegram:123456789; got "${text}"`)
     : Effect.succeed({ platform: text.slice(0, colon), externalId: text.slice(colon + 1) })
 }
 
 const link = Command.make("link", { id, identity: identityArg, json }, (f) =>
   Effect.gen(function*() {
-    const { platform, externalId } = yield* splitIdentity(f.identity)
+    const { platform, externalId } = yield* splitIdentity(f.identity, "link")
     const user = yield* (yield* ConfigStore).linkIdentity(f.id, platform, externalId)
     yield* f.json ? printJson(user) : Console.log(`${platform}:${externalId} is now ${user.id}'s: messages from it reach them and their memory.`)
   })).pipe(Command.withDescription("Make a platform identity this user's (one person on several apps is one user)"))
 
 const unlink = Command.make("unlink", { id, identity: identityArg, json }, (f) =>
   Effect.gen(function*() {
-    const { platform, externalId } = yield* splitIdentity(f.identity)
+    const { platform, externalId } = yield* splitIdentity(f.identity, "unlink")
     const user = yield* (yield* ConfigStore).unlinkIdentity(f.id, platform, externalId)
     yield* f.json ? printJson(user) : Console.log(`${platform}:${externalId} is no longer ${user.id}'s; its next message makes a new user.`)
   })).pipe(Command.withDescription("Remove one of a user's platform identities"))
@@ -239,14 +241,16 @@ const remove = Command.make("remove", {
   json
 }, (f) =>
   Effect.gen(function*() {
-    if (f.keepSessions && f.deleteSessions) return yield* new InvalidConfig({ reason: "--keep-sessions and --delete-sessions contradict each other" })
+    const REMOVE = ["anna", "user", "remove"]
+    if (f.keepSessions && f.deleteSessions) return yield* usageError(REMOVE, "--keep-sessions and --delete-sessions contradict each other")
     const choice = f.keepSessions ? "keep" : f.deleteSessions ? "delete" : undefined
     // A removal that was cut short is finished with the choice it began with: no flag is needed then.
     if (choice === undefined && Option.isSome(yield* (yield* ConfigStore).getUser(f.id))) {
       const sessions = yield* (yield* MemoryStore).listConversations({ userId: f.id })
-      return yield* new InvalidConfig({
-        reason: `choose what happens to ${f.id}'s ${sessions.length} session(s): --keep-sessions (operators can still read them) or --delete-sessions (deleted for good)`
-      })
+      return yield* usageError(
+        REMOVE,
+        `choose what happens to ${f.id}'s ${sessions.length} session(s): --keep-sessions (operators can still read them) or --delete-sessions (deleted for good)`
+      )
     }
     const report = yield* (yield* UserRemoval).remove(f.id, choice)
     yield* f.json ? printJson(report) : Console.log(describeRemoval(report))

@@ -8,6 +8,9 @@ import { Context, type Effect } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { SearchHit, SearchOptions } from "../domain/memory/types.ts"
 
+/** A search returns at most this many hits (a larger `limit` is taken as this; the CLI refuses it, saying so). */
+export const MAX_SEARCH_HITS = 100
+
 export class Searcher extends Context.Service<Searcher, {
   /** Any text is accepted as a query; bad syntax yields results or an empty list, never an error. */
   readonly search: (query: string, options: SearchOptions) => Effect.Effect<ReadonlyArray<SearchHit>, StorageError>

@@ -224,7 +224,7 @@ describe("e2e: who may use which agent", () => {
     const { home, env, cli } = await onboarded()
     await cli("agent", "set", "family", "--model", "openai/fake-large", "--access", "attr:group=family")
     const bad = await annaEnv(home, NO_DOCKER, "agent", "set", "family", "--access", "some people")
-    assert.strictEqual(bad.code, 1)
+    assert.strictEqual(bad.code, 2)
     assert.include(bad.stderr, "access must be everyone, users:ID,… or attr:KEY=VALUE")
     assert.include((await cli("agent", "show", "family")).stdout, "attr:group=family")
     await cli("user", "add", "ida")

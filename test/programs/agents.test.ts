@@ -54,6 +54,14 @@ const refused = (r: Run, says: string) => {
   assert.include(r.stderr, says)
 }
 
+/** A usage error: exit 2, the problem on the first line, then the command's usage. */
+const misused = (r: Run, says: string) => {
+  assert.strictEqual(r.code, 2, r.stdout + r.stderr)
+  assert.match(r.stderr.split("\n")[0] ?? "", /^anna: /)
+  assert.include(r.stderr.split("\n")[0], says)
+  assert.match(r.stderr.split("\n")[1] ?? "", /^usage: anna /)
+}
+
 const agentState = async (h: string, id: string) => {
   const a = await annaJson<Agent>(h, "agent", "show", id)
   return { enabled: a.enabled, awaitingModel: a.awaitingModel }
@@ -186,7 +194,8 @@ describe("anna agent set --system-prompt", () => {
     const big = join(h, "big.md")
     writeFileSync(big, "x".repeat(64 * 1024 + 1))
     refused(await anna(h, "agent", "set", "a1", "--system-prompt", `@${big}`), "is 65537 bytes; at most 65536 (64 KiB) are allowed")
-    refused(await anna(h, "agent", "set", "a1", "--system-prompt", "y".repeat(64 * 1024 + 1)), "at most 65536 (64 KiB)")
+    // A prompt given inline is a value the command cannot use (exit 2); a file's content is refused (exit 1).
+    misused(await anna(h, "agent", "set", "a1", "--system-prompt", "y".repeat(64 * 1024 + 1)), "at most 65536 (64 KiB)")
     const binary = join(h, "binary.md")
     writeFileSync(binary, Buffer.from([0xff, 0xfe, 0x00, 0x41]))
     refused(await anna(h, "agent", "set", "a1", "--system-prompt", `@${binary}`), "is not UTF-8 text")

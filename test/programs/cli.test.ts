@@ -296,7 +296,7 @@ describe("anna CLI", () => {
     assert.strictEqual(lcm.messages.length, 1 + handed.freshTailMessages + 50)
     assert.strictEqual((await anna(h, "memory", "verify", "k")).code, 0)
     const unknown = await anna(h, "plugin", "enable", "memory/nope")
-    assert.strictEqual(unknown.code, 1)
+    assert.strictEqual(unknown.code, 2, "not one of anna's plugins: a usage error")
     assert.include(unknown.stderr, "no plugin \"memory/nope\"")
   })
 

@@ -23,6 +23,14 @@ const refused = (r: Run, says: string) => {
   assert.include(r.stderr, says)
 }
 
+/** A usage error: exit 2, the problem on the first line, then the command's usage. */
+const misused = (r: Run, says: string) => {
+  assert.strictEqual(r.code, 2, r.stdout + r.stderr)
+  assert.match(r.stderr.split("\n")[0] ?? "", /^anna: /)
+  assert.include(r.stderr.split("\n")[0], says)
+  assert.match(r.stderr.split("\n")[1] ?? "", /^usage: anna /)
+}
+
 interface RuleJson {
   readonly id: string
   readonly source: string
@@ -53,7 +61,7 @@ describe("anna playbook", () => {
     const text = "rules:\n  - id: pin-tags\n    text: Pin image tags\n    tags: [docker]\n    confidense: 0.9\n    created_at: 2026-01-01\n"
     writeFileSync(path, text)
     refused(await anna(h, "playbook", "list"), `${path}:5: unknown field "confidense"`)
-    refused(await anna(h, "playbook", "add", "--text", "Another rule"), `${path}:5: unknown field "confidense"`)
+    refused(await anna(h, "playbook", "add", "--text", "Another rule", "--tags", "docker"), `${path}:5: unknown field "confidense"`)
     refused(await anna(h, "playbook", "sweep"), `${path}:5:`)
     assert.strictEqual(readFileSync(path, "utf8"), text)
     writeFileSync(path, text.replace("confidense", "confidence"))
@@ -109,8 +117,8 @@ describe("anna playbook", () => {
 
     refused(await anna(h, "playbook", "list", "--agent", "nope"), `no agent "nope"`)
     refused(await anna(h, "playbook", "context", "--tags", "docker"), "give --agent")
-    refused(await anna(h, "playbook", "add", "--text", "x", "--user", "carol"), `no user "carol"`)
-    refused(await anna(h, "playbook", "add", "--text", ""), "rule refused: the text is empty")
+    refused(await anna(h, "playbook", "add", "--text", "x", "--tags", "docker", "--user", "carol"), `no user "carol"`)
+    refused(await anna(h, "playbook", "add", "--text", "", "--tags", "docker"), "rule refused: the text is empty")
     refused(await anna(h, "playbook", "show", "rule_nope"), `no playbook rule "rule_nope"`)
     refused(await anna(h, "playbook", "remove", global.id, "--agent", "a1"), `no playbook rule "${global.id}" in agent a1's playbook`)
   })
@@ -128,7 +136,7 @@ describe("anna playbook", () => {
     assert.strictEqual(good.stdout.trim(), `${rule.id}: success recorded for every user; confidence now 0.35 (1 success, 1 failure).`)
     const shown = await anna(h, "playbook", "show", rule.id, "--agent", "a1")
     assert.match(shown.stdout, /users' feedback\s+none yet/)
-    refused(await anna(h, "playbook", "feedback", rule.id, "meh", "--agent", "a1"), "good or bad")
+    misused(await anna(h, "playbook", "feedback", rule.id, "meh", "--agent", "a1"), "good or bad")
     refused(await anna(h, "playbook", "feedback", "rule_nope", "bad", "--agent", "a1"), `no playbook rule "rule_nope"`)
   })
 

@@ -244,7 +244,7 @@ describe("providers from the command line", () => {
     }
     const common = ["--type", "openai", "--base-url", fake.openAiUrl, "--default-model", "fake-large"]
     const bad = await annaEnv(h, {}, "provider", "add", "slow", ...common, "--first-byte-timeout", "0")
-    assert.strictEqual(bad.code, 1)
+    assert.strictEqual(bad.code, 2, "a value out of range: a usage error")
     assert.include(bad.stderr, "first-byte timeout must be a number of seconds above 0")
     assert.strictEqual((await json("provider", "add", "slow", ...common, "--first-byte-timeout", "90")).firstByteTimeoutSeconds, 90)
     assert.strictEqual((await json("provider", "set", "slow", "--first-byte-timeout", "2.5")).firstByteTimeoutSeconds, 2.5)
@@ -253,10 +253,12 @@ describe("providers from the command line", () => {
     assert.match((await annaEnv(h, {}, "provider", "list")).stdout, /FIRST BYTE[\s\S]*\b2\.5 s\b/)
     assert.isUndefined((await json("provider", "set", "slow", "--first-byte-timeout", "default")).firstByteTimeoutSeconds)
     const nonsense = await annaEnv(h, {}, "provider", "set", "slow", "--first-byte-timeout", "soon")
-    assert.deepStrictEqual([nonsense.code, nonsense.stderr.trim()], [
-      1,
+    // A usage error: the problem, then the command's usage.
+    assert.deepStrictEqual([nonsense.code, nonsense.stderr.split("\n")[0]], [
+      2,
       'anna: --first-byte-timeout takes seconds above 0 and at most 3600, or "default"; got "soon"'
     ])
+    assert.match(nonsense.stderr, /^usage: anna provider set /m)
     const ghost = await annaEnv(h, {}, "provider", "set", "nowhere", "--first-byte-timeout", "5")
     assert.strictEqual(ghost.code, 1)
   })
@@ -286,10 +288,10 @@ describe("providers from the command line", () => {
     assert.strictEqual(fake.requests.at(-1)?.headers["authorization"], "Bearer sk-new-key-000000bbbb")
     // Nothing to change, contradictions and a bad URL are refused; the bad URL's credentials are not quoted.
     const none = await annaEnv(h, {}, "provider", "set", "local")
-    assert.deepStrictEqual([none.code, none.stderr.includes("nothing to change")], [1, true])
-    assert.strictEqual((await annaEnv(h, {}, "provider", "set", "local", "--enable", "--disable")).code, 1)
+    assert.deepStrictEqual([none.code, none.stderr.includes("nothing to change")], [2, true])
+    assert.strictEqual((await annaEnv(h, {}, "provider", "set", "local", "--enable", "--disable")).code, 2)
     const badUrl = await annaEnv(h, {}, "provider", "set", "local", "--base-url", "ftp://user:hunter2secret@x")
-    assert.strictEqual(badUrl.code, 1)
+    assert.strictEqual(badUrl.code, 2)
     assert.notInclude(badUrl.stderr, "hunter2secret")
   })
 })

@@ -21,6 +21,14 @@ const refused = (r: Run, says: string) => {
   assert.include(r.stderr, says)
 }
 
+/** A usage error: exit 2, the problem on the first line, then the command's usage. */
+const misused = (r: Run, says: string) => {
+  assert.strictEqual(r.code, 2, r.stdout + r.stderr)
+  assert.match(r.stderr.split("\n")[0] ?? "", /^anna: /)
+  assert.include(r.stderr.split("\n")[0], says)
+  assert.match(r.stderr.split("\n")[1] ?? "", /^usage: anna /)
+}
+
 describe("anna schedule", () => {
   it("adds, lists, runs, shows history and removes jobs; refuses bad input with one line", { timeout: 120_000 }, async () => {
     const h = newHome()
@@ -52,16 +60,17 @@ describe("anna schedule", () => {
     assert.deepStrictEqual(await annaJson<Array<JobRun>>(h, "schedule", "history", daily.id), [])
 
     refused(await anna(h, "schedule", "add", "--agent", "nope", "--every", "1h", "--prompt", "x", "--user", "alice"), `no agent "nope"`)
-    refused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 8 * * *", "--every", "1h", "--prompt", "x", "--user", "alice"),
+    // Values that cannot be scheduled are usage errors (exit 2); an agent or user that does not exist is refused (exit 1).
+    misused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 8 * * *", "--every", "1h", "--prompt", "x", "--user", "alice"),
       "give exactly one of --cron, --every or --at")
-    refused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 99 * * *", "--prompt", "x", "--user", "alice"), `bad cron "0 99 * * *"`)
-    refused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 0 8 * * *", "--prompt", "x", "--user", "alice"), "use 5")
-    refused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 8 * * *", "--tz", "Mars/Base", "--prompt", "x", "--user", "alice"),
+    misused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 99 * * *", "--prompt", "x", "--user", "alice"), `bad cron "0 99 * * *"`)
+    misused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 0 8 * * *", "--prompt", "x", "--user", "alice"), "use 5")
+    misused(await anna(h, "schedule", "add", "--agent", "a1", "--cron", "0 8 * * *", "--tz", "Mars/Base", "--prompt", "x", "--user", "alice"),
       `unknown time zone "Mars/Base"`)
-    refused(await anna(h, "schedule", "add", "--agent", "a1", "--at", "2020-01-01T08:00:00Z", "--prompt", "x", "--user", "alice"), "is in the past")
-    refused(await anna(h, "schedule", "add", "--agent", "a1", "--every", "1h", "--prompt", "x"), "give --deliver USER[@CHANNEL]")
+    misused(await anna(h, "schedule", "add", "--agent", "a1", "--at", "2020-01-01T08:00:00Z", "--prompt", "x", "--user", "alice"), "is in the past")
+    misused(await anna(h, "schedule", "add", "--agent", "a1", "--every", "1h", "--prompt", "x"), "give --deliver USER[@CHANNEL]")
     refused(await anna(h, "schedule", "add", "--agent", "a1", "--every", "1h", "--prompt", "x", "--deliver", "bob"), `no user "bob"`)
-    refused(await anna(h, "schedule", "add", "--agent", "a1", "--every", "1h", "--prompt", "x", "--deliver", "alice@http"), "cannot deliver")
+    misused(await anna(h, "schedule", "add", "--agent", "a1", "--every", "1h", "--prompt", "x", "--deliver", "alice@http"), "cannot deliver")
     refused(await anna(h, "schedule", "remove", "job-nope"), `no scheduled job "job-nope"`)
     refused(await anna(h, "schedule", "history", "job-nope"), `no scheduled job "job-nope"`)
 

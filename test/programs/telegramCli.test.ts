@@ -38,6 +38,13 @@ const refused = (r: Run, says: string) => {
   assert.include(r.stderr, says)
 }
 
+/** A usage error: exit 2, the problem on the first line, then the command's usage. */
+const misused = (r: Run, says: string) => {
+  assert.strictEqual(r.code, 2, r.stdout + r.stderr)
+  assert.include(r.stderr.split("\n")[0], says)
+  assert.match(r.stderr.split("\n")[1] ?? "", /^usage: anna /)
+}
+
 describe("anna notify", () => {
   it("delivers to the user's Telegram chat, rendered; refuses what it cannot deliver, saying why", async () => {
     const h = newHome()
@@ -49,8 +56,8 @@ describe("anna notify", () => {
     refused(await anna(h, "notify", ann.id, "hi"), "no channel that can deliver is enabled")
     await anna(h, "channel", "enable", "telegram")
     refused(await anna(h, "notify", "bob", "hi"), "has never written on telegram")
-    refused(await anna(h, "notify", ann.id, "hi", "--channel", "http"), "cannot deliver")
-    refused(await anna(h, "notify", ann.id, "  "), "the message is empty")
+    misused(await anna(h, "notify", ann.id, "hi", "--channel", "http"), "cannot deliver")
+    misused(await anna(h, "notify", ann.id, "  "), "the message is empty")
     // The fake only knows a chat once its user has written in it.
     tg.sendUserMessage({ chatId: 4242, chatType: "private", from: { id: 4242, first_name: "Ann" }, text: "hello" })
 

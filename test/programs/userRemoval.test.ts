@@ -27,6 +27,14 @@ const refused = (r: Run, says: string) => {
   assert.include(r.stderr, says)
 }
 
+/** A usage error: exit 2, the problem on the first line, then the command's usage. */
+const misused = (r: Run, says: string) => {
+  assert.strictEqual(r.code, 2, r.stdout + r.stderr)
+  assert.match(r.stderr.split("\n")[0] ?? "", /^anna: /)
+  assert.include(r.stderr.split("\n")[0], says)
+  assert.match(r.stderr.split("\n")[1] ?? "", /^usage: anna /)
+}
+
 interface Report {
   readonly userId: string
   readonly resumed: boolean
@@ -172,7 +180,7 @@ describe("anna user remove leaves nothing to a later user of the same id", () =>
     assert.strictEqual(count(h, "SELECT count(*) AS n FROM rule_votes WHERE user_id = ? AND personal = 0.5", r.removedAs), 1)
     assert.strictEqual(count(h, "SELECT count(*) AS n FROM token_lineage WHERE user_id = ?", r.removedAs), 1, "her revoked token is still known as hers")
     assert.strictEqual(count(h, "SELECT count(*) AS n FROM model_usage WHERE user_id = ? AND session_key = ?", r.removedAs, `a1:cli:${r.removedAs}:main`), 1)
-    refused(await anna(h, "user", "add", r.removedAs), "must be 1–64 letters")
+    misused(await anna(h, "user", "add", r.removedAs), "must be 1–64 letters")
     const verify = await anna(h, "memory", "verify")
     assert.strictEqual(verify.code, 0, verify.stdout + verify.stderr)
 

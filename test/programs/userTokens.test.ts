@@ -30,6 +30,14 @@ const refused = (r: Run, says: string) => {
   assert.include(r.stderr, says)
 }
 
+/** A usage error: exit 2, the problem on the first line, then the command's usage. */
+const misused = (r: Run, says: string) => {
+  assert.strictEqual(r.code, 2, r.stdout + r.stderr)
+  assert.match(r.stderr.split("\n")[0] ?? "", /^anna: /)
+  assert.include(r.stderr.split("\n")[0], says)
+  assert.match(r.stderr.split("\n")[1] ?? "", /^usage: anna /)
+}
+
 const issue = async (h: string, user: string, label: string) => {
   const r = await anna(h, "user", "token", user, "--label", label)
   assert.strictEqual(r.code, 0, r.stderr)
@@ -117,8 +125,8 @@ describe("anna user remove", () => {
 
   it("asks to choose what happens to the sessions", async () => {
     const h = await setUp()
-    refused(await anna(h, "user", "remove", "alice"), "choose what happens to alice's 2 session(s): --keep-sessions")
-    refused(await anna(h, "user", "remove", "alice", "--keep-sessions", "--delete-sessions"), "contradict")
+    misused(await anna(h, "user", "remove", "alice"), "choose what happens to alice's 2 session(s): --keep-sessions")
+    misused(await anna(h, "user", "remove", "alice", "--keep-sessions", "--delete-sessions"), "contradict")
     refused(await anna(h, "user", "remove", "carol", "--keep-sessions"), "no user \"carol\"")
     assert.deepStrictEqual((await annaJson<Array<{ id: string }>>(h, "user", "list")).map((u) => u.id), ["alice", "bob"])
   })

@@ -44,6 +44,14 @@ const refused = (r: Run, says: string) => {
   assert.include(r.stderr, says)
 }
 
+/** A usage error: exit 2, the problem on the first line, then the command's usage. */
+const misused = (r: Run, says: string) => {
+  assert.strictEqual(r.code, 2, r.stdout + r.stderr)
+  assert.match(r.stderr.split("\n")[0] ?? "", /^anna: /)
+  assert.include(r.stderr.split("\n")[0], says)
+  assert.match(r.stderr.split("\n")[1] ?? "", /^usage: anna /)
+}
+
 describe("anna user", () => {
   it("adds, lists, shows and changes users; refuses mistakes with one line", async () => {
     const h = home()
@@ -53,7 +61,7 @@ describe("anna user", () => {
 
     refused(await anna(h, "user", "add", "alice"), "already exists")
     refused(await anna(h, "user", "add", "bob", "--default-agent", "nope"), `no agent "nope"`)
-    refused(await anna(h, "user", "add", "bad:id"), "must be 1–64 letters")
+    misused(await anna(h, "user", "add", "bad:id"), "must be 1–64 letters")
     const users = await annaJson<Array<User>>(h, "user", "list")
     assert.deepStrictEqual(users.map((u) => u.id), ["alice"], "a refused add leaves no user behind")
 
@@ -69,8 +77,8 @@ describe("anna user", () => {
     assert.match(shown.stdout, /default agent\s+a1/)
     assert.match(shown.stdout, /name\s+Alice B/)
 
-    refused(await anna(h, "user", "set", "alice"), "nothing to change")
-    refused(await anna(h, "user", "set", "alice", "--default-agent", "a1", "--no-default-agent"), "contradict")
+    misused(await anna(h, "user", "set", "alice"), "nothing to change")
+    misused(await anna(h, "user", "set", "alice", "--default-agent", "a1", "--no-default-agent"), "contradict")
     refused(await anna(h, "user", "set", "ghost", "--name", "x"), `no user "ghost"`)
     refused(await anna(h, "user", "show", "ghost"), `no user "ghost"`)
 
@@ -92,7 +100,7 @@ describe("anna user", () => {
     // Messages from it now reach alice.
     assert.strictEqual((await withStores(h, Effect.flatMap(ConfigStore, (c) => c.upsertUser("feishu", "ou_abc:def")))).id, "alice")
     refused(await anna(h, "user", "link", "bob", "telegram:555"), `telegram:555 belongs to user ${stranger.id}; unlink it there first`)
-    refused(await anna(h, "user", "link", "bob", "telegram"), "an identity is PLATFORM:ID")
+    misused(await anna(h, "user", "link", "bob", "telegram"), "an identity is PLATFORM:ID")
     refused(await anna(h, "user", "link", "nobody", "telegram:1"), "nobody")
     const text = await anna(h, "user", "unlink", stranger.id, "telegram:555")
     assert.strictEqual(text.code, 0, text.stderr)
@@ -137,9 +145,9 @@ describe("anna channel", () => {
     ])
     const http = await annaJson<Channel>(h, "channel", "set", "http", "--config", "port=9000", "--config", "host=0.0.0.0")
     assert.deepStrictEqual(http, { id: "http", enabled: true, config: { host: "0.0.0.0", port: 9000 } })
-    refused(await anna(h, "channel", "set", "http", "--config", "port=70000"), "port must be")
-    refused(await anna(h, "channel", "set", "http", "--config", "user=x"), "takes host, port")
-    refused(await anna(h, "channel", "set", "http", "--config", "portless"), `--config takes KEY=VALUE, got "portless"`)
+    misused(await anna(h, "channel", "set", "http", "--config", "port=70000"), "port must be")
+    misused(await anna(h, "channel", "set", "http", "--config", "user=x"), "takes host, port")
+    misused(await anna(h, "channel", "set", "http", "--config", "portless"), `--config takes KEY=VALUE, got "portless"`)
     // An empty value removes the key (its default applies again).
     const unset = await annaJson<Channel>(h, "channel", "set", "http", "--config", "host=")
     assert.deepStrictEqual(unset.config, { port: 9000 })
@@ -159,7 +167,7 @@ describe("anna channel", () => {
     }))
     assert.deepStrictEqual(stored.find((c) => c.id === "telegram")?.config, { token: SECRET }, "stored as given")
 
-    refused(await anna(h, "channel", "enable", "telegarm"), `unknown channel "telegarm"`)
+    misused(await anna(h, "channel", "enable", "telegarm"), `unknown channel "telegarm"`)
     assert.strictEqual((await anna(h, "channel", "set", "http")).code, 2, "--config is required")
   })
 
@@ -193,9 +201,9 @@ describe("anna agent set: context, tools, turns", () => {
     assert.match(shown.stdout, /tools\s+bash,read/)
     assert.match(shown.stdout, /max turns\s+5/)
 
-    refused(await anna(h, "agent", "set", "a1", "--tools", "bash,rm"), "unknown tool(s) rm")
-    refused(await anna(h, "agent", "set", "a1", "--max-turns", "0"), "turn limit")
-    refused(await anna(h, "agent", "set", "a1", "--context-tokens", "128"), "context budget")
+    misused(await anna(h, "agent", "set", "a1", "--tools", "bash,rm"), "unknown tool(s) rm")
+    misused(await anna(h, "agent", "set", "a1", "--max-turns", "0"), "turn limit")
+    misused(await anna(h, "agent", "set", "a1", "--context-tokens", "128"), "context budget")
     assert.strictEqual((await anna(h, "agent", "set", "a1", "--max-turns", "many")).code, 2)
     const unchanged = await annaJson<Array<Agent>>(h, "agent", "list")
     assert.deepStrictEqual(unchanged.map((a) => [a.contextTokens, a.tools, a.maxTurns]), [[64000, ["bash", "read"], 5]])

@@ -29,7 +29,7 @@ import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import type { StoredSummary } from "../../services/MemoryStore.ts"
 import { ProfileStore } from "../../services/ProfileStore.ts"
 import { ReviewSource } from "../../services/ReviewSource.ts"
-import { Searcher } from "../../services/Searcher.ts"
+import { MAX_SEARCH_HITS, Searcher } from "../../services/Searcher.ts"
 import { SessionManager } from "../../services/SessionManager.ts"
 import * as DagCompactionEngine from "./DagCompactionEngine.ts"
 import { makeFutileMemo, makeShared, validateAssemble } from "./shared.ts"
@@ -38,7 +38,7 @@ import * as SqliteMemoryStore from "./SqliteMemoryStore.ts"
 
 export const NAME = "memory/lcm"
 const DEFAULT_SEARCH_LIMIT = 10
-const MAX_SEARCH_LIMIT = 100
+const MAX_SEARCH_LIMIT = MAX_SEARCH_HITS
 const MAX_SEARCH_CONTEXT = 10
 const finite = (n: number | undefined, fallback: number) => (n !== undefined && Number.isFinite(n) ? n : fallback)
 const DEFAULT_EXPAND_TOKENS = 4_000
