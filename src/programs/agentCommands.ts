@@ -28,14 +28,27 @@ import { type AgentPatch, AgentStore } from "../services/AgentStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { DEFAULT_CONTEXT_TOKENS } from "../services/ConfigStore.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
+import { ProviderStore } from "../services/ProviderStore.ts"
 import { printJson, table, usageError, usageOf } from "./output.ts"
 import { StoresWithMemory } from "./layers.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 
-const main = (a: Agent) => (a.providerId === null ? "-" : formatModelRef({ providerId: a.providerId, model: a.model }))
-const summary = (a: Agent) =>
-  a.summaryProviderId === null ? "(main model)" : formatModelRef({ providerId: a.summaryProviderId, model: a.summaryModel })
+/** Each provider's default model, for a model given as PROVIDER alone. */
+type Defaults = ReadonlyMap<string, string>
+const providerDefaults = Effect.gen(function*() {
+  const providers = yield* (yield* ProviderStore).list
+  return new Map(providers.map((p) => [p.id, p.defaultModel])) as Defaults
+})
+
+/** PROVIDER/MODEL; a model given as PROVIDER alone is that provider's default model, named as such. */
+const modelText = (providerId: string, model: string, defaults: Defaults) => {
+  const fallback = model === "" ? defaults.get(providerId) ?? "" : ""
+  return fallback === "" ? formatModelRef({ providerId, model }) : `${providerId}/${fallback} (its default)`
+}
+const main = (a: Agent, defaults: Defaults) => (a.providerId === null ? "-" : modelText(a.providerId, a.model, defaults))
+const summary = (a: Agent, defaults: Defaults) =>
+  a.summaryProviderId === null ? "(main model)" : modelText(a.summaryProviderId, a.summaryModel, defaults)
 const guard = (a: Agent) => `${a.summaryMaxCalls} calls / ${Math.round(a.summaryWindowSeconds / 60)} min`
 const context = (a: Agent) => (a.contextTokens > 0 ? String(a.contextTokens) : `${DEFAULT_CONTEXT_TOKENS} (default)`)
 /** The output reserve as it applies now: the setting (kept within half the window), or the proportional one. */
@@ -71,12 +84,12 @@ const promptLine = (a: Agent) => {
   return text.length <= 60 ? text : `${text.slice(0, 59)}… (${a.systemPrompt.length} characters)`
 }
 
-const describeAgent = (a: Agent) =>
+const describeAgent = (a: Agent, defaults: Defaults) =>
   table(["", ""], [
     ["agent", `${a.id} (${a.name})${a.enabled ? "" : a.awaitingModel === true ? ", disabled until it has a model" : ", disabled"}`],
-    ["model", main(a)],
+    ["model", main(a, defaults)],
     ["system prompt", promptLine(a)],
-    ["summary model", summary(a)],
+    ["summary model", summary(a, defaults)],
     ["summary limit", `${guard(a)} per session`],
     ["sandbox", `${a.sandboxImage || DEFAULT_IMAGE}, network ${a.sandboxNetwork}, ${a.sandboxMemoryMb} MiB, ${a.sandboxCpus} CPU, ${a.sandboxPids} processes`],
     ["workspace", `${a.sandboxWorkspace === "user" ? "one per user" : "shared by all users"}, quota ${a.sandboxDiskMb} MiB`],
@@ -94,9 +107,10 @@ const list = Command.make("list", { json }, (f) =>
     const agents = yield* (yield* AgentStore).list
     if (f.json) return yield* printJson(agents)
     if (agents.length === 0) return yield* Console.log("No agents. Run anna onboard (or anna onboard --from-env), or anna agent set default --model PROVIDER/MODEL.")
+    const defaults = yield* providerDefaults
     yield* Console.log(table(
       ["AGENT", "MODEL", "SUMMARY MODEL", "SUMMARY LIMIT", "CONTEXT", "TOOLS", "TURNS", "STATE"],
-      agents.map((a) => [a.id, main(a), summary(a), guard(a), context(a), tools(a), String(a.maxTurns), state(a)])
+      agents.map((a) => [a.id, main(a, defaults), summary(a, defaults), guard(a), context(a), tools(a), String(a.maxTurns), state(a)])
     ))
   })).pipe(Command.withDescription("List agents and their models"))
 
@@ -105,7 +119,7 @@ const id = Argument.String("id").pipe(Argument.withDescription("Agent id"))
 const show = Command.make("show", { id, json }, (f) =>
   Effect.gen(function*() {
     const a = yield* (yield* AgentStore).get(f.id)
-    yield* f.json ? printJson(a) : Console.log(describeAgent(a))
+    yield* f.json ? printJson(a) : Console.log(describeAgent(a, yield* providerDefaults))
   })).pipe(Command.withDescription("Show one agent"))
 
 const modelFlag = (name: string, description: string) =>
@@ -256,7 +270,7 @@ const set = Command.make("set", {
       Effect.catchTag("InvalidConfig", usageOf(SET))
     )
     if (f.json) return yield* printJson(agent)
-    yield* Console.log(`${before !== undefined ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent)}`)
+    yield* Console.log(`${before !== undefined ? "Updated" : "Created"} agent ${agent.id}.\n${describeAgent(agent, yield* providerDefaults)}`)
     if (agent.awaitingModel === true) {
       yield* Console.log(`Agent ${agent.id} is disabled until it has a model: anna agent set ${agent.id} --model PROVIDER/MODEL`)
     } else if (before?.awaitingModel === true && agent.enabled) {
