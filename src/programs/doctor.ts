@@ -9,7 +9,7 @@ import { connect } from "node:net"
 import { Command, Flag } from "effect/cli"
 import { settingValue } from "../domain/config/settings.ts"
 import { specFor } from "../domain/sandbox/spec.ts"
-import { containerChecks, diagnose, type DoctorCheck, makeDocker, sandboxContainers } from "../layers/sandbox/docker/client.ts"
+import { containerChecks, diagnose, type DoctorCheck, installationOf, makeDocker, sandboxContainers } from "../layers/sandbox/docker/client.ts"
 import { providerSecrets, redactSecrets } from "../domain/model/types.ts"
 import { DEFAULT_HOST, DEFAULT_PORT } from "../layers/channels/HttpChannel.ts"
 import { loadPlatform } from "../layers/channels/platforms.ts"
@@ -138,7 +138,7 @@ export const doctorCommand = Command.make("doctor", {
     add("sandbox", yield* diskCheck(yield* (yield* ConfigStore).getSetting("sandbox.disk_bound"), spec.limits.diskMb))
     // Containers left behind (e.g. after a SIGKILL of the gateway); not asked when the engine did not answer.
     if (sandboxChecks.some((c) => c.name === "docker" && c.ok)) {
-      const containers = yield* sandboxContainers(yield* makeDocker(10_000)).pipe(Effect.orElseSucceed(() => []))
+      const containers = yield* sandboxContainers(yield* makeDocker(10_000), undefined, installationOf(home)).pipe(Effect.orElseSucceed(() => []))
       for (const c of containerChecks(containers)) add("sandbox", c)
     }
 

@@ -3,8 +3,9 @@
  * when the runner session's first command needs it — within the caps on live containers per user
  * and in all — and removed when the session's scope closes (normally, on failure or on
  * interruption) or when `close` is called (its agent's sandbox settings changed). Before anything runs, the container is inspected and compared with its policy; a
- * mismatch removes it. Containers are labelled with their owner (host and PID), so the ones left by
- * a crashed anna are found and removed when the next one starts. Every failure to start is a typed
+ * mismatch removes it. Containers are labelled with their owner (host and PID) and their installation
+ * (ANNA_HOME on its host, when AppConfig is provided), so the ones left by a crashed anna are found
+ * and removed when the next one of the same installation starts — never another installation's. Every failure to start is a typed
  * error and nothing runs: there is no fallback to the host.
  */
 import type Docker from "dockerode"
@@ -33,7 +34,8 @@ import {
 } from "../../domain/sandbox/types.ts"
 import { Sandbox, type SandboxSession, type StartOptions } from "../../services/Sandbox.ts"
 import * as Admission from "./admission.ts"
-import { call, checkEnforceable, ensureImage, errorDetail, imagePresent, makeDocker, ping, sandboxContainers } from "./docker/client.ts"
+import { AppConfig } from "../../services/AppConfig.ts"
+import { call, checkEnforceable, ensureImage, errorDetail, imagePresent, installationOf, makeDocker, ping, sandboxContainers } from "./docker/client.ts"
 import { runCommand, startProcess } from "./docker/exec.ts"
 import * as WorkspaceDisk from "./workspaceDisk.ts"
 import * as WorkspaceFiles from "./workspaceFiles.ts"
@@ -44,10 +46,10 @@ type ProcessOptions = Parameters<SandboxSession["startProcess"]>[1]
 /** Host and PID of this process: the owner label of its containers. */
 export const owner = (): string => `${hostname()}:${process.pid}`
 
-/** Removes containers this host's anna processes left behind (their owner PID is gone). */
-export const removeOrphans = (docker: Docker) =>
+/** Removes containers this installation's anna processes on this host left behind (their owner PID is gone). */
+export const removeOrphans = (docker: Docker, installation?: string) =>
   Effect.gen(function*() {
-    const containers = yield* sandboxContainers(docker).pipe(
+    const containers = yield* sandboxContainers(docker, undefined, installation).pipe(
       Effect.mapError((e) => new SandboxFailure({ operation: "list containers", detail: e.detail }))
     )
     let removed = 0
@@ -99,11 +101,17 @@ const CHECK_TTL_MS = 10_000
 /** Images anna builds itself (`anna sandbox build-image`, default tag anna-sandbox:latest): no registry has them. */
 const isLocalImage = (image: string): boolean => image.split("/").at(-1)?.startsWith("anna-sandbox:") === true || image === "anna-sandbox"
 
-export const make = (client?: Docker) =>
+export interface Options {
+  /** This installation's label value (`installationOf(home)`); without it containers carry none. */
+  readonly installation?: string | undefined
+}
+
+export const make = (client?: Docker, options: Options = {}) =>
   Effect.gen(function*() {
     const docker = client ?? (yield* makeDocker())
+    const installation = options.installation
     // Best effort at start: a daemon that is down now fails the first session, not anna's start.
-    yield* removeOrphans(docker).pipe(Effect.catch((e) => Effect.logDebug(`sandbox: no orphan cleanup (${e.detail})`)))
+    yield* removeOrphans(docker, installation).pipe(Effect.catch((e) => Effect.logDebug(`sandbox: no orphan cleanup (${e.detail})`)))
     const me = owner()
     const admission = Admission.make()
 
@@ -120,7 +128,8 @@ export const make = (client?: Docker) =>
           workspace,
           user: sandboxUser(),
           owner: me,
-          agentId: spec.agentId
+          agentId: spec.agentId,
+          installation
         }
         yield* Effect.acquireRelease(admission.admit(slot, caps), () => admission.release(slot))
         const container = yield* Effect.acquireRelease(
@@ -306,5 +315,16 @@ export const make = (client?: Docker) =>
     return Sandbox.of({ start, check, prepare, live: admission.live })
   })
 
-/** The Sandbox on the local Docker engine (or DOCKER_HOST). */
-export const layer = Layer.effect(Sandbox, Effect.suspend(() => make()))
+/**
+ * The Sandbox on the local Docker engine (or DOCKER_HOST), for the installation at the home of the
+ * AppConfig in context (every composition of anna has one). Built without it, its containers carry
+ * no installation label: it judges unlabelled containers by their owner label alone and leaves
+ * labelled ones to their installation.
+ */
+export const layer = Layer.effect(
+  Sandbox,
+  Effect.gen(function*() {
+    const app = yield* Effect.serviceOption(AppConfig)
+    return yield* make(undefined, { installation: Option.getOrUndefined(Option.map(app, (a) => installationOf(a.home))) })
+  })
+)

@@ -12,7 +12,8 @@ import { dirname, join } from "node:path"
 import type { Readable } from "node:stream"
 import { DockerUnavailable, ImageMissing, PolicyUnenforceable, SandboxFailure } from "../../../domain/sandbox/errors.ts"
 import { DEFAULT_IMAGE, type NetworkPolicy, SANDBOX_LABEL } from "../../../domain/sandbox/types.ts"
-import { AGENT_LABEL, OWNER_LABEL } from "./policy.ts"
+import { createHash } from "node:crypto"
+import { AGENT_LABEL, INSTALLATION_LABEL, OWNER_LABEL } from "./policy.ts"
 
 /**
  * A client with a deadline on every API call (the daemon's own socket, or DOCKER_HOST). dockerode
@@ -202,9 +203,18 @@ const processAlive = (pid: number): boolean => {
 }
 
 /**
- * A sandbox container on the engine and who answers for it, read from its owner label ("host:pid"):
- * `live` — its anna process still runs here and removes it when the session ends; `orphan` — that
- * process is gone (killed, crashed), so nothing will remove it until an anna starts on this host;
+ * An installation of anna: its ANNA_HOME on its host (the same path on two hosts sharing an engine is
+ * two installations). Its containers carry this in INSTALLATION_LABEL, so that `anna doctor` and the
+ * orphan cleanup at start concern this installation's containers only, on an engine several share.
+ */
+export const installationOf = (home: string): string => createHash("sha256").update(`${hostname()}\0${home}`).digest("hex").slice(0, 16)
+
+/**
+ * A sandbox container on the engine and who answers for it. `other` — made by another installation
+ * (its installation label differs), none of this one's business. Otherwise (this installation's, or
+ * made before containers carried the label), read from its owner label ("host:pid"): `live` — its
+ * anna process still runs here and removes it when the session ends; `orphan` — that process is gone
+ * (killed, crashed), so nothing will remove it until this installation's anna starts again;
  * `foreign` — made on another host (or unlabelled), which this host's anna never touches.
  */
 export interface SandboxContainer {
@@ -213,11 +223,15 @@ export interface SandboxContainer {
   /** Docker's state: running, exited, created, … */
   readonly state: string
   readonly owner: string | undefined
-  readonly status: "live" | "orphan" | "foreign"
+  readonly status: "live" | "orphan" | "foreign" | "other"
 }
 
-/** Every container carrying the sandbox label, running or not, with who answers for it. */
-export const sandboxContainers = (docker: Docker, alive: (pid: number) => boolean = processAlive) =>
+/**
+ * Every container carrying the sandbox label, running or not, with who answers for it, as
+ * `installation` (this one's label value) sees them. Without one (a composition without AppConfig)
+ * every labelled container is another installation's, and unlabelled ones are judged by their owner.
+ */
+export const sandboxContainers = (docker: Docker, alive: (pid: number) => boolean = processAlive, installation?: string) =>
   call(
     () => docker.listContainers({ all: true, filters: { label: [SANDBOX_LABEL] } }),
     (e) => new DockerUnavailable({ detail: errorDetail(e) }),
@@ -226,17 +240,34 @@ export const sandboxContainers = (docker: Docker, alive: (pid: number) => boolea
     const me = hostname()
     return list.map((c): SandboxContainer => {
       const owner = c.Labels[OWNER_LABEL]
+      const made = c.Labels[INSTALLATION_LABEL]
       // removeOrphans (DockerSandbox.ts) removes exactly the "orphan" ones at start.
       const [host, pid] = (owner ?? "").split(":")
-      const status = host !== me || pid === undefined || !/^\d+$/.test(pid) ? "foreign" : alive(Number(pid)) ? "live" : "orphan"
+      // A container labelled with an installation is that installation's alone.
+      const status = made !== undefined && made !== installation
+        ? "other"
+        : host !== me || pid === undefined || !/^\d+$/.test(pid)
+        ? "foreign"
+        : alive(Number(pid))
+        ? "live"
+        : "orphan"
       return { id: c.Id, agent: c.Labels[AGENT_LABEL], state: c.State, owner, status }
     })
   }))
 
-/** What `anna doctor` says about the sandbox containers on the engine: one line each, or that there are none. */
-export const containerChecks = (containers: ReadonlyArray<SandboxContainer>): Array<DoctorCheck> => {
-  if (containers.length === 0) return [{ name: "containers", ok: true, detail: "no sandbox container on the engine" }]
-  return containers.map((c): DoctorCheck => {
+/**
+ * What `anna doctor` says about the sandbox containers on the engine: one line for each of this
+ * installation's (or that there are none), and how many other installations have, in one line.
+ */
+export const containerChecks = (all: ReadonlyArray<SandboxContainer>): Array<DoctorCheck> => {
+  const containers = all.filter((c) => c.status !== "other")
+  const others = all.length - containers.length
+  const othersText = `${others} sandbox container${others === 1 ? "" : "s"} of other anna installations on this engine (not this one's: not listed, never removed by it)`
+  const othersLine: Array<DoctorCheck> = others === 0 ? [] : [{ name: "containers", ok: true, detail: othersText }]
+  if (containers.length === 0) {
+    return [{ name: "containers", ok: true, detail: others === 0 ? "no sandbox container on the engine" : `none of this installation's; ${othersText}` }]
+  }
+  return [...containers.map((c): DoctorCheck => {
     const id = c.id.slice(0, 12)
     const what = `${c.state}${c.agent === undefined ? "" : `, agent ${c.agent}`}`
     const pid = c.owner?.split(":")[1] ?? "?"
@@ -247,7 +278,7 @@ export const containerChecks = (containers: ReadonlyArray<SandboxContainer>): Ar
       : `${what}: made by ${c.owner === undefined ? "an unknown owner" : `anna on ${c.owner.split(":")[0] ?? "?"}`}, which this host never removes; docker rm -f ${id} if it is not in use`
     // Leftovers are reported, not failed: they go away by themselves (or by hand) and do not stop anna from working.
     return { name: `container ${id}`, ok: true, detail }
-  })
+  }), ...othersLine]
 }
 
 /**

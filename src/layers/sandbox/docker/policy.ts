@@ -10,6 +10,8 @@ import { type NetworkPolicy, SANDBOX_LABEL, type SandboxLimits, WORKSPACE_MOUNT 
 
 export const OWNER_LABEL = "dev.anna.owner"
 export const AGENT_LABEL = "dev.anna.agent"
+/** Which installation (ANNA_HOME on its host) made the container: see `installationOf` in ./client.ts. */
+export const INSTALLATION_LABEL = "dev.anna.installation"
 
 /** PID 1 of the container: waits forever, exits on SIGTERM (so `docker stop` is quick). */
 export const KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"]
@@ -23,6 +25,8 @@ export interface ContainerPlan {
   readonly user: string
   readonly owner: string
   readonly agentId: string
+  /** The installation's label value; a deployment without one (no AppConfig) labels none. */
+  readonly installation?: string | undefined
 }
 
 const uidOf = (user: string): number => Number(user.split(":")[0] ?? FALLBACK_UID)
@@ -34,7 +38,12 @@ export const createOptions = (plan: ContainerPlan): Docker.ContainerCreateOption
   Entrypoint: [],
   User: plan.user,
   WorkingDir: WORKSPACE_MOUNT,
-  Labels: { [SANDBOX_LABEL]: "1", [OWNER_LABEL]: plan.owner, [AGENT_LABEL]: plan.agentId },
+  Labels: {
+    [SANDBOX_LABEL]: "1",
+    [OWNER_LABEL]: plan.owner,
+    [AGENT_LABEL]: plan.agentId,
+    ...(plan.installation === undefined ? {} : { [INSTALLATION_LABEL]: plan.installation })
+  },
   NetworkDisabled: plan.network === "disabled",
   Env: ["HOME=/tmp", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
   HostConfig: {
