@@ -10,6 +10,13 @@ type Window = "24h" | "7d" | "30d"
 /** `2026-11-27T13` → `13:00`, `2026-11-27` → `11-27`. */
 export const bucketLabel = (b: string) => (b.includes("T") ? `${b.slice(11, 13)}:00` : b.slice(5))
 
+/**
+ * A usage row's name: its user or agent id, or for calls made for none (user "" — e.g. `anna memory
+ * compact` run from the command line) a name that says so, instead of an empty cell.
+ */
+export const rowName = (dimension: "user" | "agent" | "other", key: string): string =>
+  key !== "" ? key : dimension === "user" ? "(no user)" : dimension === "agent" ? "(no agent)" : "(none)"
+
 /** Tokens of a usage row (what spend is shown in while no model has a price). */
 export const tokensOf = (r: { readonly inputTokens: number; readonly outputTokens: number }) => r.inputTokens + r.outputTokens
 
@@ -38,11 +45,11 @@ export const Dashboard = () => {
         {(d) => {
           const labels = d.series.map((p) => bucketLabel(p.bucket))
           // Money once some price is known (a row without one at $0, "partial" where some calls are unpriced); tokens before.
-          const spend = (rows: typeof d.spendByUser) =>
+          const spend = (rows: typeof d.spendByUser, dimension: "user" | "agent") =>
             rows.map((r) =>
               d.currency !== null
-                ? { label: r.key, value: r.cost ?? 0, text: costLabel(r) ?? "no price" }
-                : { label: r.key, value: tokensOf(r) }
+                ? { label: rowName(dimension, r.key), value: r.cost ?? 0, text: costLabel(r) ?? "no price" }
+                : { label: rowName(dimension, r.key), value: tokensOf(r) }
             )
           const unit = d.currency ?? "tokens"
           return (
@@ -63,8 +70,8 @@ export const Dashboard = () => {
                     { name: "output", tone: "s3", values: d.series.map((p) => p.outputTokens) }
                   ]}
                 />
-                <BarChart title={`Spend by user (${unit})`} items={spend(d.spendByUser)} unit={unit} />
-                <BarChart title={`Spend by agent (${unit})`} items={spend(d.spendByAgent)} unit={unit} />
+                <BarChart title={`Spend by user (${unit})`} items={spend(d.spendByUser, "user")} unit={unit} />
+                <BarChart title={`Spend by agent (${unit})`} items={spend(d.spendByAgent, "agent")} unit={unit} />
               </div>
               {d.currency === null && <p class="muted">Costs are unknown (no model has a price: set them on the <a href={href("providers")}>providers</a> page), so spend is shown in tokens.</p>}
               {d.currency !== null && [...d.spendByUser, ...d.spendByAgent].some((r) => r.unpricedCalls > 0) && (

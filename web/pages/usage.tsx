@@ -3,7 +3,7 @@ import { call } from "../api.ts"
 import { BarChart, LineChart } from "../charts.tsx"
 import { isAdmin } from "../state.ts"
 import { Field, Page, Show, formatCost, formatNumber, useLoad } from "../ui.tsx"
-import { bucketLabel, tokensOf } from "./dashboard.tsx"
+import { bucketLabel, rowName, tokensOf } from "./dashboard.tsx"
 import { costLabel } from "./prices.tsx"
 
 const DAY = 24 * 3600_000
@@ -71,12 +71,12 @@ export const Usage = () => {
                 ]}
               />
               {r.currency === null ? (
-                <BarChart title="Tokens by agent" items={r.byAgent.map((a) => ({ label: a.key, value: tokensOf(a) }))} unit="tokens" />
+                <BarChart title="Tokens by agent" items={r.byAgent.map((a) => ({ label: rowName("agent", a.key), value: tokensOf(a) }))} unit="tokens" />
               ) : (
-                <BarChart title="Cost by agent (USD)" items={r.byAgent.map((a) => ({ label: a.key, value: a.cost ?? 0, text: costLabel(a) ?? "no price" }))} unit="USD" />
+                <BarChart title="Cost by agent (USD)" items={r.byAgent.map((a) => ({ label: rowName("agent", a.key), value: a.cost ?? 0, text: costLabel(a) ?? "no price" }))} unit="USD" />
               )}
             </div>
-            {([["By user", r.byUser], ["By agent", r.byAgent], ["By model", r.byModel], ["By day", r.byDay]] as const).map(([title, rows]) =>
+            {([["By user", r.byUser, "user"], ["By agent", r.byAgent, "agent"], ["By model", r.byModel, "other"], ["By day", r.byDay, "other"]] as const).map(([title, rows, dimension]) =>
               rows.length === 0 ? null : (
                 <div class="table-wrap" key={title}>
                   <table>
@@ -87,7 +87,7 @@ export const Usage = () => {
                     <tbody>
                       {rows.map((row) => (
                         <tr key={row.key}>
-                          <th scope="row">{row.key}</th>
+                          <th scope="row">{rowName(dimension, row.key)}</th>
                           <td>{formatNumber(row.calls)}</td>
                           <td>{formatNumber(row.failed)}</td>
                           <td>{formatNumber(row.inputTokens)}</td>
