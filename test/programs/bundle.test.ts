@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { MIN_NODE } from "../../src/programs/start.ts"
 import { type Bundle, buildBundle, ROOT } from "../support/bundle.ts"
-import { newHome } from "../support/cli.ts"
+import { newHome } from "../support/spawnAnna.ts"
 
 let bundle: Bundle
 let out = ""
