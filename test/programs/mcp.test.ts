@@ -1,5 +1,5 @@
 /**
- * `anna mcp add|list|remove` through the real CLI (src/main.ts in a child process): both kinds of
+ * `anna mcp add|list|remove` through the real CLI (the built dist/main.js in a child process): both kinds of
  * server, bad input as one clear line (exit 2 for usage), header values never printed, and `list`
  * connecting to each server — remote server-everything on 127.0.0.1 answering, a dead one reported
  * as not answering, and (with Docker and a Node image) a stdio server started in the agent's sandbox.
