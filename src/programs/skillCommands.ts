@@ -4,10 +4,11 @@
  *
  * `anna skill rank|feedback` (issue 15): the skills ranked as the agent's search ranks them (by a
  * Thompson draw, or by the Beta's mean or upper confidence bound for debugging), and an outcome
- * recorded by hand. Outcomes are counted per agent: the operator's skills under user '', a chat
+ * recorded by hand. `anna skill search` (issue 24) runs the agents' `search_skills` itself: the same
+ * candidates (with `--user`, that user's own skills read from their workspace) and the same draw. Outcomes are counted per agent: the operator's skills under user '', a chat
  * user's own skills (`--user U`) under that user.
  */
-import { Console, Effect, Layer, Option, Result } from "effect"
+import { Console, Effect, Layer, Option, Random, Result } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { alphaOf, betaOf, mean } from "../domain/learning/thompson.ts"
@@ -19,6 +20,7 @@ import * as SqliteSkillStats from "../layers/learning/SqliteSkillStats.ts"
 import * as WorkspaceFiles from "../layers/sandbox/workspaceFiles.ts"
 import * as FsSkills from "../layers/skills/FsSkills.ts"
 import { USER_ROOT } from "../layers/skills/workspace.ts"
+import { DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, searchLine, searchSkills } from "../layers/tools/skillTools.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { AppConfig } from "../services/AppConfig.ts"
 import { type InstalledSkill, Skills } from "../services/Skills.ts"
@@ -112,6 +114,45 @@ const rank = Command.make("rank", { query, by, agent: rankAgent, user, seed, jso
     ))
   })).pipe(Command.withDescription("Rank the skills an agent sees (or the global ones) as its search does: --by sample|mean|ucb"))
 
+const search = Command.make("search", {
+  query: Argument.String("query").pipe(Argument.withDescription("Words that must all appear in a skill's name or description")),
+  agent: feedbackAgent,
+  user: Flag.String("user").pipe(Flag.withDescription("A chat user: their own skills too, read from their workspace of the agent"), Flag.optional),
+  limit: Flag.Int("limit").pipe(
+    Flag.withDescription(`At most this many skills (default ${DEFAULT_SEARCH_LIMIT}, at most ${MAX_SEARCH_LIMIT})`),
+    Flag.filter((n) => n >= 1 && n <= MAX_SEARCH_LIMIT, (n) => `--limit must be from 1 to ${MAX_SEARCH_LIMIT}, got ${n}`),
+    Flag.optional
+  ),
+  seed,
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const agents = yield* AgentStore
+    const chosen = Option.isSome(f.agent) ? Option.some(yield* agents.get(f.agent.value)) : yield* agents.defaultAgent
+    if (Option.isNone(chosen)) return yield* new InvalidConfig({ reason: "there is no agent to search the skills of; name one with --agent" })
+    const a = chosen.value
+    const userId = yield* userFlag(f.user, "search")
+    // The user's workspace through the confined reader, as the tool reads it through the sandbox; none without --user.
+    const workspace = userId === undefined
+      ? Effect.fail("no user")
+      : WorkspaceFiles.make(workspaceOf((yield* AppConfig).home, a.id, a.sandboxWorkspace, userId), { quotaMb: a.sandboxDiskMb })
+    const stats = yield* SkillStats
+    const run = searchSkills(yield* Skills, { agentId: a.id, userId: userId ?? "" }, workspace, { stats }, f.query, Option.getOrUndefined(f.limit))
+    const ranked = Option.isSome(f.seed) ? yield* run.pipe(Random.withSeed(f.seed.value)) : yield* run
+    if (f.json) {
+      return yield* printJson(ranked.map(({ item }, i) => ({
+        rank: i + 1,
+        name: item.name,
+        scope: item.scope,
+        description: item.description,
+        successes: item.arm.successes,
+        failures: item.arm.failures,
+        mean: mean(item.arm)
+      })))
+    }
+    yield* Console.log(ranked.length === 0 ? "No skill matches." : ranked.map(({ item }, i) => searchLine(item, i + 1)).join("\n"))
+  })).pipe(Command.withDescription("Search the skills an agent sees as its search_skills tool does: matching ones, best first by a Thompson draw over their outcomes"))
+
 /** Whether `name` is a skill in the user's workspace: read through the confined reader (the user's files are never trusted). */
 const inWorkspace = (root: string, quotaMb: number, name: string) =>
   Effect.gen(function*() {
@@ -148,7 +189,7 @@ const feedback = Command.make("feedback", { name, outcome, agent: feedbackAgent,
   })).pipe(Command.withDescription("Record a skill's outcome by hand (an operator skill of the agent, default: the default agent; --user for a user's own)"))
 
 export const skillCommand = Command.make("skill").pipe(
-  Command.withDescription("Skills: install, list, remove, rank, feedback"),
-  Command.withSubcommands([install, list, remove, rank, feedback]),
+  Command.withDescription("Skills: install, list, remove, search, rank, feedback"),
+  Command.withSubcommands([install, list, remove, search, rank, feedback]),
   Command.provide(SkillRankingLayer.layer.pipe(Layer.provideMerge(Layer.merge(FsSkills.layer, SqliteSkillStats.layer)), Layer.provideMerge(Stores)))
 )

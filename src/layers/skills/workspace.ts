@@ -39,7 +39,7 @@ export interface UserSkill extends ParsedSkill {
 const source = (path: string) => (e: { readonly message: string }) => new SkillSourceError({ source: path, reason: e.message })
 
 /** The user's valid skills (a link, or a folder whose SKILL.md is missing or invalid, is left out). */
-export const userSkills = (session: SandboxSession) =>
+export const userSkills = (session: Pick<SandboxSession, "readFile">) =>
   Effect.gen(function*() {
     const root = yield* session.readFile(USER_ROOT, { maxBytes: 0, maxEntries: MAX_LISTED }).pipe(Effect.result)
     if (Result.isFailure(root) || root.success._tag !== "Directory") return [] as ReadonlyArray<UserSkill>

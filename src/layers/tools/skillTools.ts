@@ -53,8 +53,11 @@ const failIn = (tool: string) => (reason: string) => new ToolError({ tool, reaso
 export const workspace = (session: ToolSession, tool: string): Effect.Effect<SandboxSession, ToolError> =>
   session.sandbox.pipe(Effect.mapError((e) => failIn(tool)(`your workspace is not available (${e.message})`)))
 
+/** Whose skills a search is for: the agent's (operator skills and their counts) and the user's own. */
+export type SearchFor = Pick<ToolSession, "agentId" | "userId">
+
 /** Operator skills first; the user's own only where no operator skill has the name; by name. */
-export const listSkills = (skills: Skills["Service"], session: ToolSession, ws: Effect.Effect<SandboxSession, ToolError>) =>
+export const listSkills = <E>(skills: Skills["Service"], session: SearchFor, ws: Effect.Effect<Pick<SandboxSession, "readFile">, E>) =>
   Effect.gen(function*() {
     const operator: Array<Listed> = (yield* skills.list(session.agentId)).map((s) => ({ name: s.name, description: s.description, scope: s.scope }))
     const sandbox = yield* ws.pipe(Effect.result)
@@ -69,7 +72,7 @@ const ZERO: Arm = { successes: 0, failures: 0 }
  * Each skill with its outcomes (0/0 when none is recorded). A database that cannot be read leaves
  * every skill at 0/0 (logged): the search still answers, only without the history.
  */
-export const withArms = (stats: SkillStats["Service"] | undefined, session: ToolSession, list: ReadonlyArray<Listed>) =>
+export const withArms = (stats: SkillStats["Service"] | undefined, session: SearchFor, list: ReadonlyArray<Listed>) =>
   Effect.gen(function*() {
     if (stats === undefined || list.length === 0) return list.map((s) => ({ ...s, arm: ZERO })) as ReadonlyArray<WithArm>
     const names = (own: boolean) => list.filter((s) => (s.scope === "yours") === own).map((s) => s.name)
@@ -87,6 +90,29 @@ export const thompsonRank = <A extends { readonly arm: Arm }>(items: ReadonlyArr
   })
 
 export const armText = (a: Arm): string => `successes ${a.successes}, failures ${a.failures}`
+
+/**
+ * The search `search_skills` runs (and `anna skill search`): the skills `session` sees whose name and
+ * description hold every word of `query`, best first by one Thompson draw each, at most `limit`.
+ * `ws` reaches the user's workspace (their own skills); when it fails, only the operator's count.
+ */
+export const searchSkills = <E>(
+  skills: Skills["Service"],
+  session: SearchFor,
+  ws: Effect.Effect<Pick<SandboxSession, "readFile">, E>,
+  deps: SkillDeps,
+  query: string,
+  limit = DEFAULT_SEARCH_LIMIT
+) =>
+  Effect.gen(function*() {
+    const words = searchWords(query)
+    const found = (yield* listSkills(skills, session, ws)).filter((s) => matches(s, words))
+    return (yield* thompsonRank(yield* withArms(deps.stats, session, found))).slice(0, limit)
+  })
+
+/** One line of a search's answer, as the tool gives it. */
+export const searchLine = (item: WithArm, position: number): string =>
+  `${position}. ${item.name} (${item.scope}): ${item.description} [${armText(item.arm)}, mean ${mean(item.arm).toFixed(2)}]`
 
 const SearchInput = Schema.Struct({
   query: Schema.String.annotate({ description: "Words to look for in skills' names and descriptions (all must appear; empty: every skill)." }),
@@ -111,13 +137,9 @@ export const searchSkillsTool = (skills: Skills["Service"], session: ToolSession
     execute: (raw) =>
       Effect.gen(function*() {
         const input = yield* decodeSearch(raw).pipe(Effect.mapError((e) => fail(`invalid input: ${e.message}`)))
-        const words = searchWords(input.query)
-        const found = (yield* listSkills(skills, session, workspace(session, SEARCH_TOOL))).filter((s) => matches(s, words))
-        if (found.length === 0) return "No skill matches."
-        const ranked = (yield* thompsonRank(yield* withArms(deps.stats, session, found))).slice(0, input.limit ?? DEFAULT_SEARCH_LIMIT)
-        return ranked
-          .map(({ item }, i) => `${i + 1}. ${item.name} (${item.scope}): ${item.description} [${armText(item.arm)}, mean ${mean(item.arm).toFixed(2)}]`)
-          .join("\n")
+        const ranked = yield* searchSkills(skills, session, workspace(session, SEARCH_TOOL), deps, input.query, input.limit)
+        if (ranked.length === 0) return "No skill matches."
+        return ranked.map(({ item }, i) => searchLine(item, i + 1)).join("\n")
       })
   }
 }
