@@ -115,9 +115,12 @@ const blockText = (block: ContentBlock): string => {
   }
 }
 
+/** Plain text of some of a message's blocks, as `messageText` writes them. */
+export const blocksText = (blocks: ReadonlyArray<ContentBlock>): string => blocks.map(blockText).join("\n")
+
 /** Plain text of a message: what search indexes and what summarizers read. */
 export const messageText = (message: Message): string =>
-  typeof message.content === "string" ? message.content : message.content.map(blockText).join("\n")
+  typeof message.content === "string" ? message.content : blocksText(message.content)
 
 export const toolUseIds = (message: Message): ReadonlyArray<string> =>
   typeof message.content === "string"

@@ -247,6 +247,10 @@ const search = Command.make("search", {
     Flag.filter((n) => n >= 0 && n <= MAX_CONTEXT, (n) => `--context must be between 0 and ${MAX_CONTEXT}, got ${n}`),
     Flag.optional
   ),
+  includeMemoryCalls: Flag.Boolean("include-memory-calls").pipe(
+    Flag.withDescription("Also search the memory tool's own calls and their results (left out by default; tool:memory implies it)"),
+    Flag.withDefault(false)
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -261,7 +265,8 @@ const search = Command.make("search", {
       scope,
       limit: Option.getOrUndefined(f.limit),
       mode: f.strict ? "strict" : "ranked",
-      context
+      context,
+      includeMemoryCalls: f.includeMemoryCalls
     })
     if (f.json) return yield* printJson(hits)
     if (hits.length === 0) return yield* Console.log("No matches.")

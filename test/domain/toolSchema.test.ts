@@ -201,7 +201,7 @@ describe("tool JSON schemas: the shape providers accept", () => {
     const all: ReadonlyArray<MemoryTool.MemoryAction> = ["status", "search", "describe", "expand", "profile_get", "profile_update"]
     const memory = inputSchemaOf(MemoryTool.inputFor(all))
     assert.deepStrictEqual(memory.required, ["action"])
-    assert.deepStrictEqual(Object.keys(memory.properties), ["action", "query", "limit", "strict", "context", "id", "cursor", "content"])
+    assert.deepStrictEqual(Object.keys(memory.properties), ["action", "query", "limit", "strict", "context", "include_memory_calls", "id", "cursor", "content"])
     assert.deepStrictEqual(bounds(property(memory, "action")), { type: "string", enum: all })
     assert.deepStrictEqual(bounds(property(memory, "limit")), { type: "integer", minimum: 1, maximum: MemoryTool.MAX_SEARCH_HITS })
     assert.deepStrictEqual(bounds(property(memory, "cursor")), { type: "integer", minimum: 0 })

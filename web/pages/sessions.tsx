@@ -305,7 +305,12 @@ export const Highlighted = (props: { readonly text: string }) => {
 const Search = () => {
   const [q, setQ] = useState("")
   const [query, setQuery] = useState("")
-  const results = useLoad(() => (query === "" ? Promise.resolve(undefined) : call((c) => c.sessions.search({ query: { q: query, limit: 50 } }))), [query])
+  // The memory tool's own calls and results are left out unless asked for (README: Search syntax).
+  const [memoryCalls, setMemoryCalls] = useState(false)
+  const results = useLoad(
+    () => (query === "" ? Promise.resolve(undefined) : call((c) => c.sessions.search({ query: { q: query, limit: 50, includeMemoryCalls: memoryCalls } }))),
+    [query, memoryCalls]
+  )
   return (
     <Page title="Search memory">
       <p><a href={href("sessions")}>← All sessions</a></p>
@@ -320,6 +325,10 @@ const Search = () => {
         <Field label="Search" hint='Words, "phrases", prefix*, AND/OR/NOT, role:user, tool:bash'>
           {(id) => <input id={id} type="search" name="q" value={q} onInput={(e) => setQ(e.currentTarget.value)} />}
         </Field>
+        <label class="choice">
+          <input type="checkbox" name="includeMemoryCalls" checked={memoryCalls} onChange={(e) => setMemoryCalls(e.currentTarget.checked)} />{" "}
+          Include the memory tool's own calls
+        </label>
         <button type="submit" class="primary">Search</button>
       </form>
       {query !== "" && (

@@ -153,6 +153,11 @@ export interface SearchOptions {
   readonly mode?: "ranked" | "strict" | undefined
   /** Add this many messages before and after each message hit (0, the default, to 10). */
   readonly context?: number | undefined
+  /**
+   * Search the memory tool's own calls and results too (default false: a model's earlier searches
+   * would otherwise be the best hits of its next one; a `tool:memory` filter implies true).
+   */
+  readonly includeMemoryCalls?: boolean | undefined
 }
 
 /** The raw messages below a summary (`anna memory expand` shows them). */

@@ -15,7 +15,12 @@
  *
  * Each term becomes a group with its FTS5 expression (see text.ts for the columns) and matchers
  * that tell TypeScript which words of a text it stands for (ranking, snippets).
+ *
+ * The memory tool's own calls and results are left out unless asked for (`includeMemoryCalls`, or a
+ * `tool:memory` filter, which asks for nothing else): their text is in columns of its own
+ * (memoryCalls.ts), which the expressions name only then.
  */
+import { MEMORY_TOOL } from "./memoryCalls.ts"
 import { isStopWord } from "./stopwords.ts"
 import { bigramsOf, fold, isCjkLetter, tokenize } from "./text.ts"
 import { porterStem } from "./porter.ts"
@@ -54,6 +59,13 @@ export interface SearchFilters {
   readonly notTools: ReadonlyArray<string>
   /** What is searched: role and tool filters leave summaries out. */
   readonly kinds: ReadonlyArray<SearchKind>
+  /** The memory tool's own calls and results are searched too (memoryCalls.ts). */
+  readonly memoryCalls: boolean
+}
+
+export interface PlanOptions {
+  /** Search the memory tool's own calls and results too (a `tool:memory` filter implies it). */
+  readonly includeMemoryCalls?: boolean | undefined
 }
 
 export interface QueryPlan {
@@ -128,6 +140,14 @@ const lex = (input: string): Array<Lexeme> => {
 
 const quote = (s: string): string => `"${s.replaceAll("\"", "\"\"")}"`
 
+/** The index columns a term is looked up in: a row's text, and with it the memory tool's own blocks. */
+interface Columns {
+  readonly body: string
+  readonly cjk: string
+}
+const TEXT: Columns = { body: "body", cjk: "cjk" }
+const WITH_MEMORY_CALLS: Columns = { body: "{body memory}", cjk: "{cjk memory_cjk}" }
+
 /** The longest start of `word` that porter leaves as it is, so `deploy*` also finds "deployment". */
 const stablePrefix = (word: string): string => {
   for (let n = word.length; n > 0; n--) {
@@ -144,14 +164,16 @@ interface Alternative {
 }
 
 /** A piece of text as one exact term: a word, a phrase, or a CJK string (the strict reading). */
-const exact = (label: string, text: string, prefix: boolean): Alternative | undefined => {
+const exact = (columns: Columns, label: string, text: string, prefix: boolean): Alternative | undefined => {
   const tokens = tokenize(text)
   const last = tokens[tokens.length - 1]
   if (last === undefined) return undefined
   const contiguous = tokens.every((t, i) => i === 0 || t.start === tokens[i - 1]?.end)
   if (tokens.every((t) => t.cjk) && contiguous) {
     const letters = tokens.map((t) => t.term)
-    const match = letters.length === 1 ? `body : ${quote(letters[0] ?? "")}` : `cjk : ${quote(bigramsOf(letters.join("")).join(" "))}`
+    const match = letters.length === 1
+      ? `${columns.body} : ${quote(letters[0] ?? "")}`
+      : `${columns.cjk} : ${quote(bigramsOf(letters.join("")).join(" "))}`
     return { label, match, matcher: { terms: letters, prefix: false } }
   }
   const words = tokens.map((t) => (t.cjk ? t.term : fold(text.slice(t.start, t.end))))
@@ -160,7 +182,7 @@ const exact = (label: string, text: string, prefix: boolean): Alternative | unde
   const terms = words.map((w, i) => (tokens[i]?.cjk === true || (isPrefix && i === words.length - 1) ? w : porterStem(w)))
   return {
     label,
-    match: `body : ${quote(words.join(" "))}${isPrefix ? " *" : ""}`,
+    match: `${columns.body} : ${quote(words.join(" "))}${isPrefix ? " *" : ""}`,
     matcher: { terms, prefix: isPrefix }
   }
 }
@@ -244,7 +266,9 @@ const KIND_ALIASES: Readonly<Record<string, string>> = {
   sum: "summary"
 }
 
-export const planSearch = (input: string, mode: SearchMode = "ranked"): SearchPlan => {
+export const planSearch = (input: string, mode: SearchMode = "ranked", options: PlanOptions = {}): SearchPlan => {
+  const memoryCalls = options.includeMemoryCalls === true
+  const columns = memoryCalls ? WITH_MEMORY_CALLS : TEXT
   const drafts: Array<Draft> = []
   const exclude: Array<string> = []
   const roles: Array<string> = []
@@ -298,7 +322,7 @@ export const planSearch = (input: string, mode: SearchMode = "ranked"): SearchPl
     const raw = phrase ? lx.text : lx.text.replace(/^[*\-+]+/u, "")
     const prefix = !phrase && raw.endsWith("*")
     const text = phrase ? raw : raw.replace(/\*+$/u, "")
-    const strictForm = exact(phrase ? text.trim() : lx.text, text, prefix)
+    const strictForm = exact(columns, phrase ? text.trim() : lx.text, text, prefix)
     if (strictForm === undefined) continue
     if (negate) {
       exclude.push(strictForm.match)
@@ -336,7 +360,7 @@ export const planSearch = (input: string, mode: SearchMode = "ranked"): SearchPl
     const analysed: Array<Draft> = []
     for (const p of parts) {
       if (!p.cjk) {
-        const alt = exact(p.text, p.text, false)
+        const alt = exact(columns, p.text, p.text, false)
         if (alt === undefined) continue
         const single = tokenize(p.text).length === 1
         analysed.push({ alternatives: [alt], weight: 1, required: false, bonus: false, stop: single && isStopWord(p.text), order: words++ })
@@ -344,12 +368,12 @@ export const planSearch = (input: string, mode: SearchMode = "ranked"): SearchPl
       }
       const cjk = cjkWords(p.text)
       for (const w of cjk) {
-        const alt = exact(w.word, w.word, false)
+        const alt = exact(columns, w.word, w.word, false)
         if (alt !== undefined) analysed.push({ alternatives: [alt], weight: 1, required: false, bonus: false, stop: w.stop, order: words++ })
       }
       // The run as a whole, when it was cut in several words.
       if (cjk.length > 1 && isCjkOnly(p.text)) {
-        const whole = exact(p.text, p.text, false)
+        const whole = exact(columns, p.text, p.text, false)
         if (whole !== undefined) analysed.push({ alternatives: [whole], weight: 1, required: false, bonus: true, stop: false, order: null })
       }
     }
@@ -399,6 +423,8 @@ export const planSearch = (input: string, mode: SearchMode = "ranked"): SearchPl
 
   const hasFilters = roles.length + notRoles.length + tools.length + notTools.length + kinds.length + notKinds.length > 0
   if (groups.length === 0 && !hasFilters) return { _tag: "Empty" }
+  // `tool:memory` asks for the memory tool's calls and results: they cannot be left out.
+  if (!memoryCalls && tools.includes(MEMORY_TOOL)) return planSearch(input, mode, { includeMemoryCalls: true })
   const messagesOnly = roles.length + notRoles.length + tools.length + notTools.length > 0
   const wanted: Array<SearchKind> = (["message", "summary"] as const).filter((k) =>
     (kinds.length === 0 || kinds.includes(k)) && !notKinds.includes(k) && (k === "message" || !messagesOnly)
@@ -408,7 +434,7 @@ export const planSearch = (input: string, mode: SearchMode = "ranked"): SearchPl
     mode,
     groups,
     exclude,
-    filters: { roles: roles.length > 0 ? roles : null, notRoles, tools, notTools, kinds: wanted },
+    filters: { roles: roles.length > 0 ? roles : null, notRoles, tools, notTools, kinds: wanted, memoryCalls },
     adjacent
   }
 }

@@ -212,7 +212,8 @@ export const layer = HttpApiBuilder.group(AdminApi, "sessions", (handlers) =>
             scope,
             limit: query.limit,
             mode: query.strict === true ? "strict" : "ranked",
-            context: query.context ?? 0
+            context: query.context ?? 0,
+            includeMemoryCalls: query.includeMemoryCalls === true
           }).pipe(storage)
           return { hits }
         }))

@@ -139,7 +139,8 @@ export const make = Effect.gen(function*() {
     search: Effect.fn("Searcher.search")(function*(query: string, options: SearchOptions) {
       const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(finite(options.limit, DEFAULT_SEARCH_LIMIT))))
       const context = Math.min(MAX_SEARCH_CONTEXT, Math.max(0, Math.floor(finite(options.context, 0))))
-      const hits = yield* store.search(planSearch(query, options.mode ?? "ranked"), options.scope, { limit, context })
+      const plan = planSearch(query, options.mode ?? "ranked", { includeMemoryCalls: options.includeMemoryCalls })
+      const hits = yield* store.search(plan, options.scope, { limit, context })
       return hits.map((h): SearchHit => {
         const { context: around, ...hit } = h
         return {

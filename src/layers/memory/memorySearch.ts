@@ -16,6 +16,11 @@
  * FTS5's own bm25() is not used: it counts every match of every term in the whole database on each
  * query (7 ms for a common word at 1M messages, whatever the scope). The scope is also checked on
  * the rows read in stage 2, so a hit outside it could not get through even with a wrong token.
+ *
+ * The memory tool's own calls and results (domain/search/memoryCalls.ts) are left out unless the
+ * plan asks for them (`filters.memoryCalls`): the plan's expressions then name their index columns,
+ * and stage 2 reads a message's whole text; otherwise it reads the text without them
+ * (ctx_message_search_text), and a listing by filters skips the messages that are nothing else.
  */
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
@@ -51,6 +56,8 @@ interface Source {
   readonly time: string
   /** Extra columns read in stage 2. */
   readonly extra: string
+  /** Stage 2's join for the text without the memory tool's calls and results, and that text. */
+  readonly searchText?: { readonly join: string; readonly text: string }
 }
 
 const SOURCES: ReadonlyArray<Source> = [
@@ -60,7 +67,8 @@ const SOURCES: ReadonlyArray<Source> = [
     fts: "ctx_messages_search",
     text: "text",
     time: "created_at",
-    extra: "t.seq, t.role"
+    extra: "t.seq, t.role",
+    searchText: { join: "LEFT JOIN ctx_message_search_text s ON s.message_id = t.id", text: "coalesce(s.body, t.text)" }
   },
   {
     kind: "summary",
@@ -218,17 +226,19 @@ export const makeSearch = (sql: SqlClient) => {
   }
 
   /** Stage 2: the rows of `ids` (in scope), with what ranking and hits need. */
-  const readRows = (src: Source, scope: Resolved, ids: ReadonlyArray<number>) =>
-    Effect.map(
+  const readRows = (plan: QueryPlan, src: Source, scope: Resolved, ids: ReadonlyArray<number>) => {
+    const apart = plan.filters.memoryCalls ? undefined : src.searchText
+    return Effect.map(
       query<Row>(
         `SELECT t.id, t.conversation_id, c.session_key, c.user_id, t.${src.time} AS created_at, t.token_count AS length,
-           substr(t.${src.text}, 1, ${TEXT_CHARS + 1}) AS text, ${src.extra}
-         FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id
+           substr(${apart?.text ?? `t.${src.text}`}, 1, ${TEXT_CHARS + 1}) AS text, ${src.extra}
+         FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
          WHERE t.id IN (SELECT value FROM json_each(?))`,
         [JSON.stringify(ids)]
       ),
       (rows) => rows.filter(scope.owns)
     )
+  }
 
   const exclusion = (plan: QueryPlan) => (plan.exclude.length === 0 ? "" : ` NOT (${plan.exclude.join(" OR ")})`)
 
@@ -275,7 +285,7 @@ export const makeSearch = (sql: SqlClient) => {
       const chosen = Array.from(matched, ([id, gs]) => ({ id, w: weightOf(gs) }))
         .sort((a, b) => b.w - a.w || b.id - a.id)
         .slice(0, stage2Size(limit))
-      const rows = yield* readRows(src, scope, chosen.map((c) => c.id))
+      const rows = yield* readRows(plan, src, scope, chosen.map((c) => c.id))
       const candidates: Array<Found> = rows.map((row) => ({
         id: row.id,
         text: row.text.length > TEXT_CHARS ? `${row.text.slice(0, TEXT_CHARS)}…` : row.text,
@@ -298,16 +308,20 @@ export const makeSearch = (sql: SqlClient) => {
       const excludeParams = plan.exclude.length === 0
         ? []
         : [and([...(scope.token === null ? [] : [scope.token]), plan.exclude.join(" OR ")])]
+      // Messages that are nothing but memory tool calls or results have no text of their own to list.
+      const onlyMemory = src.searchText !== undefined && !plan.filters.memoryCalls
+        ? " AND NOT EXISTS (SELECT 1 FROM ctx_message_search_text s WHERE s.message_id = t.id AND s.body = '')"
+        : ""
       // A session's messages come newest first from its (conversation, seq) index.
       const order = src.kind === "message" && scope.sessionConversation !== null ? "t.seq DESC" : "t.id DESC"
       const ids = yield* Effect.map(
         query<{ id: number }>(
-          `SELECT t.id FROM ${src.table} t WHERE ${scope.where}${filters}${exclude} ORDER BY ${order} LIMIT ?`,
+          `SELECT t.id FROM ${src.table} t WHERE ${scope.where}${filters}${exclude}${onlyMemory} ORDER BY ${order} LIMIT ?`,
           [...scope.params, ...filterParams, ...excludeParams, limit]
         ),
         (rows) => rows.map((r) => r.id)
       )
-      const rows = yield* readRows(src, scope, ids)
+      const rows = yield* readRows(plan, src, scope, ids)
       return rows.map((row): Ranked<Found> => ({
         candidate: {
           id: row.id,

@@ -6,14 +6,15 @@
  * index's scope tokens, which name the user (`u<hex of the id>0`, migrations/0010): rows left with
  * the old token would not be hits of the new user (stage 2 checks the owner) but would crowd out
  * theirs among the candidates. Each row leaves the index by rowid and is indexed again under its new
- * owner: in SQL for rows without CJK letters, through the backlog for the others (./searchIndex.ts).
+ * owner: in SQL for rows without CJK letters or memory tool calls, through the backlog for the others
+ * (./searchIndex.ts).
  * Agents' profiles of the user go with the sessions they were drawn from.
  */
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { removedSessionKey } from "../../domain/config/removedUser.ts"
-import { scopeColumnSql } from "./searchIndex.ts"
+import { mayHoldMemoryCallsSql, scopeColumnSql } from "./searchIndex.ts"
 
 export interface RetiredSessions {
   /** Each session moved: its key before and after. */
@@ -21,9 +22,10 @@ export interface RetiredSessions {
   readonly profiles: number
 }
 
+/** `queued`: the rows TypeScript indexes (ctx_search_backlog), as the insert triggers decide. */
 const SOURCES = [
-  { source: "message", table: "ctx_messages", fts: "ctx_messages_search", text: "text" },
-  { source: "summary", table: "ctx_summaries", fts: "ctx_summaries_search", text: "content" }
+  { source: "message", table: "ctx_messages", fts: "ctx_messages_search", text: "text", queued: `(t.has_cjk = 1 OR ${mayHoldMemoryCallsSql("t")})` },
+  { source: "summary", table: "ctx_summaries", fts: "ctx_summaries_search", text: "content", queued: "t.has_cjk = 1" }
 ] as const
 
 /** Call inside a write transaction (it runs `indexQueued`, which must be). */
@@ -48,15 +50,15 @@ export const makeRetireUser = (sql: SqlClient, indexQueued: Effect.Effect<void, 
         const mine = `SELECT id FROM ${s.table} WHERE conversation_id IN (SELECT value FROM json_each(?))`
         yield* sql.unsafe(`DELETE FROM ${s.fts} WHERE rowid IN (${mine})`, [ids])
         yield* sql.unsafe(
-          `INSERT INTO ${s.fts} (rowid, body, cjk, scope)
-           SELECT t.id, t.${s.text}, '', ${scopeColumnSql("c")}
+          `INSERT INTO ${s.fts} (rowid, body, cjk, scope, memory, memory_cjk)
+           SELECT t.id, t.${s.text}, '', ${scopeColumnSql("c")}, '', ''
            FROM ${s.table} t JOIN ctx_conversations c ON c.id = t.conversation_id
-           WHERE t.has_cjk = 0 AND c.id IN (SELECT value FROM json_each(?)) ORDER BY t.id`,
+           WHERE NOT ${s.queued} AND c.id IN (SELECT value FROM json_each(?)) ORDER BY t.id`,
           [ids]
         )
         yield* sql.unsafe(
           `INSERT OR IGNORE INTO ctx_search_backlog (source, id)
-           SELECT ?, id FROM ${s.table} WHERE has_cjk = 1 AND conversation_id IN (SELECT value FROM json_each(?))`,
+           SELECT ?, t.id FROM ${s.table} t WHERE ${s.queued} AND t.conversation_id IN (SELECT value FROM json_each(?))`,
           [s.source, ids]
         )
       }

@@ -1,21 +1,54 @@
 /**
- * The part of the search index that SQL cannot write (part of SqliteMemoryStore): rows with CJK
- * letters, which the insert triggers of migrations/0010_search.sql queue in ctx_search_backlog
- * because cutting them into letters and bigrams (domain/search/text.ts) is TypeScript's job.
+ * The part of the search index that SQL cannot write (part of SqliteMemoryStore), queued in
+ * ctx_search_backlog by the insert triggers (migrations/0010_search.sql, 0028_memory_calls_search.sql):
+ * rows with CJK letters, because cutting them into letters and bigrams (domain/search/text.ts) is
+ * TypeScript's job, and messages that may hold the memory tool's own calls or results, because
+ * telling those blocks apart needs the message's JSON blocks (domain/search/memoryCalls.ts): they go
+ * to the `memory` columns, and the rest of the message to ctx_message_search_text too.
  * `indexQueued` runs inside the transaction that inserted the rows, so a committed row is always in
  * the index or, if something else inserted it, in the queue; `drainQueue` empties the queue (the rows
- * the migration queued, on the first start after it).
+ * a migration queued, on the first start after it).
  */
-import { Effect } from "effect"
+import { Effect, Result, Schema } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
+import { Content } from "../../domain/message.ts"
+import { MEMORY_CALL_MARK, memoryCallIds, type SearchText, searchText } from "../../domain/search/memoryCalls.ts"
 import { indexColumns } from "../../domain/search/text.ts"
 
 /** The `scope` column of a row of conversation `c` (the same expression as the migration's). */
 export const scopeColumnSql = (c: string): string =>
   `'c' || ${c}.id || CASE WHEN length(CAST(${c}.user_id AS BLOB)) <= 64 THEN ' u' || lower(hex(${c}.user_id)) || '0' ELSE '' END`
 
+/**
+ * Whether message row `m` may hold a memory tool call, or results answering one (the assistant
+ * message before it calls the tool): the same condition as the triggers of
+ * migrations/0028_memory_calls_search.sql, never NULL. Such rows are indexed by TypeScript.
+ */
+export const mayHoldMemoryCallsSql = (m: string): string =>
+  `(${m}.blocks IS NOT NULL AND (instr(${m}.text, '${MEMORY_CALL_MARK}') > 0 OR (${m}.has_tool_results = 1
+    AND coalesce(instr((SELECT p.text FROM ctx_messages p WHERE p.conversation_id = ${m}.conversation_id AND p.seq < ${m}.seq
+      AND p.role = 'assistant' ORDER BY p.seq DESC LIMIT 1), '${MEMORY_CALL_MARK}'), 0) > 0)))`
+
 const BATCH = 256
+
+const decodeContent = Schema.decodeUnknownResult(Schema.fromJsonString(Content))
+
+/**
+ * A message's searchable text, from its stored columns and the blocks of the assistant message it
+ * answers. Without memory blocks it is the stored text, exactly as indexed before; blocks that do
+ * not decode (a damaged row) leave the text whole too.
+ */
+const messageSearchText = (text: string, blocks: string | null, answered: string | null): SearchText => {
+  const whole = { body: text, memory: "" }
+  if (blocks === null) return whole
+  const content = decodeContent(blocks)
+  if (Result.isFailure(content)) return whole
+  const previous = answered === null ? undefined : decodeContent(answered)
+  const ids = previous === undefined || Result.isFailure(previous) ? [] : memoryCallIds(previous.success)
+  const split = searchText(content.success, ids)
+  return split.memory === "" ? whole : split
+}
 
 const SOURCES = {
   message: { table: "ctx_messages", fts: "ctx_messages_search", text: "text" },
@@ -29,22 +62,42 @@ export const makeSearchIndex = (sql: SqlClient) => {
     Effect.gen(function*() {
       if (ids.length === 0) return
       const s = SOURCES[source]
-      const rows = yield* sql.unsafe<{ id: number; text: string; scope: string }>(
-        `SELECT t.id, t.${s.text} AS text, ${scopeColumnSql("c")} AS scope
+      // A message's blocks, and those of the assistant message its results answer, when it may
+      // hold memory tool calls or results.
+      const blocks = source === "message"
+        ? `, CASE WHEN ${mayHoldMemoryCallsSql("t")} THEN t.blocks END AS blocks,
+           CASE WHEN t.has_tool_results = 1 AND ${mayHoldMemoryCallsSql("t")} THEN (SELECT p.blocks FROM ctx_messages p
+             WHERE p.conversation_id = t.conversation_id AND p.seq < t.seq AND p.role = 'assistant' ORDER BY p.seq DESC LIMIT 1)
+           END AS answered`
+        : ", NULL AS blocks, NULL AS answered"
+      const rows = yield* sql.unsafe<{ id: number; text: string; scope: string; blocks: string | null; answered: string | null }>(
+        `SELECT t.id, t.${s.text} AS text, ${scopeColumnSql("c")} AS scope${blocks}
          FROM ${s.table} t JOIN ctx_conversations c ON c.id = t.conversation_id
          WHERE t.id IN (SELECT value FROM json_each(?))`,
         [JSON.stringify(ids)]
       )
       if (rows.length > 0) {
         const params: Array<unknown> = []
+        const apart: Array<unknown> = []
         for (const r of rows) {
-          const { body, cjk } = indexColumns(r.text)
-          params.push(r.id, body, cjk, r.scope)
+          const split = messageSearchText(r.text, r.blocks, r.answered)
+          const text = indexColumns(split.body)
+          const memory = indexColumns(split.memory)
+          params.push(r.id, text.body, text.cjk, r.scope, memory.body, memory.cjk)
+          if (split.memory !== "") apart.push(r.id, split.body.trim() === "" ? "" : split.body)
         }
         yield* sql.unsafe(
-          `INSERT INTO ${s.fts} (rowid, body, cjk, scope) VALUES ${rows.map(() => "(?, ?, ?, ?)").join(", ")}`,
+          `INSERT INTO ${s.fts} (rowid, body, cjk, scope, memory, memory_cjk) VALUES ${rows.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}`,
           params
         )
+        if (apart.length > 0) {
+          yield* sql.unsafe(
+            `INSERT OR REPLACE INTO ctx_message_search_text (message_id, body) VALUES ${
+              Array.from({ length: apart.length / 2 }, () => "(?, ?)").join(", ")
+            }`,
+            apart
+          )
+        }
       }
       yield* sql.unsafe(
         "DELETE FROM ctx_search_backlog WHERE source = ? AND id IN (SELECT value FROM json_each(?))",

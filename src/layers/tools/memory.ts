@@ -12,6 +12,7 @@ import { Effect, Option, Schema, Struct } from "effect"
 import { formatSummaryId } from "../../domain/memory/session.ts"
 import type { SearchHit, SearchScope } from "../../domain/memory/types.ts"
 import { messageText } from "../../domain/message.ts"
+import { MEMORY_TOOL } from "../../domain/search/memoryCalls.ts"
 import { oneLine } from "../../domain/text.ts"
 import { type Tool, type ToolCallContext, ToolError } from "../../domain/tool.ts"
 import { inputSchemaOf } from "../../domain/toolSchema.ts"
@@ -22,7 +23,7 @@ import { Searcher } from "../../services/Searcher.ts"
 import type { ToolSource } from "../../services/ToolCatalog.ts"
 import * as ToolCatalogLayer from "./ToolCatalog.ts"
 
-export const TOOL_NAME = "memory"
+export const TOOL_NAME = MEMORY_TOOL
 
 export type MemoryAction = "status" | "search" | "describe" | "expand" | "profile_get" | "profile_update"
 
@@ -50,6 +51,11 @@ const Arguments = {
       description: `search: also show this many messages before and after each message hit (0–${MAX_SEARCH_CONTEXT}; answers often follow the question).`
     })
   ),
+  include_memory_calls: Schema.optionalKey(
+    Schema.Boolean.annotate({
+      description: "search: true to also search the memory tool's own earlier calls and their results (left out by default)."
+    })
+  ),
   id: Schema.optionalKey(Schema.String.annotate({ description: "describe/expand: a summary id such as sum_12." })),
   cursor: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "expand: nextCursor of the previous page." })),
   content: Schema.optionalKey(Schema.String.annotate({ description: "profile_update: the complete new notes." }))
@@ -57,7 +63,7 @@ const Arguments = {
 
 const ARGUMENTS_OF: Record<MemoryAction, ReadonlyArray<keyof typeof Arguments>> = {
   status: [],
-  search: ["query", "limit", "strict", "context"],
+  search: ["query", "limit", "strict", "context", "include_memory_calls"],
   describe: ["id"],
   expand: ["id", "cursor"],
   profile_get: [],
@@ -154,7 +160,8 @@ export const make = Effect.gen(function*() {
           scope: scopeOf(ctx),
           limit: input.limit ?? DEFAULT_SEARCH_HITS,
           mode: input.strict === true ? "strict" : "ranked",
-          context: input.context ?? 0
+          context: input.context ?? 0,
+          includeMemoryCalls: input.include_memory_calls === true
         }).pipe(
           Effect.map((hits) =>
             hits.length === 0

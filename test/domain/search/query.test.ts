@@ -124,7 +124,7 @@ describe("planSearch, syntax", () => {
   it("reads role:, tool: and kind: as filters, with NOT too", () => {
     const plan = query(planSearch("role:assistant tool:bash NOT tool:read docker"))
     assert.deepStrictEqual(plan.groups.map((g) => g.label), ["docker"])
-    assert.deepStrictEqual(plan.filters, { roles: ["assistant"], notRoles: [], tools: ["bash"], notTools: ["read"], kinds: ["message"] })
+    assert.deepStrictEqual(plan.filters, { roles: ["assistant"], notRoles: [], tools: ["bash"], notTools: ["read"], kinds: ["message"], memoryCalls: false })
     // filters only: the newest rows that pass them
     const only = query(planSearch("role:tool NOT role:user"))
     assert.deepStrictEqual(only.groups, [])

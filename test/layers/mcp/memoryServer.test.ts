@@ -49,6 +49,28 @@ describe("MCP memory tools", () => {
       assert.deepStrictEqual(unknown, { isError: true, text: "unknown tool \"profile_update\"; available: status, search, describe, expand" })
     }).pipe(Effect.provide(lcmTemp)), 60_000)
 
+  it.effect("search leaves the memory tool's own calls and results out unless include_memory_calls is true", () =>
+    Effect.gen(function*() {
+      yield* (yield* MemoryProvider).append(sessionRefFromKey("a1:cli:alice:dm"), [
+        { role: "user", content: "The zebracorn lives in the north barn.", createdAt: T0 },
+        {
+          role: "assistant",
+          content: [{ type: "tool_use", id: "m1", name: "memory", input: { action: "search", query: "zebracorn barn" } }],
+          createdAt: T0 + 1
+        },
+        { role: "tool_result", content: [{ type: "tool_result", tool_use_id: "m1", content: "msg_1 The «zebracorn» lives in the north «barn»." }], createdAt: T0 + 2 },
+        { role: "assistant", content: "In the north barn.", createdAt: T0 + 3 }
+      ])
+      const server = yield* MemoryServer.make({ userId: "alice" })
+      const search = server.tools.find((t) => t.name === "search")
+      assert.include(Object.keys(search?.inputSchema.properties ?? {}), "include_memory_calls")
+      const r = yield* server.call("search", { query: "zebracorn barn" })
+      assert.deepStrictEqual(r.text.split("\n").map((l) => l.split(" ")[0]), ["msg_1", "msg_4"], r.text)
+      const all = yield* server.call("search", { query: "zebracorn barn", include_memory_calls: true })
+      assert.include(all.text, "[tool call memory]")
+      assert.strictEqual(all.text.split("\n").length, 4, all.text)
+    }).pipe(Effect.provide(lcmTemp)))
+
   it.effect("with memory/simple, offers status only", () =>
     Effect.gen(function*() {
       yield* (yield* MemoryProvider).append(sessionRefFromKey("a1:cli:alice:dm"), messages(["hello", "hi"]))

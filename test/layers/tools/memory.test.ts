@@ -52,6 +52,7 @@ describe("memory tool with LcmMemory", () => {
         "context",
         "cursor",
         "id",
+        "include_memory_calls",
         "limit",
         "query",
         "strict"

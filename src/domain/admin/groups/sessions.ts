@@ -226,7 +226,9 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
         /** Every word must match (default: ranked). */
         strict: Schema.optional(Schema.Boolean),
         /** Messages before and after each message hit (0–10). */
-        context: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 })))
+        context: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
+        /** Also search the memory tool's own calls and their results (default: left out). */
+        includeMemoryCalls: Schema.optional(Schema.Boolean)
       },
       success: SearchResults,
       error: CommonErrors
