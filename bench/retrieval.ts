@@ -14,6 +14,12 @@
  * before or after it) also counts, and the hard slice (questions sharing no content word with their
  * evidence). Query latency p50/p95 per mode and scope. Same seed, same data, same figures.
  *
+ * Issue 24: in half of the sessions the model searched its memory for the questions before (1–3
+ * memory tool calls per question, each with its result quoting the evidence: retrievalData.ts). The
+ * slice of those questions is reported apart, for the default search (the memory tool's own calls
+ * and results left out) and with `includeMemoryCalls` ("ranked + memory calls"), with how often the
+ * first hit is one of those calls or results.
+ *
  * For whoever tunes search: the run ends with sample misses of `ranked` in session scope, two per
  * category; RETRIEVAL_MISSES=ref shows the reference's instead, RETRIEVAL_SCOPE=user the user scope,
  * RETRIEVAL_MISS_COUNT=n more of them; RETRIEVAL_DEBUG=1 prints every candidate question the
@@ -47,9 +53,10 @@ const LIMIT = 20
  * keywords. It shows what the harness measures when hits do come back, and is a floor for `ranked`.
  */
 const RUNS = [
-  { name: "strict", mode: "strict", query: (q: string) => q },
-  { name: "ranked", mode: "ranked", query: (q: string) => q },
-  { name: "or-terms (ref.)", mode: "strict", query: orTerms }
+  { name: "strict", mode: "strict", query: (q: string) => q, includeMemoryCalls: false },
+  { name: "ranked", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false },
+  { name: "ranked + memory calls", mode: "ranked", query: (q: string) => q, includeMemoryCalls: true },
+  { name: "or-terms (ref.)", mode: "strict", query: orTerms, includeMemoryCalls: false }
 ] as const
 const MODES = RUNS.map((r) => r.name)
 const SCOPES = ["session", "user"] as const
@@ -65,6 +72,8 @@ interface Outcome {
   /** The same, when a message next to an evidence message also counts. */
   readonly nearRank: number | null
   readonly firstIsSummary: boolean
+  /** The first hit is one of the earlier lookups' memory calls or results. */
+  readonly firstIsMemoryCall: boolean
   readonly hits: number
   readonly top: string
   readonly ms: number
@@ -158,18 +167,24 @@ export const runRetrieval = async (dir: string): Promise<void> => {
           const d = Math.min(...q.evidence.map((e) => Math.abs(e - m.seq)))
           return d === 0 ? 0 : d === 1 ? 1 : null
         })
+      const isMemoryCall = (hit: SearchHit | undefined) => {
+        if (hit === undefined || hit.kind !== "message") return false
+        const m = seqOf.get(Number(hit.id.replace(/^msg_/, "")))
+        return m !== undefined && data.memoryCalls.get(m.sessionKey)?.has(m.seq) === true
+      }
       const out: Array<Outcome> = []
       for (const run of RUNS) {
-        const { mode, name } = run
+        const { mode, name, includeMemoryCalls } = run
         for (const scopeName of SCOPES) {
           progress(`retrieval: ${name}, ${scopeName} scope`)
           const scopeOf = (q: Question): SearchScope =>
             scopeName === "session" ? { _tag: "Session", sessionKey: q.sessionKey } : { _tag: "User", userId: q.userId }
           const first = data.questions[0]
-          if (first !== undefined) yield* searcher.search(run.query(first.text), { scope: scopeOf(first), limit: LIMIT, mode }) // warm-up
+          const options = (q: Question) => ({ scope: scopeOf(q), limit: LIMIT, mode, includeMemoryCalls })
+          if (first !== undefined) yield* searcher.search(run.query(first.text), options(first)) // warm-up
           for (const q of data.questions) {
             const started = performance.now()
-            const hits = yield* searcher.search(run.query(q.text), { scope: scopeOf(q), limit: LIMIT, mode })
+            const hits = yield* searcher.search(run.query(q.text), options(q))
             const took = performance.now() - started
             let rank: number | null = null
             let nearRank: number | null = null
@@ -184,7 +199,18 @@ export const runRetrieval = async (dir: string): Promise<void> => {
                 firstIsSummary = hit.kind === "summary"
               }
             }
-            out.push({ question: q, mode: name, scope: scopeName, rank, nearRank, firstIsSummary, hits: hits.length, top: hits[0]?.snippet ?? "", ms: took })
+            out.push({
+              question: q,
+              mode: name,
+              scope: scopeName,
+              rank,
+              nearRank,
+              firstIsSummary,
+              firstIsMemoryCall: isMemoryCall(hits[0]),
+              hits: hits.length,
+              top: hits[0]?.snippet ?? "",
+              ms: took
+            })
           }
         }
       }
@@ -268,6 +294,31 @@ const report = (
         })
       )
     )
+  )
+  const searched = main.filter((q) => q.searchedBefore > 0)
+  const calls = [...data.memoryCalls.values()].reduce((n, c) => n + c.size, 0)
+  section(
+    `Retrieval after earlier searches (${searched.length} questions the model searched for 1–3 times before, in their session)`,
+    table(
+      ["mode", "scope", "recall@1", "recall@5", "recall@10", "MRR", "first hit a memory call or result"],
+      MODES.filter((m) => m !== "or-terms (ref.)").flatMap((mode) =>
+        SCOPES.map((scope) => {
+          const os = of(mode, scope).filter((o) => o.question.searchedBefore > 0)
+          return [
+            mode,
+            scope,
+            pct(recall(os, 1)),
+            pct(recall(os, 5)),
+            pct(recall(os, 10)),
+            mrr(os).toFixed(3),
+            `${os.filter((o) => o.firstIsMemoryCall).length} (${pct(os.filter((o) => o.firstIsMemoryCall).length / Math.max(1, os.length))})`
+          ]
+        })
+      )
+    ),
+    `${calls / 2} earlier lookups in ${data.memoryCalls.size} sessions (a memory search call with the question or its content words as the\n` +
+      "query, and its result quoting the evidence or finding nothing). strict and ranked leave the memory tool's own calls and\n" +
+      "results out (the default); \"ranked + memory calls\" searches them too (includeMemoryCalls), as search did before issue 24."
   )
   const missRun: Mode = process.env["RETRIEVAL_MISSES"] === "ref" ? "or-terms (ref.)" : "ranked"
   const missScope: ScopeName = process.env["RETRIEVAL_SCOPE"] === "user" ? "user" : "session"

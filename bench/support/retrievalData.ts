@@ -14,6 +14,13 @@
  * - no question may copy its evidence: no run of four words (after light stemming) and no run of
  *   five Chinese characters in common.
  * Questions that fail are dropped and counted, so the report says how many there were.
+ *
+ * In half of each user's sessions (the odd ones, the fully compacted one among them) the model has
+ * already searched its memory for the questions asked there (issue 24): after the fact, one to three lookups of a question — the user asking for it
+ * again in words of no topic, the assistant calling the memory tool with the question (or its
+ * content words) as the query, the tool's result quoting the evidence the way search snippets do
+ * (or finding nothing), and an answer of no topic. Those calls and results hold every query word: a
+ * search that reads them finds them first. The dataset lists their seqs (`memoryCalls`).
  */
 import { DatabaseSync } from "node:sqlite"
 import { type SessionRef, sessionRefFromKey } from "../../src/domain/memory/session.ts"
@@ -35,6 +42,8 @@ export interface Question {
   readonly evidence: ReadonlyArray<number>
   /** Content words (or Chinese words, ASCII tokens) in common with the evidence. */
   readonly shared: ReadonlyArray<string>
+  /** Memory searches for this question made earlier in its session (0 in sessions without lookups). */
+  readonly searchedBefore: number
 }
 
 export interface SessionData {
@@ -47,6 +56,8 @@ export interface Dataset {
   readonly questions: ReadonlyArray<Question>
   readonly facts: number
   readonly distractors: number
+  /** The memory tool's calls and results of the earlier lookups, by session. */
+  readonly memoryCalls: ReadonlyMap<string, ReadonlySet<number>>
   /** Candidate questions dropped by the checks: meant fair but sharing nothing, meant hard but sharing a word, copies. */
   readonly dropped: { readonly unfair: number; readonly notHard: number; readonly copies: number }
 }
@@ -71,6 +82,16 @@ const PER_USER: ReadonlyArray<readonly [ReadonlyArray<Template>, number]> = [
 ]
 
 const LEAD_INS = ["By the way, ", "Quick update: ", "Oh, and ", "Random thing: ", "Not urgent, but "]
+
+/** A user asking for something again, and the assistant's answer after its lookup: no topic words. */
+const LOOKUP_ASKS = ["Can you check that for me?", "Hmm, what was it again?", "Remind me?", "Do you still have that?", "Wait, tell me again."]
+const LOOKUP_REPLIES = ["Found it.", "Here you go.", "That's what I have.", "I couldn't find more than that."]
+
+/** An earlier memory search for one of a fact block's questions, placed after the fact. */
+interface Lookup {
+  readonly block: Block
+  readonly question: string
+}
 /** Sentence starts that are lower-cased after a lead-in (names and "I" keep their capital). */
 const LOWER_AFTER_LEAD = /^(My|The|We|We're|We've|Our|Please|Turns|Big|Booked|Did|Handover|Note|Signed|Meet|Dentist|On)\b/
 
@@ -123,6 +144,7 @@ const makeGen = (rand: Rand, seed: number, world: World, filler: ReturnType<type
 export const makeDataset = (options: DatasetOptions): Dataset => {
   const sessions: Array<SessionData> = []
   const questions: Array<Question> = []
+  const memoryCalls = new Map<string, Set<number>>()
   const checker = makeChecker()
   let facts = 0
   let distractors = 0
@@ -148,10 +170,28 @@ export const makeDataset = (options: DatasetOptions): Dataset => {
         perSession[s]?.push({ turns: [{ message: { role: "user", content: d }, evidence: false }, { message: { role: "assistant", content: filler.reply() }, evidence: false }], questions: [], category: t.category, template: "distractor" })
       }
     })
+    // Lookups draw from a generator of their own, so the rest of the dataset is the one it was without them.
+    const lookupRand = prng(options.seed * 1_000 + u + 500_000)
+    let lookupIds = 0
     for (let s = 0; s < options.sessionsPerUser; s++) {
       const ref = sessionRefFromKey(`retrieval:cli:u${u}:s${s}`)
-      const blocks = (perSession[s] ?? []).map((b) => ({ b, slot: Math.floor(rand() * options.fillerExchanges) }))
+      const facts = (perSession[s] ?? []).map((b) => ({ b, slot: Math.floor(rand() * options.fillerExchanges) }))
+      const lookups: Array<{ readonly lookup: Lookup; readonly slot: number }> = s % 2 === 1
+        ? facts.flatMap(({ b, slot }) =>
+          b.questions.filter(() => lookupRand() < 0.8).flatMap((q) =>
+            Array.from({ length: 1 + Math.floor(lookupRand() * 3) }, () => ({
+              lookup: { block: b, question: q.text },
+              slot: slot + 1 + Math.floor(lookupRand() * Math.max(1, options.fillerExchanges - slot))
+            }))
+          )
+        )
+        : []
+      const blocks = [...facts, ...lookups.map((l) => ({ b: l.lookup, slot: l.slot }))]
+      // Stable: a lookup in the slot of its fact comes after it.
       blocks.sort((x, y) => x.slot - y.slot)
+      const pushed = new Map<Block, { readonly evidence: ReadonlyArray<number>; readonly texts: ReadonlyArray<string> }>()
+      const searchedBefore = new Map<string, number>()
+      const calls = new Set<number>()
       const messages: Array<NewMessage> = []
       let now = Date.UTC(2026, 0, 5) + (u * options.sessionsPerUser + s) * 4 * 86_400_000
       const push = (m: NewMessage) => {
@@ -161,25 +201,51 @@ export const makeDataset = (options: DatasetOptions): Dataset => {
       let next = 0
       for (let e = 0; e <= options.fillerExchanges; e++) {
         for (; next < blocks.length && (blocks[next]?.slot ?? 0) <= e; next++) {
-          const block = blocks[next]?.b
-          if (block === undefined) continue
+          const entry = blocks[next]?.b
+          if (entry === undefined) continue
+          if ("block" in entry) {
+            const fact = pushed.get(entry.block)
+            if (fact === undefined) continue
+            const id = `toolu_lookup${options.seed}_${u}_${++lookupIds}`
+            const words = orTerms(entry.question).split(" OR ").join(" ")
+            const query = lookupRand() < 0.6 || words === "" ? entry.question : words
+            const day = new Date(Date.UTC(2026, 0, 5)).toISOString().slice(0, 16).replace("T", " ")
+            const result = lookupRand() < 0.2
+              ? `No matches for ${JSON.stringify(query)}.`
+              : fact.evidence.map((seq, i) => `msg_${seq} [message, ${day}] ${fact.texts[i] ?? ""}`).join("\n")
+            push({ role: "user", content: pick(lookupRand, LOOKUP_ASKS) })
+            push({ role: "assistant", content: [{ type: "text", text: "Let me search my memory." }, { type: "tool_use", id, name: "memory", input: { action: "search", query } }] })
+            calls.add(messages.length)
+            push({ role: "tool_result", content: [{ type: "tool_result", tool_use_id: id, content: result }] })
+            calls.add(messages.length)
+            push({ role: "assistant", content: pick(lookupRand, LOOKUP_REPLIES) })
+            searchedBefore.set(entry.question, (searchedBefore.get(entry.question) ?? 0) + 1)
+            continue
+          }
+          const block = entry
           const first = messages.length + 1
           const evidence = block.turns.flatMap((t, i) => (t.evidence ? [first + i] : []))
           for (const t of block.turns) push(t.message)
           const evidenceText = block.turns.filter((t) => t.evidence).map((t) => messageText(t.message))
+          pushed.set(block, { evidence, texts: evidenceText })
           for (const q of block.questions) {
             const shared = checker.check(q.text, evidenceText, q.hard)
             if (shared === null) continue
-            questions.push({ text: q.text, category: block.category, template: block.template, hard: q.hard, userId: ref.userId, sessionKey: ref.key, evidence, shared })
+            questions.push({ text: q.text, category: block.category, template: block.template, hard: q.hard, userId: ref.userId, sessionKey: ref.key, evidence, shared, searchedBefore: 0 })
           }
         }
         if (e < options.fillerExchanges) for (const m of filler.exchange()) push(m)
       }
       sessions.push({ ref, messages })
+      if (calls.size > 0) memoryCalls.set(ref.key, calls)
+      for (const [i, q] of questions.entries()) {
+        const n = q.sessionKey === ref.key ? searchedBefore.get(q.text) : undefined
+        if (n !== undefined) questions[i] = { ...q, searchedBefore: n }
+      }
     }
   }
   checker.close()
-  return { sessions, questions, facts, distractors, dropped: checker.dropped }
+  return { sessions, questions, facts, distractors, memoryCalls, dropped: checker.dropped }
 }
 
 /** Words that carry no topic in a question: question words, auxiliaries, pronouns, chat fillers. */
