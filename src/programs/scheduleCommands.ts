@@ -89,7 +89,11 @@ const run = Command.make("run", { id, json }, (f) =>
 
 const history = Command.make("history", {
   id,
-  limit: Flag.Int("limit").pipe(Flag.withDescription("At most this many runs, newest first (default 20)"), Flag.withDefault(20)),
+  limit: Flag.Int("limit").pipe(
+    Flag.withDescription("At most this many runs, newest first (default 20)"),
+    Flag.filter((n) => n > 0, (n) => `--limit must be positive, got ${n}`),
+    Flag.withDefault(20)
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {

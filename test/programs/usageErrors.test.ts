@@ -67,6 +67,7 @@ describe("bad values are usage errors (exit 2) wherever they are checked", () =>
     [["schedule", "add", "--agent", "a1", "--every", "5m", "--tz", "Bad/Zone", "--prompt", "hi", "--user", "u1"], "schedule add", `unknown time zone "Bad/Zone"`],
     [["schedule", "add", "--agent", "a1", "--prompt", "hi", "--user", "u1"], "schedule add", "give exactly one of --cron, --every or --at"],
     [["schedule", "add", "--agent", "a1", "--every", "5m", "--prompt", "hi"], "schedule add", "give --deliver USER[@CHANNEL]"],
+    [["schedule", "history", "job-none", "--limit", "0"], "schedule history", "--limit must be positive, got 0"],
     [["chat", "-p", "hi", "--session", "a#b"], "chat", `must not contain "#"`],
     [["notify", "u1", " "], "notify", "the message is empty"],
     [["plugin", "enable", "bogus"], "plugin enable", `no plugin "bogus"`],
