@@ -1,7 +1,15 @@
 /**
  * `anna admin create|list|passwd|role|remove|sessions|revoke|unlock`: accounts for the web console
  * and the admin API (src/services/Accounts.ts), their roles, their browser sessions and the login
- * throttle (kept in the database, so `unlock` works while the gateway runs).
+ * throttle (kept in the database, so `unlock` works while the gateway runs). An account is named by
+ * the name it logs in with (or its user's id).
+ *
+ * One person, one user (issue 24): `anna chat` by the OS user NAME is the identity `cli:NAME`, which
+ * makes a user `u_…` on first contact. `anna admin create NAME` with no user NAME but such a terminal
+ * user gives the account NAME to that user (asked on a terminal, yes by default; `--link` and
+ * `--no-link` decide without asking; without a terminal it links), so the web chat and the terminal
+ * chat share one memory instead of two users keeping two. The other order is the runtime's: the
+ * first `anna chat` of NAME goes to the user NAME (ConfigStore.claimIdentity).
  *
  * A password never comes from the command line (argv is visible to every user of the machine in
  * `ps` and lands in shell history): it is typed on the terminal (hidden, twice) or, with
@@ -23,7 +31,15 @@ import { Stores } from "./layers.ts"
 import { iso, printJson, table } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
-const user = Argument.String("user").pipe(Argument.withDescription("User id (the username to log in with)"))
+const user = Argument.String("user").pipe(Argument.withDescription("The name the account logs in with (its user's id, unless it was linked to a terminal user)"))
+
+/** The user of the account named `name` (its login, or its user's id); AccountError when there is none. */
+const accountUser = (name: string) =>
+  Effect.gen(function*() {
+    const found = yield* (yield* Accounts).find(name)
+    if (Option.isNone(found)) return yield* new AccountError({ reason: `user "${name}" has no account (see: anna admin list)` })
+    return found.value.userId
+  })
 const passwordStdin = Flag.Boolean("password-stdin").pipe(
   Flag.withDescription("Read the password from the first line of stdin instead of asking on the terminal"),
   Flag.withDefault(false)
@@ -87,37 +103,98 @@ const role = Flag.Literals("role", ROLES).pipe(
   Flag.withDefault("admin")
 )
 
+/** `cli:NAME`: who `anna chat` by the OS user NAME is (TerminalChannel's platform). */
+const terminalIdentity = (name: string) => `cli:${name}`
+
+/** Whether to give the account to the terminal user: asked on a terminal (yes by default), else yes. */
+const askLink = (name: string, terminalUser: string) =>
+  Effect.gen(function*() {
+    if (!(yield* (yield* Stdio.Stdio).stdinIsTerminal)) return true
+    const message = `There is no user ${name}, but ${terminalUser} chats as ${terminalIdentity(name)} (\`anna chat\` by the OS user ${name}). ` +
+      `Give the console account ${name} to ${terminalUser}, so the web chat and \`anna chat\` share one memory?`
+    return yield* Prompt.run(Prompt.Confirm({ message, initial: true })).pipe(
+      Effect.catchTag("QuitError", () => Console.error("anna: cancelled; nothing was changed.").pipe(Effect.andThen(Effect.interrupt)))
+    )
+  })
+
 const create = Command.make("create", {
   user,
   role,
   name: Flag.String("name").pipe(Flag.withDescription("Display name, when the user is created too (default: the id)"), Flag.optional),
+  link: Flag.Boolean("link").pipe(
+    Flag.withDescription(
+      "When there is no user <user> but one chats as cli:<user> (`anna chat` by that OS user): --link gives the account to that user, --no-link makes a separate user <user>; without either it is asked on a terminal (yes by default), else linked"
+    ),
+    Flag.optional
+  ),
   passwordStdin,
   json
 }, (f) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const config = yield* ConfigStore
-    if (Option.isSome(yield* accounts.get(f.user))) {
-      return yield* new AccountError({ reason: `user "${f.user}" already has an account (see: anna admin passwd, anna admin role)` })
+    const taken = yield* accounts.find(f.user)
+    if (Option.isSome(taken)) {
+      return yield* new AccountError({
+        reason: taken.value.userId === f.user
+          ? `user "${f.user}" already has an account (see: anna admin passwd, anna admin role)`
+          : `the console account ${f.user} already exists (the user ${taken.value.userId}'s; see: anna admin list)`
+      })
     }
     const existed = Option.isSome(yield* config.getUser(f.user))
     // Before the password is asked for, so a typo in the id does not cost the typing.
     if (!existed && !isValidId(f.user)) {
       return yield* new AccountError({ reason: `user id "${f.user}" must be 1–64 letters, digits, '.', '_' or '-'` })
     }
+    // One person, one user: the terminal user of the OS user of this name (identities are unique: one at most).
+    const terminal = (yield* config.listUsers).find((u) =>
+      u.id !== f.user && u.identities.some((i) => i.platform === "cli" && i.externalId === f.user)
+    )
+    let linkTo: string | undefined
+    if (!existed && terminal !== undefined && !Option.contains(f.link, false)) {
+      const theirs = yield* accounts.get(terminal.id)
+      if (Option.isSome(theirs)) {
+        return yield* new AccountError({
+          reason: `${terminal.id}, who chats as ${terminalIdentity(f.user)}, already has the console account ${theirs.value.login}: ` +
+            `log in as ${theirs.value.login}, or pass --no-link for a separate user ${f.user}`
+        })
+      }
+      if (Option.isSome(f.link) || (yield* askLink(f.user, terminal.id))) linkTo = terminal.id
+    }
     const password = yield* readPassword(f.passwordStdin)
     if (Option.isNone(password)) return
-    const account = yield* accounts.create({ userId: f.user, password: password.value, role: f.role, name: Option.getOrUndefined(f.name) })
+    const account = yield* accounts.create({
+      userId: linkTo ?? f.user,
+      login: f.user,
+      password: password.value,
+      role: f.role,
+      name: linkTo === undefined ? Option.getOrUndefined(f.name) : undefined
+    })
     const where = yield* consoleUrl
-    if (f.json) return yield* printJson({ account, userCreated: !existed, url: where.url })
-    yield* Console.log(`Created ${account.role} account ${account.userId}${existed ? "" : ` (and the user ${account.userId})`}.`)
+    const userCreated = !existed && linkTo === undefined
+    if (f.json) return yield* printJson({ account, userCreated, linkedTo: linkTo ?? null, url: where.url })
+    const cli = terminal === undefined ? "" : terminalIdentity(f.user)
+    yield* Console.log(
+      linkTo !== undefined
+        ? `Created ${account.role} account ${account.login} and linked it to the existing user ${linkTo} (who chats as ${cli}); the web chat and \`anna chat\` share one memory.`
+        : `Created ${account.role} account ${account.login}${userCreated ? ` (and the user ${account.userId})` : ""}` +
+          (terminal === undefined ? "." : `; the terminal user ${terminal.id} (${cli}) stays a separate user with its own memory.`)
+    )
+    if (existed && terminal !== undefined) {
+      // Split before: say how to make the terminal this user's (the terminal user's sessions stay with it).
+      yield* Console.log(`To chat in the terminal as ${f.user}: anna user unlink ${terminal.id} ${cli} && anna user link ${f.user} ${cli} (${terminal.id}'s sessions stay ${terminal.id}'s).`)
+    }
     yield* Console.log(
       where.serving
-        ? `Open ${where.url} and log in as ${account.userId} (the gateway serves it now).`
-        : `Open ${where.url} and log in as ${account.userId} (start the gateway with \`npm start\` or \`anna gateway\` if it is not running` +
+        ? `Open ${where.url} and log in as ${account.login} (the gateway serves it now).`
+        : `Open ${where.url} and log in as ${account.login} (start the gateway with \`npm start\` or \`anna gateway\` if it is not running` +
           (where.enabled ? ")." : "; the http channel serves it: anna channel enable http).")
     )
-  })).pipe(Command.withDescription("Create a login for the web console and admin API (the user too, if there is none); the password is asked for, or read with --password-stdin"))
+  })).pipe(
+    Command.withDescription(
+      "Create a login for the web console and admin API (the user too, if there is none, unless the OS user of that name chats with `anna chat`: then that user, see --link); the password is asked for, or read with --password-stdin"
+    )
+  )
 
 const list = Command.make("list", { json }, (f) =>
   Effect.gen(function*() {
@@ -125,20 +202,18 @@ const list = Command.make("list", { json }, (f) =>
     if (f.json) return yield* printJson(all)
     if (all.length === 0) return yield* Console.log("No accounts yet. Create the first admin with: anna admin create <user>")
     yield* Console.log(table(
-      ["USER", "ROLE", "CREATED", "PASSWORD CHANGED"],
-      all.map((a: AccountInfo) => [a.userId, a.role, iso(a.createdAt), iso(a.passwordChangedAt)])
+      ["LOGIN", "USER", "ROLE", "CREATED", "PASSWORD CHANGED"],
+      all.map((a: AccountInfo) => [a.login, a.userId, a.role, iso(a.createdAt), iso(a.passwordChangedAt)])
     ))
   })).pipe(Command.withDescription("List accounts and their roles"))
 
 const passwd = Command.make("passwd", { user, passwordStdin, json }, (f) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
-    if (Option.isNone(yield* accounts.get(f.user))) {
-      return yield* new AccountError({ reason: `user "${f.user}" has no account (see: anna admin list)` })
-    }
+    const userId = yield* accountUser(f.user)
     const password = yield* readPassword(f.passwordStdin)
     if (Option.isNone(password)) return
-    yield* accounts.setPassword(f.user, password.value)
+    yield* accounts.setPassword(userId, password.value)
     yield* f.json
       ? printJson({ userId: f.user, passwordChanged: true })
       : Console.log(`Changed the password of ${f.user}; their browser sessions were ended.`)
@@ -150,8 +225,8 @@ const roleCommand = Command.make("role", {
   json
 }, (f) =>
   Effect.gen(function*() {
-    const account = yield* (yield* Accounts).setRole(f.user, f.role)
-    yield* f.json ? printJson(account) : Console.log(`${account.userId} is now ${account.role}; their browser sessions were ended.`)
+    const account = yield* (yield* Accounts).setRole(yield* accountUser(f.user), f.role)
+    yield* f.json ? printJson(account) : Console.log(`${account.login} is now ${account.role}; their browser sessions were ended.`)
   })).pipe(Command.withDescription("Change an account's role (admin or user); ends its browser sessions, and caps its API tokens at once"))
 
 const remove = Command.make("remove", {
@@ -163,7 +238,7 @@ const remove = Command.make("remove", {
     if (!f.yes) {
       return yield* new AccountError({ reason: `this removes ${f.user}'s login (the user, their chats and tokens stay); pass --yes to go ahead` })
     }
-    yield* (yield* Accounts).remove(f.user)
+    yield* (yield* Accounts).remove(yield* accountUser(f.user))
     yield* f.json
       ? printJson({ removed: f.user })
       : Console.log(`Removed the account of ${f.user} and ended their browser sessions; the user stays (anna user remove removes it).`)

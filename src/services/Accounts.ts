@@ -11,6 +11,10 @@
  * not own users, identities or the tokens' table as such (ConfigStore's), nor HTTP (cookies, headers,
  * CSRF checks and who the client is are the admin API layer's).
  *
+ * An account logs in with its `login`, which is its user's id unless `anna admin create NAME` gave
+ * the console account NAME to the user who already chats as `cli:NAME` (the terminal user `u_…` of
+ * the OS user NAME: one person, one user; issue 24). Logins are unique, and never another user's id.
+ *
  * Roles: `admin` may do everything; `user` sees and changes only their own sessions, usage, tokens
  * and profile, and chats with the agents their access policies allow. A token's role never exceeds
  * its account's role at the time of use (an admin token of a user demoted to `user` acts as `user`;
@@ -47,6 +51,8 @@ export interface Principal {
 }
 
 export interface AccountInfo {
+  /** The name to log in with: the user id, or the name the account was created as for another user (see above). */
+  readonly login: string
   readonly userId: string
   readonly role: Role
   readonly createdAt: number
@@ -98,15 +104,21 @@ export const SESSION_MAX_MS = 30 * 24 * 3600_000
 export class Accounts extends Context.Service<Accounts, {
   /**
    * An account for a user, created with the user when there is no such user yet (`name` defaults
-   * to the id). AccountError when the user already has an account or the password is too short/long.
+   * to the id). `login` (default: the user id) is the name to log in with; one that is not the user
+   * id needs the user to exist and no user to have it as id. AccountError when the user already has
+   * an account, the login is taken, or the password is too short/long.
    */
   readonly create: (input: {
     readonly userId: string
+    readonly login?: string | undefined
     readonly password: string
     readonly role: Role
     readonly name?: string | undefined
   }) => Effect.Effect<AccountInfo, AccountError | StorageError>
+  /** The account of a user (by user id). */
   readonly get: (userId: string) => Effect.Effect<Option.Option<AccountInfo>, StorageError>
+  /** The account that logs in as `name`, else the account of the user `name`: what an operator names an account by. */
+  readonly find: (name: string) => Effect.Effect<Option.Option<AccountInfo>, StorageError>
   readonly list: Effect.Effect<ReadonlyArray<AccountInfo>, StorageError>
   /** A new password; every browser session of the user ends. */
   readonly setPassword: (userId: string, password: string) => Effect.Effect<void, AccountError | StorageError>
@@ -116,7 +128,7 @@ export class Accounts extends Context.Service<Accounts, {
   readonly remove: (userId: string) => Effect.Effect<void, AccountError | StorageError>
 
   /**
-   * Checks a username (the user id) and password. `client.address` is who the throttle counts (the
+   * Checks a username (the account's login) and password. `client.address` is who the throttle counts (the
    * client's IP address, as the admin API works it out); the user agent is kept, trimmed, with the
    * session. Failures back off per (username, address) and per address (src/domain/admin/throttle.ts);
    * while a wait is owed, LoginThrottled, even for the right password — alike for unknown usernames.

@@ -124,6 +124,13 @@ export class ConfigStore extends Context.Service<ConfigStore, {
    * first) or is malformed. Linking an identity the user already has changes nothing.
    */
   readonly linkIdentity: (userId: string, platform: string, externalId: string) => Effect.Effect<User, InvalidConfig | StorageError>
+  /**
+   * On first contact, gives a platform identity that no user holds to the existing user `userId`
+   * instead of a new user: `anna chat` by the OS user NAME (`cli:NAME`) is the user NAME, made by
+   * `anna admin create NAME` or `anna user add NAME` (one person, one user). The user when it linked
+   * the identity now; none when someone holds it already or there is no user `userId`.
+   */
+  readonly claimIdentity: (platform: string, externalId: string, userId: string) => Effect.Effect<Option.Option<User>, StorageError>
   /** Removes one of the user's identities (its next message makes a new user); InvalidConfig when they have no such identity. */
   readonly unlinkIdentity: (userId: string, platform: string, externalId: string) => Effect.Effect<User, InvalidConfig | StorageError>
   readonly setDefaultAgent: (userId: string, agentId: string | null) => Effect.Effect<void, AgentNotFound | InvalidConfig | StorageError>

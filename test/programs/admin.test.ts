@@ -147,7 +147,7 @@ describe("anna admin list|passwd|role|remove|sessions|revoke", () => {
     const listed = await annaJson<Array<AccountInfo>>(h, "admin", "list")
     assert.deepStrictEqual(listed.map((a) => [a.userId, a.role]), [["alice", "admin"], ["bob", "user"]])
     const text = await anna(h, "admin", "list")
-    assert.match(text.stdout, /^USER +ROLE +CREATED +PASSWORD CHANGED\nalice +admin +\d{4}-/)
+    assert.match(text.stdout, /^LOGIN +USER +ROLE +CREATED +PASSWORD CHANGED\nalice +alice +admin +\d{4}-/)
 
     // Sessions: listed by public id, never the cookie; revoked by id.
     const [cookie, sessionId] = await withAccounts(h, (a) =>

@@ -93,7 +93,8 @@ describe("anna chat -p", () => {
       assert.deepStrictEqual(fake.recorded.messages, ["hello"])
       const me = userInfo().username
       assert.deepStrictEqual(fake.recorded.targets, [
-        { platform: "cli", externalUserId: me, userName: me, chatId: "dm", agentId: undefined }
+        // firstContactUser: the first chat of the OS user NAME goes to an existing user NAME (issue 24).
+        { platform: "cli", externalUserId: me, userName: me, chatId: "dm", agentId: undefined, firstContactUser: me }
       ])
     }))
 

@@ -131,6 +131,7 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
     return id === undefined ? Effect.fail(new Unauthorized({ reason: "unknown token" })) : Effect.succeed(user(id))
   },
   upsertUser: () => unused,
+  claimIdentity: () => unused,
   getUser: () => unused,
   listUsers: unused,
   createUser: () => unused,

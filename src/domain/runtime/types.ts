@@ -19,6 +19,12 @@ export interface ChatTarget {
    * otherwise the user is found or created from `platform` + `externalUserId`.
    */
   readonly userId?: string | undefined
+  /**
+   * On first contact (no user holds the identity yet), the identity goes to the existing user with
+   * this id instead of a new user. The terminal passes the OS user name: the user NAME made for the
+   * console and the person who runs `anna chat` as NAME are one user (issue 24).
+   */
+  readonly firstContactUser?: string | undefined
 }
 
 /** A message routed to an agent and a session (seed 001, "Multi-User Multi-Agent Routing"). */
@@ -40,6 +46,8 @@ export interface ResolvedChat {
    * another, and nothing the runtime holds for the old one (a runner, its sandbox) serves the new one.
    */
   readonly userUid?: string | undefined
+  /** This resolve gave the identity to the user `firstContactUser` names (the channel says so, once). */
+  readonly claimedIdentity?: boolean | undefined
 }
 
 export type UserMessage = string | ReadonlyArray<ContentBlock>

@@ -1,6 +1,8 @@
 /**
  * Accounts on SQLite (migrations/0014_accounts.sql): accounts with scrypt password hashes and roles,
  * browser sessions, the login rate limit, and role-scoped API tokens in ConfigStore's `user_tokens`.
+ * An account is found by its login (migrations/0029_account_login.sql) when someone logs in, by its
+ * user everywhere else: sessions, principals and tokens carry the user id.
  *
  * - A session's cookie value is 32 random bytes (base64url) and only its SHA-256 is stored; the
  *   public id operators see is short and random, and so is the CSRF token. A session ends after
@@ -23,6 +25,7 @@ import { isIP } from "node:net"
 import { plainAddress, throttleKey } from "../../domain/admin/clientAddress.ts"
 import { AccountError, LoginRefused, LoginThrottled } from "../../domain/admin/errors.ts"
 import { hashPassword, passwordProblem, spendVerifyTime, verifyPassword } from "../../domain/admin/password.ts"
+import { isValidId } from "../../domain/config/agent.ts"
 import {
   type AccountInfo,
   Accounts,
@@ -46,6 +49,7 @@ const MAX_CLIENT_LENGTH = 200
 
 const RoleSchema = Schema.Literals(ROLES)
 const AccountRow = Schema.Struct({
+  login: Schema.String,
   user_id: Schema.String,
   role: RoleSchema,
   password_hash: Schema.String,
@@ -69,6 +73,7 @@ const decodeSessionsWithRole = Schema.decodeUnknownEffect(Schema.Array(SessionWi
 const decodeTokenRoles = Schema.decodeUnknownEffect(Schema.Array(TokenRoles))
 
 const toAccount = (r: typeof AccountRow.Type): AccountInfo => ({
+  login: r.login,
   userId: r.user_id,
   role: r.role,
   createdAt: r.created_at,
@@ -115,7 +120,13 @@ export const make = Effect.gen(function*() {
   const lineage = TokenLineage.make(sql)
 
   const readAccount = (userId: string) =>
-    sql`SELECT user_id, role, password_hash, created_at, password_changed_at FROM accounts WHERE user_id = ${userId}`.pipe(
+    sql`SELECT login, user_id, role, password_hash, created_at, password_changed_at FROM accounts WHERE user_id = ${userId}`.pipe(
+      Effect.flatMap(decodeAccounts),
+      Effect.map((rows) => Option.fromNullishOr(rows[0]))
+    )
+  /** The account that logs in as `login`. */
+  const readLogin = (login: string) =>
+    sql`SELECT login, user_id, role, password_hash, created_at, password_changed_at FROM accounts WHERE login = ${login}`.pipe(
       Effect.flatMap(decodeAccounts),
       Effect.map((rows) => Option.fromNullishOr(rows[0]))
     )
@@ -131,10 +142,16 @@ export const make = Effect.gen(function*() {
 
   const create = Effect.fn("Accounts.create")(function*(input: {
     readonly userId: string
+    readonly login?: string | undefined
     readonly password: string
     readonly role: Role
     readonly name?: string | undefined
   }) {
+    const login = input.login ?? input.userId
+    const ownName = login === input.userId
+    if (!ownName && !isValidId(login)) {
+      return yield* new AccountError({ reason: `login "${login}" must be 1–64 letters, digits, '.', '_' or '-'` })
+    }
     const problem = passwordProblem(input.password)
     if (problem !== undefined) return yield* new AccountError({ reason: problem })
     // Hashed before the write lock is taken: the KDF takes tens of milliseconds.
@@ -142,22 +159,32 @@ export const make = Effect.gen(function*() {
     return yield* immediate(Effect.gen(function*() {
       const user = yield* config.getUser(input.userId)
       if (Option.isNone(user)) {
+        // Another name is only ever given to a user who is already there (the terminal's).
+        if (!ownName) return yield* new AccountError({ reason: `no user "${input.userId}" (see: anna user list)` })
         yield* config.createUser(input.userId, input.name ?? input.userId).pipe(
           Effect.catchTag("InvalidConfig", (e) => Effect.fail(new AccountError({ reason: e.reason })))
         )
       }
+      // A login that is another user's id would log in as someone other than the user of that name.
+      if (!ownName && Option.isSome(yield* config.getUser(login))) {
+        return yield* new AccountError({ reason: `"${login}" is another user's id; only that user's account may log in as ${login}` })
+      }
       if (Option.isSome(yield* readAccount(input.userId))) {
         return yield* new AccountError({ reason: `user "${input.userId}" already has an account (see: anna admin passwd, anna admin role)` })
       }
+      const taken = yield* readLogin(login)
+      if (Option.isSome(taken)) {
+        return yield* new AccountError({ reason: `the console account ${login} already exists (the user ${taken.value.user_id}'s; see: anna admin list)` })
+      }
       const now = yield* Clock.currentTimeMillis
       yield* sql`INSERT INTO accounts ${
-        sql.insert({ user_id: input.userId, role: input.role, password_hash: hash, created_at: now, password_changed_at: now })
+        sql.insert({ login, user_id: input.userId, role: input.role, password_hash: hash, created_at: now, password_changed_at: now })
       }`
       return yield* requireAccount(input.userId).pipe(Effect.map(toAccount))
     }))
   }, storage("create account"))
 
-  const list = sql`SELECT user_id, role, password_hash, created_at, password_changed_at FROM accounts ORDER BY created_at, user_id`.pipe(
+  const list = sql`SELECT login, user_id, role, password_hash, created_at, password_changed_at FROM accounts ORDER BY created_at, user_id`.pipe(
     Effect.flatMap(decodeAccounts),
     Effect.map((rows) => rows.map(toAccount)),
     storage("list accounts")
@@ -203,7 +230,7 @@ export const make = Effect.gen(function*() {
     // Counted as failed until it succeeds (see loginThrottle.ts); the same for unknown usernames.
     const wait = yield* throttle.begin(username, address, now)
     if (wait > 0) return yield* new LoginThrottled({ retryAfterSeconds: Math.max(1, Math.ceil(wait / 1000)) })
-    const account = yield* readAccount(username)
+    const account = yield* readLogin(username)
     if (Option.isNone(account)) {
       yield* spendVerifyTime(password)
       return yield* new LoginRefused()
@@ -222,7 +249,7 @@ export const make = Effect.gen(function*() {
         sql.insert({
           id,
           token_hash: sha256(cookie),
-          user_id: username,
+          user_id: account.value.user_id,
           csrf_token: csrfToken,
           client: cleanClient(client.userAgent),
           created_at: now,
@@ -231,7 +258,7 @@ export const make = Effect.gen(function*() {
         })
       }`
     }))
-    const principal: Principal = { userId: username, role: account.value.role, via: "session", sessionId: id, csrfToken }
+    const principal: Principal = { userId: account.value.user_id, role: account.value.role, via: "session", sessionId: id, csrfToken }
     return { cookie, csrfToken, expiresAt, principal }
   }, storage("log in"))
 
@@ -340,6 +367,12 @@ export const make = Effect.gen(function*() {
   return Accounts.of({
     create,
     get: (userId) => readAccount(userId).pipe(Effect.map(Option.map(toAccount)), storage("read account")),
+    find: (name) =>
+      readLogin(name).pipe(
+        Effect.flatMap((byLogin) => (Option.isSome(byLogin) ? Effect.succeed(byLogin) : readAccount(name))),
+        Effect.map(Option.map(toAccount)),
+        storage("find account")
+      ),
     list,
     setPassword,
     setRole,

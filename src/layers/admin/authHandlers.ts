@@ -96,13 +96,15 @@ export const layer = HttpApiBuilder.group(AdminApi, "auth", Effect.fn(function*(
     .handle("changePassword", ({ payload }) =>
       Effect.gen(function*() {
         const p = yield* CurrentPrincipal
+        // The name the account logs in with, which need not be the user id (Accounts: `login`).
+        const name = Option.match(yield* answer(accounts.get(p.userId)), { onNone: () => p.userId, onSome: (a) => a.login })
         // The current password is checked by a login (under its rate limit); that session is ended at once.
-        const check = yield* logIn(p.userId, payload.currentPassword, false).pipe(
+        const check = yield* logIn(name, payload.currentPassword, false).pipe(
           Effect.catchIf((e) => e instanceof Unauthorized, () => Effect.fail(Forbidden.of("the current password is wrong", "wrong_password")))
         )
         yield* answer(accounts.logout(check.cookie))
         yield* answer(accounts.setPassword(p.userId, payload.newPassword))
         // Every session of the user ended with the change: this browser gets a fresh one.
-        return (yield* logIn(p.userId, payload.newPassword, true)).body
+        return (yield* logIn(name, payload.newPassword, true)).body
       }))
 }))

@@ -287,8 +287,23 @@ export const layer = (options: TerminalOptions) =>
   Layer.effect(Channel, Effect.gen(function*() {
     const runtime = yield* Runtime
     const user = localUser()
-    const target = (agentId: string | undefined): ChatTarget => ({ platform: PLATFORM, externalUserId: user, userName: user, chatId: options.session, agentId })
+    // The OS user NAME is the anna user NAME when there is one (one person, one user: issue 24).
+    const target = (agentId: string | undefined): ChatTarget => ({
+      platform: PLATFORM,
+      externalUserId: user,
+      userName: user,
+      chatId: options.session,
+      agentId,
+      firstContactUser: user
+    })
     const chat = yield* runtime.resolve(target(options.agent))
+    const w = yield* stdioWriter
+    if (chat.claimedIdentity === true) {
+      yield* w.err(
+        `anna: linked ${PLATFORM}:${terminalSafe(user)} to the existing user ${terminalSafe(chat.userId)}, so \`anna chat\` and the web chat share one memory` +
+          ` (to keep them apart: anna user unlink ${terminalSafe(chat.userId)} ${PLATFORM}:${terminalSafe(user)}, then anna user link <another user> ${PLATFORM}:${terminalSafe(user)})\n`
+      )
+    }
     // After a command the chat is resolved again; a switch made with /agent (its reply names the
     // agent, a number or --default included) also replaces a --agent choice.
     let pinned = options.agent
@@ -303,7 +318,6 @@ export const layer = (options: TerminalOptions) =>
         Effect.orElseSucceed(() => current)
       )
     }
-    const w = yield* stdioWriter
     const conversation = options.prompt !== undefined
       ? oneTurn(runtime, chat, options.prompt, options.json, w)
       : interactive(runtime, chat, options.json, w, options.historyFile, reroute)

@@ -228,6 +228,19 @@ export const make = Effect.gen(function*() {
       }))
     }, storage("link identity"))
 
+    const claimIdentity = Effect.fn("ConfigStore.claimIdentity")(function*(platform: string, externalId: string, userId: string) {
+      // A plain read first: on every start of `anna chat` after the first, the identity is held.
+      if ((yield* userOfIdentity(platform, externalId)) !== undefined || identityProblem(platform, externalId) !== undefined) {
+        return Option.none<User>()
+      }
+      return yield* immediate(Effect.gen(function*() {
+        if ((yield* userOfIdentity(platform, externalId)) !== undefined || Option.isNone(yield* findUser(userId))) return Option.none<User>()
+        const now = yield* Clock.currentTimeMillis
+        yield* sql`INSERT INTO user_identities ${sql.insert({ platform, external_id: externalId, user_id: userId, last_seen_at: now })}`
+        return Option.some(yield* existing(userId))
+      }))
+    }, storage("claim identity"))
+
     const unlinkIdentity = Effect.fn("ConfigStore.unlinkIdentity")(function*(userId: string, platform: string, externalId: string) {
       return yield* immediate(Effect.gen(function*() {
         yield* requireUser(userId)
@@ -551,6 +564,7 @@ export const make = Effect.gen(function*() {
       createUser,
       renameUser,
       linkIdentity,
+      claimIdentity,
       unlinkIdentity,
       setDefaultAgent,
       setUserAttributes,

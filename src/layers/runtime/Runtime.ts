@@ -1,7 +1,8 @@
 /**
  * Runtime: routing (seed 001) and slash commands, over the SessionPool that runs the turns.
  *
- * - `resolve` finds (or creates) the user behind a platform identity and picks the agent: the one
+ * - `resolve` finds (or creates) the user behind a platform identity (on the terminal's first contact,
+ *   the existing user of the OS user's name: ChatTarget.firstContactUser) and picks the agent: the one
  *   the channel names, else the group's binding (in a group) or the agent picked for this chat with
  *   /agent (elsewhere), else the user's default, else the first enabled agent; the chat's current
  *   context (moved on by /new) makes the session key.
@@ -32,9 +33,13 @@ export const make = Effect.gen(function*() {
     const services = yield* Effect.context<ConfigStore | AgentStore | MemoryProvider | ProviderRegistry>()
 
     const resolve = Effect.fn("Runtime.resolve")(function*(target: ChatTarget) {
-      const user = target.userId !== undefined
+      // The terminal's first contact goes to the user of the OS user's name when there is one (issue 24).
+      const claimed = target.userId === undefined && target.firstContactUser !== undefined
+        ? Option.getOrUndefined(yield* config.claimIdentity(target.platform, target.externalUserId, target.firstContactUser))
+        : undefined
+      const user = claimed ?? (target.userId !== undefined
         ? Option.getOrUndefined(yield* config.getUser(target.userId))
-        : yield* config.upsertUser(target.platform, target.externalUserId, target.userName)
+        : yield* config.upsertUser(target.platform, target.externalUserId, target.userName))
       if (user === undefined) return yield* new NoAgent({ reason: `unknown user ${target.userId ?? ""}` })
       const all = yield* agents.list
       const enabled = all.filter((a) => a.enabled)
@@ -84,7 +89,8 @@ export const make = Effect.gen(function*() {
         context,
         sessionKey: sessionKeyOf(agentId, target.platform, user.id, context),
         model: state.model,
-        userUid: user.uid
+        userUid: user.uid,
+        ...(claimed === undefined ? {} : { claimedIdentity: true })
       }
       return chat
     })

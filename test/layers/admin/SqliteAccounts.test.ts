@@ -45,7 +45,7 @@ describe("accounts", () => {
         const config = yield* ConfigStore
         yield* TestClock.setTime(1_000)
         const alice = yield* accounts.create({ userId: "alice", password: PASSWORD, role: "admin", name: "Alice A." })
-        assert.deepStrictEqual(alice, { userId: "alice", role: "admin", createdAt: 1_000, passwordChangedAt: 1_000 })
+        assert.deepStrictEqual(alice, { login: "alice", userId: "alice", role: "admin", createdAt: 1_000, passwordChangedAt: 1_000 })
         assert.strictEqual(Option.getOrThrow(yield* config.getUser("alice")).name, "Alice A.")
         // An existing user keeps their name.
         yield* config.createUser("bob", "Bobby")
@@ -62,6 +62,34 @@ describe("accounts", () => {
 
         assert.deepStrictEqual((yield* accounts.list).map((a) => [a.userId, a.role]), [["alice", "admin"], ["bob", "user"]])
         assert.isTrue(Option.isNone(yield* accounts.get("carol")))
+      })
+    ))
+
+  it.effect("an account may log in with a name that is not its user's id: that name only, unique, never another user's id (issue 24)", () =>
+    withAccounts(() =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const config = yield* ConfigStore
+        const terminal = yield* config.upsertUser("cli", "root", "root")
+        const made = yield* accounts.create({ userId: terminal.id, login: "root", password: PASSWORD, role: "admin" })
+        assert.deepInclude(made, { login: "root", userId: terminal.id })
+        assert.strictEqual((yield* accounts.login("root", PASSWORD, browser)).principal.userId, terminal.id)
+        assert.strictEqual(yield* tagOf(accounts.login(terminal.id, PASSWORD, browser)), "LoginRefused", "the user id is not a login")
+        assert.strictEqual(Option.getOrThrow(yield* accounts.find("root")).userId, terminal.id)
+        assert.strictEqual(Option.getOrThrow(yield* accounts.find(terminal.id)).login, "root")
+        assert.isTrue(Option.isNone(yield* config.getUser("root")), "no second user")
+
+        // The name is taken: neither a user of that id nor another login may have it.
+        yield* config.createUser("root", "")
+        const sameName = yield* Effect.flip(accounts.create({ userId: "root", password: PASSWORD, role: "user" }))
+        assert.include(sameName.message, "the console account root already exists")
+        yield* config.createUser("bob", "")
+        const taken = yield* Effect.flip(accounts.create({ userId: "bob", login: "root", password: PASSWORD, role: "user" }))
+        assert.include(taken.message, "another user's id")
+        const missing = yield* Effect.flip(accounts.create({ userId: "u_nobody", login: "ghost", password: PASSWORD, role: "user" }))
+        assert.include(missing.message, "no user \"u_nobody\"")
+        assert.isTrue(Option.isNone(yield* config.getUser("u_nobody")), "another name never creates a user")
+        assert.deepStrictEqual((yield* accounts.list).map((a) => [a.login, a.userId]), [["root", terminal.id]])
       })
     ))
 
