@@ -93,7 +93,7 @@ const Shell = () => {
         </button>
         <a class="brand" href={href(admin ? "dashboard" : "chat")}>anna</a>
         <span class="who">
-          {me.value?.user} <span class="badge">{me.value?.role}</span>
+          {me.value?.login ?? me.value?.user} <span class="badge">{me.value?.role}</span>
         </span>
         <button type="button" class="link" onClick={() => void logout()}>Log out</button>
       </header>
@@ -119,7 +119,7 @@ const App = () => {
     call((c) => c.auth.me()).then(
       (m) => {
         setCsrfToken(m.csrfToken)
-        me.value = { user: m.user, role: m.role }
+        me.value = { user: m.user, role: m.role, login: m.login }
       },
       () => {
         me.value = null

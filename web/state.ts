@@ -5,6 +5,8 @@ export type Role = "admin" | "user"
 export interface Me {
   readonly user: string
   readonly role: Role
+  /** The name the console account logs in with, when it is not the user's id (one person, one user). */
+  readonly login?: string | undefined
 }
 
 /** undefined: not known yet (the first GET /api/auth/me is running); null: logged out. */

@@ -99,11 +99,15 @@ describe("e2e: the terminal user and the console account of one person are one u
           body: JSON.stringify({ username: OS_USER, password })
         })
         assert.strictEqual(res.status, 200, await res.clone().text())
-        const body = (await res.json()) as { user: string; csrfToken: string }
-        return { user: body.user, csrf: body.csrfToken, cookie: (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "" }
+        const body = (await res.json()) as { user: string; login: string; csrfToken: string }
+        return { user: body.user, login: body.login, csrf: body.csrfToken, cookie: (res.headers.get("set-cookie") ?? "").split(";")[0] ?? "" }
       }
       const session = await logIn(PASSWORD)
       assert.strictEqual(session.user, userId, "logged in as the terminal's user")
+      // The console names the person by the account's login, not the terminal user's generated id.
+      assert.strictEqual(session.login, OS_USER)
+      const me = (await (await fetch(`${url}/api/auth/me`, { headers: { cookie: session.cookie } })).json()) as { user: string; login?: string }
+      assert.deepStrictEqual([me.user, me.login], [userId, OS_USER])
       const listed = await fetch(`${url}/api/sessions?user=${userId}`, { headers: { cookie: session.cookie } })
       const sessions = ((await listed.json()) as { sessions: ReadonlyArray<{ sessionKey: string }> }).sessions.map((s) => s.sessionKey)
       assert.include(sessions, `default:cli:${userId}:dm`, "the terminal's conversation, seen from the console")

@@ -13,7 +13,7 @@ export const Login = () => {
     const r = await action.run(() => call((c) => c.auth.login({ payload: { username, password } })))
     if (r === undefined) return
     setCsrfToken(r.csrfToken)
-    me.value = { user: r.user, role: r.role }
+    me.value = { user: r.user, role: r.role, login: r.login }
   }
   return (
     <main class="login">

@@ -54,7 +54,16 @@ export const layer = HttpApiBuilder.group(AdminApi, "auth", Effect.fn(function*(
     if (withCookie) yield* setSessionCookie(request, result.cookie, result.expiresAt, yield* Clock.currentTimeMillis)
     return {
       cookie: result.cookie,
-      body: { user: result.principal.userId, role: result.principal.role, csrfToken: result.csrfToken, expiresAt: result.expiresAt }
+      body: {
+        user: result.principal.userId,
+        role: result.principal.role,
+        login: Option.match(yield* answer(accounts.get(result.principal.userId)), {
+          onNone: () => username,
+          onSome: (a) => a.login
+        }),
+        csrfToken: result.csrfToken,
+        expiresAt: result.expiresAt
+      }
     }
   })
 
@@ -77,7 +86,13 @@ export const layer = HttpApiBuilder.group(AdminApi, "auth", Effect.fn(function*(
     .handle("me", () =>
       Effect.gen(function*() {
         const p = yield* CurrentPrincipal
-        return { user: p.userId, role: p.role, ...(p.csrfToken === undefined ? {} : { csrfToken: p.csrfToken }) }
+        const account = yield* answer(accounts.get(p.userId))
+        return {
+          user: p.userId,
+          role: p.role,
+          ...(Option.isSome(account) ? { login: account.value.login } : {}),
+          ...(p.csrfToken === undefined ? {} : { csrfToken: p.csrfToken })
+        }
       }))
     .handle("sessions", () =>
       Effect.gen(function*() {

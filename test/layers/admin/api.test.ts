@@ -39,9 +39,9 @@ layer(harnessLayer(), { excludeTestServices: true, timeout: "60 seconds" })("adm
       Effect.gen(function*() {
         const h = yield* Harness
         const cookie = yield* h.admin.auth.me()
-        assert.deepStrictEqual(cookie, { user: ADMIN.user, role: "admin", csrfToken: h.adminSession.csrfToken })
+        assert.deepStrictEqual(cookie, { user: ADMIN.user, role: "admin", login: ADMIN.user, csrfToken: h.adminSession.csrfToken })
         const bearer = yield* h.userBearer.auth.me()
-        assert.deepStrictEqual(bearer, { user: USER.user, role: "user" })
+        assert.deepStrictEqual(bearer, { user: USER.user, role: "user", login: USER.user })
         assert.strictEqual(yield* outcome(h.anonymous.auth.me()), 401)
       }))
 

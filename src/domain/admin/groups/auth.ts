@@ -11,11 +11,13 @@ import { AdminAuth, BadRequest, CommonErrors, Forbidden, Role, TooManyRequests, 
 export const Me = Schema.Struct({
   user: Schema.String,
   role: Role,
+  /** The name the caller's console account logs in with (not always its user's id: issue 24), when it has one. */
+  login: Schema.optional(Schema.String),
   /** Echo it in `x-csrf-token` on POST/PUT/PATCH/DELETE (cookie sessions only; absent for bearer tokens). */
   csrfToken: Schema.optional(Schema.String)
 })
 
-export const LoginResponse = Schema.Struct({ user: Schema.String, role: Role, csrfToken: Schema.String, expiresAt: Schema.Number })
+export const LoginResponse = Schema.Struct({ user: Schema.String, role: Role, login: Schema.String, csrfToken: Schema.String, expiresAt: Schema.Number })
 
 export const WebSession = Schema.Struct({
   id: Schema.String,
