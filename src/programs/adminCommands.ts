@@ -28,7 +28,7 @@ import { AppConfig } from "../services/AppConfig.ts"
 import { ConfigStore } from "../services/ConfigStore.ts"
 import { localUrl, runningGateway } from "./gatewayPresence.ts"
 import { Stores } from "./layers.ts"
-import { iso, printJson, table } from "./output.ts"
+import { iso, printJson, table, usageError } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const user = Argument.String("user").pipe(Argument.withDescription("The name the account logs in with (its user's id, unless it was linked to a terminal user)"))
@@ -144,7 +144,7 @@ const create = Command.make("create", {
     const existed = Option.isSome(yield* config.getUser(f.user))
     // Before the password is asked for, so a typo in the id does not cost the typing.
     if (!existed && !isValidId(f.user)) {
-      return yield* new AccountError({ reason: `user id "${f.user}" must be 1–64 letters, digits, '.', '_' or '-'` })
+      return yield* usageError(["anna", "admin", "create"], `user id "${f.user}" must be 1–64 letters, digits, '.', '_' or '-', starting with a letter or digit`)
     }
     // One person, one user: the terminal user of the OS user of this name (identities are unique: one at most).
     const terminal = (yield* config.listUsers).find((u) =>

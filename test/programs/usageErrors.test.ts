@@ -58,6 +58,7 @@ describe("bad values are usage errors (exit 2) wherever they are checked", () =>
     [["channel", "enable", "telegarm"], "channel enable", `unknown channel "telegarm"`],
     [["channel", "bind", "bad platform!", "1", "a1"], "channel bind", "must be letters, digits"],
     [["user", "add", "bad id!"], "user add", `user id "bad id!" must be 1–64 letters`],
+    [["admin", "create", "bad id!", "--password-stdin"], "admin create", `user id "bad id!" must be 1–64 letters`],
     [["user", "set", "u1", "--default-agent", "a1", "--no-default-agent"], "user set", "contradict each other"],
     [["user", "set", "u1"], "user set", "nothing to change"],
     [["user", "link", "u1", "telegram"], "user link", "an identity is PLATFORM:ID"],
