@@ -172,10 +172,11 @@ describe.skipIf(!dockerReady)("e2e: hostile users, round three — the soft quot
         yield* configureAgent(fake, "a1", { tools: ["bash"], sandboxImage: TEST_IMAGE, sandboxDiskMb: 1, sandboxWorkspace: "shared" })
         yield* (yield* ConfigStore).setSetting("sandbox.disk_bound", "quota")
         fake.respondWith(compliant)
-        // 20,000 folders, a hundred every few milliseconds (about 4 s in all): each takes a block of the
-        // host's disk, and none is a file that ulimit -f could stop. It must be stopped long before the end.
+        // 20,000 folders, a hundred every 300 ms (a minute in all, if nothing stops it): each takes a block
+        // of the host's disk, and none is a file that ulimit -f could stop. The watch, which measures every
+        // few seconds even on a loaded machine, must stop it long before the end.
         const flood = (prefix: string) =>
-          node(`const fs=require("fs");const w=new Int32Array(new SharedArrayBuffer(4));for(let n=0;n<20000;n++){fs.mkdirSync("/workspace/${prefix}"+n);if(n%100===0)Atomics.wait(w,0,0,20)}console.log("all made")`)
+          node(`const fs=require("fs");const w=new Int32Array(new SharedArrayBuffer(4));for(let n=0;n<20000;n++){fs.mkdirSync("/workspace/${prefix}"+n);if(n%100===0)Atomics.wait(w,0,0,300)}console.log("all made")`)
         const first = yield* say("mallory", flood("d"))
         assert.include(first.tool?.output ?? "", "the command was stopped: it took the workspace past its disk quota", first.reply.slice(0, 400))
         assert.notInclude(first.tool?.output ?? "", "all made")
