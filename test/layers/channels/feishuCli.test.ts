@@ -42,7 +42,7 @@ describe("anna and the feishu channel", () => {
     const h = newHome()
     homes.push(h)
     const badKey = await anna(h, "channel", "set", "feishu", "--config", "app_id=12345")
-    assert.strictEqual(badKey.code, 1)
+    assert.strictEqual(badKey.code, 2, "a bad value is a usage error")
     assert.include(badKey.stderr, "app_id")
     const set = await anna(h, "channel", "set", "feishu", "--config", `app_id=${fs.appId}`, "--config", "app_secret=NotTheRightSecret000", "--config", `base_url=${fs.baseUrl}`)
     assert.strictEqual(set.code, 0, set.stderr)
