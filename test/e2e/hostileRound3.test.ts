@@ -125,6 +125,38 @@ describe.skipIf(!dockerReady || !diskMountable)("e2e: hostile users, round three
       }).pipe(Effect.provide(runtimeStack(home, { sandbox: true })))
     })), { timeout: 120_000 })
 
+  it.live("an existing folder is not moved into its filesystem while a container (of any anna) runs on it: its code could swap what mkfs reads", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const home = yield* tempHome
+      const workspace = join(home, "workspaces", "a1", "users", "u1")
+      mkdirSync(workspace, { recursive: true })
+      writeFileSync(join(workspace, "notes.txt"), "mine\n")
+      const docker = new Docker()
+      // A container of an older anna still running on the folder (the label is all anna's containers carry).
+      const other = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const c = await docker.createContainer({
+            Image: TEST_IMAGE,
+            Cmd: ["/bin/sh", "-c", "sleep 600"],
+            Labels: { "dev.anna.sandbox": "1" },
+            HostConfig: { NetworkMode: "none", Binds: [`${workspace}:/workspace`] }
+          })
+          await c.start()
+          return c
+        }),
+        (c) => Effect.promise(() => c.remove({ force: true }).catch(() => undefined))
+      )
+      const spec = { agentId: "a1", userId: "u1", workspace, image: TEST_IMAGE, network: "disabled", limits: { ...DEFAULT_LIMITS, diskMb: 4 } }
+      const sandbox = yield* DockerSandbox.make(docker)
+      const refused = yield* Effect.flip(sandbox.prepare(spec))
+      assert.include(refused.message, `is used by sandbox container ${other.id.slice(0, 12)}`)
+      assert.isFalse(existsSync(imageOf(workspace)), "nothing was moved")
+      yield* Effect.promise(() => other.remove({ force: true }))
+      assert.strictEqual(yield* sandbox.prepare(spec), workspace)
+      assert.isTrue(existsSync(imageOf(workspace)))
+      assert.strictEqual(readFileSync(join(workspace, "notes.txt"), "utf8"), "mine\n")
+    })), { timeout: 60_000 })
+
   it.live("a raised quota grows the workspace's filesystem: mounted where the kernel allows it, else when it is next mounted", () =>
     Effect.scoped(Effect.gen(function*() {
       const home = yield* tempHome

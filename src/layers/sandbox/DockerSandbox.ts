@@ -28,6 +28,7 @@ import {
   type ExecOptions,
   NETWORK_POLICIES,
   type NetworkPolicy,
+  SANDBOX_LABEL,
   type SandboxCaps,
   type SandboxSpec,
   WORKSPACE_MOUNT
@@ -67,7 +68,7 @@ export const removeOrphans = (docker: Docker, installation?: string) =>
  * sandbox's user), with its disk bound: its own filesystem mounted there when it can be (see
  * workspaceDisk.ts), else the soft quota.
  */
-const prepareWorkspace = (dir: string, diskMb: number, setting: DiskBound) =>
+const prepareWorkspace = (dir: string, diskMb: number, setting: DiskBound, inUse: (workspace: string) => Promise<string | undefined>) =>
   Effect.tryPromise({
     try: async () => {
       await fs.mkdir(dir, { recursive: true, mode: 0o700 })
@@ -76,7 +77,7 @@ const prepareWorkspace = (dir: string, diskMb: number, setting: DiskBound) =>
       if (!st.isDirectory()) throw new Error(`${real} is not a folder`)
       const root = process.getuid?.() === 0
       const sandboxOwner = root ? { uid: FALLBACK_UID, gid: FALLBACK_UID } : { uid: st.uid, gid: st.gid }
-      const disk = await WorkspaceDisk.attach(real, { bytes: diskMb * 1024 * 1024, owner: sandboxOwner, setting })
+      const disk = await WorkspaceDisk.attach(real, { bytes: diskMb * 1024 * 1024, owner: sandboxOwner, setting, inUse: () => inUse(real) })
       // Only the top: what is inside was made by the sandbox (its user already) or by the file tools,
       // which give new files the owner of this folder. Nothing is walked.
       const top = await fs.lstat(real)
@@ -114,6 +115,12 @@ export const make = (client?: Docker, options: Options = {}) =>
     yield* removeOrphans(docker, installation).pipe(Effect.catch((e) => Effect.logDebug(`sandbox: no orphan cleanup (${e.detail})`)))
     const me = owner()
     const admission = Admission.make()
+    /** A running sandbox container (of any anna) that has `workspace` mounted, if any. */
+    const mountedIn = (workspace: string): Promise<string | undefined> =>
+      docker.listContainers({ filters: { label: [SANDBOX_LABEL] } }).then((cs) => {
+        const c = cs.find((x) => (x.Mounts ?? []).some((m) => m.Source === workspace))
+        return c === undefined ? undefined : `sandbox container ${c.Id.slice(0, 12)}`
+      })
 
     /** Creates, starts and verifies the container in `scope`; counted against the caps (as `slot`) until it is removed. */
     const createContainer = (spec: SandboxSpec, network: NetworkPolicy, workspace: string, disk: WorkspaceDisk.Attached, slot: Admission.Slot, caps: SandboxCaps, scope: Scope.Scope) =>
@@ -172,7 +179,7 @@ export const make = (client?: Docker, options: Options = {}) =>
       }
       const network = spec.network as NetworkPolicy
       const capsNow = options.caps ?? Effect.succeed(DEFAULT_CAPS)
-      const { real: workspace, owner: workspaceOwner, disk } = yield* prepareWorkspace(spec.workspace, spec.limits.diskMb, options.diskBound ?? "auto")
+      const { real: workspace, owner: workspaceOwner, disk } = yield* prepareWorkspace(spec.workspace, spec.limits.diskMb, options.diskBound ?? "auto", mountedIn)
       if (disk.kind === "filesystem" && disk.problem !== undefined) {
         yield* Effect.logWarning(`sandbox: the filesystem of ${workspace} stays at ${disk.bytes} bytes, not the quota's ${spec.limits.diskMb} MiB: ${disk.problem}`)
       }
@@ -309,7 +316,7 @@ export const make = (client?: Docker, options: Options = {}) =>
     })
 
     const prepare = Effect.fn("Sandbox.prepare")(function*(spec: SandboxSpec, options: StartOptions = {}) {
-      return (yield* prepareWorkspace(spec.workspace, spec.limits.diskMb, options.diskBound ?? "auto")).real
+      return (yield* prepareWorkspace(spec.workspace, spec.limits.diskMb, options.diskBound ?? "auto", mountedIn)).real
     })
 
     return Sandbox.of({ start, check, prepare, live: admission.live })

@@ -282,6 +282,18 @@ const grow = async (tools: Tools, image: string, bytes: number): Promise<{ reado
   }
 }
 
+export interface AttachOptions {
+  readonly bytes: number
+  readonly owner: { readonly uid: number; readonly gid: number }
+  readonly setting: DiskBound
+  /**
+   * What runs on the folder now (a container of any anna process), if anything: an existing folder is
+   * moved into its image only when nothing does — `mkfs.ext4 -d` reads it by path, so sandboxed code
+   * running meanwhile could swap a file it is about to read for a link out of the workspace.
+   */
+  readonly inUse?: (() => Promise<string | undefined>) | undefined
+}
+
 /** Per workspace in this process: one preparation at a time. */
 const inFlight = new Map<string, Promise<Attached>>()
 
@@ -293,7 +305,7 @@ const inFlight = new Map<string, Promise<Attached>>()
  */
 export const attach = (
   workspace: string,
-  options: { readonly bytes: number; readonly owner: { readonly uid: number; readonly gid: number }; readonly setting: DiskBound }
+  options: AttachOptions
 ): Promise<Attached> => {
   const running = inFlight.get(workspace)
   if (running !== undefined) return running.then(() => attach(workspace, options))
@@ -304,7 +316,7 @@ export const attach = (
 
 const attachNow = async (
   workspace: string,
-  options: { readonly bytes: number; readonly owner: { readonly uid: number; readonly gid: number }; readonly setting: DiskBound }
+  options: AttachOptions
 ): Promise<Attached> => {
   const image = imageOf(workspace)
   const mounted = await mountedImage(workspace, image)
@@ -320,6 +332,10 @@ const attachNow = async (
       return { kind: "quota", why: tools }
     }
     const from = (await fs.readdir(workspace)).length > 0 ? workspace : undefined
+    const user = from === undefined ? undefined : await options.inUse?.()
+    if (user !== undefined) {
+      throw new DiskError(`${workspace} is used by ${user}: its files move into a filesystem of their own only while nothing runs on them; stop that, then try again`)
+    }
     await createImage(tools, image, options.bytes, options.owner, from)
   }
   const ready = await needTools()
