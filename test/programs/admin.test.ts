@@ -103,9 +103,14 @@ describe("anna admin create", () => {
     assert.include(noTty.stderr, "--password-stdin")
     refused(await annaIn(h, "", "admin", "create", "alice", "--password-stdin"), 1, "no password on stdin")
     refused(await annaIn(h, "short\n", "admin", "create", "alice", "--password-stdin"), 1, "at least 8 characters")
-    refused(await annaIn(h, `${PASSWORD}\n`, "admin", "create", "no such id", "--password-stdin"), 1, "user id")
-    // Checked before any password is asked for (no terminal here, yet not exit 2).
-    refused(await anna(h, "admin", "create", "no such id"), 1, "user id \"no such id\" must be")
+    // A malformed id is a usage error (exit 2), checked before any password is read or asked for.
+    const malformed = await annaIn(h, `${PASSWORD}\n`, "admin", "create", "no such id", "--password-stdin")
+    assert.strictEqual(malformed.code, 2)
+    assert.include(malformed.stderr, "user id \"no such id\" must be")
+    const malformedNoTty = await anna(h, "admin", "create", "no such id")
+    assert.strictEqual(malformedNoTty.code, 2)
+    assert.include(malformedNoTty.stderr, "user id \"no such id\" must be")
+    assert.notInclude(malformedNoTty.stderr, "stdin is not a terminal")
     refused(await anna(h, "admin", "passwd", "alice"), 1, "has no account")
     assert.deepStrictEqual(await annaJson<Array<AccountInfo>>(h, "admin", "list"), [])
     assert.deepStrictEqual(await annaJson<Array<unknown>>(h, "user", "list"), [], "no user left behind either")
