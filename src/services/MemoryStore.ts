@@ -98,6 +98,8 @@ export interface SearchRequest {
   readonly limit: number
   /** Messages before and after each message hit to add (0: none). */
   readonly context: number
+  /** Match rows together with their neighbouring turns (ranked plans only; default true). */
+  readonly neighbours?: boolean | undefined
 }
 
 export interface ConversationStats {

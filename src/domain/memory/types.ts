@@ -158,6 +158,12 @@ export interface SearchOptions {
    * would otherwise be the best hits of its next one; a `tool:memory` filter implies true).
    */
   readonly includeMemoryCalls?: boolean | undefined
+  /**
+   * Ranked mode: match each message (and summary) together with its neighbouring turns, at a lower
+   * weight, so a question finds the turn whose context holds its words (default true; false: the
+   * row's own text only, as before issue 25). Strict mode always matches the row's own text.
+   */
+  readonly neighbours?: boolean | undefined
 }
 
 /** The raw messages below a summary (`anna memory expand` shows them). */
