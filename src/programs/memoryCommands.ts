@@ -251,6 +251,10 @@ const search = Command.make("search", {
     Flag.withDescription("Also search the memory tool's own calls and their results (left out by default; tool:memory implies it)"),
     Flag.withDefault(false)
   ),
+  ownText: Flag.Boolean("own-text").pipe(
+    Flag.withDescription("Rank each message on its own text only (default: together with its neighbouring turns, at a lower weight)"),
+    Flag.withDefault(false)
+  ),
   json
 }, (f) =>
   Effect.gen(function*() {
@@ -266,7 +270,8 @@ const search = Command.make("search", {
       limit: Option.getOrUndefined(f.limit),
       mode: f.strict ? "strict" : "ranked",
       context,
-      includeMemoryCalls: f.includeMemoryCalls
+      includeMemoryCalls: f.includeMemoryCalls,
+      neighbours: !f.ownText
     })
     if (f.json) return yield* printJson(hits)
     if (hits.length === 0) return yield* Console.log("No matches.")
@@ -275,6 +280,9 @@ const search = Command.make("search", {
       ["SCORE", "KIND", "ID", "SESSION", "WHEN", "SEQ", "SNIPPET"],
       hits.map((h) => [h.score.toPrecision(3), h.kind, h.id, h.sessionKey, iso(h.createdAt), seqOf(h), oneLine(h.snippet, 120)])
     ))
+    if (!f.strict && hits.some((h) => h.kind === "message" && h.matched.length === 0 && h.score > 0)) {
+      yield* Console.log("\nA message with nothing marked was found through the turns around it (--context 2 shows them; --own-text leaves such hits out).")
+    }
     const summary = hits.find((h) => h.kind === "summary")
     if (summary !== undefined) {
       yield* Console.log(`\nA summary covers the messages under SEQ; anna memory expand ${summary.id} shows what it was made from.`)

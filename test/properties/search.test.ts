@@ -15,7 +15,9 @@
  * filters, CJK, emoji, arbitrary strings), in either mode and with neighbours asked for, returns a
  * hit outside its scope: every hit of a Session scope is a row of that session and every hit of a
  * User scope a row of that user's sessions, the neighbours of a message hit are messages of its
- * session next to it, and a summary hit covers messages of its session.
+ * session next to it, and a summary hit covers messages of its session. Ranked search matches rows
+ * with their neighbouring turns (issue 25) and is checked with and without; strict search gives the
+ * same hits either way.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Arbitrary, Effect, Layer, Result, Schema } from "effect"
@@ -291,6 +293,15 @@ describe("memory properties: search scope", () => {
                 const what = `${mode} ${JSON.stringify(q)} in ${JSON.stringify(scope)}`
                 const hits = yield* searcher.search(q, { scope, mode, limit: 100, context: c.context })
                 assertWithin(hits, yield* ownedBy(keys), what)
+                // Strict matches the row's own text only: its neighbouring turns change nothing (issue 25).
+                if (mode === "strict") {
+                  const own = yield* searcher.search(q, { scope, mode, limit: 100, context: c.context, neighbours: false })
+                  assert.deepStrictEqual(hits, own, `${what}: neighbours changed a strict search`)
+                } else {
+                  // The row's own text only (as before issue 25): within the scope too.
+                  const own = yield* searcher.search(q, { scope, mode, limit: 100, context: c.context, neighbours: false })
+                  assertWithin(own, yield* ownedBy(keys), `${what}, own text only`)
+                }
                 for (const h of hits) {
                   assert.isArray(h.matched, what)
                   const mine = owned.get(h.sessionKey)

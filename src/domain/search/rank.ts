@@ -13,6 +13,13 @@
  *   of each other in the text, the smaller idf of the two, less as they are further apart.
  *
  * Ties (equal scores) go to the newer row. The same analysis marks the matches for snippets.
+ *
+ * Context (issue 25): a candidate may carry the term counts of its neighbouring turns, each with a
+ * weight below 1. It is then ranked as one document made of its own text and theirs, theirs counted
+ * at their weight: tf = own tf + Σ weight × neighbour's tf (length likewise), and a term found only in
+ * a neighbour covers the query at that neighbour's weight. Proximity and the snippet's marks stay on
+ * the candidate's own text. So "Monday was my first day", right after "how's the new job?", answers
+ * "When did I start the new job?".
  */
 import type { Matcher, QueryPlan } from "./query.ts"
 import { MARK_CLOSE, MARK_OPEN } from "./snippet.ts"
@@ -112,6 +119,15 @@ const closest = (a: ReadonlyArray<number>, b: ReadonlyArray<number>): number => 
   return best
 }
 
+/** A neighbouring turn of a candidate, as ranking sees it. */
+export interface ContextPart {
+  /** Per group: how often it occurs in the neighbour's text. */
+  readonly tf: ReadonlyArray<number>
+  readonly length: number
+  /** Below 1: how much the neighbour counts, against the candidate's own text. */
+  readonly weight: number
+}
+
 export interface Candidate {
   readonly id: number
   readonly text: string
@@ -120,7 +136,18 @@ export interface Candidate {
   /** Groups of the plan the index says this row matches. */
   readonly matched: ReadonlyArray<number>
   readonly createdAt: number
+  /** `findOccurrences(plan, text)`, when already known. */
+  readonly occurrences?: Occurrences | undefined
+  /** Its neighbouring turns, matched together with it at lower weights (none: its own text only). */
+  readonly context?: ReadonlyArray<ContextPart> | undefined
 }
+
+/** Per group, how often it occurs (the `tf` of a `ContextPart`). */
+export const termCounts = (occurrences: Occurrences): Array<number> => occurrences.positions.map((p) => p.length)
+
+/** The groups that occur in a text, by its occurrences. */
+export const groupsFound = (occurrences: Occurrences): Array<number> =>
+  occurrences.positions.flatMap((p, g) => (p.length > 0 ? [g] : []))
 
 export interface Ranked<C extends Candidate> {
   readonly candidate: C
@@ -136,23 +163,35 @@ export const rankCandidates = <C extends Candidate>(
   idfs: ReadonlyArray<number>,
   candidates: ReadonlyArray<C>
 ): Array<Ranked<C>> => {
-  const avgLength = candidates.length === 0 ? 1 : Math.max(1, candidates.reduce((n, c) => n + c.length, 0) / candidates.length)
+  const lengthOf = (c: C) => Math.max(1, c.length) + (c.context ?? []).reduce((n, p) => n + p.weight * Math.max(1, p.length), 0)
+  const avgLength = candidates.length === 0 ? 1 : Math.max(1, candidates.reduce((n, c) => n + lengthOf(c), 0) / candidates.length)
   const total = plan.groups.reduce((n, g, i) => n + (g.bonus ? 0 : g.weight * (idfs[i] ?? 0)), 0)
   return candidates.map((c) => {
-    const occ = findOccurrences(plan, c.text)
-    const norm = K1 * (1 - B + (B * Math.max(1, c.length)) / avgLength)
+    const occ = c.occurrences ?? findOccurrences(plan, c.text)
+    const norm = K1 * (1 - B + (B * lengthOf(c)) / avgLength)
+    const context = c.context ?? []
     let bm25 = 0
     let covered = 0
     const labels: Array<string> = []
-    for (const g of c.matched) {
+    for (let g = 0; g < plan.groups.length; g++) {
       const group = plan.groups[g]
       if (group === undefined) continue
-      const tf = Math.max(1, occ.positions[g]?.length ?? 0)
+      const own = c.matched.includes(g)
+      let around = 0
+      let presence = 0
+      for (const p of context) {
+        const n = p.tf[g] ?? 0
+        if (n === 0) continue
+        around += p.weight * n
+        presence = Math.max(presence, p.weight)
+      }
+      if (!own && around === 0) continue
+      const tf = (own ? Math.max(1, occ.positions[g]?.length ?? 0) : 0) + around
       const w = group.weight * (idfs[g] ?? 0)
       bm25 += (w * tf * (K1 + 1)) / (tf + norm)
       if (!group.bonus) {
-        covered += w
-        labels.push(group.label)
+        covered += w * (own ? 1 : presence)
+        if (own) labels.push(group.label)
       }
     }
     const coverage = total > 0 ? covered / total : 1

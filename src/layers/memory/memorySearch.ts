@@ -12,6 +12,13 @@
  *    in TypeScript (domain/search/rank.ts: BM25 with coverage and proximity); the hits get snippets
  *    with their matches marked, summary hits the messages they cover, message hits their neighbours
  *    when asked.
+ * 3. Context (issue 25, ranked plans, messages): the turns around the best WINDOWED candidates are
+ *    read too (one query by the (conversation, seq) index, their first WINDOW_CHARS characters) and
+ *    every row is ranked together with the two turns with text on each side of it, at
+ *    CONTEXT_WEIGHTS (rank.ts): the answer right after the question's words is found, and ranks
+ *    below the turns that hold them. A turn found only through its neighbours must have two or more
+ *    of the query's words around it; with required terms, `NOT` or filters only rows that satisfy
+ *    them on their own text are hits. Nothing is stored for it: no index space, no import cost.
  *
  * FTS5's own bm25() is not used: it counts every match of every term in the whole database on each
  * query (7 ms for a common word at 1M messages, whatever the scope). The scope is also checked on
@@ -27,7 +34,19 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import type { Role } from "../../domain/message.ts"
 import type { QueryPlan, SearchKind, SearchPlan } from "../../domain/search/query.ts"
-import { byScore, type Candidate, idf, markSpans, rankCandidates, type Ranked } from "../../domain/search/rank.ts"
+import {
+  byScore,
+  type Candidate,
+  type ContextPart,
+  findOccurrences,
+  groupsFound,
+  idf,
+  markSpans,
+  rankCandidates,
+  type Occurrences,
+  type Ranked,
+  termCounts
+} from "../../domain/search/rank.ts"
 import { snippetAround } from "../../domain/search/snippet.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type { RawContextMessage, RawHit, SearchRequest } from "../../services/MemoryStore.ts"
@@ -46,6 +65,18 @@ const TEXT_CHARS = 4000
 const CONTEXT_CHARS = 600
 /** A user id longer than this (bytes) has no token of its own; the scope is then a join. */
 const USER_TOKEN_BYTES = 64
+/**
+ * Context (issue 25): the weight of a message's neighbouring turns when it is matched together with
+ * them, by distance (1 = the turn just before or after). Turns with no searchable text (the memory
+ * tool's own calls) are skipped, not counted. Measured with bench/retrieval.ts.
+ */
+export const CONTEXT_WEIGHTS: ReadonlyArray<number> = [0.5, 0.25]
+/** Query words (groups) a turn's neighbours must hold for it to be found through them alone. */
+const CONTEXT_MIN_WORDS = 2
+/** Chosen rows whose neighbouring turns are read (the best of stage 1), per hit asked for, within bounds. */
+const windowed = (limit: number) => Math.min(100, Math.max(20, limit * 2))
+/** Characters of a turn read only as another one's context (or a hit found through its context). */
+const WINDOW_CHARS = 1000
 
 interface Source {
   readonly kind: SearchKind
@@ -109,6 +140,13 @@ interface Row {
   readonly last_seq?: number
   readonly earliest_at?: number
   readonly latest_at?: number
+}
+
+/** A row read in stage 2, its text as ranked and where the plan's terms occur in it. */
+interface Analysed {
+  readonly row: Row
+  readonly text: string
+  readonly occurrences: Occurrences
 }
 
 interface Found extends Candidate {
@@ -240,10 +278,98 @@ export const makeSearch = (sql: SqlClient) => {
     )
   }
 
+  /**
+   * The messages around `rows` (up to CONTEXT_WEIGHTS.length + 1 turns each side, their first
+   * WINDOW_CHARS characters), the rows themselves left out. One read, by the (conversation, seq) index.
+   */
+  const readWindows = (plan: QueryPlan, src: Source, scope: Resolved, rows: ReadonlyArray<Row>) => {
+    const apart = plan.filters.memoryCalls ? undefined : src.searchText
+    const reach = CONTEXT_WEIGHTS.length + 1
+    const ranges = rows.flatMap((r) => r.seq === undefined ? [] : [[r.conversation_id, r.seq - reach, r.seq + reach]])
+    if (ranges.length === 0) return Effect.succeed<Array<Row>>([])
+    return Effect.map(
+      query<Row>(
+        `SELECT DISTINCT t.id, t.conversation_id, c.session_key, c.user_id, t.${src.time} AS created_at, t.token_count AS length,
+           substr(${apart?.text ?? `t.${src.text}`}, 1, ${WINDOW_CHARS + 1}) AS text, ${src.extra}
+         FROM json_each(?) j JOIN ${src.table} t
+           ON t.conversation_id = j.value ->> 0 AND t.seq BETWEEN j.value ->> 1 AND j.value ->> 2
+         JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
+         WHERE t.id NOT IN (SELECT value FROM json_each(?))`,
+        [JSON.stringify(ranges), JSON.stringify(rows.map((r) => r.id))]
+      ),
+      (found) => found.filter(scope.owns)
+    )
+  }
+
   const exclusion = (plan: QueryPlan) => (plan.exclude.length === 0 ? "" : ` NOT (${plan.exclude.join(" OR ")})`)
 
+  /**
+   * Stage 2 with context (messages of a ranked plan): the chosen rows and the turns around them are
+   * analysed once each; every row gets its neighbouring turns as context, and when the plan has no
+   * required term, exclusion or filter, a turn around a chosen row is a candidate too (the answer
+   * right after the question's words). With required terms, `NOT` or filters a hit must satisfy them
+   * on its own text, so only the chosen rows (which do) are candidates; their context still counts.
+   */
+  const withContext = (
+    plan: QueryPlan,
+    chosen: ReadonlyArray<Row>,
+    around: ReadonlyArray<Row>,
+    matched: ReadonlyMap<number, ReadonlyArray<number>>,
+    admit: boolean
+  ): Array<Found> => {
+    const all = [...chosen, ...around]
+    const analysed = new Map(all.map((row): readonly [number, Analysed] => {
+      const text = row.text.length > TEXT_CHARS ? `${row.text.slice(0, TEXT_CHARS)}…` : row.text
+      return [row.id, { row, text, occurrences: findOccurrences(plan, text) }]
+    }))
+    // Each conversation's rows by seq, to walk to the neighbours (only across seqs that were read).
+    const bySeq = new Map<string, Analysed>()
+    for (const a of analysed.values()) bySeq.set(`${a.row.conversation_id}:${a.row.seq}`, a)
+    const contextOf = (row: Row): Array<ContextPart> => {
+      const parts: Array<ContextPart> = []
+      for (const step of [-1, 1]) {
+        let seq = (row.seq ?? 0) + step
+        let distance = 0
+        while (distance < CONTEXT_WEIGHTS.length) {
+          const next = bySeq.get(`${row.conversation_id}:${seq}`)
+          if (next === undefined) break
+          seq += step
+          if (next.row.text.trim() === "") continue
+          const weight = CONTEXT_WEIGHTS[distance] ?? 0
+          distance++
+          parts.push({ tf: termCounts(next.occurrences), length: next.row.length, weight })
+        }
+      }
+      return parts
+    }
+    const words = plan.groups.flatMap((g, i) => (g.bonus ? [] : [i]))
+    const wordsIn = (context: ReadonlyArray<ContextPart>) => words.filter((g) => context.some((p) => (p.tf[g] ?? 0) > 0)).length
+    const chosenIds = new Set(chosen.map((r) => r.id))
+    const out: Array<Found> = []
+    for (const a of analysed.values()) {
+      const isChosen = chosenIds.has(a.row.id)
+      if (!isChosen && (!admit || a.row.text.trim() === "")) continue
+      const context = contextOf(a.row)
+      // A turn read only as context is a candidate when its context holds two or more of the query's
+      // words (so a one-word lookup finds only the turns that hold the word).
+      if (!isChosen && wordsIn(context) < CONTEXT_MIN_WORDS) continue
+      out.push({
+        id: a.row.id,
+        text: a.text,
+        length: a.row.length,
+        matched: isChosen ? matched.get(a.row.id) ?? [] : groupsFound(a.occurrences),
+        createdAt: a.row.created_at,
+        occurrences: a.occurrences,
+        context,
+        kind: "message",
+        row: a.row
+      })
+    }
+    return out
+  }
+
   /** Stages 1 and 2 for one source. */
-  const searchSource = (plan: QueryPlan, src: Source, scope: Resolved, limit: number) =>
+  const searchSource = (plan: QueryPlan, src: Source, scope: Resolved, limit: number, neighbours: boolean) =>
     Effect.gen(function*() {
       const base = scope.token === null ? [] : [scope.token]
       const groups = plan.groups
@@ -286,6 +412,11 @@ export const makeSearch = (sql: SqlClient) => {
         .sort((a, b) => b.w - a.w || b.id - a.id)
         .slice(0, stage2Size(limit))
       const rows = yield* readRows(plan, src, scope, chosen.map((c) => c.id))
+      if (neighbours && plan.mode === "ranked" && src.kind === "message") {
+        const best = new Set(chosen.slice(0, windowed(limit)).map((c) => c.id))
+        const around = yield* readWindows(plan, src, scope, rows.filter((r) => best.has(r.id)))
+        return rankCandidates(plan, idfs, withContext(plan, rows, around, matched, simple))
+      }
       const candidates: Array<Found> = rows.map((row) => ({
         id: row.id,
         text: row.text.length > TEXT_CHARS ? `${row.text.slice(0, TEXT_CHARS)}…` : row.text,
@@ -404,7 +535,7 @@ export const makeSearch = (sql: SqlClient) => {
       const lists = yield* Effect.forEach(sources, (src) =>
         plan.groups.length === 0
           ? listSource(plan, src, resolved, request.limit)
-          : searchSource(plan, src, resolved, request.limit))
+          : searchSource(plan, src, resolved, request.limit, request.neighbours ?? true))
       const best = lists.flat().sort(byScore).slice(0, request.limit)
       const context = yield* neighbours(best, request.context)
       return best.map((h) => toHit(h, context))

@@ -586,8 +586,12 @@ describe("LcmMemory search", () => {
       assert.strictEqual(yield* count("apple"), 2)
       assert.strictEqual(yield* count("pie OR tart"), 2)
       // Ranked (the default): either word will do, both rank first; strict: both must match.
+      const own = yield* searcher.search("apple pie", { scope, neighbours: false })
+      assert.deepStrictEqual(own.map((h) => h.matched), [["apple", "pie"], ["apple"]])
+      // With their neighbouring turns (the default), the turns around "red apple pie" come after, matching nothing themselves.
       const ranked = yield* searcher.search("apple pie", { scope })
-      assert.deepStrictEqual(ranked.map((h) => h.matched), [["apple", "pie"], ["apple"]])
+      assert.deepStrictEqual(ranked.map((h) => h.matched), [["apple", "pie"], ["apple"], [], []])
+      assert.deepStrictEqual(ranked.slice(2).map((h) => h.snippet).sort(), ["I love kubernetes clusters", "The containers are running"])
       assert.strictEqual((yield* searcher.search("apple pie", { scope, mode: "strict" })).length, 1)
       assert.strictEqual(yield* count("zebra"), 0)
     }).pipe(Effect.provide(lcmTemp)))

@@ -79,7 +79,7 @@ describe("ranked search answers questions", () => {
       assert.deepStrictEqual(hits.slice(0, 3).map((h) => h.matched.length), [3, 3, 3])
       assert.strictEqual(hits[3]?.seq, 4)
       // identical texts: the newer first
-      const same = yield* searcher.search("deploy failed", { scope: session })
+      const same = yield* searcher.search("deploy failed", { scope: session, neighbours: false })
       assert.deepStrictEqual(same.map((h) => h.seq), [6, 1])
       // a quoted phrase ranks the exact sequence first
       const phrase = yield* searcher.search(`"staging database" host`, { scope: session })
@@ -178,7 +178,7 @@ describe("hits that lead on", () => {
       // the tool shows the answer after the question
       const tool = yield* MemoryTool.make
       const out = yield* tool.execute({ action: "search", query: "cabin wifi password", context: 1 }, { sessionKey: KEY, userId: "", agentId: "a1" })
-      assert.match(out, /^msg_\d+ \[message, .*\n {2}after: msg_\d+ \[assistant\] It is on the fridge: tangerine-42\.$/)
+      assert.match(out, /^msg_\d+ \[message, .*\n {2}after: msg_\d+ \[assistant\] It is on the fridge: tangerine-42\.\n/)
     }).pipe(Effect.provide(lcmTemp)))
 })
 
