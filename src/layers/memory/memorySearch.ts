@@ -280,9 +280,9 @@ export const makeSearch = (sql: SqlClient) => {
 
   /**
    * The messages around `rows` (up to CONTEXT_WEIGHTS.length + 1 turns each side, their first
-   * WINDOW_CHARS characters), the rows themselves left out. One read, by the (conversation, seq) index.
+   * WINDOW_CHARS characters), those already `read` left out. One read, by the (conversation, seq) index.
    */
-  const readWindows = (plan: QueryPlan, src: Source, scope: Resolved, rows: ReadonlyArray<Row>) => {
+  const readWindows = (plan: QueryPlan, src: Source, scope: Resolved, rows: ReadonlyArray<Row>, read: ReadonlyArray<Row>) => {
     const apart = plan.filters.memoryCalls ? undefined : src.searchText
     const reach = CONTEXT_WEIGHTS.length + 1
     const ranges = rows.flatMap((r) => r.seq === undefined ? [] : [[r.conversation_id, r.seq - reach, r.seq + reach]])
@@ -295,7 +295,7 @@ export const makeSearch = (sql: SqlClient) => {
            ON t.conversation_id = j.value ->> 0 AND t.seq BETWEEN j.value ->> 1 AND j.value ->> 2
          JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
          WHERE t.id NOT IN (SELECT value FROM json_each(?))`,
-        [JSON.stringify(ranges), JSON.stringify(rows.map((r) => r.id))]
+        [JSON.stringify(ranges), JSON.stringify(read.map((r) => r.id))]
       ),
       (found) => found.filter(scope.owns)
     )
@@ -414,7 +414,7 @@ export const makeSearch = (sql: SqlClient) => {
       const rows = yield* readRows(plan, src, scope, chosen.map((c) => c.id))
       if (neighbours && plan.mode === "ranked" && src.kind === "message") {
         const best = new Set(chosen.slice(0, windowed(limit)).map((c) => c.id))
-        const around = yield* readWindows(plan, src, scope, rows.filter((r) => best.has(r.id)))
+        const around = yield* readWindows(plan, src, scope, rows.filter((r) => best.has(r.id)), rows)
         return rankCandidates(plan, idfs, withContext(plan, rows, around, matched, simple))
       }
       const candidates: Array<Found> = rows.map((row) => ({

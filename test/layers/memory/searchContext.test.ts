@@ -90,6 +90,25 @@ describe("ranked search matches a turn together with its neighbours", () => {
       assert.deepStrictEqual(seqs(yield* searcher.search("new job role:assistant", { scope: session })), [5])
     }).pipe(Effect.provide(lcmTemp)))
 
+  it.effect("a hit that matches its own text shows the same snippet and words with or without its neighbours", () =>
+    Effect.gen(function*() {
+      // 120 long turns with both words past the characters read of a turn that is only context
+      const long = (i: number) => `Report ${i}. ${"filler words about the weather and groceries. ".repeat(40)} alpha zeta closes it.`
+      yield* put(KEY, Array.from({ length: 120 }, (_, i) => msg(i % 2 === 0 ? "user" : "assistant", long(i))))
+      const searcher = yield* Searcher
+      for (const limit of [5, 10, 30]) {
+        const own = new Map((yield* searcher.search("alpha zeta", { scope: session, limit, neighbours: false })).map((h) => [h.id, h]))
+        const hits = yield* searcher.search("alpha zeta", { scope: session, limit })
+        assert.strictEqual(hits.length, limit)
+        for (const h of hits) {
+          assert.deepStrictEqual(h.matched, ["alpha", "zeta"], `${h.id} (limit ${limit})`)
+          assert.include(h.snippet, "«alpha» «zeta»", `${h.id} (limit ${limit}) was ranked on a cut text`)
+          const same = own.get(h.id)
+          if (same !== undefined) assert.strictEqual(h.snippet, same.snippet)
+        }
+      }
+    }).pipe(Effect.provide(lcmTemp)))
+
   it.effect("Chinese: the answer after the question's words", () =>
     Effect.gen(function*() {
       yield* put(KEY, [
