@@ -5,7 +5,7 @@
  * LcmMemory into a real, migrated database; one session per user is then fully compacted (the
  * deterministic summarizer, leaf summaries of about 25 messages), so summaries are searched too. Every question is searched with
  * `limit: 20` in its session and in its user's sessions, in `strict` mode (every term must match:
- * the all-terms baseline) and `ranked` mode.
+ * the all-terms baseline) and `ranked` mode (lexical and context-aware, below).
  *
  * A hit is relevant when it is an evidence message, or a summary whose source range covers one
  * (from `Explorer.describe`). Reported: recall@5/10/20 (share of questions with a relevant hit in
@@ -19,6 +19,14 @@
  * slice of those questions is reported apart, for the default search (the memory tool's own calls
  * and results left out) and with `includeMemoryCalls` ("ranked + memory calls"), with how often the
  * first hit is one of those calls or results.
+ *
+ * Issue 25: the kinds where plain BM25 fails (bench/support/factsContext.ts): context-dependent
+ * questions (their words only in the turns around the answer, English and Chinese) and multi-hop ones
+ * (two evidence turns; "any evidence turn in the top k" as for every kind, and "all of them"). Runs:
+ * `lexical` (ranked, `neighbours: false`) against `context-aware` (ranked, the default), next to strict,
+ * the memory-calls run and the reference; the table per kind × scope × mode keeps a row for a dense
+ * run (not wired yet: see DENSE in RUNS). The kinds of issue 11 are reported as before, apart, so their
+ * figures stay comparable.
  *
  * For whoever tunes search: the run ends with sample misses of `ranked` in session scope, two per
  * category; RETRIEVAL_MISSES=ref shows the reference's instead, RETRIEVAL_SCOPE=user the user scope,

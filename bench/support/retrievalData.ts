@@ -13,7 +13,14 @@
  * - a question meant to be hard must share no content word (it goes to the separate hard slice);
  * - no question may copy its evidence: no run of four words (after light stemming) and no run of
  *   five Chinese characters in common.
+ * - a context-dependent question (issue 25, factsContext.ts) must share no content word with its
+ *   evidence turn and at least one with the fact's turns at ±1..±2 of it, and copy neither;
+ * - a multi-hop question is checked against all its evidence turns together, two at least.
  * Questions that fail are dropped and counted, so the report says how many there were.
+ *
+ * Issue 25's facts (context, context (Chinese), multi-hop) draw on a generator of their own, after
+ * the others (`PER_USER_CONTEXT`), and so do their slots, timestamps and lookups: the facts, filler,
+ * questions and lookups of issue 11's kinds are the ones they were, only with more messages around.
  *
  * In half of each user's sessions (the odd ones, the fully compacted one among them) the model has
  * already searched its memory for the questions asked there (issue 24): after the fact, one to three lookups of a question — the user asking for it
