@@ -5,7 +5,7 @@
  * LcmMemory into a real, migrated database; one session per user is then fully compacted (the
  * deterministic summarizer, leaf summaries of about 25 messages), so summaries are searched too. Every question is searched with
  * `limit: 20` in its session and in its user's sessions, in `strict` mode (every term must match:
- * the all-terms baseline) and `ranked` mode.
+ * the all-terms baseline) and `ranked` mode (lexical and context-aware, below).
  *
  * A hit is relevant when it is an evidence message, or a summary whose source range covers one
  * (from `Explorer.describe`). Reported: recall@5/10/20 (share of questions with a relevant hit in
@@ -19,6 +19,14 @@
  * slice of those questions is reported apart, for the default search (the memory tool's own calls
  * and results left out) and with `includeMemoryCalls` ("ranked + memory calls"), with how often the
  * first hit is one of those calls or results.
+ *
+ * Issue 25: the kinds where plain BM25 fails (bench/support/factsContext.ts): context-dependent
+ * questions (their words only in the turns around the answer, English and Chinese) and multi-hop ones
+ * (two evidence turns; "any evidence turn in the top k" as for every kind, and "all of them"). Runs:
+ * `lexical` (ranked, `neighbours: false`) against `context-aware` (ranked, the default), next to strict,
+ * the memory-calls run and the reference; the table per kind × scope × mode keeps a row for a dense
+ * run (not wired yet: see DENSE in RUNS). The kinds of issue 11 are reported as before, apart, so their
+ * figures stay comparable.
  *
  * For whoever tunes search: the run ends with sample misses of `ranked` in session scope, two per
  * category; RETRIEVAL_MISSES=ref shows the reference's instead, RETRIEVAL_SCOPE=user the user scope,
@@ -41,7 +49,7 @@ import { MemoryProvider } from "../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../src/services/MemoryStore.ts"
 import { Searcher } from "../src/services/Searcher.ts"
 import { removeDb } from "./support/common.ts"
-import { CATEGORIES } from "./support/facts.ts"
+import { CATEGORIES, CONTEXT_CATEGORIES } from "./support/facts.ts"
 import { int, ms, print, progress, seconds, section, summarize, table } from "./support/measure.ts"
 import { makeDataset, orTerms, type Question } from "./support/retrievalData.ts"
 
@@ -52,12 +60,26 @@ const LIMIT = 20
  * its content words joined with OR (`orTerms`), searched in strict mode, i.e. plain bm25 over OR-ed
  * keywords. It shows what the harness measures when hits do come back, and is a floor for `ranked`.
  */
+/**
+ * Issue 25: `lexical` is ranked mode with `neighbours: false` (each row's own text, as before issue
+ * 25), `context-aware` the default ranked mode (`neighbours` true: each row matched with its
+ * neighbouring turns too). Until the neighbours option is implemented the two give the same figures.
+ */
 const RUNS = [
-  { name: "strict", mode: "strict", query: (q: string) => q, includeMemoryCalls: false },
-  { name: "ranked", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false },
-  { name: "ranked + memory calls", mode: "ranked", query: (q: string) => q, includeMemoryCalls: true },
-  { name: "or-terms (ref.)", mode: "strict", query: orTerms, includeMemoryCalls: false }
+  { name: "strict", mode: "strict", query: (q: string) => q, includeMemoryCalls: false, neighbours: undefined },
+  { name: "lexical", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false, neighbours: false },
+  { name: "context-aware", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false, neighbours: undefined },
+  { name: "ranked + memory calls", mode: "ranked", query: (q: string) => q, includeMemoryCalls: true, neighbours: undefined },
+  { name: "or-terms (ref.)", mode: "strict", query: orTerms, includeMemoryCalls: false, neighbours: undefined }
+  // DENSE (issue 25, not wired yet): once `SearchOptions` carries a query vector (another change, with
+  // a fake embeddings server of hashed-word vectors), add a run here, e.g.
+  //   { name: "dense", mode: "ranked", query: (q) => q, includeMemoryCalls: false, neighbours: undefined,
+  //     /* + the question's vector from the embeddings server, in the new SearchOptions field */ }
+  // and drop it from DENSE_PENDING below. With fake embeddings its figures show the mechanics only
+  // (hashed words are lexical matching by other means), not what a real embedding model would find.
 ] as const
+/** The dense row's place in the tables, printed without figures until a dense run exists. */
+const DENSE_PENDING = "dense (not wired yet)"
 const MODES = RUNS.map((r) => r.name)
 const SCOPES = ["session", "user"] as const
 type Mode = (typeof RUNS)[number]["name"]
@@ -71,6 +93,8 @@ interface Outcome {
   readonly rank: number | null
   /** The same, when a message next to an evidence message also counts. */
   readonly nearRank: number | null
+  /** 1-based rank at which every evidence message is covered (multi-hop: "all"), null when not in 20. */
+  readonly allRank: number | null
   readonly firstIsSummary: boolean
   /** The first hit is one of the earlier lookups' memory calls or results. */
   readonly firstIsMemoryCall: boolean
@@ -167,6 +191,16 @@ export const runRetrieval = async (dir: string): Promise<void> => {
           const d = Math.min(...q.evidence.map((e) => Math.abs(e - m.seq)))
           return d === 0 ? 0 : d === 1 ? 1 : null
         })
+      /** The question's evidence seqs a hit is or covers. */
+      const covers = (q: Question, hit: SearchHit) =>
+        Effect.gen(function*() {
+          if (hit.kind === "summary") {
+            const r = yield* sourceOf(hit.id)
+            return r.sessionKey === q.sessionKey ? q.evidence.filter((e) => e >= r.first && e <= r.last) : []
+          }
+          const m = seqOf.get(Number(hit.id.replace(/^msg_/, "")))
+          return m !== undefined && m.sessionKey === q.sessionKey && q.evidence.includes(m.seq) ? [m.seq] : []
+        })
       const isMemoryCall = (hit: SearchHit | undefined) => {
         if (hit === undefined || hit.kind !== "message") return false
         const m = seqOf.get(Number(hit.id.replace(/^msg_/, "")))
@@ -180,7 +214,13 @@ export const runRetrieval = async (dir: string): Promise<void> => {
           const scopeOf = (q: Question): SearchScope =>
             scopeName === "session" ? { _tag: "Session", sessionKey: q.sessionKey } : { _tag: "User", userId: q.userId }
           const first = data.questions[0]
-          const options = (q: Question) => ({ scope: scopeOf(q), limit: LIMIT, mode, includeMemoryCalls })
+          const options = (q: Question) => ({
+            scope: scopeOf(q),
+            limit: LIMIT,
+            mode,
+            includeMemoryCalls,
+            ...(run.neighbours === undefined ? {} : { neighbours: run.neighbours })
+          })
           if (first !== undefined) yield* searcher.search(run.query(first.text), options(first)) // warm-up
           for (const q of data.questions) {
             const started = performance.now()
@@ -188,16 +228,20 @@ export const runRetrieval = async (dir: string): Promise<void> => {
             const took = performance.now() - started
             let rank: number | null = null
             let nearRank: number | null = null
+            let allRank: number | null = null
             let firstIsSummary = false
-            for (let i = 0; i < hits.length && rank === null; i++) {
+            const covered = new Set<number>()
+            for (let i = 0; i < hits.length && allRank === null; i++) {
               const hit = hits[i]
               if (hit === undefined) continue
               const d = yield* distance(q, hit)
               if (d !== null && nearRank === null) nearRank = i + 1
-              if (d === 0) {
+              if (d === 0 && rank === null) {
                 rank = i + 1
                 firstIsSummary = hit.kind === "summary"
               }
+              for (const e of yield* covers(q, hit)) covered.add(e)
+              if (covered.size === q.evidence.length) allRank = i + 1
             }
             out.push({
               question: q,
@@ -205,6 +249,7 @@ export const runRetrieval = async (dir: string): Promise<void> => {
               scope: scopeName,
               rank,
               nearRank,
+              allRank,
               firstIsSummary,
               firstIsMemoryCall: isMemoryCall(hits[0]),
               hits: hits.length,
@@ -230,17 +275,22 @@ const report = (
   buildMs: number,
   outcomes: ReadonlyArray<Outcome>
 ): void => {
-  const main = data.questions.filter((q) => !q.hard)
-  const hard = data.questions.length - main.length
+  // The kinds of issue 11 (`main`, comparable with earlier runs) and those of issue 25, apart.
+  const isOld = (q: Question) => CATEGORIES.includes(q.category)
+  const main = data.questions.filter((q) => !q.hard && isOld(q))
+  const newer = data.questions.filter((q) => !isOld(q))
+  const hard = data.questions.filter((q) => q.hard).length
   const of = (mode: Mode, scope: ScopeName, hardSlice = false) =>
     outcomes.filter((o) => o.mode === mode && o.scope === scope && o.question.hard === hardSlice)
   const users = new Set(data.sessions.map((s) => s.ref.userId)).size
   const meanShared = main.reduce((n, q) => n + q.shared.length, 0) / Math.max(1, main.length)
-  const dropped = data.dropped.unfair + data.dropped.notHard + data.dropped.copies
+  const d = data.dropped
+  const dropped = d.unfair + d.notHard + d.copies + d.leaks + d.noNeighbour
+  const count = (c: string) => newer.filter((q) => q.category === c).length
 
   const rows = MODES.flatMap((mode) =>
     SCOPES.map((scope) => {
-      const os = of(mode, scope)
+      const os = of(mode, scope).filter((o) => isOld(o.question))
       const lat = summarize(outcomes.filter((o) => o.mode === mode && o.scope === scope).map((o) => o.ms))
       return [
         mode,
@@ -259,20 +309,23 @@ const report = (
     })
   )
   section(
-    `Retrieval evaluation (${main.length} questions, top ${LIMIT})`,
+    `Retrieval evaluation, the kinds of issue 11 (${main.length} questions, top ${LIMIT})`,
     table(
       ["mode", "scope", "questions", "recall@5", "recall@10", "recall@20", "MRR", "recall@10 incl. neighbours", "first hit a summary", "no result", "p50 (ms)", "p95 (ms)"],
       rows
     ),
     `Dataset (seed ${SEED}): ${users} users × ${data.sessions.length / users} sessions, ${int(messages)} messages ` +
       `(${data.facts} planted facts, ${data.distractors} distractor messages), ${built.summaries} summaries from the full ` +
-      `compaction of ${users} sessions; ${main.length} questions (${hard} more in the hard slice), sharing ` +
-      `${meanShared.toFixed(1)} content words with their evidence on average; ${dropped} candidate questions dropped by the ` +
-      `checks (${data.dropped.copies} too close to the stored wording, ${data.dropped.unfair} sharing no word, ` +
-      `${data.dropped.notHard} hard ones sharing a word). Build ${seconds(buildMs)} (compaction ${seconds(built.compactMs)}).\n` +
+      `compaction of ${users} sessions; ${main.length} questions of issue 11's kinds (${hard} more in the hard slice), sharing ` +
+      `${meanShared.toFixed(1)} content words with their evidence on average; ${newer.length} of issue 25's kinds ` +
+      `(context ${count("context")}, context (Chinese) ${count("context (Chinese)")}, multi-hop ${count("multi-hop")}). ` +
+      `${dropped} candidate questions dropped by the checks (${d.copies} too close to the stored wording, ${d.unfair} sharing no word, ` +
+      `${d.notHard} hard ones sharing a word, ${d.leaks} context questions sharing a word with their evidence turn, ` +
+      `${d.noNeighbour} sharing none with the turns around it). Build ${seconds(buildMs)} (compaction ${seconds(built.compactMs)}).\n` +
       "recall@k: share of questions with an evidence message (or a summary covering one) in the top k; MRR: mean of\n" +
       "1 / rank of the first such hit (0 when none in 20). Neighbours: the message just before or after an evidence message.\n" +
-      "Latency: every question once, after one warm-up query."
+      "lexical: ranked with neighbours: false; context-aware: ranked as by default (neighbours: true).\n" +
+      "Latency (all questions, every kind): every question once, after one warm-up query."
   )
   const catRows = CATEGORIES.flatMap((c) =>
     SCOPES.map((scope) => [
@@ -283,6 +336,43 @@ const report = (
     ])
   )
   section("Retrieval by category (recall@5 / @10 / @20 · MRR)", table(["category", "scope", "questions", ...MODES], catRows))
+
+  // Issue 25: per kind × scope × mode, the kinds of issue 11 taken together as the first kind.
+  const kinds: ReadonlyArray<readonly [string, (q: Question) => boolean]> = [
+    ["issue 11's kinds", (q) => isOld(q) && !q.hard],
+    ...CONTEXT_CATEGORIES.map((c) => [c, (q: Question) => q.category === c] as const)
+  ]
+  const all = (os: ReadonlyArray<Outcome>, k: number) => pct(os.filter((o) => o.allRank !== null && o.allRank <= k).length / Math.max(1, os.length))
+  const kindRows = kinds.flatMap(([kind, is]) =>
+    SCOPES.flatMap((scope) => [
+      ...MODES.map((mode) => {
+        const os = of(mode, scope).filter((o) => is(o.question))
+        const multi = kind === "multi-hop"
+        return [
+          kind,
+          scope,
+          mode,
+          String(os.length),
+          pct(recall(os, 5)),
+          pct(recall(os, 10)),
+          pct(recall(os, 20)),
+          mrr(os).toFixed(3),
+          pct(recall(os, 10, true)),
+          multi ? `${all(os, 5)} / ${all(os, 10)} / ${all(os, 20)}` : "–"
+        ]
+      }),
+      [kind, scope, DENSE_PENDING, "–", "–", "–", "–", "–", "–", "–"]
+    ])
+  )
+  section(
+    "Retrieval by kind × scope × mode (issue 25)",
+    table(["kind", "scope", "mode", "questions", "recall@5", "recall@10", "recall@20", "MRR", "recall@10 incl. neighbours", "all evidence @5 / @10 / @20"], kindRows),
+    "context: the question's words are only in the turns around the answer (±1..±2), none in the answer itself;\n" +
+      "multi-hop: the answer needs two turns (told apart in the session, or split by a turn of the other side): recall@k\n" +
+      "counts any evidence turn in the top k, \"all evidence\" every one of them. The dense row waits for the query-vector\n" +
+      "option and the fake embeddings server (another change); with fake hashed-word embeddings it can show the\n" +
+      "mechanics only, not the quality of real embeddings."
+  )
   section(
     `Retrieval, hard slice (${hard} questions with no content word in common with their evidence)`,
     table(
@@ -295,34 +385,42 @@ const report = (
       )
     )
   )
-  const searched = main.filter((q) => q.searchedBefore > 0)
+  const searched = (q: Question) => q.searchedBefore > 0
   const calls = [...data.memoryCalls.values()].reduce((n, c) => n + c.size, 0)
+  const slices: ReadonlyArray<readonly [string, (q: Question) => boolean]> = [
+    ["issue 11's kinds", (q) => isOld(q) && !q.hard],
+    ["issue 25's kinds", (q) => !isOld(q)]
+  ]
   section(
-    `Retrieval after earlier searches (${searched.length} questions the model searched for 1–3 times before, in their session)`,
+    `Retrieval after earlier searches (${main.filter(searched).length} + ${newer.filter(searched).length} questions the model searched for 1–3 times before, in their session)`,
     table(
-      ["mode", "scope", "recall@1", "recall@5", "recall@10", "MRR", "first hit a memory call or result"],
-      MODES.filter((m) => m !== "or-terms (ref.)").flatMap((mode) =>
-        SCOPES.map((scope) => {
-          const os = of(mode, scope).filter((o) => o.question.searchedBefore > 0)
-          return [
-            mode,
-            scope,
-            pct(recall(os, 1)),
-            pct(recall(os, 5)),
-            pct(recall(os, 10)),
-            mrr(os).toFixed(3),
-            `${os.filter((o) => o.firstIsMemoryCall).length} (${pct(os.filter((o) => o.firstIsMemoryCall).length / Math.max(1, os.length))})`
-          ]
-        })
+      ["kinds", "mode", "scope", "questions", "recall@1", "recall@5", "recall@10", "MRR", "first hit a memory call or result"],
+      slices.flatMap(([kinds, is]) =>
+        MODES.filter((m) => m !== "or-terms (ref.)").flatMap((mode) =>
+          SCOPES.map((scope) => {
+            const os = of(mode, scope).filter((o) => searched(o.question) && is(o.question))
+            return [
+              kinds,
+              mode,
+              scope,
+              String(os.length),
+              pct(recall(os, 1)),
+              pct(recall(os, 5)),
+              pct(recall(os, 10)),
+              mrr(os).toFixed(3),
+              `${os.filter((o) => o.firstIsMemoryCall).length} (${pct(os.filter((o) => o.firstIsMemoryCall).length / Math.max(1, os.length))})`
+            ]
+          })
+        )
       )
     ),
     `${calls / 2} earlier lookups in ${data.memoryCalls.size} sessions (a memory search call with the question or its content words as the\n` +
-      "query, and its result quoting the evidence or finding nothing). strict and ranked leave the memory tool's own calls and\n" +
-      "results out (the default); \"ranked + memory calls\" searches them too (includeMemoryCalls), as search did before issue 24."
+      "query, and its result quoting the evidence or finding nothing). strict, lexical and context-aware leave the memory tool's own\n" +
+      "calls and results out (the default); \"ranked + memory calls\" searches them too (includeMemoryCalls), as search did before issue 24."
   )
-  const missRun: Mode = process.env["RETRIEVAL_MISSES"] === "ref" ? "or-terms (ref.)" : "ranked"
+  const missRun: Mode = process.env["RETRIEVAL_MISSES"] === "ref" ? "or-terms (ref.)" : "context-aware"
   const missScope: ScopeName = process.env["RETRIEVAL_SCOPE"] === "user" ? "user" : "session"
-  const misses = CATEGORIES.flatMap((c) =>
+  const misses = [...CATEGORIES, ...CONTEXT_CATEGORIES].flatMap((c) =>
     of(missRun, missScope)
       .filter((o) => o.question.category === c && (o.rank === null || o.rank > 10))
       .slice(0, Number(process.env["RETRIEVAL_MISS_COUNT"] ?? 2))

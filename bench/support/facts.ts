@@ -16,8 +16,21 @@
 import type { ContentBlock, NewMessage } from "../../src/domain/message.ts"
 import type { Rand } from "./chatter.ts"
 
-export type Category = "people" | "places/dates" | "preferences" | "events" | "tool output" | "Chinese" | "mixed"
+export type Category =
+  | "people"
+  | "places/dates"
+  | "preferences"
+  | "events"
+  | "tool output"
+  | "Chinese"
+  | "mixed"
+  | "context"
+  | "context (Chinese)"
+  | "multi-hop"
+/** The kinds of issue 11 (their figures stay comparable from run to run). */
 export const CATEGORIES: ReadonlyArray<Category> = ["people", "places/dates", "preferences", "events", "tool output", "Chinese", "mixed"]
+/** The kinds of issue 25 (factsContext.ts): answer words only in neighbouring turns, and two-turn answers. */
+export const CONTEXT_CATEGORIES: ReadonlyArray<Category> = ["context", "context (Chinese)", "multi-hop"]
 
 export interface Turn {
   readonly message: NewMessage
@@ -29,6 +42,8 @@ export interface Planted {
   readonly questions: ReadonlyArray<string>
   readonly hard?: ReadonlyArray<string>
   readonly distractors?: ReadonlyArray<string>
+  /** Multi-hop: a second part, told later in the same session; the questions are asked after it. */
+  readonly later?: ReadonlyArray<Turn>
 }
 
 /** What a template may draw on; `take` never returns the same value twice for one user. */
