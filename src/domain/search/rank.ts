@@ -43,6 +43,8 @@ export interface Occurrences {
   readonly positions: ReadonlyArray<ReadonlyArray<number>>
   /** Character spans of every match, sorted and merged where they touch. */
   readonly spans: ReadonlyArray<readonly [number, number]>
+  /** Tokens of the text (words; CJK letters one by one). */
+  readonly tokens: number
 }
 
 /** Where each group of the plan occurs in `text`. */
@@ -90,7 +92,7 @@ export const findOccurrences = (plan: QueryPlan, text: string): Occurrences => {
     if (prev !== undefined && s[0] <= prev[1]) prev[1] = Math.max(prev[1], s[1])
     else spans.push([s[0], s[1]])
   }
-  return { positions, spans }
+  return { positions, spans, tokens: tokens.length }
 }
 
 /** `text` with the spans marked for `snippetAround`. */
