@@ -76,7 +76,7 @@ export const reciprocalRankFusion = (
 ): ReadonlyArray<{ readonly key: string; readonly score: number }> => {
   const scores = new Map<string, number>()
   for (const list of lists) {
-    list.forEach((key, i) => scores.set(key, (scores.get(key) ?? 0) + 1 / (k + i + 1)))
+    for (const [i, key] of list.entries()) scores.set(key, (scores.get(key) ?? 0) + 1 / (k + i + 1))
   }
   return Array.from(scores, ([key, score]) => ({ key, score })).sort((a, b) => b.score - a.score)
 }

@@ -103,9 +103,9 @@ describe("dense vectors", () => {
       assert.strictEqual(yield* vectorCount(), 10)
       const reqs = embeddingRequests()
       assert.strictEqual(reqs.length, 3)
-      assert.deepStrictEqual((reqs[0]?.body as { input: Array<string> }).input.length, 4)
+      assert.deepStrictEqual((reqs[0]?.body as { input: Array<string> } | undefined)?.input.length, 4)
       // the SDK's default wire format, which the fake answers
-      assert.strictEqual((reqs[0]?.body as { encoding_format: string }).encoding_format, "base64")
+      assert.strictEqual((reqs[0]?.body as { encoding_format: string } | undefined)?.encoding_format, "base64")
       // usage recorded as embedding calls of the agent
       const totals = yield* (yield* UsageLog).totals({ agentId: "a1" })
       const embedding = totals.find((t) => t.purpose === "embedding")
@@ -221,7 +221,7 @@ describe("dense vectors", () => {
       const steps = yield* drain(worker)
       assert.deepStrictEqual(steps.map((s) => (s._tag === "Embedded" ? s.model : "")), ["local/fake-embed-2"])
       assert.strictEqual(yield* vectorCount("local/fake-embed-2"), 4)
-      assert.strictEqual((embeddingRequests().at(-1)?.body as { model: string }).model, "fake-embed-2")
+      assert.strictEqual((embeddingRequests().at(-1)?.body as { model: string } | undefined)?.model, "fake-embed-2")
       const dense = yield* (yield* Embedder).queryVector("a1", "automobile")
       assert.strictEqual(dense?.model, "local/fake-embed-2")
     }).pipe(Effect.provide(stack)))

@@ -43,7 +43,7 @@ export const fakeEmbedding = (text: string): Float32Array => {
 
 const base64 = (v: Float32Array): string => {
   const bytes = Buffer.alloc(v.length * 4)
-  v.forEach((x, i) => bytes.writeFloatLE(x, i * 4))
+  for (const [i, x] of v.entries()) bytes.writeFloatLE(x, i * 4)
   return bytes.toString("base64")
 }
 
@@ -53,7 +53,8 @@ export const respondEmbeddings = (body: unknown, res: ServerResponse): void => {
   const model = typeof b.model === "string" ? b.model : ""
   const input = typeof b.input === "string" ? [b.input] : Array.isArray(b.input) ? b.input : undefined
   if (model === "" || input === undefined || input.length === 0 || !input.every((s) => typeof s === "string" && s !== "")) {
-    return json(res, 400, { error: { message: "'input' must be a non-empty string or array of non-empty strings", type: "invalid_request_error", code: null, param: "input" } })
+    json(res, 400, { error: { message: "'input' must be a non-empty string or array of non-empty strings", type: "invalid_request_error", code: null, param: "input" } })
+    return
   }
   const format = b.encoding_format === "base64" ? "base64" : "float"
   const texts = input as ReadonlyArray<string>
