@@ -13,8 +13,10 @@ import type { PlatformError } from "effect/PlatformError"
 import {
   type Agent,
   ANY_PROVIDER_MODEL,
+  embeddingModelOf,
   formatModelRef,
   MAX_SYSTEM_PROMPT_BYTES,
+  type ModelRef,
   outputReserve,
   parseModelRef,
   parseToolList,
@@ -49,6 +51,10 @@ const modelText = (providerId: string, model: string, defaults: Defaults) => {
 const main = (a: Agent, defaults: Defaults) => (a.providerId === null ? "-" : modelText(a.providerId, a.model, defaults))
 const summary = (a: Agent, defaults: Defaults) =>
   a.summaryProviderId === null ? "(main model)" : modelText(a.summaryProviderId, a.summaryModel, defaults)
+const embedding = (a: Agent) => {
+  const ref = embeddingModelOf(a)
+  return ref === undefined ? "none (lexical search only)" : formatModelRef(ref)
+}
 const guard = (a: Agent) => `${a.summaryMaxCalls} calls / ${Math.round(a.summaryWindowSeconds / 60)} min`
 const context = (a: Agent) => (a.contextTokens > 0 ? String(a.contextTokens) : `${DEFAULT_CONTEXT_TOKENS} (default)`)
 /** The output reserve as it applies now: the setting (kept within half the window), or the proportional one. */
@@ -91,6 +97,7 @@ const describeAgent = (a: Agent, defaults: Defaults) =>
     ["system prompt", promptLine(a)],
     ["summary model", summary(a, defaults)],
     ["summary limit", `${guard(a)} per session`],
+    ["embedding model", embedding(a)],
     ["sandbox", `${a.sandboxImage || DEFAULT_IMAGE}, network ${a.sandboxNetwork}, ${a.sandboxMemoryMb} MiB, ${a.sandboxCpus} CPU, ${a.sandboxPids} processes`],
     ["workspace", `${a.sandboxWorkspace === "user" ? "one per user" : "shared by all users"}, quota ${a.sandboxDiskMb} MiB`],
     ["/model may pick", allowed(a)],
@@ -136,6 +143,24 @@ const modelFlag = (name: string, description: string) =>
     Flag.optional
   )
 
+/** `--embedding-model`: PROVIDER/MODEL, or `none` / "" to clear it (null). */
+const embeddingFlag = Flag.String("embedding-model").pipe(
+  Flag.withDescription(
+    "Embedding model for dense retrieval, PROVIDER/MODEL of an OpenAI-compatible /v1/embeddings (none or \"\" clears it: lexical search only)"
+  ),
+  Flag.mapTryCatch(
+    (text): ModelRef | null => {
+      const t = text.trim()
+      if (t === "" || t.toLowerCase() === "none") return null
+      const ref = parseModelRef(t)
+      if (ref === undefined || ref.model === "") throw new Error("no model")
+      return ref
+    },
+    () => "--embedding-model takes PROVIDER/MODEL, e.g. openai/text-embedding-3-small (or none)"
+  ),
+  Flag.optional
+)
+
 const whyUnreadable = (e: PlatformError) =>
   e.reason._tag === "NotFound" ? "no such file" : e.reason._tag === "PermissionDenied" ? "permission denied" : e.message
 
@@ -180,8 +205,9 @@ const set = Command.make("set", {
     Flag.withDescription("Summarize with the main model again"),
     Flag.withDefault(false)
   ),
+  embeddingModel: embeddingFlag,
   summaryMaxCalls: Flag.Int("summary-max-calls").pipe(
-    Flag.withDescription("Spend guard: summarizer calls allowed per session per window (default 60)"),
+    Flag.withDescription("Spend guard: summarizer calls allowed per session per window (default 60); embedding calls per agent likewise"),
     Flag.optional
   ),
   summaryWindowMinutes: Flag.Int("summary-window-minutes").pipe(
@@ -246,6 +272,11 @@ const set = Command.make("set", {
         ? { summaryProviderId: f.summaryModel.value.providerId, summaryModel: f.summaryModel.value.model }
         : {}),
       ...(f.noSummaryModel ? { summaryProviderId: null, summaryModel: "" } : {}),
+      ...(Option.isSome(f.embeddingModel)
+        ? f.embeddingModel.value === null
+          ? { embeddingProviderId: null, embeddingModel: "" }
+          : { embeddingProviderId: f.embeddingModel.value.providerId, embeddingModel: f.embeddingModel.value.model }
+        : {}),
       ...(Option.isSome(f.summaryMaxCalls) ? { summaryMaxCalls: f.summaryMaxCalls.value } : {}),
       ...(Option.isSome(f.summaryWindowMinutes) ? { summaryWindowSeconds: f.summaryWindowMinutes.value * 60 } : {}),
       ...(Option.isSome(f.image) ? { sandboxImage: f.image.value } : {}),

@@ -1,7 +1,8 @@
 /**
  * `anna memory export`: a session as JSONL, one stored message per line in the format `anna memory
  * import` reads — `{"role", "content", "ts"}`, the content exactly as stored (text, images, tool
- * calls and their results, errors flagged) and `ts` its time as ISO-8601 with milliseconds — so an
+ * calls and their results, errors flagged), `ts` its time as ISO-8601 with milliseconds and, when the
+ * message has dense retrieval vectors, `embeddings` ([{model, dims, vector: base64 float32 LE}]) — so an
  * export imported into a new session gives back the same messages at the same times.
  *
  * Streamed: the store is read a page at a time by seq (pages shrink when messages are large) and each
@@ -13,7 +14,8 @@
 import { Clock, Effect, FileSystem, Option, Path, PlatformError, Schema, Stdio, Stream } from "effect"
 import { randomBytes } from "node:crypto"
 import { InvalidInput, SessionNotFound } from "../domain/memory/errors.ts"
-import { MemoryStore, type StoredMessage } from "../services/MemoryStore.ts"
+import { vectorBase64 } from "../domain/search/dense.ts"
+import { type MessageVector, MemoryStore, type StoredMessage } from "../services/MemoryStore.ts"
 import { progress } from "./output.ts"
 
 /** Messages per page read from the store, at most (a page of large messages is cut, see PAGE_BYTES). */
@@ -34,8 +36,16 @@ export class ExportFailed extends Schema.TaggedError<ExportFailed>()("ExportFail
 }
 
 /** One line of the export: exactly what `anna memory import` reads back. */
-export const exportLine = (m: StoredMessage): string =>
-  JSON.stringify({ role: m.message.role, content: m.message.content, ts: new Date(m.createdAt).toISOString() })
+export const exportLine = (m: StoredMessage, vectors: ReadonlyArray<MessageVector> = []): string =>
+  JSON.stringify({
+    role: m.message.role,
+    content: m.message.content,
+    ts: new Date(m.createdAt).toISOString(),
+    // Dense retrieval's vectors of the message (issue 25), one per model; absent without any.
+    ...(vectors.length === 0
+      ? {}
+      : { embeddings: vectors.map((v) => ({ model: v.model, dims: v.vector.length, vector: vectorBase64(v.vector) })) })
+  })
 
 export interface ExportResult {
   readonly sessionKey: string
@@ -66,7 +76,11 @@ const pages = (store: MemoryStore["Service"], sessionKey: string, conversationId
       }
       const bytes = rows.reduce((n, r) => n + r.tokens * 4, 0)
       const limit = bytes > PAGE_BYTES ? Math.max(1, Math.floor(s.limit / 2)) : Math.min(EXPORT_PAGE, s.limit * 2)
-      const page: Page = { text: rows.map((r) => `${exportLine(r)}\n`).join(""), count: rows.length }
+      const first = rows[0]?.seq ?? last.seq
+      const vectors = yield* store.messageVectors(conversationId, first, last.seq)
+      const bySeq = new Map<number, Array<MessageVector>>()
+      for (const v of vectors) bySeq.set(v.seq, [...(bySeq.get(v.seq) ?? []), v])
+      const page: Page = { text: rows.map((r) => `${exportLine(r, bySeq.get(r.seq))}\n`).join(""), count: rows.length }
       return [page, { fromSeq: last.seq + 1, left: s.left - rows.length, limit }] as const
     }))
 

@@ -94,6 +94,10 @@ const serve = (options: GatewayOptions, presence: GatewayPresence) =>
     const { catchUp } = yield* Effect.promise(() => import("../layers/learning/catchUp.ts"))
     const caught = yield* catchUp().pipe(Effect.catchCause((c) => Effect.logWarning(`learning: catch-up failed: ${Cause.pretty(c)}`).pipe(Effect.as(0))))
     if (caught > 0) yield* Effect.logInfo(`learning: reflecting on ${caught} session(s) whose work ended while the gateway was down`)
+    // Dense retrieval (issue 25): agents with an embedding model get their rows embedded in the
+    // background; without one the worker reads the agents every few seconds and does nothing else.
+    const EmbeddingWorker = yield* Effect.promise(() => import("../layers/memory/EmbeddingWorker.ts"))
+    yield* Effect.forkScoped((yield* EmbeddingWorker.make()).loop)
     // The playbooks' maintenance sweep, at start and once a day.
     const { sweepDaily } = yield* Effect.promise(() => import("../layers/learning/sweepDaily.ts"))
     yield* Effect.forkScoped(sweepDaily)

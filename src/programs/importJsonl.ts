@@ -17,13 +17,18 @@ import type { SessionRef } from "../domain/memory/session.ts"
 import { sizeProblem } from "../domain/memory/storedSize.ts"
 import { MAX_MESSAGE_BYTES } from "../domain/memory/types.ts"
 import { Content, type NewMessage, Role } from "../domain/message.ts"
+import { vectorFromBase64 } from "../domain/search/dense.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
 import { progress } from "./output.ts"
+
+/** A stored vector as `anna memory export` writes it (dense retrieval, issue 25): float32 little-endian, base64. */
+const LineEmbedding = Schema.Struct({ model: Schema.String, dims: Schema.Number, vector: Schema.String })
 
 const ImportLine = Schema.Struct({
   role: Role,
   content: Content,
-  ts: Schema.optionalKey(Schema.String)
+  ts: Schema.optionalKey(Schema.String),
+  embeddings: Schema.optionalKey(Schema.Array(LineEmbedding))
 })
 const decodeLine = Schema.decodeUnknownResult(ImportLine)
 
@@ -61,6 +66,15 @@ export const parseTimestamp = (ts: string): number | string => {
  * to the store (the second pass, after the first checked it).
  */
 export const parseImportLine = (line: string, checkSize = true): NewMessage | string => {
+  const entry = parseImportEntry(line, checkSize)
+  return typeof entry === "string" ? entry : entry.message
+}
+
+/** A line's message and its vectors (an export's `embeddings`), or the reason the line is not one. */
+export const parseImportEntry = (
+  line: string,
+  checkSize = true
+): { readonly message: NewMessage; readonly vectors: ReadonlyArray<{ readonly model: string; readonly vector: Float32Array }> } | string => {
   let raw: unknown
   try {
     raw = JSON.parse(line)
@@ -69,13 +83,21 @@ export const parseImportLine = (line: string, checkSize = true): NewMessage | st
   }
   const decoded = decodeLine(raw)
   if (decoded._tag === "Failure") return decoded.failure.message.split("\n").slice(0, 3).join(" ")
-  const { role, content, ts } = decoded.success
+  const { role, content, ts, embeddings } = decoded.success
   const tooBig = checkSize ? sizeProblem(content) : undefined
   if (tooBig !== undefined) return `the message is ${tooBig}`
-  if (ts === undefined) return { role, content }
+  const vectors: Array<{ readonly model: string; readonly vector: Float32Array }> = []
+  for (const e of embeddings ?? []) {
+    const vector = vectorFromBase64(e.vector)
+    if (e.model === "" || vector === undefined || vector.length !== e.dims) {
+      return `an embedding is not ${e.dims} float32 values in base64 under a model name`
+    }
+    vectors.push({ model: e.model, vector })
+  }
+  if (ts === undefined) return { message: { role, content }, vectors }
   const createdAt = parseTimestamp(ts)
   if (typeof createdAt === "string") return createdAt
-  return { role, content, createdAt }
+  return { message: { role, content, createdAt }, vectors }
 }
 
 /**
@@ -221,6 +243,7 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
   // one's), so times stay in order and summary ranges cover the transcript, not the day of the
   // import; a file with no `ts` at all takes the import time.
   let lastAt = firstAt
+  const vectors: Array<{ readonly index: number; readonly model: string; readonly vector: Float32Array }> = []
   const messages = Stream.suspend(() => {
     let failure: InvalidInput | undefined
     let batch: Array<NewMessage> = []
@@ -235,11 +258,14 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
     }
     const lines = lineSplitter(file, (no, text, bytes) => {
       if (failure !== undefined || (text !== undefined && text.trim() === "")) return
-      const parsed = text === undefined ? "not valid UTF-8" : parseImportLine(text, false)
-      if (typeof parsed === "string") {
-        failure = changed(`line ${no}: ${parsed}`)
+      const entry = text === undefined ? "not valid UTF-8" : parseImportEntry(text, false)
+      if (typeof entry === "string") {
+        failure = changed(`line ${no}: ${entry}`)
         return
       }
+      const parsed = entry.message
+      // The line's vectors, by its place among the messages from 0 (`stored` counts it just below).
+      for (const v of entry.vectors) vectors.push({ index: stored, ...v })
       // Exactly the messages that were checked: a file that grew or shrank since is refused.
       if (++stored > total) {
         failure = changed(`it now has more than the ${total} messages checked`)
@@ -278,6 +304,15 @@ export const importJsonl = Effect.fn("importJsonl")(function*(options: {
     )
   })
   const r = yield* store.importMessages(session, messages, { append: options.append, onBatch: bar.update })
+  // Vectors after the messages' transaction: derived data, which the embedding worker would make
+  // again if a crash lost them here. `index` is the message's place in the file from 0: seq firstSeq + index.
+  if (vectors.length > 0) {
+    const conversation = yield* store.getConversation(session.key)
+    yield* store.putMessageVectors(
+      conversation.id,
+      vectors.map((v) => ({ seq: r.firstSeq + v.index, model: v.model, vector: v.vector }))
+    )
+  }
   yield* bar.finish
   const ended = yield* Clock.currentTimeMillis
   const result: ImportResult = {

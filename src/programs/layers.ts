@@ -14,7 +14,8 @@
  *   Stores         ConfigStore, ProviderStore, AgentStore, UsageLog, PluginStore
  *   Providers      Stores + ProviderRegistry (each provider's SDK loaded on its first use)
  *   StoresWithMemory  Providers + MemoryStore (no memory plugin)
- *   Memory         Providers + MemoryStore + the enabled memory plugin and its summarizer
+ *   Memory         Providers + MemoryStore + the enabled memory plugin and its summarizer, and the
+ *                  Embedder (dense retrieval's model calls; its SDK loaded on first use)
  *   Sandbox        the Docker sandbox (lazy)
  *   AgentRuntime   Memory + Runtime, SessionPool and LiveConfig over the sandbox, with the
  *                  self-improving memory (Learning and its stores; lazy; see ./compose.ts)
@@ -28,6 +29,7 @@ import * as DeterministicSummarizer from "../layers/memory/DeterministicSummariz
 import * as MemoryFromPlugins from "../layers/memory/MemoryFromPlugins.ts"
 import * as ModelSummarizer from "../layers/memory/ModelSummarizer.ts"
 import * as SqliteMemoryStore from "../layers/memory/SqliteMemoryStore.ts"
+import * as SdkEmbedder from "../layers/providers/SdkEmbedder.ts"
 import * as SdkProviderRegistry from "../layers/providers/SdkProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import type { AgentStore } from "../services/AgentStore.ts"
@@ -83,7 +85,10 @@ export const summarizerLabel = (sessionKey: string) =>
  * agents' limit inside it and the flag would do nothing.
  */
 export const memoryWith = (maxCalls: number | undefined) =>
-  (maxCalls === undefined ? MemoryFromPlugins.layer : Layer.fresh(MemoryFromPlugins.layer)).pipe(
+  Layer.merge(
+    maxCalls === undefined ? MemoryFromPlugins.layer : Layer.fresh(MemoryFromPlugins.layer),
+    SdkEmbedder.layer
+  ).pipe(
     Layer.provide(summarizer(maxCalls)),
     Layer.provideMerge(SqliteMemoryStore.layer),
     Layer.provideMerge(Providers)

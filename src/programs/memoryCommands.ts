@@ -14,6 +14,7 @@ import { Compactor } from "../services/Compactor.ts"
 import { Explorer } from "../services/Explorer.ts"
 import { MemoryProvider } from "../services/MemoryProvider.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
+import { Embedder } from "../services/Embedder.ts"
 import { MAX_SEARCH_HITS, Searcher } from "../services/Searcher.ts"
 import { SessionManager } from "../services/SessionManager.ts"
 import { Memory, memoryWith, summarizerLabel } from "./layers.ts"
@@ -233,6 +234,10 @@ const search = Command.make("search", {
   ),
   session: Flag.String("session").pipe(Flag.withDescription("Only this session"), Flag.optional),
   user: Flag.String("user").pipe(Flag.withDescription("Only this user's sessions"), Flag.optional),
+  agent: Flag.String("agent").pipe(
+    Flag.withDescription("Fuse with the nearest vectors of this agent's embedding model (default: the --session's agent; none: lexical only)"),
+    Flag.optional
+  ),
   limit: Flag.Int("limit").pipe(
     Flag.withDescription(`At most this many hits (default 10, at most ${MAX_SEARCH_HITS})`),
     Flag.filter((n) => n >= 1 && n <= MAX_SEARCH_HITS, (n) => `--limit must be from 1 to ${MAX_SEARCH_HITS}, got ${n}`),
@@ -265,20 +270,36 @@ const search = Command.make("search", {
       ? { _tag: "User", userId: f.user.value }
       : { _tag: "All" }
     const context = Option.getOrElse(f.context, () => 0)
+    // Dense retrieval: the agent named, else the session's; its embedding model embeds the query.
+    const agentId = Option.isSome(f.agent)
+      ? f.agent.value
+      : Option.isSome(f.session)
+      ? Option.getOrUndefined(Option.map(yield* (yield* MemoryStore).findConversation(f.session.value), (c) => c.agentId))
+      : undefined
+    const dense = f.strict || agentId === undefined ? undefined : yield* (yield* Embedder).queryVector(agentId, f.query)
     const hits = yield* searcher.search(f.query, {
       scope,
       limit: Option.getOrUndefined(f.limit),
       mode: f.strict ? "strict" : "ranked",
       context,
       includeMemoryCalls: f.includeMemoryCalls,
-      neighbours: !f.ownText
+      neighbours: !f.ownText,
+      ...(dense === undefined ? {} : { dense })
     })
     if (f.json) return yield* printJson(hits)
     if (hits.length === 0) return yield* Console.log("No matches.")
     if (context > 0) return yield* Console.log(hits.map((h, i) => hitBlock(h, i + 1)).join("\n\n"))
     yield* Console.log(table(
       ["SCORE", "KIND", "ID", "SESSION", "WHEN", "SEQ", "SNIPPET"],
-      hits.map((h) => [h.score.toPrecision(3), h.kind, h.id, h.sessionKey, iso(h.createdAt), seqOf(h), oneLine(h.snippet, 120)])
+      hits.map((h) => [
+        h.score.toPrecision(3),
+        h.similarity === undefined ? h.kind : `${h.kind}${h.matched.length === 0 ? " (meaning)" : " (+meaning)"}`,
+        h.id,
+        h.sessionKey,
+        iso(h.createdAt),
+        seqOf(h),
+        oneLine(h.snippet, 120)
+      ])
     ))
     if (!f.strict && hits.some((h) => h.kind === "message" && h.matched.length === 0 && h.score > 0)) {
       yield* Console.log("\nA message with nothing marked was found through the turns around it (--context 2 shows them; --own-text leaves such hits out).")

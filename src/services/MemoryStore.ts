@@ -11,7 +11,7 @@ import type { ItemMeta } from "../domain/memory/context.ts"
 import type { InvalidInput, SessionNotFound, StaleContext } from "../domain/memory/errors.ts"
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { SessionRef } from "../domain/memory/session.ts"
-import type { SearchCoverage, SearchScope } from "../domain/memory/types.ts"
+import type { DenseQuery, SearchCoverage, SearchScope } from "../domain/memory/types.ts"
 import type { VerifyInput } from "../domain/memory/verify.ts"
 import type { Message, NewMessage, Role } from "../domain/message.ts"
 import type { SearchPlan } from "../domain/search/query.ts"
@@ -84,6 +84,8 @@ export interface RawHit {
   readonly covers?: SearchCoverage | undefined
   /** Messages, with `context` > 0: the neighbouring messages, in order (the hit itself left out). */
   readonly context?: ReadonlyArray<RawContextMessage> | undefined
+  /** With `SearchRequest.dense`: cosine similarity to the query, when the dense side found the row. */
+  readonly similarity?: number | undefined
 }
 
 export interface RawContextMessage {
@@ -100,6 +102,25 @@ export interface SearchRequest {
   readonly context: number
   /** Match rows together with their neighbouring turns (ranked plans only; default true). */
   readonly neighbours?: boolean | undefined
+  /** Fuse with the nearest vectors of this model in the scope (layers/memory/denseSearch.ts). */
+  readonly dense?: DenseQuery | undefined
+}
+
+/** A row to embed: a message (its text without memory tool calls) or a summary, of an agent's sessions. */
+export interface PendingEmbedding {
+  readonly source: VectorSource
+  readonly id: number
+  readonly sessionKey: string
+  readonly text: string
+}
+
+export type VectorSource = "message" | "summary"
+
+/** A stored vector of a message, by its position (export and import). */
+export interface MessageVector {
+  readonly seq: number
+  readonly model: string
+  readonly vector: Float32Array
 }
 
 export interface ConversationStats {
@@ -271,6 +292,39 @@ export class MemoryStore extends Context.Service<MemoryStore, {
     scope: SearchScope,
     request: SearchRequest
   ) => Effect.Effect<ReadonlyArray<RawHit>, StorageError>
+
+  /**
+   * Dense retrieval's vectors (issue 25), one per (row, model); a row's go when it is deleted.
+   * `pendingEmbeddings`: the newest rows of the agent's sessions with no vector of `model`, with id
+   * above `afterId` (0: all), at most `limit`, newest first.
+   */
+  readonly pendingEmbeddings: (request: {
+    readonly agentId: string
+    readonly model: string
+    readonly source: VectorSource
+    readonly afterId: number
+    readonly limit: number
+  }) => Effect.Effect<ReadonlyArray<PendingEmbedding>, StorageError>
+  /** The highest row id of a source: nothing below it is pending once `pendingEmbeddings` from 0 finds none. */
+  readonly embeddingCeiling: (source: VectorSource) => Effect.Effect<number, StorageError>
+  /** Stores vectors (a row's vector of the same model is replaced); rows gone meanwhile are skipped. */
+  readonly putVectors: (
+    model: string,
+    vectors: ReadonlyArray<{ readonly source: VectorSource; readonly id: number; readonly vector: Float32Array }>
+  ) => Effect.Effect<number, StorageError>
+  /** Whether any vector of `model` is stored (cheap: one index probe). */
+  readonly hasVectors: (model: string) => Effect.Effect<boolean, StorageError>
+  /** The vectors of a session's messages with seq in [fromSeq, toSeq], by seq (export). */
+  readonly messageVectors: (
+    conversationId: number,
+    fromSeq: number,
+    toSeq: number
+  ) => Effect.Effect<ReadonlyArray<MessageVector>, StorageError>
+  /** Stores vectors of a session's messages given by seq (import); seqs without a message are skipped. */
+  readonly putMessageVectors: (
+    conversationId: number,
+    vectors: ReadonlyArray<MessageVector>
+  ) => Effect.Effect<number, StorageError>
 
   readonly verifyInput: (conversationId: number, sessionKey: string) => Effect.Effect<VerifyInput, StorageError>
   /** Database-wide checks (SQLite integrity, FTS indexes in step with their tables); problems as text. */

@@ -1,5 +1,5 @@
 /**
- * UsageLog — every model call's token usage (chat and summaries, failed calls included), and the
+ * UsageLog — every model call's token usage (chat, summaries and embeddings, failed calls included), and the
  * counts the summarization spend guard needs. Costs are computed when read, from the prices
  * ProviderStore keeps (`model_prices`), so a price set today also prices last month's calls.
  *
@@ -9,10 +9,13 @@ import { Context, type Effect } from "effect"
 import type { StorageError } from "../domain/storage/errors.ts"
 import type { Usage } from "../domain/model/types.ts"
 
+/** What a model call was for: a turn, a summary (or reflection), or embeddings (dense retrieval, issue 25). */
+export type UsagePurpose = "chat" | "summary" | "embedding"
+
 export interface UsageEntry {
   readonly providerId: string
   readonly model: string
-  readonly purpose: "chat" | "summary"
+  readonly purpose: UsagePurpose
   readonly sessionKey: string
   readonly agentId: string
   /** The anna user the call was made for ('' when none, e.g. a summary run from the CLI). */
@@ -25,7 +28,7 @@ export interface UsageEntry {
 export interface UsageTotals {
   readonly providerId: string
   readonly model: string
-  readonly purpose: "chat" | "summary"
+  readonly purpose: UsagePurpose
   readonly calls: number
   readonly failed: number
   readonly inputTokens: number
@@ -72,6 +75,8 @@ export class UsageLog extends Context.Service<UsageLog, {
   readonly record: (entry: UsageEntry) => Effect.Effect<void, StorageError>
   /** Summarizer calls (failed ones too) for a session since a time (ms). */
   readonly summaryCallsSince: (sessionKey: string, since: number) => Effect.Effect<number, StorageError>
+  /** Embedding calls (failed ones too) made for an agent since a time (ms): the embedding spend guard's count. */
+  readonly embeddingCallsSince: (agentId: string, since: number) => Effect.Effect<number, StorageError>
   readonly totals: (filter?: UsageFilter) => Effect.Effect<
     ReadonlyArray<UsageTotals>,
     StorageError

@@ -80,6 +80,37 @@ describe("anna memory export", () => {
     assert.strictEqual(again.stdout, first.stdout)
   })
 
+  it("round trip with dense retrieval vectors: a line's embeddings are stored and exported again, byte for byte", async () => {
+    const h = home()
+    const vector = (seed: number, dims: number) => {
+      const v = Float32Array.from({ length: dims }, (_, i) => Math.sin(seed * 7.3 + i) / 3)
+      return Buffer.from(v.buffer).toString("base64")
+    }
+    const withVectors = MESSAGES.map((m, i) =>
+      i === 2
+        ? m
+        : { ...m, embeddings: [{ model: "local/fake-embed", dims: 8, vector: vector(i, 8) }, ...(i === 0 ? [{ model: "other/e5", dims: 4, vector: vector(9, 4) }] : [])] }
+    )
+    // (a message's vectors are exported by model name: these are in that order already)
+    const source = join(h, "vectors.jsonl")
+    writeFileSync(source, withVectors.map((m) => JSON.stringify(m)).join("\n") + "\n")
+    ok(await anna(h, "memory", "import", SESSION, source))
+    const first = ok(await anna(h, "memory", "export", SESSION))
+    assert.deepStrictEqual(lines(first.stdout), withVectors)
+    assert.strictEqual(first.stdout, readFileSync(source, "utf8"))
+    const copy = join(h, "copy.jsonl")
+    writeFileSync(copy, first.stdout)
+    ok(await anna(h, "memory", "import", "default:cli:alice:copy", copy))
+    const again = ok(await anna(h, "memory", "export", "default:cli:alice:copy"))
+    assert.strictEqual(again.stdout, first.stdout)
+    // a vector that is not dims float32 values is refused with its line, and nothing is imported
+    const bad = join(h, "bad.jsonl")
+    writeFileSync(bad, JSON.stringify({ ...MESSAGES[0], embeddings: [{ model: "m", dims: 3, vector: vector(1, 8) }] }) + "\n")
+    const refused = await anna(h, "memory", "import", "default:cli:alice:bad", bad)
+    assert.strictEqual(refused.code, 1, refused.stderr)
+    assert.match(refused.stderr, /line 1: an embedding is not 3 float32 values/)
+  })
+
   it(`pages a long session (${EXPORT_PAGE} messages a page) in order, with progress on stderr`, async () => {
     const h = home()
     const count = PROGRESS_FROM + EXPORT_PAGE + 37

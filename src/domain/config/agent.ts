@@ -13,7 +13,17 @@ export interface Agent {
   /** Cheaper tier for summaries and background work; null = use the main model. */
   readonly summaryProviderId: string | null
   readonly summaryModel: string
-  /** Spend guard: at most `summaryMaxCalls` summarizer calls per session per window. */
+  /**
+   * Embedding model for dense retrieval (issue 25): its provider (null = none: search stays lexical
+   * and nothing is embedded) and model id (never '' when the provider is set). Always set by the
+   * store; optional so hand-made agents need not say it.
+   */
+  readonly embeddingProviderId?: string | null
+  readonly embeddingModel?: string
+  /**
+   * Spend guard: at most `summaryMaxCalls` summarizer calls per session per window (and, with an
+   * embedding model, at most as many embedding calls for the agent per window).
+   */
   readonly summaryMaxCalls: number
   readonly summaryWindowSeconds: number
   readonly systemPrompt: string
@@ -131,6 +141,12 @@ export const summaryModelOf = (agent: Agent): ModelRef | undefined =>
     : agent.providerId !== null
     ? { providerId: agent.providerId, model: agent.model }
     : undefined
+
+/** The agent's embedding model, when it has one. */
+export const embeddingModelOf = (agent: Agent): ModelRef | undefined =>
+  agent.embeddingProviderId === undefined || agent.embeddingProviderId === null || (agent.embeddingModel ?? "") === ""
+    ? undefined
+    : { providerId: agent.embeddingProviderId, model: agent.embeddingModel ?? "" }
 
 /** What the model rule needs of an agent's provider. */
 export interface ModelSource {

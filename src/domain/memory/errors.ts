@@ -131,3 +131,33 @@ export class CapabilityMissing extends Schema.TaggedError<CapabilityMissing>()("
 export class StaleContext extends Schema.TaggedError<StaleContext>()("StaleContext", {
   conversationId: Schema.Number
 }) {}
+
+/**
+ * An embeddings call failed (dense retrieval, issue 25). `retryable`: a rate limit, a server error
+ * or the network, worth trying again later; otherwise the request itself was refused.
+ */
+export class EmbeddingError extends Schema.TaggedError<EmbeddingError>()("EmbeddingError", {
+  /** PROVIDER/MODEL. */
+  model: Schema.String,
+  reason: Schema.String,
+  retryable: Schema.Boolean
+}) {
+  override get message() {
+    return `embedding with ${this.model} failed: ${this.reason}`
+  }
+}
+
+/**
+ * The agent made as many embedding calls as its spend guard allows in the current window (its
+ * summary limit, `--summary-max-calls` per `--summary-window-minutes`): no call is made.
+ */
+export class EmbeddingGuardExceeded extends Schema.TaggedError<EmbeddingGuardExceeded>()("EmbeddingGuardExceeded", {
+  agentId: Schema.String,
+  calls: Schema.Number,
+  limit: Schema.Number,
+  windowSeconds: Schema.Number
+}) {
+  override get message() {
+    return `agent ${this.agentId} reached its embedding limit (${this.calls} of ${this.limit} calls in ${this.windowSeconds} s)`
+  }
+}

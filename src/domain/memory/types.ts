@@ -164,6 +164,18 @@ export interface SearchOptions {
    * row's own text only, as before issue 25). Strict mode always matches the row's own text.
    */
   readonly neighbours?: boolean | undefined
+  /**
+   * Ranked mode: the query's vector from the searching agent's embedding model (issue 25). With it
+   * the lexical ranking is fused (reciprocal rank) with the nearest stored vectors of that model in
+   * the scope; without it (or in strict mode) the search is lexical only, as before.
+   */
+  readonly dense?: DenseQuery | undefined
+}
+
+/** A query embedded with `model` (the agent's PROVIDER/MODEL, as vectors are stored under). */
+export interface DenseQuery {
+  readonly model: string
+  readonly vector: Float32Array
 }
 
 /** The raw messages below a summary (`anna memory expand` shows them). */
@@ -202,6 +214,12 @@ export interface SearchHit {
   readonly covers?: SearchCoverage | undefined
   /** Message hits, with `context`: the messages around it, in order (the hit itself left out). */
   readonly context?: ReadonlyArray<SearchContextMessage> | undefined
+  /**
+   * Dense search only (`SearchOptions.dense`): the cosine similarity of the hit's vector to the
+   * query's, when the dense side found it (a hit without it was found by the words alone; one with
+   * it and no `matched` terms by meaning alone). `score` is then the fused reciprocal-rank score.
+   */
+  readonly similarity?: number | undefined
 }
 
 export interface SummaryDescription {

@@ -38,6 +38,14 @@ export const make = Effect.gen(function*() {
   const checkPatch = (patch: AgentPatch) =>
     Effect.gen(function*() {
       for (const p of [patch.providerId, patch.summaryProviderId]) if (p !== undefined && p !== null) yield* providers.get(p)
+      if (patch.embeddingProviderId !== undefined && patch.embeddingProviderId !== null) {
+        const provider = yield* providers.get(patch.embeddingProviderId)
+        if (provider.type === "anthropic") {
+          return yield* new InvalidConfig({
+            reason: `provider ${provider.id} is an Anthropic provider, which has no embeddings API; name an OpenAI-compatible one (OpenAI, Ollama, vLLM, llama.cpp)`
+          })
+        }
+      }
       const problem = agentPatchProblem(patch)
       if (problem !== undefined) return yield* new InvalidConfig({ reason: problem })
     })

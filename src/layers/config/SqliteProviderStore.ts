@@ -154,7 +154,7 @@ export const make = Effect.gen(function*() {
       immediate(Effect.gen(function*() {
         yield* getProvider(id)
         const users = yield* sql<{ id: string }>`SELECT id FROM agents
-          WHERE provider_id = ${id} OR summary_provider_id = ${id} ORDER BY id`
+          WHERE provider_id = ${id} OR summary_provider_id = ${id} OR embedding_provider_id = ${id} ORDER BY id`
         if (users.length > 0) return yield* new ProviderInUse({ id, agents: users.map((u) => u.id) })
         // Its prices go with it (ON DELETE CASCADE).
         yield* sql`DELETE FROM providers WHERE id = ${id}`

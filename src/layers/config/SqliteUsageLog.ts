@@ -8,7 +8,7 @@
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { removedSessionKey } from "../../domain/config/removedUser.ts"
-import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsageTotals } from "../../services/UsageLog.ts"
+import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsagePurpose, type UsageTotals } from "../../services/UsageLog.ts"
 import { storageError } from "../sql/errors.ts"
 
 /** The grouping expression of each dimension (fixed text, never from input). */
@@ -72,11 +72,16 @@ export const make = Effect.gen(function*() {
         WHERE session_key = ${sessionKey} AND purpose = 'summary' AND at >= ${since}`
       return rows[0]?.n ?? 0
     }, Effect.mapError(storageError("read usage"))),
+    embeddingCallsSince: Effect.fn("UsageLog.embeddingCallsSince")(function*(agentId: string, since: number) {
+      const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM model_usage
+        WHERE agent_id = ${agentId} AND purpose = 'embedding' AND at >= ${since}`
+      return rows[0]?.n ?? 0
+    }, Effect.mapError(storageError("read usage"))),
     totals: Effect.fn("UsageLog.totals")(function*(filter: UsageFilter = {}) {
       const rows = yield* sql<{
         provider_id: string
         model: string
-        purpose: "chat" | "summary"
+        purpose: UsagePurpose
         calls: number
         failed: number
         input_tokens: number

@@ -15,6 +15,8 @@ export const AgentRow = Schema.Struct({
   summary_provider_id: Schema.NullOr(Schema.String),
   summary_model: Schema.String,
   summary_max_calls: Schema.Number,
+  embedding_provider_id: Schema.NullOr(Schema.String),
+  embedding_model: Schema.String,
   summary_window_seconds: Schema.Number,
   system_prompt: Schema.String,
   sandbox_image: Schema.String,
@@ -45,6 +47,8 @@ export const toAgent = (r: typeof AgentRow.Type): Agent => ({
   model: r.model,
   summaryProviderId: r.summary_provider_id,
   summaryModel: r.summary_model,
+  embeddingProviderId: r.embedding_provider_id,
+  embeddingModel: r.embedding_model,
   summaryMaxCalls: r.summary_max_calls,
   summaryWindowSeconds: r.summary_window_seconds,
   systemPrompt: r.system_prompt,
@@ -77,6 +81,8 @@ export const agentColumns = (p: AgentPatch): Record<string, unknown> =>
       model: p.model,
       summary_provider_id: p.summaryProviderId,
       summary_model: p.summaryModel,
+      embedding_provider_id: p.embeddingProviderId,
+      embedding_model: p.embeddingModel,
       summary_max_calls: p.summaryMaxCalls,
       summary_window_seconds: p.summaryWindowSeconds,
       system_prompt: p.systemPrompt,
@@ -110,6 +116,9 @@ export const agentPatchProblem = (patch: AgentPatch): string | undefined => {
   }
   if (patch.summaryWindowSeconds !== undefined && (!isWhole(patch.summaryWindowSeconds) || patch.summaryWindowSeconds <= 0)) {
     return "the summary window must be a positive whole number of seconds"
+  }
+  if (patch.embeddingProviderId !== undefined && patch.embeddingProviderId !== null && (patch.embeddingModel ?? "").trim() === "") {
+    return "the embedding model needs a model id: PROVIDER/MODEL, e.g. openai/text-embedding-3-small"
   }
   if (patch.sandboxNetwork !== undefined && patch.sandboxNetwork !== "disabled" && patch.sandboxNetwork !== "allow_all") {
     return `network policy must be disabled or allow_all, got ${String(patch.sandboxNetwork)}`

@@ -140,7 +140,14 @@ export const make = Effect.gen(function*() {
       const limit = Math.min(MAX_SEARCH_LIMIT, Math.max(1, Math.floor(finite(options.limit, DEFAULT_SEARCH_LIMIT))))
       const context = Math.min(MAX_SEARCH_CONTEXT, Math.max(0, Math.floor(finite(options.context, 0))))
       const plan = planSearch(query, options.mode ?? "ranked", { includeMemoryCalls: options.includeMemoryCalls })
-      const hits = yield* store.search(plan, options.scope, { limit, context, neighbours: options.neighbours ?? true })
+      // Strict mode stays lexical: every term must match, which a vector cannot say.
+      const dense = (options.mode ?? "ranked") === "ranked" ? options.dense : undefined
+      const hits = yield* store.search(plan, options.scope, {
+        limit,
+        context,
+        neighbours: options.neighbours ?? true,
+        ...(dense === undefined ? {} : { dense })
+      })
       return hits.map((h): SearchHit => {
         const { context: around, ...hit } = h
         return {

@@ -18,6 +18,7 @@ import type { SearchPlan } from "../../domain/search/query.ts"
 import { type Conversation, MemoryStore, type NewSummary, type SearchRequest } from "../../services/MemoryStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import { makeBrowse } from "./browse.ts"
+import { makeVectors } from "./denseSearch.ts"
 import { makeSearch } from "./memorySearch.ts"
 import { makeRetireUser } from "./retireUser.ts"
 import { makeSearchIndex } from "./searchIndex.ts"
@@ -581,7 +582,9 @@ export const make = Effect.gen(function*() {
     return retired
   })
 
-  const searchRows = makeSearch(sql)
+  const vectors = makeVectors(sql)
+  // Lexical search (memorySearch.ts), fused with the nearest vectors when the request has a query vector.
+  const searchRows = vectors.fused(makeSearch(sql))
   const search = Effect.fn("MemoryStore.search")(function*(plan: SearchPlan, scope: SearchScope, request: SearchRequest) {
     return yield* searchRows(plan, scope, request)
   })
@@ -618,6 +621,12 @@ export const make = Effect.gen(function*() {
     summaryLinks,
     commitSummary,
     search,
+    pendingEmbeddings: vectors.pendingEmbeddings,
+    embeddingCeiling: vectors.ceiling,
+    putVectors: vectors.putVectors,
+    hasVectors: vectors.hasVectors,
+    messageVectors: vectors.messageVectors,
+    putMessageVectors: vectors.putMessageVectors,
     verifyInput,
     integrityCheck,
     getProfile,

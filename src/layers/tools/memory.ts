@@ -19,6 +19,7 @@ import { inputSchemaOf } from "../../domain/toolSchema.ts"
 import { Explorer } from "../../services/Explorer.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { ProfileStore } from "../../services/ProfileStore.ts"
+import { Embedder } from "../../services/Embedder.ts"
 import { Searcher } from "../../services/Searcher.ts"
 import type { ToolSource } from "../../services/ToolCatalog.ts"
 import * as ToolCatalogLayer from "./ToolCatalog.ts"
@@ -105,7 +106,9 @@ const hitText = (h: SearchHit): string => {
     const c = h.covers
     return `${h.id} [summary of messages #${c.firstSeq}–#${c.lastSeq}, ${iso(c.earliestAt)} to ${iso(c.latestAt)}; expand ${h.id} for them] ${h.snippet}`
   }
-  const line = `${h.id} [${h.kind}, ${iso(h.createdAt)}] ${h.snippet}`
+  // A hit found by meaning alone (dense retrieval) matches none of the words: say so.
+  const meaning = h.similarity !== undefined && h.matched.length === 0 ? ", by meaning" : ""
+  const line = `${h.id} [${h.kind}, ${iso(h.createdAt)}${meaning}] ${h.snippet}`
   const around = h.context ?? []
   if (around.length === 0) return line
   const neighbour = (m: (typeof around)[number]) => `  ${m.seq < (h.seq ?? 0) ? "before" : "after"}: ${m.id} [${m.role}] ${oneLine(m.text, 300)}`
@@ -120,6 +123,7 @@ const fail = (reason: string) => Effect.fail(new ToolError({ tool: TOOL_NAME, re
 export const make = Effect.gen(function*() {
   const provider = yield* MemoryProvider
   const searcher = yield* Effect.serviceOption(Searcher)
+  const embedder = yield* Effect.serviceOption(Embedder)
   const explorer = yield* Effect.serviceOption(Explorer)
   const profiles = yield* Effect.serviceOption(ProfileStore)
 
@@ -156,13 +160,20 @@ export const make = Effect.gen(function*() {
         if (Option.isNone(searcher)) return fail("search is not available")
         const query = input.query?.trim() ?? ""
         if (query === "") return fail("search needs a non-empty \"query\"")
-        return searcher.value.search(query, {
-          scope: scopeOf(ctx),
-          limit: input.limit ?? DEFAULT_SEARCH_HITS,
-          mode: input.strict === true ? "strict" : "ranked",
-          context: input.context ?? 0,
-          includeMemoryCalls: input.include_memory_calls === true
-        }).pipe(
+        const strict = input.strict === true
+        // With the agent's embedding model, the query's vector (undefined without one, or on a failure).
+        const dense = strict || Option.isNone(embedder)
+          ? Effect.succeed(undefined)
+          : embedder.value.queryVector(ctx.agentId, query, { sessionKey: ctx.sessionKey, userId: ctx.userId })
+        return Effect.flatMap(dense, (vector) =>
+          searcher.value.search(query, {
+            scope: scopeOf(ctx),
+            limit: input.limit ?? DEFAULT_SEARCH_HITS,
+            mode: strict ? "strict" : "ranked",
+            context: input.context ?? 0,
+            includeMemoryCalls: input.include_memory_calls === true,
+            ...(vector === undefined ? {} : { dense: vector })
+          })).pipe(
           Effect.map((hits) =>
             hits.length === 0
               ? `No matches for ${JSON.stringify(query)}.`

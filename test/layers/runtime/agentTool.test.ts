@@ -67,6 +67,7 @@ const usageLog = () => {
   const service = UsageLog.of({
     record: (e) => Effect.sync(() => void entries.push(e)),
     summaryCallsSince: () => Effect.succeed(0),
+    embeddingCallsSince: () => Effect.succeed(0),
     totals: () => Effect.succeed([]),
     breakdown: () => Effect.succeed([]),
     retireUser: () => Effect.succeed(0)

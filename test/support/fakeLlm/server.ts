@@ -6,11 +6,14 @@
  * Routes (as the official SDKs call them): Anthropic base URL `http://127.0.0.1:PORT` →
  * POST /v1/messages, GET /v1/models; OpenAI base URL `http://127.0.0.1:PORT/v1` →
  * POST /v1/chat/completions, POST /v1/responses, GET /v1/models (Anthropic's listing is told apart
- * by its `anthropic-version` header).
+ * by its `anthropic-version` header); POST /v1/embeddings answers deterministic vectors
+ * (./embeddings.ts) outside the script, so embedding calls never take a chat's scripted answer;
+ * `failEmbeddings` makes the next ones fail.
  */
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
 import { anthropicProtocol } from "./anthropic.ts"
+import { respondEmbeddings } from "./embeddings.ts"
 import { openAiChatProtocol } from "./openaiChat.ts"
 import { openAiResponsesProtocol } from "./openaiResponses.ts"
 import type { RecordedRequest, Scripted } from "./script.ts"
@@ -42,6 +45,8 @@ export interface FakeLlm {
   readonly when: (condition: () => boolean, options?: { readonly what?: string; readonly timeoutMs?: number }) => Promise<void>
   /** Resolves with request number `index` of `requests` (0-based) once the server has recorded it. */
   readonly request: (index: number, options?: { readonly timeoutMs?: number }) => Promise<RecordedRequest>
+  /** The next `count` POST /v1/embeddings answer HTTP `status` (default 500) instead of vectors. */
+  readonly failEmbeddings: (count: number, status?: number) => void
   /** Model ids served by GET /v1/models. */
   models: ReadonlyArray<string>
   readonly close: () => Promise<void>
@@ -85,6 +90,7 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
     models: ["fake-large", "fake-small"],
     responder: (): Scripted => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
   }
+  const embeddingFailures: Array<number> = []
   const state: { models: ReadonlyArray<string>; responder: (request: RecordedRequest) => Scripted | Promise<Scripted> } = { ...defaults }
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1")
@@ -106,6 +112,11 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
       const protocol = req.headers["anthropic-version"] !== undefined ? PROTOCOLS[0] : PROTOCOLS[1]
       return protocol?.listModels(state.models, res)
     }
+    if (req.method === "POST" && url.pathname === "/v1/embeddings") {
+      const status = embeddingFailures.shift()
+      if (status !== undefined) return json(res, status, { error: { message: `fake embeddings failure (HTTP ${status})`, type: "server_error", code: null, param: null } })
+      return respondEmbeddings(body, res)
+    }
     const protocol = req.method === "POST" ? PROTOCOLS.find((p) => p.handles(url.pathname)) : undefined
     if (protocol === undefined) return json(res, 404, { error: { message: `no route ${req.method} ${url.pathname}` } })
     const scripted = queue.shift() ?? (await state.responder(recorded))
@@ -126,11 +137,15 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
         script: (...answers) => void queue.push(...answers),
         reset: () => {
           queue.length = 0
+          embeddingFailures.length = 0
           state.models = defaults.models
           state.responder = defaults.responder
         },
         respondWith: (responder) => {
           state.responder = responder
+        },
+        failEmbeddings: (count, status = 500) => {
+          for (let i = 0; i < count; i++) embeddingFailures.push(status)
         },
         requests,
         when,
