@@ -95,9 +95,16 @@ const seqs = (hits: ReadonlyArray<SearchHit>) => hits.map((h) => h.seq ?? -1).so
 describe("anna memory search and the memory tool's own calls", () => {
   it("leaves them out by default; a mixed message is found by its other part, with its snippet", async () => {
     const h = await home()
-    const hits = await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--session", KEY)
+    // --own-text: each turn on its own text (issue 25's neighbours aside)
+    const hits = await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--session", KEY, "--own-text")
     assert.deepStrictEqual(seqs(hits), [1, 9])
     assert.strictEqual(hits[0]?.seq, 1)
+    // by default the turns around them come after (matching nothing themselves), never a memory call or result
+    const around = await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--session", KEY)
+    assert.deepStrictEqual(seqs(around.slice(0, 2)), [1, 9])
+    assert.isAbove(around.length, 2)
+    for (const x of around.slice(2)) assert.deepStrictEqual(x.matched, [], `#${x.seq}`)
+    for (const x of around) assert.notInclude([4, 5, 12, 13], x.seq, `#${x.seq} is a memory call or result`)
     const bash = hits.find((x) => x.seq === 9)
     assert.strictEqual(bash?.snippet, "[tool result] gym «locker» «code»: 1234")
     for (const x of hits) assert.notInclude(x.snippet, "memory")
@@ -111,7 +118,7 @@ describe("anna memory search and the memory tool's own calls", () => {
 
   it("--include-memory-calls and tool:memory search them too", async () => {
     const h = await home()
-    const all = await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--include-memory-calls")
+    const all = await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--include-memory-calls", "--own-text")
     assert.deepStrictEqual(seqs(all), [1, 4, 5, 8, 9, 12, 13])
     const mixed = all.find((x) => x.seq === 4)
     assert.include(mixed?.snippet ?? "", "[tool call memory] {\"action\":\"search\",\"query\":\"«locker» «code»\"}")
@@ -137,8 +144,8 @@ describe("anna memory search and the memory tool's own calls", () => {
     const verify = await anna(h, "memory", "verify")
     assert.strictEqual(verify.code, 0, verify.stderr)
     assert.include(verify.stdout, "OK: 1 session(s), 14 messages")
-    assert.deepStrictEqual(seqs(await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--session", KEY)), [1, 9])
-    const all = await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--include-memory-calls")
+    assert.deepStrictEqual(seqs(await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--session", KEY, "--own-text")), [1, 9])
+    const all = await annaJson<Array<SearchHit>>(h, "memory", "search", "locker code", "--include-memory-calls", "--own-text")
     assert.deepStrictEqual(seqs(all), [1, 4, 5, 8, 9, 12, 13])
     const assistant = await annaJson<Array<SearchHit>>(h, "memory", "search", "role:assistant", "--limit", "20")
     assert.deepStrictEqual(seqs(assistant), [2, 4, 6, 8, 10, 14])
