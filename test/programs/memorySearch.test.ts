@@ -72,7 +72,8 @@ describe("anna memory search", () => {
     ])
     const text = await anna(home, "memory", "search", "LGBTQ support group", "--context", "1")
     assert.strictEqual(text.code, 0, text.stderr)
-    assert.deepStrictEqual(text.stdout.trimEnd().split("\n"), [
+    // the first hit's block (the turns found through their neighbours follow it)
+    assert.deepStrictEqual(text.stdout.split("\n\n")[0]?.trimEnd().split("\n"), [
       `1. msg_3: message #3 (user) in ${KEY}, 2026-05-01T10:02:00Z, score ${json[0]?.score.toPrecision(3)}`,
       "     #2 assistant   I slept fine, thanks. The weather looks nice today.",
       "   > #3 user        I went to a «LGBTQ» «support» «group» yesterday.",

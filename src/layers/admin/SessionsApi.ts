@@ -213,7 +213,8 @@ export const layer = HttpApiBuilder.group(AdminApi, "sessions", (handlers) =>
             limit: query.limit,
             mode: query.strict === true ? "strict" : "ranked",
             context: query.context ?? 0,
-            includeMemoryCalls: query.includeMemoryCalls === true
+            includeMemoryCalls: query.includeMemoryCalls === true,
+            neighbours: query.ownText !== true
           }).pipe(storage)
           return { hits }
         }))

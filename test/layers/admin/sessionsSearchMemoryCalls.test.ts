@@ -29,10 +29,14 @@ describe("admin API: search and the memory tool's own calls", () => {
       yield* Stream.runDrain(runtime.send(chat, "Which one was it again?"))
 
       const alice = yield* clientFor(token)
-      const { hits } = yield* alice.sessions.search({ query: { q: "staging database port", limit: 20 } })
+      const { hits } = yield* alice.sessions.search({ query: { q: "staging database port", limit: 20, ownText: true } })
       assert.deepStrictEqual(hits.map((h) => h.seq).sort(), [1, 2], JSON.stringify(hits))
       for (const h of hits) assert.notInclude(h.snippet, "memory")
-      const all = yield* alice.sessions.search({ query: { q: "staging database port", limit: 20, includeMemoryCalls: true } })
+      // with the turns around them (the default), the follow-up question is found too, never the memory call
+      const around = yield* alice.sessions.search({ query: { q: "staging database port", limit: 20 } })
+      assert.deepStrictEqual(around.hits.map((h) => h.seq), [1, 2, 3], JSON.stringify(around.hits))
+      assert.deepStrictEqual(around.hits[2]?.matched, [])
+      const all = yield* alice.sessions.search({ query: { q: "staging database port", limit: 20, includeMemoryCalls: true, ownText: true } })
       assert.deepStrictEqual(all.hits.map((h) => h.seq).sort(), [1, 2, 4, 5], JSON.stringify(all.hits))
     })))
 })

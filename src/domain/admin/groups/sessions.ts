@@ -228,7 +228,9 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
         /** Messages before and after each message hit (0–10). */
         context: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 }))),
         /** Also search the memory tool's own calls and their results (default: left out). */
-        includeMemoryCalls: Schema.optional(Schema.Boolean)
+        includeMemoryCalls: Schema.optional(Schema.Boolean),
+        /** Rank each message on its own text only (default: together with its neighbouring turns). */
+        ownText: Schema.optional(Schema.Boolean)
       },
       success: SearchResults,
       error: CommonErrors
