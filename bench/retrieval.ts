@@ -24,8 +24,8 @@
  * questions (their words only in the turns around the answer, English and Chinese) and multi-hop ones
  * (two evidence turns; "any evidence turn in the top k" as for every kind, and "all of them"). Runs:
  * `lexical` (ranked, `neighbours: false`) against `context-aware` (ranked, the default), next to strict,
- * the memory-calls run and the reference; the table per kind × scope × mode keeps a row for a dense
- * run (not wired yet: see DENSE in RUNS). The kinds of issue 11 are reported as before, apart, so their
+ * the memory-calls run and the reference, and `dense (fake) + context` (every row embedded with the fake
+ * LLM server's hashed-word vectors, fused with the ranking: the mechanics only). The kinds of issue 11 are reported as before, apart, so their
  * figures stay comparable.
  *
  * For whoever tunes search: the run ends with sample misses of `ranked` in session scope, two per
@@ -52,6 +52,7 @@ import { removeDb } from "./support/common.ts"
 import { CATEGORIES, CONTEXT_CATEGORIES } from "./support/facts.ts"
 import { int, ms, print, progress, seconds, section, summarize, table } from "./support/measure.ts"
 import { makeDataset, orTerms, type Question } from "./support/retrievalData.ts"
+import { fakeEmbedding } from "../test/support/fakeLlm/embeddings.ts"
 
 const SEED = 11
 const LIMIT = 20
@@ -66,20 +67,19 @@ const LIMIT = 20
  * neighbouring turns too). Until the neighbours option is implemented the two give the same figures.
  */
 const RUNS = [
-  { name: "strict", mode: "strict", query: (q: string) => q, includeMemoryCalls: false, neighbours: undefined },
-  { name: "lexical", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false, neighbours: false },
-  { name: "context-aware", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false, neighbours: undefined },
-  { name: "ranked + memory calls", mode: "ranked", query: (q: string) => q, includeMemoryCalls: true, neighbours: undefined },
-  { name: "or-terms (ref.)", mode: "strict", query: orTerms, includeMemoryCalls: false, neighbours: undefined }
-  // DENSE (issue 25, not wired yet): once `SearchOptions` carries a query vector (another change, with
-  // a fake embeddings server of hashed-word vectors), add a run here, e.g.
-  //   { name: "dense", mode: "ranked", query: (q) => q, includeMemoryCalls: false, neighbours: undefined,
-  //     /* + the question's vector from the embeddings server, in the new SearchOptions field */ }
-  // and drop it from DENSE_PENDING below. With fake embeddings its figures show the mechanics only
-  // (hashed words are lexical matching by other means), not what a real embedding model would find.
+  { name: "strict", mode: "strict", query: (q: string) => q, includeMemoryCalls: false, neighbours: undefined, dense: false },
+  { name: "lexical", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false, neighbours: false, dense: false },
+  { name: "context-aware", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false, neighbours: undefined, dense: false },
+  // Dense (issue 25): every message and summary embedded with the fake LLM server's vectors (hashed
+  // words, computed in process as the fake computes them), the question too, fused with the
+  // context-aware ranking. Hashed words are lexical matching by other means: the figures show the
+  // mechanics (the fusion works, costs this much), not what a real embedding model would find.
+  { name: "dense (fake) + context", mode: "ranked", query: (q: string) => q, includeMemoryCalls: false, neighbours: undefined, dense: true },
+  { name: "ranked + memory calls", mode: "ranked", query: (q: string) => q, includeMemoryCalls: true, neighbours: undefined, dense: false },
+  { name: "or-terms (ref.)", mode: "strict", query: orTerms, includeMemoryCalls: false, neighbours: undefined, dense: false }
 ] as const
-/** The dense row's place in the tables, printed without figures until a dense run exists. */
-const DENSE_PENDING = "dense (not wired yet)"
+/** The model name the bench's fake vectors are stored under. */
+const FAKE_MODEL = "fake-hashed-words"
 const MODES = RUNS.map((r) => r.name)
 const SCOPES = ["session", "user"] as const
 type Mode = (typeof RUNS)[number]["name"]
@@ -156,7 +156,18 @@ export const runRetrieval = async (dir: string): Promise<void> => {
       for (const s of data.sessions.filter((_, i) => i % 6 === 1)) {
         summaries += (yield* compactor.compact(s.ref.key, { full: true })).summaryIds.length
       }
-      return { summaries, compactMs: performance.now() - t1 }
+      const compactMs = performance.now() - t1
+      // Every message and summary embedded with the fake's vectors, as the embedding worker would.
+      const t2 = performance.now()
+      let vectors = 0
+      for (const source of ["message", "summary"] as const) {
+        for (;;) {
+          const pending = yield* store.pendingEmbeddings({ agentId: "retrieval", model: FAKE_MODEL, source, afterId: 0, limit: 2_000 })
+          if (pending.length === 0) break
+          vectors += yield* store.putVectors(FAKE_MODEL, pending.map((p) => ({ source, id: p.id, vector: fakeEmbedding(p.text) })))
+        }
+      }
+      return { summaries, compactMs, vectors, embedMs: performance.now() - t2 }
     }))
     const buildMs = performance.now() - t0
 
@@ -219,7 +230,8 @@ export const runRetrieval = async (dir: string): Promise<void> => {
             limit: LIMIT,
             mode,
             includeMemoryCalls,
-            ...(run.neighbours === undefined ? {} : { neighbours: run.neighbours })
+            ...(run.neighbours === undefined ? {} : { neighbours: run.neighbours }),
+            ...(run.dense ? { dense: { model: FAKE_MODEL, vector: fakeEmbedding(q.text) } } : {})
           })
           if (first !== undefined) yield* searcher.search(run.query(first.text), options(first)) // warm-up
           for (const q of data.questions) {
@@ -271,7 +283,7 @@ export const runRetrieval = async (dir: string): Promise<void> => {
 const report = (
   data: ReturnType<typeof makeDataset>,
   messages: number,
-  built: { readonly summaries: number; readonly compactMs: number },
+  built: { readonly summaries: number; readonly compactMs: number; readonly vectors: number; readonly embedMs: number },
   buildMs: number,
   outcomes: ReadonlyArray<Outcome>
 ): void => {
@@ -321,7 +333,8 @@ const report = (
       `(context ${count("context")}, context (Chinese) ${count("context (Chinese)")}, multi-hop ${count("multi-hop")}). ` +
       `${dropped} candidate questions dropped by the checks (${d.copies} too close to the stored wording, ${d.unfair} sharing no word, ` +
       `${d.notHard} hard ones sharing a word, ${d.leaks} context questions sharing a word with their evidence turn, ` +
-      `${d.noNeighbour} sharing none with the turns around it). Build ${seconds(buildMs)} (compaction ${seconds(built.compactMs)}).\n` +
+      `${d.noNeighbour} sharing none with the turns around it). Build ${seconds(buildMs)} (compaction ${seconds(built.compactMs)}, ` +
+      `${int(built.vectors)} fake vectors stored in ${seconds(built.embedMs)}).\n` +
       "recall@k: share of questions with an evidence message (or a summary covering one) in the top k; MRR: mean of\n" +
       "1 / rank of the first such hit (0 when none in 20). Neighbours: the message just before or after an evidence message.\n" +
       "lexical: ranked with neighbours: false; context-aware: ranked as by default (neighbours: true).\n" +
@@ -360,8 +373,7 @@ const report = (
           pct(recall(os, 10, true)),
           multi ? `${all(os, 5)} / ${all(os, 10)} / ${all(os, 20)}` : "–"
         ]
-      }),
-      [kind, scope, DENSE_PENDING, "–", "–", "–", "–", "–", "–", "–"]
+      })
     ])
   )
   section(
@@ -369,9 +381,9 @@ const report = (
     table(["kind", "scope", "mode", "questions", "recall@5", "recall@10", "recall@20", "MRR", "recall@10 incl. neighbours", "all evidence @5 / @10 / @20"], kindRows),
     "context: the question's words are only in the turns around the answer (±1..±2), none in the answer itself;\n" +
       "multi-hop: the answer needs two turns (told apart in the session, or split by a turn of the other side): recall@k\n" +
-      "counts any evidence turn in the top k, \"all evidence\" every one of them. The dense row waits for the query-vector\n" +
-      "option and the fake embeddings server (another change); with fake hashed-word embeddings it can show the\n" +
-      "mechanics only, not the quality of real embeddings."
+      "counts any evidence turn in the top k, \"all evidence\" every one of them. The dense row uses the fake LLM\n" +
+      "server's hashed-word vectors (test/support/fakeLlm/embeddings.ts): it shows the mechanics of the fusion only,\n" +
+      "not the quality of real embeddings."
   )
   section(
     `Retrieval, hard slice (${hard} questions with no content word in common with their evidence)`,
