@@ -11,7 +11,9 @@ ALTER TABLE agents ADD COLUMN embedding_model TEXT NOT NULL DEFAULT '';
 -- leaves the old vectors unread (search and the worker read the current model's only). The vector
 -- is `dims` float32 values, little-endian. `conversation_id` is the row's, copied so a scope's
 -- vectors are read without a join to the rows; sessions moved to another user (user removal) keep
--- their conversation, so their vectors follow them.
+-- their conversation, so their vectors follow them. A rowid table (not WITHOUT ROWID): a search
+-- orders the scope's keys by the covering index, then reads each vector by rowid — 7.5 ms for
+-- 2,600 vectors of 256 dims, against 50 ms when the blobs went through the sort.
 CREATE TABLE ctx_vectors (
   source TEXT NOT NULL CHECK (source IN ('message', 'summary')),
   row_id INTEGER NOT NULL,
@@ -21,7 +23,7 @@ CREATE TABLE ctx_vectors (
   vector BLOB NOT NULL CHECK (length(vector) = 4 * dims),
   created_at INTEGER NOT NULL,
   PRIMARY KEY (source, row_id, model)
-) WITHOUT ROWID;
+);
 --> statement-breakpoint
 CREATE INDEX ctx_vectors_scope ON ctx_vectors (model, conversation_id, row_id);
 --> statement-breakpoint
