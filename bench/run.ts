@@ -25,7 +25,8 @@
  * playbook rules, 1,000 diary entries) against `SELECT 1` and the pure selection, with the plugin off too;
  * selectRules over 100 / 1,000 rules; parse, stringify and feedback of a 1,000-rule playbook file against a
  * plain write + fsync + rename; the reflection heuristic and settling uses; Thompson ranking (bench/learning.ts).
- * BENCH_ONLY=append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach,learning limits phases.
+ * search-size (part of search) times a rare marker in one session of 1k / 10k / 100k messages (issue 25).
+ * BENCH_ONLY=search-size,append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach,learning limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -42,7 +43,7 @@ import { runReach } from "./reach.ts"
 import { runRetrieval } from "./retrieval.ts"
 import { runRuntime } from "./runtime.ts"
 import { runSandboxOutput } from "./sandboxOutput.ts"
-import { runSearch } from "./search.ts"
+import { runSearch, runSessionSize } from "./search.ts"
 import { runStartup } from "./startup.ts"
 import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
@@ -89,6 +90,10 @@ const main = async () => {
     if (only.has("assemble")) {
       await runAssemble(dir)
       markRss("after assemble + compaction")
+    }
+    if (only.has("search") || only.has("search-size")) {
+      await runSessionSize(dir)
+      markRss("after search by session size")
     }
     if (only.has("search")) {
       await runSearch(dir, { sessions: 100, perSession: 1_000, users: 10 })

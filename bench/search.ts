@@ -6,6 +6,9 @@
  * batched append (one call per session), and the build time is reported too. The issue's targets
  * (issue 11: a common word in one session of 1M messages ≤ 10 ms, a short CJK term in scope All at
  * 1M ≤ 20 ms) are printed as met or missed.
+ *
+ * `runSessionSize` (issue 25) times a rare marker in ONE session of 1k, 10k and 100k messages (a
+ * database each, median of 20): a search's cost must not grow with the session it searches.
  */
 import { Effect } from "effect"
 import { join } from "node:path"
@@ -58,6 +61,76 @@ const QUERIES: ReadonlyArray<{ readonly label: string; readonly query: string; r
 ]
 
 const LIMIT = 10
+
+/** A word of no other message: the marker planted in the middle of each session. */
+const MARKER = "qzx7381marker"
+
+/** Median of 20 (after 10 untimed runs: the first database measured warms the JIT up). */
+const MEDIAN_OF_20: SampleOptions = { warmup: 10, min: 20, max: 20, budgetMs: 0 }
+
+export interface SizeRow {
+  readonly messages: number
+  readonly latency: Summary
+  readonly hits: number
+}
+
+/**
+ * A rare marker in one session of each size (issue 25: ≤ 1 ms at 100k, and the 100k / 1k ratio
+ * ≤ 3×), in process, median of 20.
+ */
+export const runSessionSize = async (dir: string, sizes: ReadonlyArray<number> = [1_000, 10_000, 100_000]) => {
+  const rows: Array<SizeRow> = []
+  for (const size of sizes) {
+    const file = join(dir, `search-size-${size}.db`)
+    const engine = openEngine(file)
+    const session = sessionOf(0, 1)
+    const transcript = makeTranscript({ seed: 777 })
+    progress(`search, one session of ${int(size)} messages: building`)
+    for (let done = 0; done < size; done += 1_000) {
+      const messages = transcript.take(Math.min(1_000, size - done))
+      if (done === Math.floor(size / 2000) * 1_000) {
+        const at = messages[0]?.createdAt ?? 1_700_000_000_000
+        messages.splice(1, 0, { role: "user", content: `Remember the code ${MARKER} for the vault.`, createdAt: at })
+        messages.pop()
+      }
+      await engine.runPromise(MemoryProvider.use((m) => m.append(session, messages)))
+    }
+    const measured = await engine.runPromise(Effect.gen(function*() {
+      const searcher = yield* Searcher
+      const search = () => searcher.search(MARKER, { scope: { _tag: "Session", sessionKey: session.key }, limit: LIMIT })
+      const hits = yield* search()
+      const latency = yield* sampleEffect(MEDIAN_OF_20, search)
+      return { hits: hits.length, latency }
+    }))
+    rows.push({ messages: size, ...measured })
+    await engine.dispose()
+    removeDb(file)
+  }
+  const first = rows[0]
+  const last = rows[rows.length - 1]
+  section(
+    "A rare marker in one session, by the session's size (issue 25; median of 20, in process)",
+    table(
+      ["session", "p50 (ms)", "p95 (ms)", "hits", `ratio to ${int(first?.messages ?? 0)}`],
+      rows.map((r) => [
+        `${int(r.messages)} messages`,
+        ms(r.latency.p50),
+        ms(r.latency.p95),
+        String(r.hits),
+        ratio(r.latency.p50, first?.latency.p50 ?? Number.NaN)
+      ])
+    ),
+    first === undefined || last === undefined || last === first
+      ? undefined
+      : `Targets: ${int(last.messages)} / ${int(first.messages)} = ${ratio(last.latency.p50, first.latency.p50)} (≤ 3×: ` +
+        `${last.latency.p50 <= 3 * first.latency.p50 ? "met" : "missed"}); ${ms(last.latency.p50)} ms at ${int(last.messages)} ` +
+        `(≤ 1 ms: ${last.latency.p50 <= 1 ? "met" : "missed"}).`
+  )
+  for (const r of rows) {
+    ratios.push({ operation: `rare marker, one session of ${int(r.messages)} (p50)`, ours: `${ms(r.latency.p50)} ms`, floor: "–", ratio: "–" })
+  }
+  return rows
+}
 
 interface Row {
   readonly query: string

@@ -55,8 +55,6 @@ import type { RawContextMessage, RawHit, SearchRequest } from "../../services/Me
 const PER_TERM = 2000
 /** Matches of a term counted for its idf, at most. */
 const DF_CAP = 20_000
-/** Rows of a scope counted for idf, at most. */
-const SCOPE_CAP = 200_000
 /** Candidates ranked in TypeScript: this many per hit asked for, within bounds. */
 const stage2Size = (limit: number) => Math.min(250, Math.max(50, limit * 5))
 /** Characters of a row read for ranking and its snippet. */
@@ -129,6 +127,8 @@ interface Resolved {
   /** Whether a row read in stage 2 is inside the scope. */
   readonly owns: (row: { readonly session_key: string; readonly user_id: string }) => boolean
   readonly sessionConversation: number | null
+  /** The user whose conversations the scope is, for a user's scope. */
+  readonly userId: string | null
 }
 
 interface Row {
@@ -176,7 +176,8 @@ export const makeSearch = (sql: SqlClient) => {
             where: "t.conversation_id = ?",
             params: [id],
             owns: (r) => r.session_key === scope.sessionKey,
-            sessionConversation: id
+            sessionConversation: id,
+            userId: null
           }
           return resolved
         }
@@ -187,12 +188,13 @@ export const makeSearch = (sql: SqlClient) => {
             where: "t.conversation_id IN (SELECT id FROM ctx_conversations WHERE user_id = ?)",
             params: [scope.userId],
             owns: (r) => r.user_id === scope.userId,
-            sessionConversation: null
+            sessionConversation: null,
+            userId: scope.userId
           }
           return resolved
         }
         case "All": {
-          const resolved: Resolved = { token: null, where: "1 = 1", params: [], owns: () => true, sessionConversation: null }
+          const resolved: Resolved = { token: null, where: "1 = 1", params: [], owns: () => true, sessionConversation: null, userId: null }
           return resolved
         }
       }
@@ -259,13 +261,23 @@ export const makeSearch = (sql: SqlClient) => {
     )
   }
 
-  /** How many rows the scope has (an estimate for All: the highest id). */
+  /**
+   * How many rows the scope has: kept per conversation by triggers (migrations/0030), one row for a
+   * session, one per conversation of the user's; an estimate for All (the highest id).
+   */
   const scopeSize = (src: Source, scope: Resolved) => {
-    if (scope.token !== null) return countMatching(src, scope, scope.token, SCOPE_CAP)
-    const text = scope.where === "1 = 1"
-      ? `SELECT coalesce(max(id), 0) AS n FROM ${src.table}`
-      : `SELECT count(*) AS n FROM ${src.table} t WHERE ${scope.where}`
-    return Effect.map(query<{ n: number }>(text, scope.params), (rows) => Number(rows[0]?.n ?? 0))
+    const text = scope.sessionConversation !== null
+      ? "SELECT coalesce(sum(n), 0) AS n FROM ctx_search_counts WHERE conversation_id = ? AND source = ?"
+      : scope.userId !== null
+      ? `SELECT coalesce(sum(k.n), 0) AS n FROM ctx_conversations c
+         JOIN ctx_search_counts k ON k.conversation_id = c.id AND k.source = ? WHERE c.user_id = ?`
+      : `SELECT coalesce(max(id), 0) AS n FROM ${src.table}`
+    const params = scope.sessionConversation !== null
+      ? [scope.sessionConversation, src.kind]
+      : scope.userId !== null
+      ? [src.kind, scope.userId]
+      : []
+    return Effect.map(query<{ n: number }>(text, params), (rows) => Number(rows[0]?.n ?? 0))
   }
 
   /** Stage 2: the rows of `ids` (in scope), with what ranking and hits need. */
