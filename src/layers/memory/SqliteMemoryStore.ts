@@ -556,6 +556,19 @@ export const make = Effect.gen(function*() {
         problems.push(`${fts}: ${counts.indexed} rows indexed and ${counts.queued} queued for ${counts.rows} in ${table}`)
       }
     }
+    // The row counts search keeps per conversation (migrations/0030) must be the rows there are.
+    const miscounted = yield* sql<{ session_key: string; source: string; kept: number; real: number }>`
+      WITH real AS (
+        SELECT conversation_id, 'message' AS source, count(*) AS n FROM ctx_messages GROUP BY conversation_id
+        UNION ALL SELECT conversation_id, 'summary', count(*) FROM ctx_summaries GROUP BY conversation_id
+      ), kept AS (SELECT conversation_id, source, n FROM ctx_search_counts WHERE n <> 0),
+      pairs AS (SELECT conversation_id, source FROM real UNION SELECT conversation_id, source FROM kept)
+      SELECT coalesce(c.session_key, '#' || p.conversation_id) AS session_key, p.source,
+        coalesce(k.n, 0) AS kept, coalesce(r.n, 0) AS real
+      FROM pairs p LEFT JOIN real r USING (conversation_id, source) LEFT JOIN kept k USING (conversation_id, source)
+        LEFT JOIN ctx_conversations c ON c.id = p.conversation_id
+      WHERE coalesce(k.n, 0) <> coalesce(r.n, 0)`
+    for (const r of miscounted) problems.push(`${r.session_key}: ${r.kept} ${r.source} rows counted for search, ${r.real} stored`)
     return problems
   }).pipe(Effect.mapError(storageError("integrity check")))
 
