@@ -26,7 +26,8 @@
  * selectRules over 100 / 1,000 rules; parse, stringify and feedback of a 1,000-rule playbook file against a
  * plain write + fsync + rename; the reflection heuristic and settling uses; Thompson ranking (bench/learning.ts).
  * search-size (part of search) times a rare marker in one session of 1k / 10k / 100k messages (issue 25).
- * BENCH_ONLY=search-size,append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach,learning limits phases.
+ * entries compares what importing `anna/layers` and `anna/memory` loads (modules, RSS; issue 25; bench/entries.ts).
+ * BENCH_ONLY=search-size,append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,entries,reach,learning limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -37,6 +38,7 @@ import { runAdmin } from "./admin.ts"
 import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
 import { runChannels } from "./channels.ts"
+import { runEntries } from "./entries.ts"
 import { runImport } from "./importCli.ts"
 import { runLearning } from "./learning.ts"
 import { runReach } from "./reach.ts"
@@ -49,7 +51,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,reach,learning").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,entries,reach,learning").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -130,6 +132,11 @@ const main = async () => {
     if (only.has("startup")) {
       await runStartup(dir)
       markRss("after startup")
+    }
+    if (only.has("entries")) {
+      // dist/ is rebuilt by the startup phase when it ran.
+      runEntries(dir, { build: !only.has("startup") })
+      markRss("after entries")
     }
     if (only.has("reach")) {
       // dist/ is rebuilt by the startup phase when it ran.

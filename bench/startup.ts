@@ -40,7 +40,7 @@ import { openEngine } from "./support/engine.ts"
 import { int, mib, ms, print, progress, ratio, sampleEffect, seconds, section, type Summary, summarize, table } from "./support/measure.ts"
 import { makeTranscript } from "./support/transcript.ts"
 
-const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
+export const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 const MAIN = join(ROOT, "dist", "main.js")
 const HELP = join(ROOT, "dist", "help.txt")
 
