@@ -254,6 +254,7 @@ export const runSearch = async (dir: string, corpus: SearchCorpus): Promise<void
       goal("Chinese, 2 chars, all", find("Chinese, 2 chars", "ranked", (s) => s === "all"), 20),
       goal("Chinese, 2 chars, all", find("Chinese, 2 chars", "strict", (s) => s === "all"), 20)
     ].join("\n"))
+    section(`Issue 25 target at ${name} messages`, goal("question, one user", find("question", "ranked", (s) => s.startsWith("user")), 20))
   }
   for (const r of rows) {
     if (r.scope === "all" || r.scope === "session") {
