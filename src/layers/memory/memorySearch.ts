@@ -6,8 +6,10 @@
  * 1. Candidates. For each term of the plan (domain/search/query.ts), the index (migrations/0010)
  *    gives the newest PER_TERM rows that match it *and the scope* (the scope is a token of every
  *    row, ANDed into the MATCH, so a session's search reads the session's matches only). Each term's
- *    number of matches in the scope (counted up to DF_CAP) gives its idf. Candidates are ordered by
- *    the idf-weighted share of the query they match, newest first among equals.
+ *    number of matches in the scope (its list when shorter than PER_TERM, else counted up to DF_CAP)
+ *    and the scope's number of rows (kept per conversation by triggers, migrations/0030: never
+ *    counted per search) give its idf. Candidates are ordered by the idf-weighted share of the query
+ *    they match, newest first among equals.
  * 2. Ranking. The best STAGE2 candidates are read (their first TEXT_CHARS characters) and ranked
  *    in TypeScript (domain/search/rank.ts: BM25 with coverage and proximity); the hits get snippets
  *    with their matches marked, summary hits the messages they cover, message hits their neighbours
@@ -129,6 +131,8 @@ interface Resolved {
   readonly sessionConversation: number | null
   /** The user whose conversations the scope is, for a user's scope. */
   readonly userId: string | null
+  /** The scope's rows per source, when resolving it read them (a session's). */
+  readonly sizes: { readonly [K in SearchKind]: number } | null
 }
 
 interface Row {
@@ -168,16 +172,25 @@ export const makeSearch = (sql: SqlClient) => {
     Effect.gen(function*() {
       switch (scope._tag) {
         case "Session": {
-          const rows = yield* query<{ id: number }>("SELECT id FROM ctx_conversations WHERE session_key = ?", [scope.sessionKey])
-          const id = rows[0]?.id
-          if (id === undefined) return null
+          // The session's row counts (migrations/0030) come with its id: one read.
+          const rows = yield* query<{ id: number; messages: number; summaries: number }>(
+            `SELECT c.id,
+               coalesce((SELECT n FROM ctx_search_counts WHERE conversation_id = c.id AND source = 'message'), 0) AS messages,
+               coalesce((SELECT n FROM ctx_search_counts WHERE conversation_id = c.id AND source = 'summary'), 0) AS summaries
+             FROM ctx_conversations c WHERE c.session_key = ?`,
+            [scope.sessionKey]
+          )
+          const row = rows[0]
+          if (row === undefined) return null
+          const id = row.id
           const resolved: Resolved = {
             token: `scope : ${quote(`c${id}`)}`,
             where: "t.conversation_id = ?",
             params: [id],
             owns: (r) => r.session_key === scope.sessionKey,
             sessionConversation: id,
-            userId: null
+            userId: null,
+            sizes: { message: Number(row.messages), summary: Number(row.summaries) }
           }
           return resolved
         }
@@ -189,12 +202,13 @@ export const makeSearch = (sql: SqlClient) => {
             params: [scope.userId],
             owns: (r) => r.user_id === scope.userId,
             sessionConversation: null,
-            userId: scope.userId
+            userId: scope.userId,
+            sizes: null
           }
           return resolved
         }
         case "All": {
-          const resolved: Resolved = { token: null, where: "1 = 1", params: [], owns: () => true, sessionConversation: null, userId: null }
+          const resolved: Resolved = { token: null, where: "1 = 1", params: [], owns: () => true, sessionConversation: null, userId: null, sizes: null }
           return resolved
         }
       }
@@ -262,21 +276,19 @@ export const makeSearch = (sql: SqlClient) => {
   }
 
   /**
-   * How many rows the scope has: kept per conversation by triggers (migrations/0030), one row for a
-   * session, one per conversation of the user's; an estimate for All (the highest id).
+   * How many rows the scope has: kept per conversation by triggers (migrations/0030) — a session's
+   * read with its id, a user's summed over their conversations (one indexed read); an estimate for
+   * All (the highest id).
    */
   const scopeSize = (src: Source, scope: Resolved) => {
-    const text = scope.sessionConversation !== null
-      ? "SELECT coalesce(sum(n), 0) AS n FROM ctx_search_counts WHERE conversation_id = ? AND source = ?"
-      : scope.userId !== null
-      ? `SELECT coalesce(sum(k.n), 0) AS n FROM ctx_conversations c
-         JOIN ctx_search_counts k ON k.conversation_id = c.id AND k.source = ? WHERE c.user_id = ?`
-      : `SELECT coalesce(max(id), 0) AS n FROM ${src.table}`
-    const params = scope.sessionConversation !== null
-      ? [scope.sessionConversation, src.kind]
-      : scope.userId !== null
-      ? [src.kind, scope.userId]
-      : []
+    if (scope.sizes !== null) return Effect.succeed(scope.sizes[src.kind])
+    const [text, params] = scope.userId !== null
+      ? [
+        `SELECT coalesce(sum(k.n), 0) AS n FROM ctx_conversations c
+         JOIN ctx_search_counts k ON k.conversation_id = c.id AND k.source = ? WHERE c.user_id = ?`,
+        [src.kind, scope.userId]
+      ]
+      : [`SELECT coalesce(max(id), 0) AS n FROM ${src.table}`, []]
     return Effect.map(query<{ n: number }>(text, params), (rows) => Number(rows[0]?.n ?? 0))
   }
 
@@ -549,7 +561,8 @@ export const makeSearch = (sql: SqlClient) => {
       if (plan._tag === "Empty" || request.limit <= 0) return []
       const resolved = yield* resolve(scope)
       if (resolved === null) return []
-      const sources = SOURCES.filter((s) => plan.filters.kinds.includes(s.kind))
+      // A source the scope has no rows of (a session never compacted has no summaries) is not read.
+      const sources = SOURCES.filter((s) => plan.filters.kinds.includes(s.kind) && resolved.sizes?.[s.kind] !== 0)
       const lists = yield* Effect.forEach(sources, (src) =>
         plan.groups.length === 0
           ? listSource(plan, src, resolved, request.limit)
