@@ -6,9 +6,10 @@
  * 1. Candidates. For each term of the plan (domain/search/query.ts), the index (migrations/0010)
  *    gives the newest PER_TERM rows that match it *and the scope* (the scope is a token of every
  *    row, ANDed into the MATCH, so a session's search reads the session's matches only). Each term's
- *    number of matches in the scope (its list when shorter than PER_TERM, else counted up to DF_CAP)
- *    and the scope's number of rows (kept per conversation by triggers, migrations/0030: never
- *    counted per search) give its idf. Candidates are ordered by the idf-weighted share of the query
+ *    number of matches in the scope (its list when shorter than PER_TERM, else estimated from the
+ *    list; counted up to DF_CAP only for plans with required terms, `NOT` or filters) and the scope's
+ *    number of rows (kept per conversation by triggers, migrations/0030: never counted per search)
+ *    give its idf. Candidates are ordered by the idf-weighted share of the query
  *    they match, newest first among equals.
  * 2. Ranking. The best STAGE2 candidates are read (their first TEXT_CHARS characters) and ranked
  *    in TypeScript (domain/search/rank.ts: BM25 with coverage and proximity); the hits get snippets
@@ -129,10 +130,11 @@ interface Resolved {
   /** Whether a row read in stage 2 is inside the scope. */
   readonly owns: (row: { readonly session_key: string; readonly user_id: string }) => boolean
   readonly sessionConversation: number | null
-  /** The user whose conversations the scope is, for a user's scope. */
-  readonly userId: string | null
-  /** The scope's rows per source, when resolving it read them (a session's). */
-  readonly sizes: { readonly [K in SearchKind]: number } | null
+  /**
+   * The scope's rows per source and a query of its conversations' ids (with `params`), for a
+   * session's or a user's scope; null for All.
+   */
+  readonly sizes: ({ readonly [K in SearchKind]: number } & { readonly conversations: string }) | null
 }
 
 interface Row {
@@ -158,9 +160,34 @@ interface Analysed {
   readonly occurrences: Occurrences
 }
 
+/** A conversation's rows of one source: the first and last id, and how many. */
+export interface Range {
+  readonly first: number
+  readonly last: number
+  readonly n: number
+}
+
 interface Found extends Candidate {
   readonly kind: SearchKind
   readonly row: Row
+}
+
+/**
+ * A term's matches in a scope of `n` rows, estimated from its newest PER_TERM matches (`ids`, a
+ * full list): they are all the matches among the scope's rows from the oldest of them on, so the
+ * term's share of those rows, times `n`. The rows from an id on are counted per conversation, in
+ * proportion within the one that straddles it (a conversation's ids grow with its messages). Not
+ * counted: counting a common word's matches cost more than the rest of its search (up to DF_CAP
+ * rows read per term; 2–5 ms a word at 1M messages).
+ */
+export const estimateMatching = (ranges: ReadonlyArray<Range>, n: number, ids: ReadonlyArray<number>): number => {
+  const from = Math.min(...ids)
+  let after = 0
+  for (const r of ranges) {
+    if (from <= r.first) after += r.n
+    else if (from <= r.last) after += (r.n * (r.last - from + 1)) / (r.last - r.first + 1)
+  }
+  return Math.min(n, Math.max(ids.length, Math.round((ids.length * n) / Math.max(1, after))))
 }
 
 const and = (parts: ReadonlyArray<string>): string => parts.map((p) => `(${p})`).join(" AND ")
@@ -189,26 +216,35 @@ export const makeSearch = (sql: SqlClient) => {
             params: [id],
             owns: (r) => r.session_key === scope.sessionKey,
             sessionConversation: id,
-            userId: null,
-            sizes: { message: Number(row.messages), summary: Number(row.summaries) }
+            sizes: { message: Number(row.messages), summary: Number(row.summaries), conversations: "SELECT ?" }
           }
           return resolved
         }
         case "User": {
           const bytes = new TextEncoder().encode(scope.userId).length
+          // The user's row counts (migrations/0030), summed over their conversations: one indexed read.
+          const counts = yield* query<{ source: SearchKind; n: number }>(
+            `SELECT k.source, sum(k.n) AS n FROM ctx_conversations c JOIN ctx_search_counts k ON k.conversation_id = c.id
+             WHERE c.user_id = ? GROUP BY k.source`,
+            [scope.userId]
+          )
+          const sizeOf = (kind: SearchKind) => Number(counts.find((c) => c.source === kind)?.n ?? 0)
           const resolved: Resolved = {
             token: bytes <= USER_TOKEN_BYTES ? `scope : ${quote(`u${hex(scope.userId)}0`)}` : null,
             where: "t.conversation_id IN (SELECT id FROM ctx_conversations WHERE user_id = ?)",
             params: [scope.userId],
             owns: (r) => r.user_id === scope.userId,
             sessionConversation: null,
-            userId: scope.userId,
-            sizes: null
+            sizes: {
+              message: sizeOf("message"),
+              summary: sizeOf("summary"),
+              conversations: "SELECT id FROM ctx_conversations WHERE user_id = ?"
+            }
           }
           return resolved
         }
         case "All": {
-          const resolved: Resolved = { token: null, where: "1 = 1", params: [], owns: () => true, sessionConversation: null, userId: null, sizes: null }
+          const resolved: Resolved = { token: null, where: "1 = 1", params: [], owns: () => true, sessionConversation: null, sizes: null }
           return resolved
         }
       }
@@ -262,6 +298,30 @@ export const makeSearch = (sql: SqlClient) => {
     return Effect.map(query<{ id: number }>(text, params), (rows) => rows.map((r) => r.id))
   }
 
+  /**
+   * Where the scope's rows are: per conversation, its first and last row id and how many rows it has
+   * (for All, one range of every id). Read once per source and search, only when a term has more
+   * matches than its list holds (`estimateMatching`).
+   */
+  const scopeRanges = (src: Source, scope: Resolved, n: number) => {
+    if (scope.sizes === null) return Effect.succeed<ReadonlyArray<Range>>([{ first: 1, last: n, n }])
+    // A message's id grows with its seq: the first and last are one seek each in (conversation, seq).
+    const [first, last] = src.kind === "message"
+      ? [
+        "(SELECT id FROM ctx_messages WHERE conversation_id = k.conversation_id ORDER BY seq LIMIT 1)",
+        "(SELECT id FROM ctx_messages WHERE conversation_id = k.conversation_id ORDER BY seq DESC LIMIT 1)"
+      ]
+      : [
+        "(SELECT min(id) FROM ctx_summaries WHERE conversation_id = k.conversation_id)",
+        "(SELECT max(id) FROM ctx_summaries WHERE conversation_id = k.conversation_id)"
+      ]
+    return query<Range>(
+      `SELECT k.n, ${first} AS first, ${last} AS last FROM ctx_search_counts k
+       WHERE k.source = ? AND k.n > 0 AND k.conversation_id IN (${scope.sizes.conversations})`,
+      [src.kind, ...scope.params]
+    )
+  }
+
   /** Rows in scope matching `match`, counted up to `cap` (filters left out: they do not change a term's rarity). */
   const countMatching = (src: Source, scope: Resolved, match: string, cap: number) => {
     const joinScope = scope.token === null && scope.where !== "1 = 1"
@@ -276,21 +336,14 @@ export const makeSearch = (sql: SqlClient) => {
   }
 
   /**
-   * How many rows the scope has: kept per conversation by triggers (migrations/0030) — a session's
-   * read with its id, a user's summed over their conversations (one indexed read); an estimate for
-   * All (the highest id).
+   * How many rows the scope has: kept per conversation by triggers (migrations/0030) and read when
+   * the scope was resolved (a session's with its id, a user's summed over their conversations); an
+   * estimate for All (the highest id).
    */
-  const scopeSize = (src: Source, scope: Resolved) => {
-    if (scope.sizes !== null) return Effect.succeed(scope.sizes[src.kind])
-    const [text, params] = scope.userId !== null
-      ? [
-        `SELECT coalesce(sum(k.n), 0) AS n FROM ctx_conversations c
-         JOIN ctx_search_counts k ON k.conversation_id = c.id AND k.source = ? WHERE c.user_id = ?`,
-        [src.kind, scope.userId]
-      ]
-      : [`SELECT coalesce(max(id), 0) AS n FROM ${src.table}`, []]
-    return Effect.map(query<{ n: number }>(text, params), (rows) => Number(rows[0]?.n ?? 0))
-  }
+  const scopeSize = (src: Source, scope: Resolved) =>
+    scope.sizes !== null
+      ? Effect.succeed(scope.sizes[src.kind])
+      : Effect.map(query<{ n: number }>(`SELECT coalesce(max(id), 0) AS n FROM ${src.table}`, []), (rows) => Number(rows[0]?.n ?? 0))
 
   /** Stage 2: the rows of `ids` (in scope), with what ranking and hits need. */
   const readRows = (plan: QueryPlan, src: Source, scope: Resolved, ids: ReadonlyArray<number>) => {
@@ -417,6 +470,7 @@ export const makeSearch = (sql: SqlClient) => {
       const requiredMatch = required.map((i) => groups[i]?.match ?? "")
       const df: Array<number | undefined> = groups.map(() => undefined)
       const simple = required.length === 0 && plan.exclude.length === 0 && filterSql(plan, src)[0] === ""
+      const full: Array<readonly [number, ReadonlyArray<number>]> = []
       if (optional.length === 0) {
         add(yield* matching(src, scope, plan, and([...base, ...requiredMatch]) + not, PER_TERM), required)
       } else {
@@ -426,10 +480,16 @@ export const makeSearch = (sql: SqlClient) => {
           add(ids, [...required, g])
           // Alone, unfiltered and below the cap, the list is the term's whole set of matches.
           if (simple && ids.length < PER_TERM) df[g] = ids.length
+          // Alone, unfiltered and full, it gives an estimate of them.
+          else if (simple && ids.length > 0) full.push([g, ids])
         }
       }
       if (matched.size === 0) return []
       const n = yield* scopeSize(src, scope)
+      if (full.length > 0) {
+        const ranges = yield* scopeRanges(src, scope, n)
+        for (const [g, ids] of full) df[g] = estimateMatching(ranges, n, ids)
+      }
       const idfs: Array<number> = []
       for (let g = 0; g < groups.length; g++) {
         const known = df[g]
