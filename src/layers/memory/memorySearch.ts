@@ -71,10 +71,10 @@ const USER_TOKEN_BYTES = 64
  * them, by distance (1 = the turn just before or after). Turns with no searchable text (the memory
  * tool's own calls) are skipped, not counted. The turns before weigh more: a question's words are
  * usually in the turn before its answer. Measured with bench/retrieval.ts (BENCHMARKS.md, issue 25):
- * against 0.5/0.25 both ways, context-dependent questions 62.9 → 70.5 % at 10 (session scope) for
- * an MRR of 0.852 → 0.831 on the other kinds.
+ * against 0.5/0.25 both ways, context-dependent questions 62.9 → 71.4 % at 10 in session scope and
+ * 46.7 → 64.8 % in user scope, for an MRR of 0.852 → 0.833 on the other kinds.
  */
-export const CONTEXT_WEIGHTS = { before: [0.7, 0.35], after: [0.3, 0.15] } as const
+export const CONTEXT_WEIGHTS = { before: [0.8, 0.4], after: [0.5, 0.25] } as const
 /** Turns a message's own text must have (words, CJK letters) to be a hit found through its neighbours alone. */
 const CONTEXT_MIN_TOKENS = 4
 /** Query words (groups) a turn's neighbours must hold for it to be found through them alone. */
