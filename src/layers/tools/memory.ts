@@ -107,7 +107,12 @@ const hitText = (h: SearchHit): string => {
     return `${h.id} [summary of messages #${c.firstSeq}–#${c.lastSeq}, ${iso(c.earliestAt)} to ${iso(c.latestAt)}; expand ${h.id} for them] ${h.snippet}`
   }
   // A hit found by meaning alone (dense retrieval) matches none of the words: say so.
-  const meaning = h.similarity !== undefined && h.matched.length === 0 ? ", by meaning" : ""
+  // One found through its neighbouring turns (ranked search, issue 25) matches none either.
+  const meaning = h.matched.length > 0 || h.score <= 0
+    ? ""
+    : h.similarity !== undefined
+    ? ", by meaning"
+    : ", by the turns around it"
   const line = `${h.id} [${h.kind}, ${iso(h.createdAt)}${meaning}] ${h.snippet}`
   const around = h.context ?? []
   if (around.length === 0) return line

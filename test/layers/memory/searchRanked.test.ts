@@ -179,6 +179,8 @@ describe("hits that lead on", () => {
       const tool = yield* MemoryTool.make
       const out = yield* tool.execute({ action: "search", query: "cabin wifi password", context: 1 }, { sessionKey: KEY, userId: "", agentId: "a1" })
       assert.match(out, /^msg_\d+ \[message, .*\n {2}after: msg_\d+ \[assistant\] It is on the fridge: tangerine-42\.\n/)
+      // the answer is a hit too, found through the question before it (issue 25), and says so
+      assert.match(out, /\nmsg_\d+ \[message, [^\]]*, by the turns around it\] It is on the fridge: tangerine-42\.\n/)
     }).pipe(Effect.provide(lcmTemp)))
 })
 
