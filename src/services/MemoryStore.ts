@@ -296,13 +296,14 @@ export class MemoryStore extends Context.Service<MemoryStore, {
   /**
    * Dense retrieval's vectors (issue 25), one per (row, model); a row's go when it is deleted.
    * `pendingEmbeddings`: the newest rows of the agent's sessions with no vector of `model`, with id
-   * above `afterId` (0: all), at most `limit`, newest first.
+   * above `afterId` (0: all) and below `beforeId` (when given), at most `limit`, newest first.
    */
   readonly pendingEmbeddings: (request: {
     readonly agentId: string
     readonly model: string
     readonly source: VectorSource
     readonly afterId: number
+    readonly beforeId?: number | undefined
     readonly limit: number
   }) => Effect.Effect<ReadonlyArray<PendingEmbedding>, StorageError>
   /** The highest row id of a source: nothing below it is pending once `pendingEmbeddings` from 0 finds none. */

@@ -66,6 +66,13 @@ export const make = (options: WorkerOptions = {}) =>
     const embedder = yield* Embedder
     /** Rows below this id are embedded already, per (agent, model, source). */
     const watermark = new Map<string, number>()
+    /**
+     * The sweep under way, per (agent, model, source): rows from `below` up to `ceiling` are embedded
+     * (a sweep goes newest first, so each read starts below the last batch instead of skipping over
+     * every row embedded so far: a long history costs linear, not quadratic, reads); once nothing is
+     * pending below it, the watermark moves up to the ceiling read when the sweep began.
+     */
+    const sweeps = new Map<string, { readonly below: number; readonly ceiling: number }>()
     /** Per agent: no call before `until`; `delay` is the next failure's wait. */
     const waits = new Map<string, { readonly until: number; readonly delay: number }>()
     /** Rows whose text is empty once cut (blank space only): never sent, never pending again here. */
@@ -83,20 +90,31 @@ export const make = (options: WorkerOptions = {}) =>
         for (const source of SOURCES) {
           const key = `${agentId}\u0000${model}\u0000${source}`
           const afterId = watermark.get(key) ?? 0
-          const ceiling = yield* store.embeddingCeiling(source)
-          const rows = (yield* store.pendingEmbeddings({ agentId, model, source, afterId, limit: o.batchSize + blank.size }))
-            .filter((r) => !blank.has(`${r.source}:${r.id}`))
+          const sweep = sweeps.get(key) ?? { below: Number.MAX_SAFE_INTEGER, ceiling: yield* store.embeddingCeiling(source) }
+          const rows = (yield* store.pendingEmbeddings({
+            agentId,
+            model,
+            source,
+            afterId,
+            beforeId: sweep.below,
+            limit: o.batchSize + blank.size
+          })).filter((r) => !blank.has(`${r.source}:${r.id}`))
           const batch: Array<PendingEmbedding & { readonly input: string }> = []
           for (const r of rows) {
             const input = embeddingText(r.text)
             if (input === "") blank.add(`${r.source}:${r.id}`)
             else if (batch.length < o.batchSize) batch.push({ ...r, input })
           }
-          if (batch.length > 0) return batch
-          // Nothing pending at or below the ceiling read before the rows: later rows have higher ids.
-          watermark.set(key, Math.max(afterId, ceiling))
+          if (batch.length > 0) {
+            // The next read starts below this batch; a batch that fails is read again (`below` stays).
+            return { batch, next: () => sweeps.set(key, { below: Math.min(...batch.map((r) => r.id)), ceiling: sweep.ceiling }) }
+          }
+          // Nothing pending between the watermark and the sweep's lowest row: everything up to the ceiling
+          // read when the sweep began is embedded; later rows have higher ids (the next sweep's).
+          watermark.set(key, Math.max(afterId, sweep.ceiling))
+          sweeps.delete(key)
         }
-        return []
+        return undefined
       })
 
     const embedBatch = (agentId: string, ref: ModelRef, batch: ReadonlyArray<PendingEmbedding & { readonly input: string }>) =>
@@ -123,9 +141,10 @@ export const make = (options: WorkerOptions = {}) =>
         if (!agent.enabled || ref === undefined) continue
         if ((waits.get(agent.id)?.until ?? 0) > now) continue
         const model = formatModelRef(ref)
-        const batch = yield* nextBatch(agent.id, model)
-        if (batch.length === 0) continue
-        const result = yield* embedBatch(agent.id, ref, batch).pipe(
+        const next = yield* nextBatch(agent.id, model)
+        if (next === undefined) continue
+        const result = yield* embedBatch(agent.id, ref, next.batch).pipe(
+          Effect.tap(() => Effect.sync(next.next)),
           Effect.catchTags({
             EmbeddingGuardExceeded: (e) =>
               Effect.logInfo(`embedding: ${e.message}; waiting ${Math.round(o.guardWaitMs / 1000)} s`).pipe(

@@ -78,6 +78,7 @@ export const makeVectors = (sql: SqlClient) => {
     readonly model: string
     readonly source: VectorSource
     readonly afterId: number
+    readonly beforeId?: number | undefined
     readonly limit: number
   }) =>
     Effect.gen(function*() {
@@ -85,17 +86,17 @@ export const makeVectors = (sql: SqlClient) => {
         ? `SELECT m.id, c.session_key, substr(coalesce(s.body, m.text), 1, 20000) AS text
            FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
            LEFT JOIN ctx_message_search_text s ON s.message_id = m.id
-           WHERE c.agent_id = ? AND m.id > ? AND trim(coalesce(s.body, m.text)) <> ''
+           WHERE c.agent_id = ? AND m.id > ? AND m.id < ? AND trim(coalesce(s.body, m.text)) <> ''
              AND NOT EXISTS (SELECT 1 FROM ctx_vectors v WHERE v.source = 'message' AND v.row_id = m.id AND v.model = ?)
            ORDER BY m.id DESC LIMIT ?`
         : `SELECT t.id, c.session_key, substr(t.content, 1, 20000) AS text
            FROM ctx_summaries t JOIN ctx_conversations c ON c.id = t.conversation_id
-           WHERE c.agent_id = ? AND t.id > ? AND trim(t.content) <> ''
+           WHERE c.agent_id = ? AND t.id > ? AND t.id < ? AND trim(t.content) <> ''
              AND NOT EXISTS (SELECT 1 FROM ctx_vectors v WHERE v.source = 'summary' AND v.row_id = t.id AND v.model = ?)
            ORDER BY t.id DESC LIMIT ?`
       const rows = yield* query<{ id: number; session_key: string; text: string }>(
         text,
-        [request.agentId, request.afterId, request.model, request.limit]
+        [request.agentId, request.afterId, request.beforeId ?? Number.MAX_SAFE_INTEGER, request.model, request.limit]
       )
       return rows.map((r): PendingEmbedding => ({ source: request.source, id: r.id, sessionKey: r.session_key, text: r.text }))
     }).pipe(Effect.mapError(fail("read rows to embed")))

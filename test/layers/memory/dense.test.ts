@@ -137,6 +137,43 @@ describe("dense vectors", () => {
       assert.deepStrictEqual(other, [])
     }).pipe(Effect.provide(stack)))
 
+  it.effect("a sweep reads below its last batch (linear in a long history); rows added meanwhile wait for the next sweep, each embedded once", () =>
+    Effect.gen(function*() {
+      yield* setup(true)
+      yield* put(KEY, chat(10))
+      const store = yield* MemoryStore
+      const reads: Array<{ readonly source: string; readonly afterId: number; readonly beforeId: number | undefined }> = []
+      const spy = MemoryStore.of({
+        ...store,
+        pendingEmbeddings: (r) => {
+          reads.push({ source: r.source, afterId: r.afterId, beforeId: r.beforeId })
+          return store.pendingEmbeddings(r)
+        }
+      })
+      const worker = yield* EmbeddingWorker.make({ batchSize: 4 }).pipe(Effect.provideService(MemoryStore, spy))
+      const first = yield* worker.step
+      assert.strictEqual(first._tag, "Embedded")
+      yield* put(KEY, chat(3, 10)) // ids 11–13, newer than the sweep's ceiling
+      const rest = yield* drain(worker)
+      assert.deepStrictEqual([first, ...rest].map((s) => (s._tag === "Embedded" ? s.rows : 0)), [4, 4, 2])
+      // the worker's next round (after its idle wait in the loop) starts a new sweep from the top
+      const later = yield* drain(worker)
+      assert.deepStrictEqual(later.map((s) => (s._tag === "Embedded" ? s.rows : 0)), [3])
+      assert.strictEqual(yield* vectorCount(), 13)
+      const inputs = embeddingRequests().flatMap((r) => (r.body as { input: Array<string> }).input)
+      assert.strictEqual(new Set(inputs).size, 13, "a row embedded twice")
+      const messages = reads.filter((r) => r.source === "message")
+      // the first sweep: from the top, then below each batch (10..7, 6..3, 2..1), then nothing below 1
+      assert.deepStrictEqual(messages.slice(0, 4).map((r) => [r.afterId, r.beforeId]), [
+        [0, Number.MAX_SAFE_INTEGER],
+        [0, 7],
+        [0, 3],
+        [0, 1]
+      ])
+      // the next sweep starts above the first one's ceiling (10) and finds 11–13
+      assert.deepStrictEqual(messages.slice(4, 6).map((r) => [r.afterId, r.beforeId]), [[10, Number.MAX_SAFE_INTEGER], [10, 11]])
+    }).pipe(Effect.provide(stack)))
+
   it.effect("without an embedding model nothing changes: no call, no vector, the same hits", () =>
     Effect.gen(function*() {
       yield* setup(false)
