@@ -301,8 +301,12 @@ const search = Command.make("search", {
         oneLine(h.snippet, 120)
       ])
     ))
-    if (!f.strict && hits.some((h) => h.kind === "message" && h.matched.length === 0 && h.score > 0)) {
+    if (!f.strict && hits.some((h) => h.kind === "message" && h.matched.length === 0 && h.score > 0 && h.hop === undefined)) {
       yield* Console.log("\nA message with nothing marked was found through the turns around it (--context 2 shows them; --own-text leaves such hits out).")
+    }
+    const hop = hits.find((h) => h.hop !== undefined)
+    if (hop !== undefined) {
+      yield* Console.log(`\n${hop.id} was found through the first hit's other words (${hop.hop?.join(", ")}), a second hop (--own-text leaves it out).`)
     }
     const summary = hits.find((h) => h.kind === "summary")
     if (summary !== undefined) {

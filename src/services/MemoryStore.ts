@@ -86,6 +86,8 @@ export interface RawHit {
   readonly context?: ReadonlyArray<RawContextMessage> | undefined
   /** With `SearchRequest.dense`: cosine similarity to the query, when the dense side found the row. */
   readonly similarity?: number | undefined
+  /** A second-hop hit (ranked search): the best hit's words that found it. */
+  readonly hop?: ReadonlyArray<string> | undefined
 }
 
 export interface RawContextMessage {

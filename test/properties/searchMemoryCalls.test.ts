@@ -185,7 +185,15 @@ describe("memory properties: search and the memory tool's own calls", () => {
                 assert.isDefined(m, `hit ${h.id}`)
                 const found = words.filter((w) => m?.visible.has(w) === true)
                 if (mode === "strict") assert.deepStrictEqual(found, words, `${mode} "${q}": ${h.id} #${h.seq} found through a memory block`)
-                else if (found.length === 0) {
+                else if (h.hop !== undefined) {
+                  // Found by the second hop (issue 25): through the best hit's other words, on visible text.
+                  assert.isTrue(m?.hasVisible, `${mode} "${q}": ${h.id} #${h.seq} is nothing but memory blocks`)
+                  // (its words may be any visible word of the best hit, "tool" and "call" of a tool line too:
+                  // this model does not track those, so only the memory blocks' own words are checked)
+                  assert.isFalse(h.hop.some((w) => w.toLowerCase().startsWith(MARK)), `${mode} "${q}": ${h.id} #${h.seq} hopped through a memory block's word`)
+                  assert.notInclude(h.snippet, MARK, `${mode} "${q}": ${h.id}'s snippet shows a memory block`)
+                  assert.deepStrictEqual(h.matched, [], `${mode} "${q}": ${h.id} #${h.seq} matches nothing itself`)
+                } else if (found.length === 0) {
                   // Found through its neighbouring turns (issue 25): a turn with text of its own, next to
                   // turns whose visible words hold two or more query words.
                   assert.isTrue(m?.hasVisible, `${mode} "${q}": ${h.id} #${h.seq} is nothing but memory blocks`)

@@ -220,6 +220,12 @@ export interface SearchHit {
    * it and no `matched` terms by meaning alone). `score` is then the fused reciprocal-rank score.
    */
   readonly similarity?: number | undefined
+  /**
+   * Ranked search (issue 25): set on a hit found through the best hit's words rather than the query's
+   * (a second hop: the words of the best hit, which the query did not have, searched again), with
+   * those words. Such a hit has no `matched` query terms; its snippet marks the words that found it.
+   */
+  readonly hop?: ReadonlyArray<string> | undefined
 }
 
 export interface SummaryDescription {

@@ -36,7 +36,7 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import type { Role } from "../../domain/message.ts"
-import type { QueryPlan, SearchKind, SearchPlan } from "../../domain/search/query.ts"
+import { planSearch, type QueryPlan, type SearchKind, type SearchPlan } from "../../domain/search/query.ts"
 import {
   byScore,
   type Candidate,
@@ -51,6 +51,8 @@ import {
   termCounts
 } from "../../domain/search/rank.ts"
 import { snippetAround } from "../../domain/search/snippet.ts"
+import { isStopWord } from "../../domain/search/stopwords.ts"
+import { fold, tokenize } from "../../domain/search/text.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type { RawContextMessage, RawHit, SearchRequest } from "../../services/MemoryStore.ts"
 
@@ -81,6 +83,17 @@ const CONTEXT_MIN_TOKENS = 4
 const CONTEXT_MIN_WORDS = 2
 /** Chosen rows whose neighbouring turns are read (the best of stage 1), per hit asked for, within bounds. */
 const windowed = (limit: number) => Math.min(100, Math.max(20, limit * 2))
+/**
+ * The second hop (issue 25): when the best hit holds only some of the query's words, its own words
+ * that the query does not have (at most
+ * HOP_WORDS: capitalised ones first, then the longest) are searched again, and the best HOP_HITS rows
+ * they find that are not among the first HOP_AFTER hits come right after those. For a question whose
+ * answer needs two turns far apart ("Which city am I flying to on Friday?": "I'm flying out to see my
+ * cousin on Friday" → "my cousin Ana lives in Porto"). Measured with bench/retrieval.ts.
+ */
+const HOP_WORDS = 3
+const HOP_HITS = 2
+const HOP_AFTER = 5
 /** Characters of a turn read only as another one's context (or a hit found through its context). */
 const WINDOW_CHARS = 1000
 
@@ -170,6 +183,8 @@ export interface Range {
 interface Found extends Candidate {
   readonly kind: SearchKind
   readonly row: Row
+  /** Found by the second hop, through these words of the best hit. */
+  readonly hop?: ReadonlyArray<string> | undefined
 }
 
 /**
@@ -589,6 +604,57 @@ export const makeSearch = (sql: SqlClient) => {
       return byHit
     })
 
+  /** The best hit's own words that the query does not have, for the second hop (none for CJK text). */
+  const hopWords = (plan: QueryPlan, text: string): Array<string> => {
+    const asked = new Set(plan.groups.flatMap((g) => g.matchers.flatMap((m) => m.terms)))
+    const seen = new Set<string>()
+    const words: Array<{ readonly word: string; readonly capital: boolean; readonly at: number }> = []
+    for (const t of tokenize(text)) {
+      const word = text.slice(t.start, t.end)
+      if (t.cjk || asked.has(t.term) || seen.has(t.term) || word.length < 3 || /^\d+$/u.test(word) || isStopWord(fold(word))) continue
+      seen.add(t.term)
+      // A capital inside the text (a name, a place) says more than one at its start.
+      words.push({ word, capital: t.start > 0 && /^\p{Lu}/u.test(word), at: words.length })
+    }
+    return words
+      .sort((a, b) => Number(b.capital) - Number(a.capital) || b.word.length - a.word.length || a.at - b.at)
+      .slice(0, HOP_WORDS)
+      .map((w) => w.word)
+  }
+
+  /**
+   * The second hop (HOP_WORDS): for a ranked plan with no required term, `NOT` or filter whose best
+   * hit is a message, the rows its other words find (on their own text), placed after the first
+   * HOP_AFTER hits with the score of the last of those (so scores never rise down the list).
+   */
+  const secondHop = (plan: QueryPlan, scope: Resolved, hits: ReadonlyArray<Ranked<Found>>, limit: number) =>
+    Effect.gen(function*() {
+      const top = hits[0]
+      const src = SOURCES.find((s) => s.kind === "message")
+      // Only when the best hit answers part of the question: it lacks some of the query's words (so a
+      // lookup it matches whole, or a one-word query, never gets a second hop).
+      const words = plan.groups.filter((g) => !g.bonus).length
+      if (
+        top === undefined || src === undefined || top.candidate.kind !== "message" || plan.mode !== "ranked" ||
+        plan.exclude.length > 0 || plan.groups.some((g) => g.required) || filterSql(plan, src)[0] !== "" || limit <= 1 ||
+        words < 2 || top.matched.length >= words
+      ) return hits
+      const others = hopWords(plan, top.candidate.text)
+      const hopPlan = others.length === 0 ? undefined : planSearch(others.join(" "), "ranked", { includeMemoryCalls: plan.filters.memoryCalls })
+      if (hopPlan === undefined || hopPlan._tag !== "Query") return hits
+      const shown = new Set(hits.slice(0, HOP_AFTER).map((h) => h.candidate.id))
+      const found = (yield* searchSource(hopPlan, src, scope, HOP_AFTER, false)).sort(byScore)
+        .filter((h) => !shown.has(h.candidate.id) && h.score > 0)
+        .slice(0, HOP_HITS)
+      if (found.length === 0) return hits
+      const ids = new Set(found.map((h) => h.candidate.id))
+      const rest = hits.filter((h) => !ids.has(h.candidate.id))
+      const at = Math.min(HOP_AFTER, rest.length)
+      const score = rest[at - 1]?.score ?? top.score
+      const hop = found.map((h): Ranked<Found> => ({ ...h, score, matched: [], candidate: { ...h.candidate, hop: h.matched } }))
+      return [...rest.slice(0, at), ...hop, ...rest.slice(at)].slice(0, limit)
+    })
+
   const toHit = (h: Ranked<Found>, context: Map<number, Array<RawContextMessage>>): RawHit => {
     const { row } = h.candidate
     const snippet = snippetAround(markSpans(h.candidate.text, h.spans))
@@ -613,7 +679,13 @@ export const makeSearch = (sql: SqlClient) => {
       }
     }
     const around = context.get(row.id)
-    return { ...base, seq: row.seq, role: row.role, ...(around === undefined ? {} : { context: around }) }
+    return {
+      ...base,
+      seq: row.seq,
+      role: row.role,
+      ...(around === undefined ? {} : { context: around }),
+      ...(h.candidate.hop === undefined ? {} : { hop: h.candidate.hop })
+    }
   }
 
   return (plan: SearchPlan, scope: SearchScope, request: SearchRequest): Effect.Effect<ReadonlyArray<RawHit>, StorageError> =>
@@ -627,7 +699,8 @@ export const makeSearch = (sql: SqlClient) => {
         plan.groups.length === 0
           ? listSource(plan, src, resolved, request.limit)
           : searchSource(plan, src, resolved, request.limit, request.neighbours ?? true))
-      const best = lists.flat().sort(byScore).slice(0, request.limit)
+      const first = lists.flat().sort(byScore).slice(0, request.limit)
+      const best = (request.neighbours ?? true) ? yield* secondHop(plan, resolved, first, request.limit) : first
       const context = yield* neighbours(best, request.context)
       return best.map((h) => toHit(h, context))
     }).pipe(

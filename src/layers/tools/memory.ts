@@ -108,7 +108,10 @@ const hitText = (h: SearchHit): string => {
   }
   // A hit found by meaning alone (dense retrieval) matches none of the words: say so.
   // One found through its neighbouring turns (ranked search, issue 25) matches none either.
-  const meaning = h.matched.length > 0 || h.score <= 0
+  // One found by a second hop (the best hit's other words) says which words found it.
+  const meaning = h.hop !== undefined
+    ? `, through the first hit's words: ${h.hop.join(", ")}`
+    : h.matched.length > 0 || h.score <= 0
     ? ""
     : h.similarity !== undefined
     ? ", by meaning"

@@ -4,7 +4,8 @@
  * job?" finds "Monday was my first day" right after "How's the new job going?"). Real SQLite files.
  * Strict search, required terms, `NOT` and filters keep their meaning on the message's own text;
  * a one-word lookup finds only the turns that hold the word; context never crosses sessions; the
- * memory tool's own calls are neither context nor hits.
+ * memory tool's own calls are neither context nor hits. A second hop finds the other half of an
+ * answer told far away, through the best hit's other words.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -12,6 +13,7 @@ import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
 import type { SearchHit, SearchScope } from "../../../src/domain/memory/types.ts"
 import type { NewMessage } from "../../../src/domain/message.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
+import * as MemoryTool from "../../../src/layers/tools/memory.ts"
 import { Searcher } from "../../../src/services/Searcher.ts"
 import { lcmTemp } from "../../support/db.ts"
 import { T0 } from "../../support/memory.ts"
@@ -107,6 +109,42 @@ describe("ranked search matches a turn together with its neighbours", () => {
           if (same !== undefined) assert.strictEqual(h.snippet, same.snippet)
         }
       }
+    }).pipe(Effect.provide(lcmTemp)))
+
+  it.effect("a second hop: the best hit's other words find the turn that completes the answer", () =>
+    Effect.gen(function*() {
+      yield* put(KEY, [
+        ...FILLER, // 1-4
+        msg("user", "My cousin Ana lives in Porto these days."), // 5: the other half of the answer
+        msg("assistant", "Lovely city, great food."), // 6
+        ...FILLER, // 7-10
+        ...FILLER, // 11-14
+        msg("user", "I'm flying out to see my cousin on Friday."), // 15: the question's words
+        msg("assistant", "Have a great trip!"), // 16
+        ...FILLER
+      ])
+      const searcher = yield* Searcher
+      const question = "Which city am I flying to on Friday?"
+      const hits = yield* searcher.search(question, { scope: session })
+      assert.strictEqual(hits[0]?.seq, 15)
+      const porto = hits.find((h) => h.seq === 5)
+      assert.isDefined(porto, JSON.stringify(hits.map((h) => [h.seq, h.hop, h.snippet])))
+      assert.deepStrictEqual(porto?.hop, ["cousin"])
+      assert.deepStrictEqual(porto?.matched, [])
+      assert.include(porto?.snippet ?? "", "«cousin» Ana lives in Porto")
+      assert.isAtMost(porto?.score ?? Infinity, hits[0]?.score ?? 0)
+      for (let i = 1; i < hits.length; i++) assert.isAtMost(hits[i]?.score ?? 0, hits[i - 1]?.score ?? 0, "scores rise down the list")
+      // the tool says how it was found
+      const tool = yield* MemoryTool.make
+      const out = yield* tool.execute({ action: "search", query: question }, { sessionKey: KEY, userId: "sam", agentId: "a1" })
+      assert.match(out, /\[message, [^\]]*, through the first hit's words: cousin\] My «cousin» Ana lives in Porto/)
+      // no second hop: own text only, strict, a required word, a query the best hit holds whole, one word
+      const none = (hs: ReadonlyArray<SearchHit>) => hs.filter((h) => h.hop !== undefined || h.seq === 5)
+      assert.deepStrictEqual(none(yield* searcher.search(question, { scope: session, neighbours: false })), [])
+      assert.deepStrictEqual(none(yield* searcher.search("flying Friday", { scope: session, mode: "strict" })), [])
+      assert.deepStrictEqual(none(yield* searcher.search("flying AND friday city", { scope: session })), [])
+      assert.deepStrictEqual(none(yield* searcher.search("flying Friday", { scope: session })), [])
+      assert.deepStrictEqual(none(yield* searcher.search("Friday", { scope: session })), [])
     }).pipe(Effect.provide(lcmTemp)))
 
   it.effect("Chinese: the answer after the question's words", () =>
