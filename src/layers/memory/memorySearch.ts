@@ -85,8 +85,8 @@ const CONTEXT_MIN_WORDS = 2
 const windowed = (limit: number) => Math.min(100, Math.max(20, limit * 2))
 /**
  * The second hop (issue 25): when the best hit holds only some of the query's words, its own words
- * that the query does not have (at most
- * HOP_WORDS: capitalised ones first, then the longest) are searched again, and the best HOP_HITS rows
+ * that the query does not have (at most HOP_WORDS: capitalised ones first, then the longest) are
+ * searched again in the best hit's session, and the best HOP_HITS rows
  * they find that are not among the first HOP_AFTER hits come right after those. For a question whose
  * answer needs two turns far apart ("Which city am I flying to on Friday?": "I'm flying out to see my
  * cousin on Friday" → "my cousin Ana lives in Porto"). Measured with bench/retrieval.ts.
@@ -642,8 +642,12 @@ export const makeSearch = (sql: SqlClient) => {
       const others = hopWords(plan, top.candidate.text)
       const hopPlan = others.length === 0 ? undefined : planSearch(others.join(" "), "ranked", { includeMemoryCalls: plan.filters.memoryCalls })
       if (hopPlan === undefined || hopPlan._tag !== "Query") return hits
+      // In the best hit's session: the other half of an answer is told in the same conversation, and a
+      // session's matches are few (the words of a hop are often common in a user's other sessions).
+      const session = yield* resolve({ _tag: "Session", sessionKey: top.candidate.row.session_key })
+      if (session === null || !scope.owns(top.candidate.row)) return hits
       const shown = new Set(hits.slice(0, HOP_AFTER).map((h) => h.candidate.id))
-      const found = (yield* searchSource(hopPlan, src, scope, HOP_AFTER, false)).sort(byScore)
+      const found = (yield* searchSource(hopPlan, src, session, HOP_AFTER, false)).sort(byScore)
         .filter((h) => !shown.has(h.candidate.id) && h.score > 0)
         .slice(0, HOP_HITS)
       if (found.length === 0) return hits
