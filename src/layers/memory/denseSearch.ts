@@ -24,11 +24,11 @@ import type { DenseQuery, SearchScope } from "../../domain/memory/types.ts"
 import type { Role } from "../../domain/message.ts"
 import type { QueryPlan, SearchPlan } from "../../domain/search/query.ts"
 import { snippetAround } from "../../domain/search/snippet.ts"
+import { readNeighbours } from "./memorySearch.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type {
   MessageVector,
   PendingEmbedding,
-  RawContextMessage,
   RawHit,
   SearchRequest,
   VectorSource
@@ -36,9 +36,8 @@ import type {
 
 /** At most this many vectors of a scope are scanned per search: the newest (by row id). */
 export const SCAN_CAP = 10_000
-/** Characters of a dense-only hit read for its snippet, and of a neighbour. */
+/** Characters of a dense-only hit read for its snippet. */
 const TEXT_CHARS = 1_000
-const CONTEXT_CHARS = 600
 
 const fail = (operation: string) => (e: unknown) =>
   new StorageError({ operation, reason: e instanceof Error ? e.message : String(e) })
@@ -259,33 +258,6 @@ export const makeVectors = (sql: SqlClient) => {
       return hits
     })
 
-  /** The messages around each dense-only message hit (`SearchRequest.context`). */
-  const neighbours = (hits: ReadonlyArray<{ readonly id: number; readonly conversationId: number; readonly seq: number }>, around: number) =>
-    Effect.gen(function*() {
-      const byHit = new Map<number, Array<RawContextMessage>>()
-      if (around <= 0 || hits.length === 0) return byHit
-      const ranges = hits.map((h) => [h.conversationId, h.seq - around, h.seq + around, h.id, h.seq])
-      const rows = yield* query<{ hit: number; id: number; seq: number; role: Role; created_at: number; text: string }>(
-        `SELECT j.value ->> 3 AS hit, m.id, m.seq, m.role, m.created_at, substr(m.text, 1, ${CONTEXT_CHARS + 1}) AS text
-         FROM json_each(?) j JOIN ctx_messages m
-           ON m.conversation_id = j.value ->> 0 AND m.seq BETWEEN j.value ->> 1 AND j.value ->> 2 AND m.seq <> j.value ->> 4
-         ORDER BY j.key, m.seq`,
-        [JSON.stringify(ranges)]
-      )
-      for (const r of rows) {
-        const list = byHit.get(r.hit) ?? []
-        list.push({
-          id: r.id,
-          seq: r.seq,
-          role: r.role,
-          createdAt: r.created_at,
-          text: r.text.length > CONTEXT_CHARS ? `${r.text.slice(0, CONTEXT_CHARS)}…` : r.text
-        })
-        byHit.set(r.hit, list)
-      }
-      return byHit
-    })
-
   /**
    * The search with dense fusion when the request carries a query vector and the plan allows it;
    * `lexical` is memorySearch's search, called once (with a larger limit when fusing).
@@ -308,7 +280,8 @@ export const makeVectors = (sql: SqlClient) => {
       const top = ranking.slice(0, request.limit)
       const missing = near.filter((n) => !byKey.has(key(n.source, n.id)) && top.some((t) => t.key === key(n.source, n.id)))
       const denseOnly = missing.length === 0 ? new Map() : yield* readHits(plan, scope, missing).pipe(Effect.mapError(fail("dense search")))
-      const context = yield* neighbours(
+      const context = yield* readNeighbours(
+        sql,
         Array.from(denseOnly.values()).flatMap((h) =>
           h.kind === "message" && h.conversationId !== undefined && h.seq !== undefined
             ? [{ id: h.id, conversationId: h.conversationId, seq: h.seq }]

@@ -207,6 +207,40 @@ export const estimateMatching = (ranges: ReadonlyArray<Range>, n: number, ids: R
 
 const and = (parts: ReadonlyArray<string>): string => parts.map((p) => `(${p})`).join(" AND ")
 
+/**
+ * The messages `around` seqs before and after each message hit (the hit itself left out), in order,
+ * texts cut at CONTEXT_CHARS: one read by the (conversation, seq) index. Shared with dense hits.
+ */
+export const readNeighbours = (
+  sql: SqlClient,
+  hits: ReadonlyArray<{ readonly id: number; readonly conversationId: number; readonly seq: number }>,
+  around: number
+) =>
+  Effect.gen(function*() {
+    const byHit = new Map<number, Array<RawContextMessage>>()
+    if (around <= 0 || hits.length === 0) return byHit
+    const ranges = hits.map((h) => [h.conversationId, h.seq - around, h.seq + around, h.id, h.seq])
+    const rows = yield* sql.unsafe<{ hit: number; id: number; seq: number; role: Role; created_at: number; text: string }>(
+      `SELECT j.value ->> 3 AS hit, m.id, m.seq, m.role, m.created_at, substr(m.text, 1, ${CONTEXT_CHARS + 1}) AS text
+       FROM json_each(?) j JOIN ctx_messages m
+         ON m.conversation_id = j.value ->> 0 AND m.seq BETWEEN j.value ->> 1 AND j.value ->> 2 AND m.seq <> j.value ->> 4
+       ORDER BY j.key, m.seq`,
+      [JSON.stringify(ranges)]
+    )
+    for (const r of rows) {
+      const list = byHit.get(r.hit) ?? []
+      list.push({
+        id: r.id,
+        seq: r.seq,
+        role: r.role,
+        createdAt: r.created_at,
+        text: r.text.length > CONTEXT_CHARS ? `${r.text.slice(0, CONTEXT_CHARS)}…` : r.text
+      })
+      byHit.set(r.hit, list)
+    }
+    return byHit
+  })
+
 export const makeSearch = (sql: SqlClient) => {
   const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(text, [...params])
 
@@ -575,34 +609,15 @@ export const makeSearch = (sql: SqlClient) => {
     })
 
   const neighbours = (hits: ReadonlyArray<Ranked<Found>>, around: number) =>
-    Effect.gen(function*() {
-      const byHit = new Map<number, Array<RawContextMessage>>()
-      const wanted = hits.filter((h) => h.candidate.kind === "message" && h.candidate.row.seq !== undefined)
-      if (around <= 0 || wanted.length === 0) return byHit
-      const ranges = wanted.map((h) => {
-        const seq = h.candidate.row.seq ?? 0
-        return [h.candidate.row.conversation_id, seq - around, seq + around, h.candidate.id, seq]
-      })
-      const rows = yield* query<{ hit: number; id: number; seq: number; role: Role; created_at: number; text: string }>(
-        `SELECT j.value ->> 3 AS hit, m.id, m.seq, m.role, m.created_at, substr(m.text, 1, ${CONTEXT_CHARS + 1}) AS text
-         FROM json_each(?) j JOIN ctx_messages m
-           ON m.conversation_id = j.value ->> 0 AND m.seq BETWEEN j.value ->> 1 AND j.value ->> 2 AND m.seq <> j.value ->> 4
-         ORDER BY j.key, m.seq`,
-        [JSON.stringify(ranges)]
-      )
-      for (const r of rows) {
-        const list = byHit.get(r.hit) ?? []
-        list.push({
-          id: r.id,
-          seq: r.seq,
-          role: r.role,
-          createdAt: r.created_at,
-          text: r.text.length > CONTEXT_CHARS ? `${r.text.slice(0, CONTEXT_CHARS)}…` : r.text
-        })
-        byHit.set(r.hit, list)
-      }
-      return byHit
-    })
+    readNeighbours(
+      sql,
+      hits.flatMap((h) =>
+        h.candidate.kind === "message" && h.candidate.row.seq !== undefined
+          ? [{ id: h.candidate.id, conversationId: h.candidate.row.conversation_id, seq: h.candidate.row.seq }]
+          : []
+      ),
+      around
+    )
 
   /** The best hit's own words that the query does not have, for the second hop (none for CJK text). */
   const hopWords = (plan: QueryPlan, text: string): Array<string> => {

@@ -53,9 +53,13 @@ export const toProviderError = (provider: string) => (cause: unknown): ProviderE
   return new ProviderNetworkError({ provider, timeout: false, detail: String(cause) })
 }
 
-export const make = (config: ProviderConfig, defaults: TransportOptions = defaultTransport): ChatModelClient => {
-  const transport = transportFor(config, defaults)
-  const client = new OpenAI({
+/**
+ * The SDK client of a provider row, configured from the row only (nothing from the environment).
+ * Retries are ours, so that every provider backs off alike on Effect's clock; failures reach the
+ * caller as typed errors, so the SDK must not print to the console.
+ */
+export const openAiClient = (config: ProviderConfig, timeoutMs: number): OpenAI =>
+  new OpenAI({
     apiKey: config.apiKey === "" ? NO_KEY : config.apiKey,
     baseURL: config.baseUrl.trim() === "" ? OPENAI_BASE_URL : config.baseUrl,
     adminAPIKey: null,
@@ -63,12 +67,14 @@ export const make = (config: ProviderConfig, defaults: TransportOptions = defaul
     project: null,
     webhookSecret: null,
     defaultHeaders: { ...config.headers },
-    // Retries are ours (withRetries), so that every provider backs off alike on Effect's clock.
     maxRetries: 0,
-    timeout: sdkTimeoutMs(transport),
-    // Failures reach the caller as typed errors; the SDK must not print to the console.
+    timeout: timeoutMs,
     logLevel: "off"
   })
+
+export const make = (config: ProviderConfig, defaults: TransportOptions = defaultTransport): ChatModelClient => {
+  const transport = transportFor(config, defaults)
+  const client = openAiClient(config, sdkTimeoutMs(transport))
   const toError = toProviderError(config.id)
 
   const stream = (request: ChatRequest) =>

@@ -6,14 +6,11 @@
  * the caller's (the embedding worker backs off; a search falls back to lexical).
  */
 import { Effect } from "effect"
-import OpenAI from "openai"
 import type { ProviderError } from "../../domain/model/errors.ts"
 import { ProviderServerError } from "../../domain/model/errors.ts"
 import type { ProviderConfig } from "../../domain/model/types.ts"
-import { OPENAI_BASE_URL } from "./openaiChatRequest.ts"
-import { toProviderError } from "./OpenAiChat.ts"
+import { openAiClient, toProviderError } from "./OpenAiChat.ts"
 
-const NO_KEY = "anna-no-key"
 /** One embeddings call may take this long (a local server embedding 64 long texts on a CPU is slow). */
 const TIMEOUT_MS = 120_000
 
@@ -25,18 +22,7 @@ export interface EmbeddingsClient {
 }
 
 export const make = (config: ProviderConfig): EmbeddingsClient => {
-  const client = new OpenAI({
-    apiKey: config.apiKey === "" ? NO_KEY : config.apiKey,
-    baseURL: config.baseUrl.trim() === "" ? OPENAI_BASE_URL : config.baseUrl,
-    adminAPIKey: null,
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    defaultHeaders: { ...config.headers },
-    maxRetries: 0,
-    timeout: TIMEOUT_MS,
-    logLevel: "off"
-  })
+  const client = openAiClient(config, TIMEOUT_MS)
   const toError = toProviderError(config.id)
   const bad = (detail: string) => new ProviderServerError({ provider: config.id, status: 502, detail: `malformed embeddings answer: ${detail}` })
   return {
