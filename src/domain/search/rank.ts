@@ -47,9 +47,20 @@ export interface Occurrences {
   readonly tokens: number
 }
 
+/** The first letters of every term of a plan's matchers (`tokenize` stems only words starting with one). */
+const firstsOf = new WeakMap<QueryPlan, ReadonlySet<number>>()
+const firstLetters = (plan: QueryPlan): ReadonlySet<number> => {
+  const known = firstsOf.get(plan)
+  if (known !== undefined) return known
+  const firsts = new Set<number>()
+  for (const g of plan.groups) for (const m of g.matchers) for (const t of m.terms) if (t.length > 0) firsts.add(t.charCodeAt(0))
+  firstsOf.set(plan, firsts)
+  return firsts
+}
+
 /** Where each group of the plan occurs in `text`. */
 export const findOccurrences = (plan: QueryPlan, text: string): Occurrences => {
-  const tokens = tokenize(text)
+  const tokens = tokenize(text, firstLetters(plan))
   const positions: Array<Array<number>> = plan.groups.map(() => [])
   const raw: Array<[number, number]> = []
   // Matchers by their first term (a prefix matcher of one term is tried on every token).
@@ -77,10 +88,12 @@ export const findOccurrences = (plan: QueryPlan, text: string): Occurrences => {
     const here = tokens[p]
     if (here === undefined) continue
     const tried = byFirst.get(here.term)
-    const found = new Set<number>()
-    for (const [g, m] of tried === undefined ? anywhere : [...tried, ...anywhere]) {
-      if (found.has(g) || !matchesAt(m, p)) continue
-      found.add(g)
+    if (tried === undefined && anywhere.length === 0) continue
+    // Groups found at this position (few: an array, not a Set per token).
+    const found: Array<number> = []
+    for (const [g, m] of tried === undefined ? anywhere : anywhere.length === 0 ? tried : [...tried, ...anywhere]) {
+      if (found.includes(g) || !matchesAt(m, p)) continue
+      found.push(g)
       positions[g]?.push(p)
       raw.push([here.start, tokens[p + m.terms.length - 1]?.end ?? here.end])
     }

@@ -340,11 +340,19 @@ export const makeSearch = (sql: SqlClient) => {
     const joinScope = scope.token === null && scope.where !== "1 = 1"
     const conditions = `${filters}${joinScope ? ` AND ${scope.where}` : ""}`
     const params = [match, ...filterParams, ...(joinScope ? scope.params : []), limit]
-    const text = conditions === ""
+    const inner = conditions === ""
       ? `SELECT rowid AS id FROM ${src.fts} WHERE ${src.fts} MATCH ? ORDER BY rowid DESC LIMIT ?`
       : `SELECT f.rowid AS id FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.rowid
          WHERE ${src.fts} MATCH ?${conditions} ORDER BY f.rowid DESC LIMIT ?`
-    return Effect.map(query<{ id: number }>(text, params), (rows) => rows.map((r) => r.id))
+    // The ids as one text: up to PER_TERM rows as objects cost more than FTS5 finding them (0.5 ms a
+    // term in a user's scope at 1M messages). Their order is not relied on.
+    return Effect.map(
+      query<{ ids: string | null }>(`SELECT group_concat(id) AS ids FROM (${inner})`, params),
+      (rows) => {
+        const ids = rows[0]?.ids
+        return ids === null || ids === undefined || ids === "" ? [] : ids.split(",").map(Number)
+      }
+    )
   }
 
   /**
