@@ -22,6 +22,8 @@
  *    below the turns that hold them. A turn found only through its neighbours must have two or more
  *    of the query's words around it and CONTEXT_MIN_TOKENS words of its own ("Noted." is not a hit); with required terms, `NOT` or filters only rows that satisfy
  *    them on their own text are hits. Nothing is stored for it: no index space, no import cost.
+ *    A summary is ranked the same way with the summaries of its depth told before and after it in
+ *    its conversation (`readSummaryWindows`); a summary is never a hit through its neighbours alone.
  *
  * FTS5's own bm25() is not used: it counts every match of every term in the whole database on each
  * query (7 ms for a common word at 1M messages, whatever the scope). The scope is also checked on
@@ -126,7 +128,7 @@ const SOURCES: ReadonlyArray<Source> = [
     fts: "ctx_summaries_search",
     text: "content",
     time: "latest_at",
-    extra: "t.first_seq, t.last_seq, t.earliest_at, t.latest_at"
+    extra: "t.first_seq, t.last_seq, t.earliest_at, t.latest_at, t.depth"
   }
 ]
 
@@ -164,6 +166,7 @@ interface Row {
   readonly last_seq?: number
   readonly earliest_at?: number
   readonly latest_at?: number
+  readonly depth?: number
 }
 
 /** A row read in stage 2, its text as ranked and where the plan's terms occur in it. */
@@ -440,6 +443,75 @@ export const makeSearch = (sql: SqlClient) => {
     )
   }
 
+  /**
+   * The summaries of the same conversation and depth around each of `rows` (up to CONTEXT_WEIGHTS'
+   * length each side, nearest first, their first WINDOW_CHARS characters), by the (conversation,
+   * depth) index: a depth's summaries are made in the order of the turns they cover, so their ids
+   * are in that order. One read; `around` is the summary they are read for, `side` -1 before, 1 after.
+   */
+  const readSummaryWindows = (src: Source, scope: Resolved, rows: ReadonlyArray<Row>) => {
+    const targets = rows.flatMap((r) => r.depth === undefined ? [] : [[r.id, r.conversation_id, r.depth]])
+    if (targets.length === 0) return Effect.succeed<Array<Row & { readonly around: number; readonly side: number }>>([])
+    const side = (sign: -1 | 1, reach: number) =>
+      `SELECT j.value ->> 0 AS around, ${sign} AS side, t.id, t.conversation_id, c.session_key, c.user_id,
+         t.${src.time} AS created_at, t.token_count AS length, substr(t.${src.text}, 1, ${WINDOW_CHARS + 1}) AS text, ${src.extra}
+       FROM json_each(?) j JOIN ${src.table} t ON t.id IN (
+         SELECT s.id FROM ${src.table} s WHERE s.conversation_id = j.value ->> 1 AND s.depth = j.value ->> 2
+           AND s.id ${sign < 0 ? "<" : ">"} j.value ->> 0 ORDER BY s.id ${sign < 0 ? "DESC" : "ASC"} LIMIT ${reach})
+       JOIN ctx_conversations c ON c.id = t.conversation_id`
+    const json = JSON.stringify(targets)
+    return Effect.map(
+      query<Row & { readonly around: number; readonly side: number }>(
+        `${side(-1, CONTEXT_WEIGHTS.before.length)} UNION ALL ${side(1, CONTEXT_WEIGHTS.after.length)}`,
+        [json, json]
+      ),
+      (found) => found.filter(scope.owns)
+    )
+  }
+
+  /** Summaries ranked with the summaries around them (`readSummaryWindows`) as their context. */
+  const summariesWithContext = (
+    plan: QueryPlan,
+    chosen: ReadonlyArray<Row>,
+    around: ReadonlyArray<Row & { readonly around: number; readonly side: number }>,
+    matched: ReadonlyMap<number, ReadonlyArray<number>>
+  ): Array<Found> => {
+    const occurrences = new Map<number, Occurrences>()
+    const occurrencesOf = (row: Row) => {
+      const known = occurrences.get(row.id)
+      if (known !== undefined) return known
+      const found = findOccurrences(plan, row.text.length > TEXT_CHARS ? row.text.slice(0, TEXT_CHARS) : row.text)
+      occurrences.set(row.id, found)
+      return found
+    }
+    const byTarget = new Map<number, Array<Row & { readonly side: number }>>()
+    for (const r of around) byTarget.set(r.around, [...(byTarget.get(r.around) ?? []), r])
+    return chosen.map((row): Found => {
+      const near = byTarget.get(row.id) ?? []
+      const context: Array<ContextPart> = []
+      for (const sign of [-1, 1] as const) {
+        const weights: ReadonlyArray<number> = sign < 0 ? CONTEXT_WEIGHTS.before : CONTEXT_WEIGHTS.after
+        const ordered = near.filter((r) => r.side === sign).sort((a, b) => sign * (a.id - b.id))
+        ordered.forEach((r, i) => {
+          const weight = weights[i]
+          if (weight !== undefined) context.push({ tf: termCounts(occurrencesOf(r)), length: r.length, weight })
+        })
+      }
+      const text = row.text.length > TEXT_CHARS ? `${row.text.slice(0, TEXT_CHARS)}…` : row.text
+      return {
+        id: row.id,
+        text,
+        length: row.length,
+        matched: matched.get(row.id) ?? [],
+        createdAt: row.created_at,
+        occurrences: occurrencesOf(row),
+        context,
+        kind: "summary",
+        row
+      }
+    })
+  }
+
   const exclusion = (plan: QueryPlan) => (plan.exclude.length === 0 ? "" : ` NOT (${plan.exclude.join(" OR ")})`)
 
   /**
@@ -563,6 +635,11 @@ export const makeSearch = (sql: SqlClient) => {
         const best = new Set(chosen.slice(0, windowed(limit)).map((c) => c.id))
         const around = yield* readWindows(plan, src, scope, rows.filter((r) => best.has(r.id)), rows)
         return rankCandidates(plan, idfs, withContext(plan, rows, around, matched, simple))
+      }
+      if (neighbours && plan.mode === "ranked" && src.kind === "summary") {
+        const best = new Set(chosen.slice(0, windowed(limit)).map((c) => c.id))
+        const around = yield* readSummaryWindows(src, scope, rows.filter((r) => best.has(r.id)))
+        return rankCandidates(plan, idfs, summariesWithContext(plan, rows, around, matched))
       }
       const candidates: Array<Found> = rows.map((row) => ({
         id: row.id,

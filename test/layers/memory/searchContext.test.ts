@@ -5,7 +5,8 @@
  * Strict search, required terms, `NOT` and filters keep their meaning on the message's own text;
  * a one-word lookup finds only the turns that hold the word; context never crosses sessions; the
  * memory tool's own calls are neither context nor hits. A second hop finds the other half of an
- * answer told far away, through the best hit's other words.
+ * answer told far away, through the best hit's other words. Summaries are ranked with the summaries
+ * of their depth around them.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -15,8 +16,9 @@ import type { NewMessage } from "../../../src/domain/message.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
 import * as MemoryTool from "../../../src/layers/tools/memory.ts"
 import { Searcher } from "../../../src/services/Searcher.ts"
+import { Compactor } from "../../../src/services/Compactor.ts"
 import { lcmTemp } from "../../support/db.ts"
-import { T0 } from "../../support/memory.ts"
+import { chat, lcmWith, scriptedSummarizer, T0 } from "../../support/memory.ts"
 
 const KEY = "a1:cli:sam:main"
 const session: SearchScope = { _tag: "Session", sessionKey: KEY }
@@ -146,6 +148,47 @@ describe("ranked search matches a turn together with its neighbours", () => {
       assert.deepStrictEqual(none(yield* searcher.search("flying Friday", { scope: session })), [])
       assert.deepStrictEqual(none(yield* searcher.search("Friday", { scope: session })), [])
     }).pipe(Effect.provide(lcmTemp)))
+
+  it.effect("a summary is ranked with the summaries told around it, never found through them alone", () =>
+    Effect.gen(function*() {
+      // Six compactions, each of a block that opens with a note: each leaf summary is its block's note.
+      const NOTES = [
+        "The weather was nice and we planned groceries.",
+        "Sam mentioned the new job at the bakery downtown.",
+        "Monday was the first day for Sam; the team is lovely.",
+        "Groceries again: rice, eggs and fruit.",
+        "Sam went hiking on Monday with an old friend.",
+        "Rain all week, so we stayed in and read."
+      ]
+      const compactor = yield* Compactor
+      for (const [b, note] of NOTES.entries()) {
+        const block = chat(20, b * 20)
+        yield* put(KEY, [{ ...block[0]!, content: `NOTE ${note}` }, ...block.slice(1)])
+        yield* compactor.compact(KEY, { full: true })
+      }
+      const searcher = yield* Searcher
+      const question = "When did Sam start the new job at the bakery?"
+      const summaries = (hits: ReadonlyArray<SearchHit>) => hits.filter((h) => h.kind === "summary").map((h) => h.snippet.replaceAll(/[«»…]/g, ""))
+      const at = (list: ReadonlyArray<string>, words: string) => list.findIndex((t) => t.includes(words))
+      const own = summaries(yield* searcher.search(question, { scope: session, limit: 20, neighbours: false }))
+      const ranked = summaries(yield* searcher.search(question, { scope: session, limit: 20 }))
+      // the layout this test needs: each note a leaf summary of its own
+      for (const note of NOTES.filter((n) => n.includes("Sam"))) assert.isAtLeast(at(own, note), 0, JSON.stringify(own))
+      assert.strictEqual(at(ranked, "new job at the bakery"), 0, JSON.stringify(ranked))
+      // on their own text "Sam" alone ties them and the newer comes first; with their context, the
+      // summary right after the new job's comes first
+      assert.isBelow(at(own, "hiking on Monday"), at(own, "first day for Sam"), JSON.stringify(own))
+      assert.isBelow(at(ranked, "first day for Sam"), at(ranked, "hiking on Monday"), JSON.stringify(ranked))
+      // a summary that matches nothing itself is not a hit through its neighbours
+      assert.strictEqual(at(ranked, "Groceries again"), -1)
+      assert.strictEqual(ranked.length, own.length)
+    }).pipe(Effect.provide(lcmWith({
+      summarizer: scriptedSummarizer((request) =>
+        request.input.kind === "leaf"
+          ? request.input.messages.filter((m) => m.text.startsWith("NOTE ")).map((m) => m.text.slice(5)).join(" ") || "Chatter."
+          : "Earlier chatter."
+      )
+    }))))
 
   it.effect("Chinese: the answer after the question's words", () =>
     Effect.gen(function*() {
