@@ -2,14 +2,17 @@
  * Dense retrieval end to end (issue 25), through what users run: the built gateway against the fake
  * LLM server, an agent with `--embedding-model`, a chat through the HTTP channel (its messages
  * stored), the gateway's background worker embedding them (awaited by polling the database, not by
- * sleeping), then `anna memory search` finding a message by meaning alone — "automobile" shares no
+ * sleeping), then the admin API's search (the console's), `anna memory search` and `anna mcp serve
+ * --agent` finding a message by meaning alone — "automobile" shares no
  * word with "car", which the fake's embeddings treat as one.
  */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { assert, describe, it } from "@effect/vitest"
 import { rmSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { annaEnv, finish, newHome, start, waitForLine } from "../support/cli.ts"
+import { annaEnv, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { readRows, until } from "../support/gatewayDb.ts"
 
@@ -61,6 +64,19 @@ describe("dense retrieval through the gateway", () => {
       await until(() => count("SELECT count(*) AS n FROM ctx_vectors WHERE model = 'openai/fake-embed'") >= 4, "4 vectors")
       assert.isAtLeast(suite.fake.requests.filter((r) => r.path === "/v1/embeddings").length, 1)
       assert.isAtLeast(count("SELECT count(*) AS n FROM model_usage WHERE purpose = 'embedding' AND agent_id = 'default' AND ok = 1"), 1)
+      // the admin API's search (the console's): the session's agent's model, for the session's owner
+      const garage = String(readRows(db, "SELECT session_key FROM ctx_conversations LIMIT 1")[0]?.["session_key"])
+      const api = async (query: string) => {
+        const r = await fetch(`http://127.0.0.1:${port}/api/sessions/search?${query}`, { headers: { authorization: `Bearer ${token}` } })
+        assert.strictEqual(r.status, 200, await r.clone().text())
+        return ((await r.json()) as { hits: Array<{ snippet: string; matched: Array<string>; similarity?: number }> }).hits
+      }
+      const byMeaning = await api(`q=automobile&session=${encodeURIComponent(garage)}`)
+      assert.include(byMeaning[0]?.snippet ?? "", "new car")
+      assert.isAbove(byMeaning[0]?.similarity ?? 0, 0)
+      // the user's whole scope with the agent named; strict stays lexical
+      assert.include((await api("q=automobile&agent=default"))[0]?.snippet ?? "", "new car")
+      assert.deepStrictEqual(await api(`q=automobile&strict=true&session=${encodeURIComponent(garage)}`), [])
     } finally {
       child.kill("SIGTERM")
       await exited
@@ -76,5 +92,24 @@ describe("dense retrieval through the gateway", () => {
     assert.isAbove(hits[0]?.similarity ?? 0, 0)
     // strict mode is lexical only: nothing has the word
     assert.deepStrictEqual(await search("--strict"), [])
+    // `anna mcp serve --agent`: the memory server's search fuses the agent's model too
+    const base: Record<string, string> = {}
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith("OPENAI_")) base[k] = v
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [MAIN, "mcp", "serve", "--user", "alice", "--agent", "default"],
+      env: { ...base, ...env, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn" },
+      stderr: "pipe"
+    })
+    const client = new Client({ name: "dense-test", version: "1.0.0" })
+    await client.connect(transport)
+    try {
+      const r = await client.callTool({ name: "search", arguments: { query: "automobile" } })
+      const first: unknown = Array.isArray(r.content) ? r.content[0] : undefined
+      const text = typeof first === "object" && first !== null && "text" in first ? String(first.text) : ""
+      assert.match(text, /by meaning[^\n]*\] We bought a new car/, text)
+    } finally {
+      await client.close()
+    }
   })
 })

@@ -85,6 +85,7 @@ const AgentForm = (props: { readonly id: string }) => {
       systemPrompt: f["systemPrompt"] ?? "",
       ...((f["model"] ?? "").trim() !== "" ? { model: (f["model"] ?? "").trim() } : {}),
       summaryModel: (f["summaryModel"] ?? "").trim() === "" ? null : (f["summaryModel"] ?? "").trim(),
+      embeddingModel: (f["embeddingModel"] ?? "").trim() === "" ? null : (f["embeddingModel"] ?? "").trim(),
       tools: tools === "" || tools === "*" ? null : splitList(tools),
       allowedModels: splitList(f["allowedModels"]),
       access: accessValue,
@@ -138,6 +139,9 @@ const AgentForm = (props: { readonly id: string }) => {
             {(id) => <input id={id} name="allowedModels" defaultValue={a?.allowedModels.join(", ") ?? ""} />}
           </Field>
           <Field label="Summary model" hint="Empty: the main model summarizes">{(id) => <input id={id} name="summaryModel" list="models" defaultValue={a?.summaryModel ?? ""} />}</Field>
+          <Field label="Embedding model" hint="PROVIDER/MODEL of an OpenAI-compatible /v1/embeddings for search by meaning; empty: lexical search only">
+            {(id) => <input id={id} name="embeddingModel" defaultValue={a?.embeddingModel ?? ""} />}
+          </Field>
         </div>
         <h2>Budget and limits</h2>
         <div class="grid">

@@ -307,9 +307,16 @@ const Search = () => {
   const [query, setQuery] = useState("")
   // The memory tool's own calls and results are left out unless asked for (README: Search syntax).
   const [memoryCalls, setMemoryCalls] = useState(false)
+  // Search by meaning too with an agent's embedding model (the agents that have one; admins only list agents).
+  const [agent, setAgent] = useState("")
+  const agents = useLoad(() => call((c) => c.agents.list()).catch(() => []), [])
+  const dense = agents.data?.filter((a) => a.embeddingModel !== null) ?? []
   const results = useLoad(
-    () => (query === "" ? Promise.resolve(undefined) : call((c) => c.sessions.search({ query: { q: query, limit: 50, includeMemoryCalls: memoryCalls } }))),
-    [query, memoryCalls]
+    () =>
+      query === ""
+        ? Promise.resolve(undefined)
+        : call((c) => c.sessions.search({ query: { q: query, limit: 50, includeMemoryCalls: memoryCalls, ...(agent === "" ? {} : { agent }) } })),
+    [query, memoryCalls, agent]
   )
   return (
     <Page title="Search memory">
@@ -329,6 +336,16 @@ const Search = () => {
           <input type="checkbox" name="includeMemoryCalls" checked={memoryCalls} onChange={(e) => setMemoryCalls(e.currentTarget.checked)} />{" "}
           Include the memory tool's own calls
         </label>
+        {dense.length > 0 && (
+          <Field label="By meaning too" hint="An agent's embedding model finds turns that share no word with the query">
+            {(id) => (
+              <select id={id} name="agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
+                <option value="">Words only</option>
+                {dense.map((a) => <option key={a.id} value={a.id}>{a.id} ({a.embeddingModel})</option>)}
+              </select>
+            )}
+          </Field>
+        )}
         <button type="submit" class="primary">Search</button>
       </form>
       {query !== "" && (
@@ -342,7 +359,11 @@ const Search = () => {
                   <li key={`${h.kind}${h.id}`}>
                     <div class="msg-head">
                       <a href={href("sessions", h.sessionKey)} onClick={(e) => { e.preventDefault(); navigate(`sessions/${encodeURIComponent(h.sessionKey)}`) }}>{h.sessionKey}</a>{" "}
-                      <span class="muted">{h.kind} {h.id}{h.role !== undefined ? ` (${h.role})` : ""} · {formatTime(h.createdAt)}</span>
+                      <span class="muted">
+                        {h.kind} {h.id}{h.role !== undefined ? ` (${h.role})` : ""} · {formatTime(h.createdAt)}
+                        {h.similarity !== undefined && h.matched.length === 0 ? ` · by meaning (${h.similarity.toFixed(2)})` : ""}
+                        {h.hop !== undefined ? ` · through the first hit's words: ${h.hop.join(", ")}` : ""}
+                      </span>
                     </div>
                     <p class="snippet"><Highlighted text={h.snippet} /></p>
                   </li>

@@ -20,6 +20,7 @@ import { formatSummaryId } from "../../domain/memory/session.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import { CONTEXT_MARK, type ResolvedChat } from "../../domain/runtime/types.ts"
 import type { Principal } from "../../services/Accounts.ts"
+import { Embedder } from "../../services/Embedder.ts"
 import { Explorer } from "../../services/Explorer.ts"
 import { type Conversation, type ConversationOverview, MemoryStore } from "../../services/MemoryStore.ts"
 import { Runtime } from "../../services/Runtime.ts"
@@ -201,20 +202,30 @@ export const layer = HttpApiBuilder.group(AdminApi, "sessions", (handlers) =>
           const principal = yield* CurrentPrincipal
           const searcher = yield* capability(Searcher, "search")
           let scope: SearchScope
+          let agentId = query.agent
           if (query.session !== undefined) {
-            scope = { _tag: "Session", sessionKey: (yield* visibleSession(query.session)).sessionKey }
+            const session = yield* visibleSession(query.session)
+            scope = { _tag: "Session", sessionKey: session.sessionKey }
+            agentId ??= session.agentId
           } else if (principal.role !== "admin") {
             scope = { _tag: "User", userId: principal.userId }
           } else {
             scope = query.user === undefined ? { _tag: "All" } : { _tag: "User", userId: query.user }
           }
+          // With the agent's embedding model, the query's vector (none without one, or on a failure:
+          // the search is then lexical, as the memory tool's).
+          const embedder = yield* Effect.serviceOption(Embedder)
+          const dense = query.strict === true || agentId === undefined || Option.isNone(embedder)
+            ? undefined
+            : yield* embedder.value.queryVector(agentId, query.q, { userId: principal.userId })
           const hits = yield* searcher.search(query.q, {
             scope,
             limit: query.limit,
             mode: query.strict === true ? "strict" : "ranked",
             context: query.context ?? 0,
             includeMemoryCalls: query.includeMemoryCalls === true,
-            neighbours: query.ownText !== true
+            neighbours: query.ownText !== true,
+            ...(dense === undefined ? {} : { dense })
           }).pipe(storage)
           return { hits }
         }))

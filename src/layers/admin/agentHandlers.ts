@@ -8,10 +8,15 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AdminApi } from "../../domain/admin/api.ts"
 import { BadRequest } from "../../domain/admin/security.ts"
 import { describePolicy, EVERYONE, parsePolicy } from "../../domain/access/policy.ts"
-import { type Agent, formatModelRef, parseModelRef } from "../../domain/config/agent.ts"
+import { type Agent, embeddingModelOf, formatModelRef, parseModelRef } from "../../domain/config/agent.ts"
 import type { AgentChanges } from "../../domain/admin/groups/agents.ts"
 import { type AgentPatch, AgentStore } from "../../services/AgentStore.ts"
 import { answer } from "./errors.ts"
+
+const embeddingOf = (a: Agent): string | null => {
+  const ref = embeddingModelOf(a)
+  return ref === undefined ? null : formatModelRef(ref)
+}
 
 export const agentView = (a: Agent) => ({
   id: a.id,
@@ -20,6 +25,7 @@ export const agentView = (a: Agent) => ({
   summaryModel: a.summaryProviderId === null ? null : formatModelRef({ providerId: a.summaryProviderId, model: a.summaryModel }),
   summaryMaxCalls: a.summaryMaxCalls,
   summaryWindowSeconds: a.summaryWindowSeconds,
+  embeddingModel: embeddingOf(a),
   systemPrompt: a.systemPrompt,
   sandboxImage: a.sandboxImage,
   sandboxNetwork: a.sandboxNetwork,
@@ -51,6 +57,13 @@ export const agentPatch = (c: typeof AgentChanges.Type) =>
   Effect.gen(function*() {
     const model = c.model === undefined ? undefined : yield* modelRef("model", c.model)
     const summary = c.summaryModel === undefined || c.summaryModel === null ? undefined : yield* modelRef("summaryModel", c.summaryModel)
+    // As `--embedding-model`: null, "" or "none" clears it; otherwise PROVIDER/MODEL (a model is needed).
+    const embeddingText = c.embeddingModel === undefined ? undefined : (c.embeddingModel ?? "").trim()
+    const clearsEmbedding = embeddingText !== undefined && (embeddingText === "" || embeddingText.toLowerCase() === "none")
+    const embedding = embeddingText === undefined || clearsEmbedding ? undefined : parseModelRef(embeddingText)
+    if (embeddingText !== undefined && !clearsEmbedding && (embedding === undefined || embedding.model === "")) {
+      return yield* BadRequest.of("embeddingModel takes PROVIDER/MODEL, e.g. openai/text-embedding-3-small (or null: lexical search only)")
+    }
     const access = c.access === undefined ? undefined : parsePolicy(c.access)
     if (access !== undefined && access._tag === "Failure") return yield* BadRequest.of(access.failure)
     const patch: AgentPatch = {
@@ -61,6 +74,8 @@ export const agentPatch = (c: typeof AgentChanges.Type) =>
       ...(c.summaryModel === null ? { summaryProviderId: null, summaryModel: "" } : {}),
       ...(c.summaryMaxCalls === undefined ? {} : { summaryMaxCalls: c.summaryMaxCalls }),
       ...(c.summaryWindowSeconds === undefined ? {} : { summaryWindowSeconds: c.summaryWindowSeconds }),
+      ...(clearsEmbedding ? { embeddingProviderId: null, embeddingModel: "" } : {}),
+      ...(embedding === undefined ? {} : { embeddingProviderId: embedding.providerId, embeddingModel: embedding.model }),
       ...(c.sandboxImage === undefined ? {} : { sandboxImage: c.sandboxImage }),
       ...(c.sandboxNetwork === undefined ? {} : { sandboxNetwork: c.sandboxNetwork }),
       ...(c.sandboxMemoryMb === undefined ? {} : { sandboxMemoryMb: c.sandboxMemoryMb }),

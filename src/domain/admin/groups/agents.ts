@@ -21,6 +21,8 @@ export const AgentView = Schema.Struct({
   summaryModel: Schema.NullOr(Schema.String),
   summaryMaxCalls: Schema.Number,
   summaryWindowSeconds: Schema.Number,
+  /** Dense retrieval's `PROVIDER/MODEL` (an OpenAI-compatible /v1/embeddings), or null (lexical search only). */
+  embeddingModel: Schema.NullOr(Schema.String),
   systemPrompt: Schema.String,
   sandboxImage: Schema.String,
   sandboxNetwork: NetworkPolicy,
@@ -54,6 +56,8 @@ export const AgentChanges = Schema.Struct({
   summaryModel: Schema.optional(Schema.NullOr(Schema.String)),
   summaryMaxCalls: Schema.optional(Schema.Number),
   summaryWindowSeconds: Schema.optional(Schema.Number),
+  /** `PROVIDER/MODEL` as `--embedding-model`; null or "" (or "none"): lexical search only. A change re-embeds in the background. */
+  embeddingModel: Schema.optional(Schema.NullOr(Schema.String)),
   sandboxImage: Schema.optional(Schema.String),
   sandboxNetwork: Schema.optional(NetworkPolicy),
   sandboxMemoryMb: Schema.optional(Schema.Number),

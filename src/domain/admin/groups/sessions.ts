@@ -177,7 +177,11 @@ export const SearchHitView = Schema.Struct({
     role: Role,
     createdAt: Schema.Number,
     text: Schema.String
-  })))
+  }))),
+  /** Found by meaning (the agent's embedding model): the cosine similarity of its vector to the query's. */
+  similarity: Schema.optional(Schema.Number),
+  /** Found by the second hop, through these words of the first hit. */
+  hop: Schema.optional(Schema.Array(Schema.String))
 })
 
 export const SearchResults = Schema.Struct({ hits: Schema.Array(SearchHitView) })
@@ -230,7 +234,12 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
         /** Also search the memory tool's own calls and their results (default: left out). */
         includeMemoryCalls: Schema.optional(Schema.Boolean),
         /** Rank each message on its own text only (default: together with its neighbouring turns). */
-        ownText: Schema.optional(Schema.Boolean)
+        ownText: Schema.optional(Schema.Boolean),
+        /**
+         * Fuse with the nearest vectors of this agent's embedding model (`anna agent set A
+         * --embedding-model`), when it has one; default: the session's agent when `session` is given.
+         */
+        agent: Schema.optional(Schema.String)
       },
       success: SearchResults,
       error: CommonErrors
