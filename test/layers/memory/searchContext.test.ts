@@ -162,8 +162,9 @@ describe("ranked search matches a turn together with its neighbours", () => {
       ]
       const compactor = yield* Compactor
       for (const [b, note] of NOTES.entries()) {
-        const block = chat(20, b * 20)
-        yield* put(KEY, [{ ...block[0]!, content: `NOTE ${note}` }, ...block.slice(1)])
+        const [first, ...rest] = chat(20, b * 20)
+        if (first === undefined) return assert.fail("no message")
+        yield* put(KEY, [{ ...first, content: `NOTE ${note}` }, ...rest])
         yield* compactor.compact(KEY, { full: true })
       }
       const searcher = yield* Searcher
