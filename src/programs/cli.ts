@@ -16,7 +16,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit, Logger, Option, References } from "effect"
 import { CliError, CliOutput, Command, type HelpDoc } from "effect/cli"
-import { InvalidEnvironment, logLevelSetting } from "./env.ts"
+import { InvalidEnvironment, logLevelSetting, databaseUrlSetting } from "./env.ts"
 import { LOGGERS, lineLogging } from "./logging.ts"
 import { FLAG_NAMES, host, port } from "./gatewayFlags.ts"
 
@@ -216,6 +216,7 @@ export const misplacedFlags = (argv: ReadonlyArray<string>): string | undefined 
 export const main = (argv: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const level = yield* logLevelSetting
+    yield* databaseUrlSetting
     const misplaced = misplacedFlags(argv)
     if (misplaced !== undefined) {
       return yield* exitWith(2, `anna: --host and --port belong to the gateway: \`anna --port P\` or \`anna gateway --port P\`, not before \`${misplaced}\``)

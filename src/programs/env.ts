@@ -40,6 +40,21 @@ export const logLevelSetting: Effect.Effect<LogLevel.LogLevel, InvalidEnvironmen
   })
 })
 
+/**
+ * `ANNA_DATABASE_URL` (issue 26): PostgreSQL for anna's state. Being built store by store (the
+ * usage log runs on it so far, tested on both databases), so until every store does, a set URL is
+ * refused at start rather than silently ignored (the state would go to the SQLite file instead).
+ * The URL is a secret: never printed.
+ */
+export const databaseUrlSetting: Effect.Effect<void, InvalidEnvironment> = Effect.gen(function*() {
+  const url = yield* Effect.orDie(optionalString("ANNA_DATABASE_URL"))
+  if (url === undefined) return
+  return yield* new InvalidEnvironment({
+    message: "ANNA_DATABASE_URL is set, but this version of anna keeps its state in SQLite only (PostgreSQL is being built: " +
+      "see README, \"Running on PostgreSQL\"); unset ANNA_DATABASE_URL to use $ANNA_HOME/anna.db"
+  })
+})
+
 /** A folder others share (sticky, like /tmp) or the filesystem root: chmod-ing it would break other users. */
 const sharedFolder = (dir: string): boolean => {
   const full = resolve(dir)

@@ -162,6 +162,21 @@ describe("anna CLI", () => {
     assert.strictEqual(fine.code, 0, fine.stderr)
   })
 
+  it("refuses ANNA_DATABASE_URL while the state still lives in SQLite, in one line that never shows the URL, exit 2", async () => {
+    const h = home()
+    const url = "postgres://anna:s3cret-pw@db.example:5432/anna"
+    for (const args of [["memory", "sessions"], ["gateway", "--port", "0"]]) {
+      const r = await annaEnv(h, { ANNA_DATABASE_URL: url }, ...args)
+      assert.strictEqual(r.code, 2, r.stderr)
+      assert.strictEqual(r.stdout, "")
+      assert.match(r.stderr, /^anna: ANNA_DATABASE_URL is set, but this version of anna keeps its state in SQLite only .*unset ANNA_DATABASE_URL to use \$ANNA_HOME\/anna\.db\n$/)
+      assert.notInclude(r.stderr, "s3cret")
+    }
+    // empty is unset
+    const fine = await annaEnv(h, { ANNA_DATABASE_URL: " " }, "memory", "sessions", "--json")
+    assert.strictEqual(fine.code, 0, fine.stderr)
+  })
+
   it("anna help [command] prints that command's --help; a name that is no command is a usage error", async () => {
     const h = home()
     for (const cmd of [[], ["memory"], ["memory", "search"], ["sandbox", "build-image"]]) {

@@ -4,6 +4,10 @@
  * million tokens). OpenAI's APIs count cached prompt tokens within the input tokens and Anthropic's
  * besides them (as the log stores them: src/layers/providers/*), so for the OpenAI types the
  * input tokens billed at the input price are those left after the cache reads and writes.
+ *
+ * The same SQL runs on PostgreSQL (issue 26): parameters compared with NULL are cast (PostgreSQL
+ * must know their type), sums of 64-bit columns are cast back to integers (PostgreSQL sums them as
+ * numeric), camel-case names are quoted, and only the UTC day and hour differ (`PG_DIMENSION`).
  */
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -11,7 +15,7 @@ import { removedSessionKey } from "../../domain/config/removedUser.ts"
 import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsagePurpose, type UsageTotals } from "../../services/UsageLog.ts"
 import { storageError } from "../sql/errors.ts"
 
-/** The grouping expression of each dimension (fixed text, never from input). */
+/** The grouping expression of each dimension (fixed text, never from input), on SQLite. */
 const DIMENSION: Record<UsageDimension, string> = {
   user: "user_id",
   agent: "agent_id",
@@ -20,21 +24,29 @@ const DIMENSION: Record<UsageDimension, string> = {
   hour: "strftime('%Y-%m-%dT%H', at / 1000, 'unixepoch')"
 }
 
+/** The same on PostgreSQL (issue 26): UTC days and hours as the same text. */
+const PG_DIMENSION: Record<UsageDimension, string> = {
+  ...DIMENSION,
+  day: "to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+  hour: "to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24')"
+}
+
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const matches = (filter: UsageFilter) =>
-    sql`(${filter.sessionKey ?? null} IS NULL OR session_key = ${filter.sessionKey ?? null})
-      AND (${filter.userId ?? null} IS NULL OR user_id = ${filter.userId ?? null})
-      AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null})
+    sql`(CAST(${filter.sessionKey ?? null} AS TEXT) IS NULL OR session_key = ${filter.sessionKey ?? null})
+      AND (CAST(${filter.userId ?? null} AS TEXT) IS NULL OR user_id = ${filter.userId ?? null})
+      AND (CAST(${filter.agentId ?? null} AS TEXT) IS NULL OR agent_id = ${filter.agentId ?? null})
       AND at >= ${filter.since ?? 0}
-      AND (${filter.until ?? null} IS NULL OR at < ${filter.until ?? null})`
+      AND (CAST(${filter.until ?? null} AS BIGINT) IS NULL OR at < ${filter.until ?? null})`
 
   /** The filtered calls, each with its cost (null: no price) and whether it is unpriced (tokens, no price). */
   const priced = (filter: UsageFilter) =>
     sql`SELECT u.*,
         CASE WHEN p.input IS NULL THEN NULL ELSE (
           (CASE WHEN pr.type = 'anthropic' THEN u.input_tokens
-            ELSE max(u.input_tokens - u.cache_read_tokens - u.cache_write_tokens, 0) END) * p.input
+            WHEN u.input_tokens > u.cache_read_tokens + u.cache_write_tokens
+              THEN u.input_tokens - u.cache_read_tokens - u.cache_write_tokens ELSE 0 END) * p.input
           + u.output_tokens * p.output
           + u.cache_read_tokens * coalesce(p.cache_read, p.input)
           + u.cache_write_tokens * coalesce(p.cache_write, p.input)
@@ -89,8 +101,9 @@ export const make = Effect.gen(function*() {
         cost: number | null
         unpriced: number
       }>`WITH calls AS (${priced(filter)})
-        SELECT provider_id, model, purpose, count(*) AS calls, sum(1 - ok) AS failed,
-          sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens, sum(cost) AS cost, sum(unpriced) AS unpriced
+        SELECT provider_id, model, purpose, count(*) AS calls, CAST(sum(1 - ok) AS BIGINT) AS failed,
+          CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
+          sum(cost) AS cost, CAST(sum(unpriced) AS BIGINT) AS unpriced
         FROM calls
         GROUP BY provider_id, model, purpose ORDER BY provider_id, model, purpose`
       return rows.map((r): UsageTotals => ({
@@ -106,12 +119,12 @@ export const make = Effect.gen(function*() {
       }))
     }, Effect.mapError(storageError("read usage"))),
     breakdown: Effect.fn("UsageLog.breakdown")(function*(by: UsageDimension, filter: UsageFilter = {}) {
-      const key = sql.literal(DIMENSION[by])
+      const key = sql.literal(sql.onDialectOrElse({ pg: () => PG_DIMENSION[by], orElse: () => DIMENSION[by] }))
       return yield* sql<UsageBucket>`WITH calls AS (${priced(filter)})
-        SELECT ${key} AS key, count(*) AS calls, sum(1 - ok) AS failed,
-          sum(input_tokens) AS inputTokens, sum(output_tokens) AS outputTokens,
-          sum(cache_read_tokens) AS cacheReadTokens, sum(cache_write_tokens) AS cacheWriteTokens,
-          sum(cost) AS cost, sum(unpriced) AS unpricedCalls
+        SELECT ${key} AS key, count(*) AS calls, CAST(sum(1 - ok) AS BIGINT) AS failed,
+          CAST(sum(input_tokens) AS BIGINT) AS "inputTokens", CAST(sum(output_tokens) AS BIGINT) AS "outputTokens",
+          CAST(sum(cache_read_tokens) AS BIGINT) AS "cacheReadTokens", CAST(sum(cache_write_tokens) AS BIGINT) AS "cacheWriteTokens",
+          sum(cost) AS cost, CAST(sum(unpriced) AS BIGINT) AS "unpricedCalls"
         FROM calls
         GROUP BY 1 ORDER BY 1`
     }, Effect.mapError(storageError("read usage"))),
