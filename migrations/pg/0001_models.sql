@@ -7,7 +7,7 @@ CREATE TABLE config_version (
   version BIGINT NOT NULL
 );
 --> statement-breakpoint
-INSERT INTO config_version (id, version) VALUES (1, 0);
+INSERT INTO config_version (id, version) VALUES (1, 1);
 --> statement-breakpoint
 CREATE FUNCTION anna_config_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -19,6 +19,8 @@ $$;
 --> statement-breakpoint
 CREATE TABLE providers (
   id TEXT PRIMARY KEY CHECK (id <> '' AND strpos(id, '/') = 0),
+  -- Insertion order, as SQLite's rowid (the store lists by created_at, rowid).
+  rowid BIGINT GENERATED ALWAYS AS IDENTITY,
   type TEXT NOT NULL CHECK (type IN ('anthropic', 'openai', 'openai-response')),
   base_url TEXT NOT NULL DEFAULT '',
   api_key TEXT NOT NULL DEFAULT '',

@@ -9,7 +9,7 @@
  * Install: `apt-get install -y postgresql` (the binaries go to /usr/lib/postgresql/15/bin).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Redacted } from "effect"
+import { Effect, Layer, Redacted, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { execFileSync } from "node:child_process"
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
@@ -18,6 +18,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import * as Postgres from "../../src/layers/sql/Postgres.ts"
+import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
+import { tempDbFile } from "./db.ts"
 
 const binDir = (): string | undefined => {
   const root = "/usr/lib/postgresql"
@@ -130,3 +132,33 @@ const adminQuery = (url: string, statement: string) =>
 
 /** SqlClient on a fresh PostgreSQL database, migrated (the counterpart of db.ts's `sqliteTemp`). */
 export const pgTemp = Layer.unwrap(Effect.map(tempDatabaseUrl, (url) => Postgres.layer(url, { maxConnections: 4 })))
+
+/** A database the store suites run on: a fresh SQLite file, and a fresh PostgreSQL database when enabled. */
+export interface TestDatabase {
+  readonly name: "SQLite" | "PostgreSQL"
+  /** SqlClient on a fresh database. */
+  readonly layer: Layer.Layer<SqlClient.SqlClient, unknown>
+  /**
+   * A fresh database (removed when the scope closes) and where it is: its SQLite file (undefined on
+   * PostgreSQL) and a layer that opens it again each time it is built, as a second process would.
+   */
+  readonly open: Effect.Effect<{ readonly file: string | undefined; readonly layer: Layer.Layer<SqlClient.SqlClient, unknown> }, never, Scope.Scope>
+}
+
+let enabled: boolean | undefined
+
+/** SQLite always; PostgreSQL too when a server can run (see the header). */
+export const testDatabases = (sqlite: Layer.Layer<SqlClient.SqlClient, unknown>): ReadonlyArray<TestDatabase> => {
+  enabled ??= postgresEnabled()
+  const postgres: TestDatabase = {
+    name: "PostgreSQL",
+    layer: pgTemp,
+    open: Effect.map(tempDatabaseUrl, (url) => ({ file: undefined, layer: Postgres.layer(url, { maxConnections: 4 }) }))
+  }
+  const lite: TestDatabase = {
+    name: "SQLite",
+    layer: sqlite,
+    open: Effect.map(tempDbFile, (file) => ({ file, layer: Sqlite.layer(file) }))
+  }
+  return [lite, ...(enabled ? [postgres] : [])]
+}

@@ -43,7 +43,7 @@ export const make = (sql: SqlClient.SqlClient) => {
       if (wait > 0) return wait
       for (const [kind, name] of [["pair", user], ["address", ""]] as const) {
         yield* sql`INSERT INTO login_failures (kind, username, address, failures, last_failure_at) VALUES (${kind}, ${name}, ${address}, 1, ${now})
-          ON CONFLICT (kind, username, address) DO UPDATE SET failures = failures + 1, last_failure_at = excluded.last_failure_at`
+          ON CONFLICT (kind, username, address) DO UPDATE SET failures = login_failures.failures + 1, last_failure_at = excluded.last_failure_at`
       }
       return 0
     }))

@@ -185,7 +185,7 @@ export const make = Effect.gen(function*() {
     prices: Effect.fn("ProviderStore.prices")(function*(providerId?: string) {
       if (providerId !== undefined) yield* getProvider(providerId)
       const rows = yield* sql`SELECT provider_id, model, input, output, cache_read, cache_write FROM model_prices
-        WHERE ${providerId ?? null} IS NULL OR provider_id = ${providerId ?? null} ORDER BY provider_id, model`.pipe(
+        WHERE CAST(${providerId ?? null} AS TEXT) IS NULL OR provider_id = ${providerId ?? null} ORDER BY provider_id, model`.pipe(
         Effect.flatMap(decodePrices),
         Effect.mapError(storageError("read prices"))
       )

@@ -11,12 +11,20 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, rea
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
+/** The advisory lock PostgreSQL writers take in `immediate` (any constant; "anW" in ASCII). */
+export const WRITE_LOCK = 0x616e57
+
 /**
  * A transaction that takes the write lock at BEGIN: a read-then-write transaction (next seq, check
- * then replace) never fails halfway with SQLITE_BUSY because another process wrote in between.
+ * then replace) never fails halfway with SQLITE_BUSY because another process wrote in between. On
+ * PostgreSQL (issue 26) the same: a transaction-scoped advisory lock taken first, so these
+ * transactions run one at a time as on SQLite, whatever the isolation level.
  */
 export const immediate = (sql: SqlClient.SqlClient) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  sql.withTransaction(self).pipe(Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE"))
+  sql.onDialectOrElse({
+    pg: () => sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`, self)),
+    orElse: () => sql.withTransaction(self).pipe(Effect.provideService(SqlClient.BeginTransaction, "BEGIN IMMEDIATE"))
+  })
 
 /** How long a statement waits for another process's write lock before failing. */
 export const BUSY_TIMEOUT_MS = 10_000
