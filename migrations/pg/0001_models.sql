@@ -35,7 +35,7 @@ CREATE TABLE providers (
 );
 --> statement-breakpoint
 CREATE TRIGGER config_version_providers AFTER INSERT OR UPDATE OR DELETE ON providers
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 CREATE TABLE model_prices (
   provider_id TEXT NOT NULL REFERENCES providers (id) ON DELETE CASCADE,

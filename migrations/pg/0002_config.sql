@@ -37,7 +37,7 @@ CREATE TABLE agents (
 );
 --> statement-breakpoint
 CREATE TRIGGER config_version_agents AFTER INSERT OR UPDATE OR DELETE ON agents
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 CREATE TABLE users (
   id TEXT PRIMARY KEY,
@@ -60,7 +60,7 @@ $$;
 CREATE TRIGGER users_uid BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION anna_user_uid();
 --> statement-breakpoint
 CREATE TRIGGER config_version_users AFTER DELETE ON users
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 CREATE TABLE user_identities (
   platform TEXT NOT NULL,
@@ -142,7 +142,7 @@ CREATE TABLE channels (
 );
 --> statement-breakpoint
 CREATE TRIGGER config_version_channels AFTER INSERT OR UPDATE OR DELETE ON channels
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 CREATE TABLE chat_agents (
   platform TEXT NOT NULL,
@@ -152,7 +152,7 @@ CREATE TABLE chat_agents (
 );
 --> statement-breakpoint
 CREATE TRIGGER config_version_chat_agents AFTER INSERT OR UPDATE OR DELETE ON chat_agents
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 CREATE TABLE chat_agent_choices (
   platform TEXT NOT NULL,
@@ -178,7 +178,7 @@ CREATE TABLE settings (
 );
 --> statement-breakpoint
 CREATE TRIGGER config_version_settings AFTER INSERT OR UPDATE OR DELETE ON settings
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 CREATE TABLE plugins (
   id TEXT PRIMARY KEY,
@@ -189,7 +189,7 @@ CREATE TABLE plugins (
 );
 --> statement-breakpoint
 CREATE TRIGGER config_version_plugins AFTER INSERT OR UPDATE OR DELETE ON plugins
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 CREATE TABLE agent_plugins (
   agent_id TEXT NOT NULL REFERENCES agents (id) ON DELETE CASCADE,
@@ -201,7 +201,7 @@ CREATE TABLE agent_plugins (
 );
 --> statement-breakpoint
 CREATE TRIGGER config_version_agent_plugins AFTER INSERT OR UPDATE OR DELETE ON agent_plugins
-  FOR EACH STATEMENT EXECUTE FUNCTION anna_config_changed();
+  FOR EACH ROW EXECUTE FUNCTION anna_config_changed();
 --> statement-breakpoint
 -- What the SQLite migrations seed: the plugins (memory/lcm the memory plugin) and the HTTP channel.
 INSERT INTO plugins (id, kind, enabled, updated_at) VALUES

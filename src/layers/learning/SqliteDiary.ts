@@ -122,12 +122,17 @@ export const make = Effect.gen(function*() {
     const status = filter.status ?? null
     const limit = Math.max(0, Math.floor(filter.limit ?? DEFAULT_LIST_LIMIT))
     const offset = Math.max(0, Math.floor(filter.offset ?? 0))
+    // The entry's tags (a JSON array of strings) as rows `t.value`.
+    const tagsOf = sql.literal(sql.onDialectOrElse({
+      pg: () => "json_array_elements_text(diary_entries.tags::json) AS t(value)",
+      orElse: () => "json_each(diary_entries.tags) AS t"
+    }))
     const rows = yield* sql`SELECT * FROM diary_entries
-      WHERE (${session} IS NULL OR session_key = ${session})
-        AND (${agent} IS NULL OR agent_id = ${agent})
-        AND (${user} IS NULL OR user_id = ${user})
-        AND (${status} IS NULL OR status = ${status})
-        AND (${tag} IS NULL OR EXISTS (SELECT 1 FROM json_each(diary_entries.tags) WHERE lower(json_each.value) = lower(${tag})))
+      WHERE (CAST(${session} AS TEXT) IS NULL OR session_key = ${session})
+        AND (CAST(${agent} AS TEXT) IS NULL OR agent_id = ${agent})
+        AND (CAST(${user} AS TEXT) IS NULL OR user_id = ${user})
+        AND (CAST(${status} AS TEXT) IS NULL OR status = ${status})
+        AND (CAST(${tag} AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM ${tagsOf} WHERE lower(t.value) = lower(${tag})))
       ORDER BY created_at DESC, to_seq DESC, id DESC LIMIT ${limit} OFFSET ${offset}`.pipe(Effect.flatMap(decodeEntries), fail("list diary entries"))
     return rows.map(toEntry)
   })

@@ -32,7 +32,7 @@ export const make = Effect.gen(function*() {
   const inTransaction = immediate(sql)
 
   const votesOf = (key: RuleKey) =>
-    sql`SELECT user_id, vote, personal, counted, at FROM rule_votes WHERE scope = ${key.scope} AND rule_id = ${key.ruleId}`.pipe(
+    sql`SELECT user_id, vote, personal, counted, at FROM rule_votes WHERE scope = ${key.scope} AND rule_id = ${key.ruleId} ORDER BY user_id`.pipe(
       Effect.flatMap(decodeRows),
       Effect.map((rows) => rows.map(toVote))
     )

@@ -49,8 +49,8 @@ export const make = Effect.gen(function*() {
   const list = Effect.fn("SkillStats.list")(function*(agentId: string | undefined, userId?: string) {
     const agent = agentId ?? null
     const user = userId ?? null
-    const rows = yield* sql`SELECT * FROM skill_stats WHERE (${agent} IS NULL OR agent_id = ${agent})
-      AND (${user} IS NULL OR user_id = ${user}) ORDER BY agent_id, user_id, name`.pipe(Effect.flatMap(decodeRows), fail("list skill outcomes"))
+    const rows = yield* sql`SELECT * FROM skill_stats WHERE (CAST(${agent} AS TEXT) IS NULL OR agent_id = ${agent})
+      AND (CAST(${user} AS TEXT) IS NULL OR user_id = ${user}) ORDER BY agent_id, user_id, name`.pipe(Effect.flatMap(decodeRows), fail("list skill outcomes"))
     return rows.map(toRecord) as ReadonlyArray<SkillRecord>
   })
 
@@ -59,8 +59,8 @@ export const make = Effect.gen(function*() {
     const success = outcome === "success" ? 1 : 0
     const rows = yield* sql`INSERT INTO skill_stats (agent_id, user_id, name, successes, failures, updated_at)
       VALUES (${key.agentId}, ${key.userId}, ${key.name}, ${success}, ${1 - success}, ${now})
-      ON CONFLICT (agent_id, user_id, name) DO UPDATE SET successes = successes + excluded.successes,
-        failures = failures + excluded.failures, updated_at = excluded.updated_at
+      ON CONFLICT (agent_id, user_id, name) DO UPDATE SET successes = skill_stats.successes + excluded.successes,
+        failures = skill_stats.failures + excluded.failures, updated_at = excluded.updated_at
       RETURNING successes, failures`.pipe(Effect.flatMap(decodeCounts), fail("record a skill outcome"))
     const row = rows[0]
     return row === undefined ? yield* Effect.die(new Error("INSERT … RETURNING gave no row")) : ({ successes: row.successes, failures: row.failures } as Arm)

@@ -6,6 +6,7 @@ import { InvalidSchedule, JobNotFound } from "../../domain/scheduler/errors.ts"
 import { checkZone, nextAfter, parseAt, parseCron, parseEvery } from "../../domain/scheduler/schedule.ts"
 import { type Job, KEEP_RUNS, MAX_PROMPT_CHARS, MIN_EVERY_MS, type NewJob, type OwnerLimits, type Run, type ScheduleKind } from "../../domain/scheduler/types.ts"
 import { JobStore, type JobFilter, type RunOutcome } from "../../services/JobStore.ts"
+import { immediate } from "../sql/Sqlite.ts"
 import { storageError } from "../sql/errors.ts"
 
 const JobRow = Schema.Struct({
@@ -109,8 +110,8 @@ export const make = Effect.gen(function*() {
   const fail = (operation: string) => Effect.mapError(storageError(operation))
 
   const list = Effect.fn("JobStore.list")(function*(filter: JobFilter = {}) {
-    const rows = yield* sql`SELECT * FROM scheduler_jobs WHERE (${filter.userId ?? null} IS NULL OR user_id = ${filter.userId ?? null})
-      AND (${filter.agentId ?? null} IS NULL OR agent_id = ${filter.agentId ?? null}) ORDER BY created_at, id`.pipe(
+    const rows = yield* sql`SELECT * FROM scheduler_jobs WHERE (CAST(${filter.userId ?? null} AS TEXT) IS NULL OR user_id = ${filter.userId ?? null})
+      AND (CAST(${filter.agentId ?? null} AS TEXT) IS NULL OR agent_id = ${filter.agentId ?? null}) ORDER BY created_at, id`.pipe(
       Effect.flatMap(decodeJobs),
       fail("list scheduled jobs")
     )
@@ -136,9 +137,9 @@ export const make = Effect.gen(function*() {
     if (limits === undefined) {
       yield* insert.pipe(fail("add a scheduled job"))
     } else {
-      // The count and the insert in one transaction: parallel adds (a model's parallel tool calls,
-      // two console tabs) see each other, so the owner never passes the limit.
-      const full = yield* sql.withTransaction(Effect.gen(function*() {
+      // The count and the insert in one write transaction: parallel adds (a model's parallel tool
+      // calls, two console tabs, two gateways on PostgreSQL) see each other, so the owner never passes the limit.
+      const full = yield* immediate(sql)(Effect.gen(function*() {
         const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM scheduler_jobs WHERE user_id = ${job.userId} AND agent_id = ${job.agentId}`
         if (Number(rows[0]?.n ?? 0) >= limits.maxPerOwner) return true
         yield* insert
@@ -208,7 +209,8 @@ export const make = Effect.gen(function*() {
     // The heartbeat's job ids (./heartbeat.ts `heartbeatJobId`) end with `:{user}`; agent ids hold no ':'.
     const suffix = `:${userId}`
     const ids = yield* sql<{ job_id: string }>`SELECT DISTINCT job_id FROM scheduler_runs
-      WHERE substr(job_id, 1, 10) = 'heartbeat:' AND substr(job_id, -${suffix.length}) = ${suffix}`
+      WHERE substr(job_id, 1, 10) = 'heartbeat:' AND length(job_id) > ${suffix.length + 10}
+        AND substr(job_id, length(job_id) - ${suffix.length - 1}) = ${suffix}`
     let moved = 0
     for (const { job_id } of ids) {
       const agentId = job_id.slice("heartbeat:".length, -suffix.length)
