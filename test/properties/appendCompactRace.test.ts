@@ -25,7 +25,8 @@ import { Compactor } from "../../src/services/Compactor.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../../src/services/MemoryStore.ts"
 import { Summarizer } from "../../src/services/Summarizer.ts"
-import { tempDbFile } from "../support/db.ts"
+import { sqliteTemp } from "../support/db.ts"
+import { testDatabases } from "../support/postgres.ts"
 import { assertAssembled, checkState, plain, sumTokens } from "./support/check.ts"
 import { lcmOn } from "./support/layers.ts"
 import { buildSession, engineConfig, engineSpec, int, rng, sessionSpec } from "./support/sessions.ts"
@@ -72,102 +73,104 @@ const yieldingSummarizer = (yields: () => number): Layer.Layer<Summarizer> =>
 let appendsDuringCompaction = 0
 let runs = 0
 
-describe("memory properties: appends racing compaction", () => {
-  it.effect.prop(
-    "every append is stored once and in order, the DAG and the context stay sound, nothing leaks to the appender",
-    { c: raceCase },
-    ({ c }) =>
-      Effect.scoped(Effect.gen(function*() {
-        const file = yield* tempDbFile
-        // Small sessions (20–160 messages, huge pastes included) keep a run quick.
-        const messages = buildSession({ ...c.session, large: 1, length: 20 + (c.session.length % 140) })
-        const config = engineConfig(c.engine)
-        const r = rng(c.session.seed ^ 0x2545f491)
-        const summarizer = yieldingSummarizer(() => r.int(0, c.summarizerYields))
-        const total = sumTokens(messages.map(plain))
+for (const db of testDatabases(sqliteTemp)) {
+  describe(`memory properties: appends racing compaction (${db.name})`, () => {
+    it.effect.prop(
+      "every append is stored once and in order, the DAG and the context stay sound, nothing leaks to the appender",
+      { c: raceCase },
+      ({ c }) =>
+        Effect.scoped(Effect.gen(function*() {
+          const file = (yield* db.open).layer
+          // Small sessions (20–160 messages, huge pastes included) keep a run quick.
+          const messages = buildSession({ ...c.session, large: 1, length: 20 + (c.session.length % 140) })
+          const config = engineConfig(c.engine)
+          const r = rng(c.session.seed ^ 0x2545f491)
+          const summarizer = yieldingSummarizer(() => r.int(0, c.summarizerYields))
+          const total = sumTokens(messages.map(plain))
 
-        yield* Effect.gen(function*() {
-          const memory = yield* MemoryProvider
-          const compactor = yield* Compactor
-          yield* memory.bootstrap(session)
+          yield* Effect.gen(function*() {
+            const memory = yield* MemoryProvider
+            const compactor = yield* Compactor
+            yield* memory.bootstrap(session)
 
-          const appended: Array<NewMessage> = []
-          let appending = true
-          let compacting = false
-          const appender = Effect.gen(function*() {
-            for (let at = 0, b = 0; at < messages.length; b++) {
-              const size = c.batches[b % c.batches.length] ?? 1
-              const batch = messages.slice(at, at + size)
-              at += size
-              if (compacting) appendsDuringCompaction++
-              yield* memory.append(session, batch)
-              appended.push(...batch)
-              for (let i = r.int(0, c.appenderYields); i > 0; i--) yield* Effect.yieldNow
-            }
-          }).pipe(Effect.ensuring(Effect.sync(() => (appending = false))))
-
-          const optionsOf = (k: (typeof c.compactions)[number]): CompactOptions => ({
-            full: k.full,
-            ...(k.freshTail >= 0 ? { freshTail: k.freshTail } : {}),
-            ...(k.budgetPct > 0 ? { budget: Math.max(1, Math.round((total * k.budgetPct) / 100)) } : {})
-          })
-          const compactions = Effect.gen(function*() {
-            let n = 0
-            // Through the list at least once, then on while the appender works (bounded).
-            while (n < c.compactions.length || (appending && n < 400)) {
-              const k = c.compactions[n % c.compactions.length]
-              n++
-              if (k === undefined) continue
-              compacting = true
-              yield* compactor.compact(KEY, optionsOf(k)).pipe(Effect.ensuring(Effect.sync(() => (compacting = false))))
-              yield* Effect.yieldNow
-            }
-            return n
-          })
-
-          const appenderFiber = yield* Effect.forkChild(appender)
-          const compactorFiber = yield* Effect.forkChild(compactions)
-          const appendExit = yield* Fiber.await(appenderFiber)
-          const compactExit = yield* Fiber.await(compactorFiber)
-          assert.strictEqual(appendExit._tag, "Success", `the appender failed: ${appendExit._tag === "Failure" ? String(appendExit.cause) : ""}`)
-          assert.strictEqual(compactExit._tag, "Success", `a compaction failed: ${compactExit._tag === "Failure" ? String(compactExit.cause) : ""}`)
-          assert.strictEqual(appended.length, messages.length, "the appender appended the whole session")
-          runs++
-
-          const check = (seed: number) =>
-            Effect.gen(function*() {
-              // Lossless and in order (loadHistory and the rows), verify, DAG, live context, Explorer.
-              const snap = yield* checkState(KEY, appended, seed)
-              assert.deepStrictEqual(yield* (yield* MemoryStore).integrityCheck, [], "integrity check")
-              // Every message is covered exactly once by the live context (summaries + raw)…
-              const tokens = snap.items.reduce((n, it) => n + it.tokens, 0)
-              // …and assemblies within budget keep order, the fresh tail, the budget and tool pairing.
-              const ar = rng(seed ^ 0x68e31da4)
-              for (let i = 0; i < c.assemblies; i++) {
-                const budget = ar.chance(0.8) ? Math.max(1, Math.round(tokens * ar.next() * 1.3)) : ar.int(1, 400)
-                const freshTail = ar.chance(0.1) ? 0 : ar.int(1, 30)
-                const assembled = yield* memory.assemble(KEY, { budget, freshTail })
-                assertAssembled({ assembled, snap, appended, budget, freshTail, mode: "lcm" })
+            const appended: Array<NewMessage> = []
+            let appending = true
+            let compacting = false
+            const appender = Effect.gen(function*() {
+              for (let at = 0, b = 0; at < messages.length; b++) {
+                const size = c.batches[b % c.batches.length] ?? 1
+                const batch = messages.slice(at, at + size)
+                at += size
+                if (compacting) appendsDuringCompaction++
+                yield* memory.append(session, batch)
+                appended.push(...batch)
+                for (let i = r.int(0, c.appenderYields); i > 0; i--) yield* Effect.yieldNow
               }
+            }).pipe(Effect.ensuring(Effect.sync(() => (appending = false))))
+
+            const optionsOf = (k: (typeof c.compactions)[number]): CompactOptions => ({
+              full: k.full,
+              ...(k.freshTail >= 0 ? { freshTail: k.freshTail } : {}),
+              ...(k.budgetPct > 0 ? { budget: Math.max(1, Math.round((total * k.budgetPct) / 100)) } : {})
             })
-          yield* check(c.session.seed)
+            const compactions = Effect.gen(function*() {
+              let n = 0
+              // Through the list at least once, then on while the appender works (bounded).
+              while (n < c.compactions.length || (appending && n < 400)) {
+                const k = c.compactions[n % c.compactions.length]
+                n++
+                if (k === undefined) continue
+                compacting = true
+                yield* compactor.compact(KEY, optionsOf(k)).pipe(Effect.ensuring(Effect.sync(() => (compacting = false))))
+                yield* Effect.yieldNow
+              }
+              return n
+            })
 
-          // Still usable afterwards (its lock is free): a last full compaction keeps it all true.
-          yield* compactor.compact(KEY, { full: true })
-          yield* check(c.session.seed + 1)
-          assert.deepStrictEqual(
-            (yield* memory.assemble(KEY, { budget: 10_000_000, freshTail: 1 })).messages.slice(-1),
-            appended.slice(-1).map(plain),
-            "the newest message ends the context"
-          )
-          assert.strictEqual((yield* memory.stats(KEY)).messages, appended.length, "stats: messages")
-        }).pipe(Effect.provide(lcmOn(file, config, summarizer), { local: true }))
-      })),
-    { timeout: 120_000, arbitrary: { runs: 25, maxShrinks: 20 } }
-  )
+            const appenderFiber = yield* Effect.forkChild(appender)
+            const compactorFiber = yield* Effect.forkChild(compactions)
+            const appendExit = yield* Fiber.await(appenderFiber)
+            const compactExit = yield* Fiber.await(compactorFiber)
+            assert.strictEqual(appendExit._tag, "Success", `the appender failed: ${appendExit._tag === "Failure" ? String(appendExit.cause) : ""}`)
+            assert.strictEqual(compactExit._tag, "Success", `a compaction failed: ${compactExit._tag === "Failure" ? String(compactExit.cause) : ""}`)
+            assert.strictEqual(appended.length, messages.length, "the appender appended the whole session")
+            runs++
 
-  it("the runs did race: appends landed while a compaction was running", () => {
-    assert.isAbove(runs, 0)
-    assert.isAbove(appendsDuringCompaction, 0, `no append overlapped a compaction in ${runs} runs`)
+            const check = (seed: number) =>
+              Effect.gen(function*() {
+                // Lossless and in order (loadHistory and the rows), verify, DAG, live context, Explorer.
+                const snap = yield* checkState(KEY, appended, seed)
+                assert.deepStrictEqual(yield* (yield* MemoryStore).integrityCheck, [], "integrity check")
+                // Every message is covered exactly once by the live context (summaries + raw)…
+                const tokens = snap.items.reduce((n, it) => n + it.tokens, 0)
+                // …and assemblies within budget keep order, the fresh tail, the budget and tool pairing.
+                const ar = rng(seed ^ 0x68e31da4)
+                for (let i = 0; i < c.assemblies; i++) {
+                  const budget = ar.chance(0.8) ? Math.max(1, Math.round(tokens * ar.next() * 1.3)) : ar.int(1, 400)
+                  const freshTail = ar.chance(0.1) ? 0 : ar.int(1, 30)
+                  const assembled = yield* memory.assemble(KEY, { budget, freshTail })
+                  assertAssembled({ assembled, snap, appended, budget, freshTail, mode: "lcm" })
+                }
+              })
+            yield* check(c.session.seed)
+
+            // Still usable afterwards (its lock is free): a last full compaction keeps it all true.
+            yield* compactor.compact(KEY, { full: true })
+            yield* check(c.session.seed + 1)
+            assert.deepStrictEqual(
+              (yield* memory.assemble(KEY, { budget: 10_000_000, freshTail: 1 })).messages.slice(-1),
+              appended.slice(-1).map(plain),
+              "the newest message ends the context"
+            )
+            assert.strictEqual((yield* memory.stats(KEY)).messages, appended.length, "stats: messages")
+          }).pipe(Effect.provide(lcmOn(file, config, summarizer), { local: true }))
+        })),
+      { timeout: 120_000, arbitrary: { runs: 25, maxShrinks: 20 } }
+    )
+
+    it("the runs did race: appends landed while a compaction was running", () => {
+      assert.isAbove(runs, 0)
+      assert.isAbove(appendsDuringCompaction, 0, `no append overlapped a compaction in ${runs} runs`)
+    })
   })
-})
+}

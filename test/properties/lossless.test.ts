@@ -20,7 +20,8 @@ import type { CompactionConfig } from "../../src/services/CompactionEngine.ts"
 import { Compactor } from "../../src/services/Compactor.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../../src/services/MemoryStore.ts"
-import { tempDbFile } from "../support/db.ts"
+import { sqliteTemp } from "../support/db.ts"
+import { testDatabases } from "../support/postgres.ts"
 import { assertAssembled, assertReport, checkState, simpleViewTokens, snapshot, type Snapshot } from "./support/check.ts"
 import { assertHandoffReport } from "./support/handoffCheck.ts"
 import { lcmOn, simpleOn } from "./support/layers.ts"
@@ -128,48 +129,50 @@ const runOp = (run: Run, op: Op, lcm: boolean, step: number) =>
     )
   })
 
-describe("memory properties: random operation sequences", () => {
-  it.live.prop(
-    "lossless, DAG, order, budget and pairing hold after every operation, across plugin switches",
-    { c: caseArb },
-    ({ c }) =>
-      Effect.scoped(Effect.gen(function*() {
-        const file = yield* tempDbFile
-        const run: Run = {
-          sessionKey: `agent:test:user${c.session.seed % 5}:main`,
-          messages: buildSession(c.session),
-          appended: [],
-          config: engineConfig(c.engine),
-          seed: c.session.seed
-        }
-        // Segments between switches; a last LCM segment appends the rest, compacts fully and assembles.
-        const segments: Array<Array<Op>> = [[]]
-        for (const op of c.ops) {
-          if (op._tag === "Switch") segments.push([op])
-          else segments[segments.length - 1]?.push(op)
-        }
-        const lastIsLcm = (segments.length % 2 === 1) === c.startLcm
-        if (!lastIsLcm) segments.push([{ _tag: "Switch" }])
-        segments[segments.length - 1]?.push(
-          { _tag: "Append", count: 100_000 },
-          { _tag: "Compact", full: true, freshTail: -1, pct: 0, relative: true },
-          { _tag: "Assemble", freshTail: c.engine.freshTail, pct: 1 + (c.session.seed % 100), relative: true }
-        )
-        let step = 0
-        for (const [i, ops] of segments.entries()) {
-          const lcm = i % 2 === 0 ? c.startLcm : !c.startLcm
-          const segment = Effect.gen(function*() {
-            yield* (yield* MemoryProvider).bootstrap(sessionRefFromKey(run.sessionKey))
-            for (const op of ops) yield* runOp(run, op, lcm, step++)
-            const problems = yield* (yield* MemoryStore).integrityCheck
-            assert.deepStrictEqual(problems, [], "integrity check")
-          })
-          yield* lcm
-            ? segment.pipe(Effect.provide(lcmOn(file, run.config), { local: true }))
-            : segment.pipe(Effect.provide(simpleOn(file), { local: true }))
-        }
-        assert.strictEqual(run.appended.length, run.messages.length)
-      })),
-    { timeout: 170_000, arbitrary: { runs: 60, maxShrinks: 40 } }
-  )
-})
+for (const db of testDatabases(sqliteTemp)) {
+  describe(`memory properties: random operation sequences (${db.name})`, () => {
+    it.live.prop(
+      "lossless, DAG, order, budget and pairing hold after every operation, across plugin switches",
+      { c: caseArb },
+      ({ c }) =>
+        Effect.scoped(Effect.gen(function*() {
+          const file = (yield* db.open).layer
+          const run: Run = {
+            sessionKey: `agent:test:user${c.session.seed % 5}:main`,
+            messages: buildSession(c.session),
+            appended: [],
+            config: engineConfig(c.engine),
+            seed: c.session.seed
+          }
+          // Segments between switches; a last LCM segment appends the rest, compacts fully and assembles.
+          const segments: Array<Array<Op>> = [[]]
+          for (const op of c.ops) {
+            if (op._tag === "Switch") segments.push([op])
+            else segments[segments.length - 1]?.push(op)
+          }
+          const lastIsLcm = (segments.length % 2 === 1) === c.startLcm
+          if (!lastIsLcm) segments.push([{ _tag: "Switch" }])
+          segments[segments.length - 1]?.push(
+            { _tag: "Append", count: 100_000 },
+            { _tag: "Compact", full: true, freshTail: -1, pct: 0, relative: true },
+            { _tag: "Assemble", freshTail: c.engine.freshTail, pct: 1 + (c.session.seed % 100), relative: true }
+          )
+          let step = 0
+          for (const [i, ops] of segments.entries()) {
+            const lcm = i % 2 === 0 ? c.startLcm : !c.startLcm
+            const segment = Effect.gen(function*() {
+              yield* (yield* MemoryProvider).bootstrap(sessionRefFromKey(run.sessionKey))
+              for (const op of ops) yield* runOp(run, op, lcm, step++)
+              const problems = yield* (yield* MemoryStore).integrityCheck
+              assert.deepStrictEqual(problems, [], "integrity check")
+            })
+            yield* lcm
+              ? segment.pipe(Effect.provide(lcmOn(file, run.config), { local: true }))
+              : segment.pipe(Effect.provide(simpleOn(file), { local: true }))
+          }
+          assert.strictEqual(run.appended.length, run.messages.length)
+        })),
+      { timeout: 170_000, arbitrary: { runs: 60, maxShrinks: 40 } }
+    )
+  })
+}

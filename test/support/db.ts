@@ -1,5 +1,6 @@
 /** Real SQLite files in a fresh temporary folder per test (removed when the test's scope closes). */
 import { Effect, Layer } from "effect"
+import type { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -22,11 +23,15 @@ export const tempDbFile = Effect.acquireRelease(
 /** SqlClient on a fresh temporary file. */
 export const sqliteTemp = Layer.unwrap(Effect.map(tempDbFile, Sqlite.layer))
 
+/** LcmMemory (all seven services) + the store on `database`, with the deterministic summarizer. */
+export const lcmOn = <E>(database: Layer.Layer<SqlClient.SqlClient, E>) =>
+  LcmMemory.layerSqlite.pipe(
+    Layer.provide(DeterministicSummarizer.layer),
+    Layer.provideMerge(database)
+  )
+
 /** LcmMemory (all seven services) + the store, on a fresh file, with the deterministic summarizer. */
-export const lcmTemp = LcmMemory.layerSqlite.pipe(
-  Layer.provide(DeterministicSummarizer.layer),
-  Layer.provideMerge(sqliteTemp)
-)
+export const lcmTemp = lcmOn(sqliteTemp)
 
 /** SimpleMemory (provider, handoff compactor, profiles, sessions) + the store, on a fresh file, with the deterministic summarizer. */
 export const simpleTemp = SimpleMemory.layerSqlite.pipe(

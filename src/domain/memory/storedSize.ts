@@ -8,14 +8,15 @@ import { MAX_MESSAGE_BYTES } from "./types.ts"
 
 /**
  * A lone UTF-16 surrogate (e.g. text cut in the middle of an emoji) does not survive SQLite's UTF-8
- * text: it comes back as U+FFFD. JSON escapes it (`\udfff`), so such a string is kept as JSON in
- * `blocks` (a JSON string is valid Content) and comes back exactly as it was given.
+ * text: it comes back as U+FFFD; and PostgreSQL's text cannot hold U+0000 at all. JSON escapes both
+ * (`\udfff`, `\u0000`), so such a string is kept as JSON in `blocks` (a JSON string is valid
+ * Content) and comes back exactly as it was given.
  */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const NOT_AS_TEXT = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]|\u0000/
 
 /** The JSON kept in the `blocks` column, or null when the content is a plain string stored as text. */
 export const storedBlocks = (content: Content): string | null =>
-  typeof content === "string" && !LONE_SURROGATE.test(content) ? null : JSON.stringify(content)
+  typeof content === "string" && !NOT_AS_TEXT.test(content) ? null : JSON.stringify(content)
 
 /** UTF-8 bytes of what the message is stored as (its JSON blocks, or its string). */
 export const storedBytes = (content: Content): number => {

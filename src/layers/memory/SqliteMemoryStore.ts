@@ -17,6 +17,7 @@ import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Rol
 import type { SearchPlan } from "../../domain/search/query.ts"
 import { type Conversation, MemoryStore, type NewSummary, type SearchRequest } from "../../services/MemoryStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
+import { isPostgres, jsonValues } from "../sql/dialect.ts"
 import { makeBrowse } from "./browse.ts"
 import { makeVectors } from "./denseSearch.ts"
 import { makeSearch } from "./memorySearch.ts"
@@ -42,7 +43,11 @@ const CACHE_LIMIT = 10_000
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const immediate = Sqlite.immediate(sql)
-  const searchIndex = makeSearchIndex(sql)
+  // On PostgreSQL (issue 26, in progress) there is no full-text index yet: nothing is queued for it,
+  // and search says so.
+  const postgres = isPostgres(sql)
+  const searchIndex = postgres ? { indexQueued: Effect.void, drainQueue: () => Effect.void } : makeSearchIndex(sql)
+  const ids = (list: ReadonlyArray<number>) => jsonValues(sql, JSON.stringify(list), "bigint")
   /** Multi-row INSERT (nothing for no rows); `returning` adds a RETURNING clause. */
   const insertRows = <A extends object = never>(
     table: string,
@@ -125,9 +130,9 @@ export const make = Effect.gen(function*() {
     const rows = yield* sql<{ readonly messages: number }>`SELECT c.*,
         coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages
       FROM ctx_conversations c
-      WHERE (${filter.agentId ?? null} IS NULL OR c.agent_id = ${filter.agentId ?? null})
-        AND (${filter.userId ?? null} IS NULL OR c.user_id = ${filter.userId ?? null})
-      ORDER BY c.updated_at DESC, c.id DESC LIMIT ${filter.limit ?? -1}`.pipe(
+      WHERE (CAST(${filter.agentId ?? null} AS TEXT) IS NULL OR c.agent_id = ${filter.agentId ?? null})
+        AND (CAST(${filter.userId ?? null} AS TEXT) IS NULL OR c.user_id = ${filter.userId ?? null})
+      ORDER BY c.updated_at DESC, c.id DESC ${filter.limit === undefined ? sql`` : sql`LIMIT ${filter.limit}`}`.pipe(
       Effect.mapError(storageError("list conversations"))
     )
     const convs = yield* decodeConversationRows(rows).pipe(Effect.mapError(storageError("list conversations")))
@@ -140,7 +145,7 @@ export const make = Effect.gen(function*() {
   }, Effect.mapError(storageError("save session info")))
 
   const setReviewedSeq = Effect.fn("MemoryStore.setReviewedSeq")(function*(conversationId: number, seq: number) {
-    yield* sql`UPDATE ctx_conversations SET reviewed_seq = max(reviewed_seq, ${seq}) WHERE id = ${conversationId}`
+    yield* sql`UPDATE ctx_conversations SET reviewed_seq = ${seq} WHERE id = ${conversationId} AND reviewed_seq < ${seq}`
   }, Effect.mapError(storageError("mark reviewed")))
 
   /**
@@ -300,10 +305,10 @@ export const make = Effect.gen(function*() {
   // `text` only where it is the content (blocks NULL): for a message with blocks it is derived search
   // text, often as long as the blocks, and SQLite then never reads it (nor its overflow pages).
   const messageColumns = sql`id, seq, role, blocks, CASE WHEN blocks IS NULL THEN text ELSE '' END AS text, token_count, created_at`
-  const messagesByIds = Effect.fn("MemoryStore.messagesByIds")(function*(ids: ReadonlyArray<number>) {
-    if (ids.length === 0) return []
+  const messagesByIds = Effect.fn("MemoryStore.messagesByIds")(function*(list: ReadonlyArray<number>) {
+    if (list.length === 0) return []
     const rows = yield* sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
-      WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) ORDER BY conversation_id, seq`.pipe(
+      WHERE id IN (${ids(list)}) ORDER BY conversation_id, seq`.pipe(
       Effect.mapError(storageError("read messages"))
     )
     return yield* toStoredMessages(rows)
@@ -311,7 +316,7 @@ export const make = Effect.gen(function*() {
 
   const messagesBySeq = Effect.fn("MemoryStore.messagesBySeq")(function*(conversationId: number, fromSeq: number, limit: number) {
     const rows = yield* sql<MessageRow>`SELECT ${messageColumns} FROM ctx_messages
-      WHERE conversation_id = ${conversationId} AND seq >= ${fromSeq} ORDER BY seq LIMIT ${limit}`.pipe(
+      WHERE conversation_id = ${conversationId} AND seq >= ${fromSeq} ORDER BY seq ${limit < 0 ? sql`` : sql`LIMIT ${limit}`}`.pipe(
       Effect.mapError(storageError("read messages"))
     )
     return yield* toStoredMessages(rows)
@@ -371,13 +376,13 @@ export const make = Effect.gen(function*() {
       item_tokens: number
     }>`SELECT
         (SELECT count(*) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS messages,
-        (SELECT coalesce(sum(token_count), 0) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS message_tokens,
+        (SELECT CAST(coalesce(sum(token_count), 0) AS BIGINT) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS message_tokens,
         (SELECT min(created_at) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS first_at,
         (SELECT max(created_at) FROM ctx_messages WHERE conversation_id = ${conversationId}) AS last_at,
         (SELECT count(*) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS summaries,
         (SELECT coalesce(max(depth), -1) FROM ctx_summaries WHERE conversation_id = ${conversationId}) AS max_depth,
         (SELECT count(*) FROM ctx_items WHERE conversation_id = ${conversationId}) AS items,
-        (SELECT coalesce(sum(tokens), 0) FROM ctx_items WHERE conversation_id = ${conversationId}) AS item_tokens`
+        (SELECT CAST(coalesce(sum(tokens), 0) AS BIGINT) FROM ctx_items WHERE conversation_id = ${conversationId}) AS item_tokens`
     const r = rows[0]
     return {
       messages: r?.messages ?? 0,
@@ -392,7 +397,7 @@ export const make = Effect.gen(function*() {
   }, Effect.mapError(storageError("read statistics")))
 
   const contextTokens = Effect.fn("MemoryStore.contextTokens")(function*(conversationId: number, afterPosition: number = 0) {
-    const rows = yield* sql<{ n: number }>`SELECT coalesce(sum(tokens), 0) AS n FROM ctx_items
+    const rows = yield* sql<{ n: number }>`SELECT CAST(coalesce(sum(tokens), 0) AS BIGINT) AS n FROM ctx_items
       WHERE conversation_id = ${conversationId} AND position > ${afterPosition}`
     return rows[0]?.n ?? 0
   }, Effect.mapError(storageError("read context")))
@@ -408,13 +413,13 @@ export const make = Effect.gen(function*() {
     return Option.fromNullishOr(rows[0]).pipe(Option.map(toItem))
   }, Effect.mapError(storageError("read context")))
 
-  const summariesByIds = Effect.fn("MemoryStore.summariesByIds")(function*(ids: ReadonlyArray<number>) {
-    if (ids.length === 0) return []
+  const summariesByIds = Effect.fn("MemoryStore.summariesByIds")(function*(list: ReadonlyArray<number>) {
+    if (list.length === 0) return []
     const rows = yield* sql<SummaryRow>`SELECT s.*, c.session_key, c.user_id
       FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id
-      WHERE s.id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`
+      WHERE s.id IN (${ids(list)})`
     const byId = new Map(rows.map((r) => [r.id, toSummary(r)]))
-    return ids.flatMap((id) => {
+    return list.flatMap((id) => {
       const s = byId.get(id)
       return s === undefined ? [] : [s]
     })
@@ -463,6 +468,7 @@ export const make = Effect.gen(function*() {
           kind: summary.kind,
           depth: summary.depth,
           mode: summary.mode,
+          // Summaries come without U+0000 (./escalation.ts), which PostgreSQL's text cannot hold.
           content: summary.content,
           token_count: estimateMessageTokens({ role: "user", content: summary.content }),
           source_token_count: summary.sourceTokenCount,
@@ -534,6 +540,15 @@ export const make = Effect.gen(function*() {
 
   const integrityCheck = Effect.gen(function*() {
     const problems: Array<string> = []
+    if (postgres) {
+      // PostgreSQL checks its own pages; what is ours: the immutability trigger and the marks.
+      const trigger = yield* sql<{ n: number }>`SELECT count(*) AS n FROM pg_trigger WHERE tgname = 'ctx_messages_immutable' AND NOT tgisinternal`
+      if ((trigger[0]?.n ?? 0) !== 1) problems.push("the trigger that keeps raw messages immutable is missing")
+      const marked = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE deleting = 1`
+      for (const r of marked) problems.push(`${r.session_key}: marked as being deleted outside a deletion (its messages are unprotected)`)
+      for (const r of yield* miscounted) problems.push(`${r.session_key}: ${r.kept} ${r.source} rows counted for search, ${r.real} stored`)
+      return problems
+    }
     const quick = yield* sql<{ quick_check: string }>`PRAGMA quick_check`
     for (const r of quick) if (r.quick_check !== "ok") problems.push(`sqlite: ${r.quick_check}`)
     const triggers = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'trigger'
@@ -556,8 +571,12 @@ export const make = Effect.gen(function*() {
         problems.push(`${fts}: ${counts.indexed} rows indexed and ${counts.queued} queued for ${counts.rows} in ${table}`)
       }
     }
-    // The row counts search keeps per conversation (migrations/0030) must be the rows there are.
-    const miscounted = yield* sql<{ session_key: string; source: string; kept: number; real: number }>`
+    for (const r of yield* miscounted) problems.push(`${r.session_key}: ${r.kept} ${r.source} rows counted for search, ${r.real} stored`)
+    return problems
+  }).pipe(Effect.mapError(storageError("integrity check")))
+
+  // The row counts search keeps per conversation (migrations/0030) must be the rows there are.
+  const miscounted = sql<{ session_key: string; source: string; kept: number; real: number }>`
       WITH real AS (
         SELECT conversation_id, 'message' AS source, count(*) AS n FROM ctx_messages GROUP BY conversation_id
         UNION ALL SELECT conversation_id, 'summary', count(*) FROM ctx_summaries GROUP BY conversation_id
@@ -568,9 +587,6 @@ export const make = Effect.gen(function*() {
       FROM pairs p LEFT JOIN real r USING (conversation_id, source) LEFT JOIN kept k USING (conversation_id, source)
         LEFT JOIN ctx_conversations c ON c.id = p.conversation_id
       WHERE coalesce(k.n, 0) <> coalesce(r.n, 0)`
-    for (const r of miscounted) problems.push(`${r.session_key}: ${r.kept} ${r.source} rows counted for search, ${r.real} stored`)
-    return problems
-  }).pipe(Effect.mapError(storageError("integrity check")))
 
   const getProfile = Effect.fn("MemoryStore.getProfile")(function*(userId: string, agentId: string) {
     const rows = yield* sql<{ content: string }>`SELECT content FROM ctx_agent_memory WHERE user_id = ${userId} AND agent_id = ${agentId}`
@@ -599,6 +615,7 @@ export const make = Effect.gen(function*() {
   // Lexical search (memorySearch.ts), fused with the nearest vectors when the request has a query vector.
   const searchRows = vectors.fused(makeSearch(sql))
   const search = Effect.fn("MemoryStore.search")(function*(plan: SearchPlan, scope: SearchScope, request: SearchRequest) {
+    if (postgres) return yield* new StorageError({ operation: "search", reason: "search does not run on PostgreSQL yet (issue 26)" })
     return yield* searchRows(plan, scope, request)
   })
 

@@ -6,6 +6,7 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { ConversationFilter, ConversationOverview, SummaryNode } from "../../services/MemoryStore.ts"
+import { isPostgres, jsonValues, utcBucket } from "../sql/dialect.ts"
 import { decodeConversation, decodeConversationRows, storageError, type SummaryRow, toSummary } from "./rows.ts"
 
 /** `null` for an absent list, else the list as JSON for `json_each`. */
@@ -17,15 +18,19 @@ export const makeBrowse = (sql: SqlClient.SqlClient) => {
     const only = keyList(f.onlyKeys)
     const except = keyList(f.exceptKeys)
     // The platform is the key's second part; its first is the agent id, so it starts right after it.
-    return sql`(${f.agentId ?? null} IS NULL OR c.agent_id = ${f.agentId ?? null})
-      AND (${f.userId ?? null} IS NULL OR c.user_id = ${f.userId ?? null})
-      AND (${f.platform ?? null} IS NULL OR substr(c.session_key, length(c.agent_id) + 2, length(${f.platform ?? ""}) + 1) = ${
+    // Where a text occurs in a text (0: not at all), and the session's title (its info's `title`).
+    const pg = isPostgres(sql)
+    const title = pg ? "(CAST(c.info AS json) ->> 'title')" : "json_extract(c.info, '$.title')"
+    const find = (haystack: string) => sql.literal(`${pg ? "strpos" : "instr"}(${haystack}, `)
+    return sql`(CAST(${f.agentId ?? null} AS TEXT) IS NULL OR c.agent_id = ${f.agentId ?? null})
+      AND (CAST(${f.userId ?? null} AS TEXT) IS NULL OR c.user_id = ${f.userId ?? null})
+      AND (CAST(${f.platform ?? null} AS TEXT) IS NULL OR substr(c.session_key, length(c.agent_id) + 2, length(CAST(${f.platform ?? ""} AS TEXT)) + 1) = CAST(${
       f.platform ?? ""
-    } || ':')
-      AND (${text} IS NULL OR instr(lower(c.session_key), ${text}) > 0
-        OR instr(lower(coalesce(json_extract(c.info, '$.title'), '')), ${text}) > 0)
-      AND (${only} IS NULL OR c.session_key IN (SELECT value FROM json_each(${only})))
-      AND (${except} IS NULL OR c.session_key NOT IN (SELECT value FROM json_each(${except})))`
+    } AS TEXT) || ':')
+      AND (CAST(${text} AS TEXT) IS NULL OR ${find("lower(c.session_key)")}${text}) > 0
+        OR ${find(`lower(coalesce(${title}, ''))`)}${text}) > 0)
+      AND (CAST(${only} AS TEXT) IS NULL OR c.session_key IN (${jsonValues(sql, only ?? "[]", "text")}))
+      AND (CAST(${except} AS TEXT) IS NULL OR c.session_key NOT IN (${jsonValues(sql, except ?? "[]", "text")}))`
   }
 
   const browseConversations = Effect.fn("MemoryStore.browseConversations")(function*(
@@ -42,7 +47,7 @@ export const makeBrowse = (sql: SqlClient.SqlClient) => {
       )
       SELECT c.*,
         coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages,
-        (SELECT coalesce(sum(token_count), 0) FROM ctx_messages m WHERE m.conversation_id = c.id) AS message_tokens,
+        (SELECT CAST(coalesce(sum(token_count), 0) AS BIGINT) FROM ctx_messages m WHERE m.conversation_id = c.id) AS message_tokens,
         (SELECT created_at FROM ctx_messages m WHERE m.conversation_id = c.id ORDER BY seq DESC LIMIT 1) AS last_at
       FROM page c ORDER BY c.updated_at DESC, c.id DESC`
     const convs = yield* decodeConversationRows(rows)
@@ -60,7 +65,7 @@ export const makeBrowse = (sql: SqlClient.SqlClient) => {
   const summaryNodes = Effect.fn("MemoryStore.summaryNodes")(function*(conversationId: number) {
     const rows = yield* sql<SummaryRow & { readonly parent: number | null; readonly live: number }>`SELECT s.*, c.session_key, c.user_id,
         (SELECT condensed_id FROM ctx_summary_parents p WHERE p.constituent_id = s.id) AS parent,
-        EXISTS (SELECT 1 FROM ctx_items i WHERE i.summary_id = s.id) AS live
+        CASE WHEN EXISTS (SELECT 1 FROM ctx_items i WHERE i.summary_id = s.id) THEN 1 ELSE 0 END AS live
       FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id
       WHERE s.conversation_id = ${conversationId} ORDER BY s.first_seq, s.depth, s.id`
     return rows.map((r): SummaryNode => ({ ...toSummary(r), parent: r.parent, live: r.live === 1 }))
@@ -70,13 +75,12 @@ export const makeBrowse = (sql: SqlClient.SqlClient) => {
     filter: { readonly since: number; readonly until: number; readonly userId?: string | undefined },
     bucket: "hour" | "day"
   ) {
-    const format = bucket === "hour" ? "%Y-%m-%dT%H" : "%Y-%m-%d"
-    return yield* sql<{ bucket: string; turns: number }>`SELECT strftime(${format}, m.created_at / 1000, 'unixepoch') AS bucket,
+    return yield* sql<{ bucket: string; turns: number }>`SELECT ${utcBucket(sql, "m.created_at", bucket)} AS bucket,
         count(*) AS turns
       FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
       WHERE m.role = 'user' AND m.created_at >= ${filter.since} AND m.created_at < ${filter.until}
-        AND (${filter.userId ?? null} IS NULL OR c.user_id = ${filter.userId ?? null})
-      GROUP BY bucket ORDER BY bucket`
+        AND (CAST(${filter.userId ?? null} AS TEXT) IS NULL OR c.user_id = ${filter.userId ?? null})
+      GROUP BY 1 ORDER BY 1`
   }, Effect.mapError(storageError("count turns")))
 
   // Seqs run 1..N without gaps (memory is lossless; `anna memory verify` checks it), so the last seq

@@ -24,6 +24,7 @@ import type { DenseQuery, SearchScope } from "../../domain/memory/types.ts"
 import type { Role } from "../../domain/message.ts"
 import type { QueryPlan, SearchPlan } from "../../domain/search/query.ts"
 import { snippetAround } from "../../domain/search/snippet.ts"
+import { placeholders } from "../sql/dialect.ts"
 import { readNeighbours } from "./memorySearch.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type {
@@ -69,8 +70,12 @@ interface Near {
   readonly similarity: number
 }
 
+/** The vector of a row and model replaces the one stored (an upsert both databases accept). */
+const REPLACE_VECTOR = `ON CONFLICT (source, row_id, model) DO UPDATE SET conversation_id = excluded.conversation_id,
+  dims = excluded.dims, vector = excluded.vector, created_at = excluded.created_at`
+
 export const makeVectors = (sql: SqlClient) => {
-  const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(text, [...params])
+  const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(placeholders(sql, text), [...params])
 
   const pendingEmbeddings = (request: {
     readonly agentId: string
@@ -119,8 +124,9 @@ export const makeVectors = (sql: SqlClient) => {
         if (v.vector.length === 0) continue
         const table = v.source === "message" ? "ctx_messages" : "ctx_summaries"
         const rows = yield* query<{ n: number }>(
-          `INSERT OR REPLACE INTO ctx_vectors (source, row_id, model, conversation_id, dims, vector, created_at)
-           SELECT ?, id, ?, conversation_id, ?, ?, ? FROM ${table} WHERE id = ? RETURNING 1 AS n`,
+          `INSERT INTO ctx_vectors (source, row_id, model, conversation_id, dims, vector, created_at)
+           SELECT CAST(? AS TEXT), id, CAST(? AS TEXT), conversation_id, CAST(? AS INTEGER), ?, CAST(? AS BIGINT) FROM ${table} WHERE id = ?
+           ${REPLACE_VECTOR} RETURNING 1 AS n`,
           [v.source, model, v.vector.length, vectorBytes(v.vector), now, v.id]
         )
         stored += rows.length
@@ -157,9 +163,9 @@ export const makeVectors = (sql: SqlClient) => {
       for (const v of vectors) {
         if (v.vector.length === 0) continue
         const rows = yield* query<{ n: number }>(
-          `INSERT OR REPLACE INTO ctx_vectors (source, row_id, model, conversation_id, dims, vector, created_at)
-           SELECT 'message', id, ?, conversation_id, ?, ?, ? FROM ctx_messages WHERE conversation_id = ? AND seq = ?
-           RETURNING 1 AS n`,
+          `INSERT INTO ctx_vectors (source, row_id, model, conversation_id, dims, vector, created_at)
+           SELECT 'message', id, CAST(? AS TEXT), conversation_id, CAST(? AS INTEGER), ?, CAST(? AS BIGINT) FROM ctx_messages
+           WHERE conversation_id = ? AND seq = ? ${REPLACE_VECTOR} RETURNING 1 AS n`,
           [v.model, v.vector.length, vectorBytes(v.vector), now, conversationId, v.seq]
         )
         stored += rows.length

@@ -78,6 +78,9 @@ export const summarizeEscalating = (summarizer: Summarizer["Service"], request: 
   return attempt("normal").pipe(
     Effect.catchTag("SummaryTooLong", () => attempt("aggressive")),
     Effect.catchTag("SummaryTooLong", (e) => Effect.succeed(truncated(e.text))),
-    Effect.catchTag("SummarizerError", withoutModel)
+    Effect.catchTag("SummarizerError", withoutModel),
+    // A summary is derived text: U+0000 (a message may hold one; PostgreSQL's text cannot) is dropped
+    // here, before its context cost is measured, so the stored summary is the one measured.
+    Effect.map((s): Summarized => (s.content.includes("\u0000") ? { ...s, content: s.content.replaceAll("\u0000", "") } : s))
   )
 }

@@ -14,6 +14,7 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { removedSessionKey } from "../../domain/config/removedUser.ts"
+import { isPostgres } from "../sql/dialect.ts"
 import { mayHoldMemoryCallsSql, scopeColumnSql } from "./searchIndex.ts"
 
 export interface RetiredSessions {
@@ -44,7 +45,8 @@ export const makeRetireUser = (sql: SqlClient, indexQueued: Effect.Effect<void, 
       yield* sql`UPDATE ctx_conversations SET user_id = ${removedAs}, session_key = ${to} WHERE id = ${c.id}`
       sessions.push({ from: c.session_key, to })
     }
-    if (convs.length > 0) {
+    // PostgreSQL (issue 26, in progress) has no full-text index yet: nothing to move there.
+    if (convs.length > 0 && !isPostgres(sql)) {
       const ids = JSON.stringify(convs.map((c) => c.id))
       for (const s of SOURCES) {
         const mine = `SELECT id FROM ${s.table} WHERE conversation_id IN (SELECT value FROM json_each(?))`
@@ -64,8 +66,10 @@ export const makeRetireUser = (sql: SqlClient, indexQueued: Effect.Effect<void, 
       }
       yield* indexQueued
     }
-    const moved = yield* sql<{ agent_id: string }>`UPDATE OR IGNORE ctx_agent_memory SET user_id = ${removedAs}
-      WHERE user_id = ${userId} RETURNING agent_id`
+    // A profile the removed id already has for the agent stays (the first one moved), as OR IGNORE would.
+    const moved = yield* sql<{ agent_id: string }>`UPDATE ctx_agent_memory SET user_id = ${removedAs}
+      WHERE user_id = ${userId} AND NOT EXISTS (SELECT 1 FROM ctx_agent_memory o
+        WHERE o.user_id = ${removedAs} AND o.agent_id = ctx_agent_memory.agent_id) RETURNING agent_id`
     // A profile written under the id after an earlier, unfinished run moved its namesake: it must not
     // reach a later user of the id either, and the one moved first stays.
     yield* sql`DELETE FROM ctx_agent_memory WHERE user_id = ${userId}`

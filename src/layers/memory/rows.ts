@@ -43,7 +43,9 @@ export interface EncodedMessage {
 
 export const encodeMessage = (m: NewMessage, now: number, index: number): EncodedMessage | InvalidInput => {
   const blocks = storedBlocks(m.content)
-  const text = messageText(m)
+  // The content itself when `blocks` is null; else derived search text, without U+0000 (which
+  // PostgreSQL's text cannot hold; a string holding one is kept in `blocks`).
+  const text = blocks === null ? messageText(m) : messageText(m).replaceAll("\u0000", "")
   // UTF-8 bytes of what the message is stored as (its JSON blocks, or its string): `.length` counts
   // UTF-16 units and would let 3 × the limit of CJK text through; the derived search text is not
   // the message and does not count against it.

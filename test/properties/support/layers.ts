@@ -1,9 +1,10 @@
 /**
- * Memory layers over a given SQLite file, so one property run can switch plugins (LcmMemory ↔
+ * Memory layers over a given SQLite file (or PostgreSQL database), so one property run can switch plugins (LcmMemory ↔
  * SimpleMemory) over the same database by closing one layer and opening the other on the same
  * path, and can swap in custom summarizers (failing, never returning) and compaction configs.
  */
 import { Deferred, Effect, Layer, Ref } from "effect"
+import type { SqlClient } from "effect/sql"
 import { SummarizerError } from "../../../src/domain/memory/errors.ts"
 import * as DagCompactionEngine from "../../../src/layers/memory/DagCompactionEngine.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
@@ -15,8 +16,12 @@ import * as SqliteMemoryStore from "../../../src/layers/memory/SqliteMemoryStore
 import type { CompactionConfig } from "../../../src/services/CompactionEngine.ts"
 import { Summarizer, type SummaryRequest } from "../../../src/services/Summarizer.ts"
 
+/** A SQLite file's path, or a database layer (a PostgreSQL database: test/support/postgres.ts). */
+export type Database = string | Layer.Layer<SqlClient.SqlClient, unknown>
+const open = (database: Database) => (typeof database === "string" ? Sqlite.layer(database) : database)
+
 export const lcmOn = (
-  file: string,
+  file: Database,
   config: CompactionConfig = DagCompactionEngine.defaultConfig,
   summarizer: Layer.Layer<Summarizer> = DeterministicSummarizer.layer
 ) =>
@@ -24,11 +29,11 @@ export const lcmOn = (
     Layer.provide(DagCompactionEngine.layer(config)),
     Layer.provideMerge(Layer.merge(SqliteMemoryStore.layer, SessionLocks.layer)),
     Layer.provide(summarizer),
-    Layer.provideMerge(Sqlite.layer(file))
+    Layer.provideMerge(open(file))
   )
 
-export const simpleOn = (file: string, summarizer: Layer.Layer<Summarizer> = DeterministicSummarizer.layer) =>
-  SimpleMemory.layerSqlite.pipe(Layer.provide(summarizer), Layer.provideMerge(Sqlite.layer(file)))
+export const simpleOn = (file: Database, summarizer: Layer.Layer<Summarizer> = DeterministicSummarizer.layer) =>
+  SimpleMemory.layerSqlite.pipe(Layer.provide(summarizer), Layer.provideMerge(open(file)))
 
 /** What a scripted summarizer does on its n-th call (1-based). */
 export type Behaviour = "ok" | "too_long" | "fail" | "hang"
