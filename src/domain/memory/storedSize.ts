@@ -12,11 +12,12 @@ import { MAX_MESSAGE_BYTES } from "./types.ts"
  * (`\udfff`, `\u0000`), so such a string is kept as JSON in `blocks` (a JSON string is valid
  * Content) and comes back exactly as it was given.
  */
-const NOT_AS_TEXT = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]|\u0000/
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const notAsText = (s: string): boolean => s.includes("\u0000") || LONE_SURROGATE.test(s)
 
 /** The JSON kept in the `blocks` column, or null when the content is a plain string stored as text. */
 export const storedBlocks = (content: Content): string | null =>
-  typeof content === "string" && !NOT_AS_TEXT.test(content) ? null : JSON.stringify(content)
+  typeof content === "string" && !notAsText(content) ? null : JSON.stringify(content)
 
 /** UTF-8 bytes of what the message is stored as (its JSON blocks, or its string). */
 export const storedBytes = (content: Content): number => {
