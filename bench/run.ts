@@ -27,7 +27,9 @@
  * plain write + fsync + rename; the reflection heuristic and settling uses; Thompson ranking (bench/learning.ts).
  * search-size (part of search) times a rare marker in one session of 1k / 10k / 100k messages (issue 25).
  * entries compares what importing `anna/layers` and `anna/memory` loads (modules, RSS; issue 25; bench/entries.ts).
- * BENCH_ONLY=search-size,append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,entries,reach,learning limits phases.
+ * postgres (issue 26) runs the memory engine's hot paths on SQLite and on a throwaway local PostgreSQL side by side
+ * (bench/postgres.ts; not in the default set: it needs Debian's postgresql).
+ * BENCH_ONLY=search-size,postgres,append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,entries,reach,learning limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -37,6 +39,7 @@ import { DatabaseSync } from "node:sqlite"
 import { runAdmin } from "./admin.ts"
 import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
+import { runPostgres } from "./postgres.ts"
 import { runChannels } from "./channels.ts"
 import { runEntries } from "./entries.ts"
 import { runImport } from "./importCli.ts"
@@ -104,6 +107,10 @@ const main = async () => {
         await runSearch(dir, { sessions: 1_000, perSession: 1_000, users: 100 })
         markRss("after search 1M")
       }
+    }
+    if (only.has("postgres")) {
+      await runPostgres(dir)
+      markRss("after postgres")
     }
     if (only.has("import")) {
       await runImport(dir)
