@@ -140,7 +140,12 @@ export class EmbeddingError extends Schema.TaggedError<EmbeddingError>()("Embedd
   /** PROVIDER/MODEL. */
   model: Schema.String,
   reason: Schema.String,
-  retryable: Schema.Boolean
+  retryable: Schema.Boolean,
+  /**
+   * The provider refused the texts themselves (an invalid request, or one over the model's input
+   * limit): other texts may pass. Absent: not known to be about the texts (a bad key, a dead server).
+   */
+  input: Schema.optional(Schema.Boolean)
 }) {
   override get message() {
     return `embedding with ${this.model} failed: ${this.reason}`

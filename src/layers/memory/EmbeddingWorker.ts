@@ -14,6 +14,10 @@
  * - Backs off per agent on a failed call: `baseBackoffMs` (1 s) doubling up to `maxBackoffMs`
  *   (5 min), a warning logged each time; the other agents go on meanwhile. A spend guard refusal
  *   (the agent's summary limit, counted over its embedding calls: Embedder) waits `guardWaitMs` (1 min).
+ * - A batch the provider refuses for its texts (HTTP 400: one text over the model's input limit,
+ *   say) is tried again one text at a time; a text refused on its own is skipped (a warning names
+ *   the row) until the gateway restarts, and the rows after it go on: one bad row never stops an
+ *   agent's queue.
  * - A model change re-embeds: the new model's rows have no vector, so they are pending again; the
  *   old model's vectors are kept (export carries them) but no longer read.
  *
@@ -21,6 +25,7 @@
  */
 import { Clock, Effect, Layer } from "effect"
 import { embeddingModelOf, formatModelRef, type ModelRef } from "../../domain/config/agent.ts"
+import type { EmbeddingError } from "../../domain/memory/errors.ts"
 import { embeddingText } from "../../domain/search/dense.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { Embedder } from "../../services/Embedder.ts"
@@ -77,6 +82,16 @@ export const make = (options: WorkerOptions = {}) =>
     const waits = new Map<string, { readonly until: number; readonly delay: number }>()
     /** Rows whose text is empty once cut (blank space only): never sent, never pending again here. */
     const blank = new Set<string>()
+    /** Rows the provider refused on their own (their text): skipped until the gateway restarts. */
+    const refused = new Set<string>()
+    /** Per agent: rows left to embed one at a time, after a batch refused for its texts. */
+    const singly = new Map<string, number>()
+    const skipped = (r: { readonly source: VectorSource; readonly id: number }) => blank.has(`${r.source}:${r.id}`) || refused.has(`${r.source}:${r.id}`)
+    const oneDone = (agentId: string) => {
+      const left = (singly.get(agentId) ?? 0) - 1
+      if (left > 0) singly.set(agentId, left)
+      else singly.delete(agentId)
+    }
 
     const backOff = (agentId: string, now: number, wait?: number) => {
       const delay = wait ?? Math.min(o.maxBackoffMs, waits.get(agentId)?.delay ?? o.baseBackoffMs)
@@ -91,19 +106,20 @@ export const make = (options: WorkerOptions = {}) =>
           const key = `${agentId}\u0000${model}\u0000${source}`
           const afterId = watermark.get(key) ?? 0
           const sweep = sweeps.get(key) ?? { below: Number.MAX_SAFE_INTEGER, ceiling: yield* store.embeddingCeiling(source) }
+          const size = singly.has(agentId) ? 1 : o.batchSize
           const rows = (yield* store.pendingEmbeddings({
             agentId,
             model,
             source,
             afterId,
             beforeId: sweep.below,
-            limit: o.batchSize + blank.size
-          })).filter((r) => !blank.has(`${r.source}:${r.id}`))
+            limit: size + blank.size + refused.size
+          })).filter((r) => !skipped(r))
           const batch: Array<PendingEmbedding & { readonly input: string }> = []
           for (const r of rows) {
             const input = embeddingText(r.text)
             if (input === "") blank.add(`${r.source}:${r.id}`)
-            else if (batch.length < o.batchSize) batch.push({ ...r, input })
+            else if (batch.length < size) batch.push({ ...r, input })
           }
           if (batch.length > 0) {
             // The next read starts below this batch; a batch that fails is read again (`below` stays).
@@ -141,30 +157,61 @@ export const make = (options: WorkerOptions = {}) =>
         if (!agent.enabled || ref === undefined) continue
         if ((waits.get(agent.id)?.until ?? 0) > now) continue
         const model = formatModelRef(ref)
-        const next = yield* nextBatch(agent.id, model)
-        if (next === undefined) continue
-        const result = yield* embedBatch(agent.id, ref, next.batch).pipe(
-          Effect.tap(() => Effect.sync(next.next)),
-          Effect.catchTags({
-            EmbeddingGuardExceeded: (e) =>
-              Effect.logInfo(`embedding: ${e.message}; waiting ${Math.round(o.guardWaitMs / 1000)} s`).pipe(
-                Effect.as(backOff(agent.id, now, o.guardWaitMs)),
-                Effect.as(undefined)
-              ),
-            EmbeddingError: (e) =>
-              Effect.sync(() => backOff(agent.id, now)).pipe(
-                Effect.tap((delay) => Effect.logWarning(`embedding for agent ${agent.id}: ${e.message}; trying again in ${Math.round(delay / 1000)} s`)),
-                Effect.as(undefined)
-              )
-          })
-        )
-        if (result !== undefined) return result
+        // A batch refused for its texts is tried again at once, one text at a time (bounded: each
+        // attempt either splits a batch or skips one text).
+        for (let attempt = 0; attempt <= o.batchSize + 1; attempt++) {
+          const next = yield* nextBatch(agent.id, model)
+          if (next === undefined) break
+          const result = yield* embedBatch(agent.id, ref, next.batch).pipe(
+            Effect.tap(() => Effect.sync(() => {
+              next.next()
+              if (singly.has(agent.id)) oneDone(agent.id)
+            })),
+            Effect.catchTags({
+              EmbeddingGuardExceeded: (e) =>
+                Effect.logInfo(`embedding: ${e.message}; waiting ${Math.round(o.guardWaitMs / 1000)} s`).pipe(
+                  Effect.as(backOff(agent.id, now, o.guardWaitMs)),
+                  Effect.as("wait" as const)
+                ),
+              EmbeddingError: (e) =>
+                e.input !== true ? Effect.as(retryLater(agent.id, now, e), "wait" as const) : Effect.as(refusedTexts(agent.id, next.batch, e), "again" as const)
+            })
+          )
+          if (result === "wait") break
+          if (result !== "again") return result
+        }
       }
       return { _tag: "Idle" } as const
     }).pipe(
       // A storage failure is logged and the loop goes on (the next step tries again).
       Effect.catch((e) => Effect.logWarning(`embedding: ${e.message}`).pipe(Effect.as({ _tag: "Idle" } as const)))
     )
+
+    /** A failure not about the texts (a rate limit, a server error, a bad key): the agent waits, doubling. */
+    const retryLater = (agentId: string, now: number, e: EmbeddingError) =>
+      Effect.sync(() => backOff(agentId, now)).pipe(
+        Effect.tap((delay) => Effect.logWarning(`embedding for agent ${agentId}: ${e.message}; trying again in ${Math.round(delay / 1000)} s`)),
+        Effect.asVoid
+      )
+
+    /**
+     * The provider refused a batch for its texts: a batch of several is tried again one text at a time
+     * (the next steps), and a text refused on its own is skipped.
+     */
+    const refusedTexts = (agentId: string, batch: ReadonlyArray<PendingEmbedding>, e: EmbeddingError) =>
+      Effect.gen(function*() {
+        const [only] = batch
+        if (batch.length > 1 || only === undefined) {
+          singly.set(agentId, batch.length)
+          yield* Effect.logWarning(`embedding for agent ${agentId}: ${e.message}; trying its ${batch.length} texts one at a time`)
+          return
+        }
+        refused.add(`${only.source}:${only.id}`)
+        oneDone(agentId)
+        yield* Effect.logWarning(
+          `embedding for agent ${agentId}: ${e.message}; skipping ${only.source} ${only.id} of ${only.sessionKey} (found by its words only)`
+        )
+      })
 
     /** Steps forever: `minIntervalMs` after a batch, `idleMs` when nothing could be done. */
     const loop = Effect.gen(function*() {

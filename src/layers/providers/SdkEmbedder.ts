@@ -57,7 +57,8 @@ export const make = Effect.gen(function*() {
     if (result._tag === "Failure") {
       const reason = redactSecrets(result.failure.message, providerSecrets(config))
       yield* usage.record({ ...entry, usage: emptyUsage, error: reason }).pipe(Effect.ignore)
-      return yield* fail(reason, isRetryable(result.failure))
+      const input = result.failure._tag === "InvalidRequest" || result.failure._tag === "ContextOverflow"
+      return yield* new EmbeddingError({ model: label, reason, retryable: isRetryable(result.failure), input })
     }
     yield* usage.record({ ...entry, usage: { ...emptyUsage, inputTokens: result.success.inputTokens } }).pipe(Effect.ignore)
     return result.success.vectors

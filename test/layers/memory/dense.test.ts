@@ -232,6 +232,30 @@ describe("dense vectors", () => {
       assert.strictEqual(yield* vectorCount(), 3)
     }).pipe(Effect.provide(stack)))
 
+  it.effect("a text the provider refuses (HTTP 400) is skipped alone: the rest of its batch and the rows after it are embedded", () =>
+    Effect.gen(function*() {
+      yield* setup(true)
+      const texts = Array.from({ length: 7 }, (_, i) => (i === 3 ? "this one is POISON for the model" : `ordinary message ${i}`))
+      yield* put(KEY, texts.map((content, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content, createdAt: T0 + i * 1000 })))
+      suite.fake.refuseEmbeddingsOf("POISON")
+      try {
+        const worker = yield* EmbeddingWorker.make({ batchSize: 4 })
+        const steps = yield* drain(worker)
+        // every row but the refused one has its vector (drain stops at the first idle step: not stuck)
+        assert.strictEqual(yield* vectorCount(), 6)
+        assert.strictEqual(steps.reduce((n, r) => n + (r._tag === "Embedded" ? r.rows : 0), 0), 6)
+        // and it asked for the refused text alone once, not in a loop
+        const alone = embeddingRequests().filter((r) => {
+          const input = (r.body as { input?: unknown }).input
+          return Array.isArray(input) && input.length === 1 && String(input[0]).includes("POISON")
+        })
+        assert.strictEqual(alone.length, 1)
+        assert.strictEqual((yield* worker.step)._tag, "Idle")
+      } finally {
+        suite.fake.refuseEmbeddingsOf(undefined)
+      }
+    }).pipe(Effect.provide(stack)))
+
   it.effect("the spend guard stops the worker: no call past the agent's limit", () =>
     Effect.gen(function*() {
       yield* setup(true, { summaryMaxCalls: 2 })

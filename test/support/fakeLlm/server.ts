@@ -47,6 +47,11 @@ export interface FakeLlm {
   readonly request: (index: number, options?: { readonly timeoutMs?: number }) => Promise<RecordedRequest>
   /** The next `count` POST /v1/embeddings answer HTTP `status` (default 500) instead of vectors. */
   readonly failEmbeddings: (count: number, status?: number) => void
+  /**
+   * Refuses (HTTP 400, as OpenAI refuses an input over the model's limit) every embeddings request
+   * with a text containing `marker`, until called with undefined.
+   */
+  readonly refuseEmbeddingsOf: (marker: string | undefined) => void
   /** Model ids served by GET /v1/models. */
   models: ReadonlyArray<string>
   readonly close: () => Promise<void>
@@ -91,6 +96,7 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
     responder: (): Scripted => ({ kind: "reply", parts: [{ type: "text", text: "ok" }] })
   }
   const embeddingFailures: Array<number> = []
+  let refusedMarker: string | undefined
   const state: { models: ReadonlyArray<string>; responder: (request: RecordedRequest) => Scripted | Promise<Scripted> } = { ...defaults }
   const server = createServer(async (req, res) => {
     const url = new URL(req.url ?? "/", "http://127.0.0.1")
@@ -115,6 +121,14 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
     if (req.method === "POST" && url.pathname === "/v1/embeddings") {
       const status = embeddingFailures.shift()
       if (status !== undefined) return json(res, status, { error: { message: `fake embeddings failure (HTTP ${status})`, type: "server_error", code: null, param: null } })
+      const input = typeof body === "object" && body !== null && "input" in body ? body.input : undefined
+      const texts = Array.isArray(input) ? input : [input]
+      const marker = refusedMarker
+      if (marker !== undefined && texts.some((t) => typeof t === "string" && t.includes(marker))) {
+        return json(res, 400, {
+          error: { message: "This model's maximum context length is 8192 tokens (fake refusal)", type: "invalid_request_error", code: null, param: "input" }
+        })
+      }
       return respondEmbeddings(body, res)
     }
     const protocol = req.method === "POST" ? PROTOCOLS.find((p) => p.handles(url.pathname)) : undefined
@@ -146,6 +160,9 @@ export const startFakeLlm = (): Promise<FakeLlm> => {
         },
         failEmbeddings: (count, status = 500) => {
           for (let i = 0; i < count; i++) embeddingFailures.push(status)
+        },
+        refuseEmbeddingsOf: (marker) => {
+          refusedMarker = marker
         },
         requests,
         when,
