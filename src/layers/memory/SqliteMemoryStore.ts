@@ -37,6 +37,12 @@ import {
   toSummary
 } from "./rows.ts"
 
+interface LastMessage {
+  readonly seq: number
+  readonly role: Role
+  readonly has_tool_results: number
+}
+
 /** Conversation ids never change once created; the cache is bounded so a long-lived gateway stays small. */
 const CACHE_LIMIT = 10_000
 
@@ -60,6 +66,10 @@ export const make = Effect.gen(function*() {
       ? sql<A>`INSERT INTO ${sql(table)} ${sql.insert([head, ...rest])}`
       : sql<A>`INSERT INTO ${sql(table)} ${sql.insert([head, ...rest])} RETURNING ${sql.literal(returning)}`
   }
+  /** A conversation's last message, as appending reads it (none for an empty conversation). */
+  const lastMessage = (conversationId: number) =>
+    sql<LastMessage>`SELECT seq, role, has_tool_results
+      FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1`
   const cache = new Map<string, Conversation>()
   /** The session key each cached id stood for: SQLite may give a deleted conversation's id to a new one. */
   const keyById = new Map<number, string>()
@@ -163,18 +173,21 @@ export const make = Effect.gen(function*() {
    * one survived and was promoted, growing the young generation to its maximum (measured: about
    * 60 MiB of peak RSS in `anna memory import`).
    */
-  const insertEncoded = (conversationId: number, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
-    sql<{ seq: number; role: Role; has_tool_results: number }>`SELECT seq, role, has_tool_results
-      FROM ctx_messages WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1`.pipe(
+  const insertEncoded = (
+    conversationId: number,
+    encoded: ReadonlyArray<EncodedMessage>,
+    now: number,
+    known?: ReadonlyArray<LastMessage>
+  ) =>
+    (known === undefined ? lastMessage(conversationId) : Effect.succeed(known)).pipe(
       Effect.flatMap((last) => {
         let prev = last[0] === undefined ? undefined : { role: last[0].role, hasToolResults: last[0].has_tool_results === 1 }
         const firstSeq = (last[0]?.seq ?? 0) + 1
         const lastSeq = firstSeq + encoded.length - 1
         if (encoded.length === 0) return Effect.succeed({ firstSeq, lastSeq })
         const starts = Array.from({ length: Math.ceil(encoded.length / INSERT_BATCH) }, (_, i) => i * INSERT_BATCH)
-        const insertFrom = (start: number) =>
-          Effect.suspend(() =>
-            insertRows("ctx_messages", encoded.slice(start, start + INSERT_BATCH).map((e, i) => {
+        const rowsFrom = (start: number) =>
+          encoded.slice(start, start + INSERT_BATCH).map((e, i) => {
               const cont = e.hasToolResults && continuesUnit(e.message, prev)
               prev = { role: e.role, hasToolResults: e.hasToolResults }
               return {
@@ -189,8 +202,19 @@ export const make = Effect.gen(function*() {
                 has_cjk: e.hasCjk ? 1 : 0,
                 created_at: e.createdAt
               }
-            }))
-          )
+            })
+        const [head, ...more] = rowsFrom(0)
+        if (postgres && head !== undefined && encoded.length <= INSERT_BATCH) {
+          // PostgreSQL: the messages, their items and the conversation's time in one statement (each
+          // statement is a round trip there; a turn's append was eight of them).
+          return sql`WITH m AS (INSERT INTO ctx_messages ${sql.insert([head, ...more])} RETURNING id, seq, token_count, continues_unit),
+              i AS (INSERT INTO ctx_items (conversation_id, position, message_id, summary_id, tokens, continues_unit, depth)
+                SELECT ${conversationId}, seq, id, NULL, token_count, continues_unit, -1 FROM m)
+            UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`.pipe(Effect.as({ firstSeq, lastSeq }))
+        }
+        // The first batch's rows are made already (making them moves `prev` on).
+        const first = head === undefined ? [] : [head, ...more]
+        const insertFrom = (start: number) => Effect.suspend(() => insertRows("ctx_messages", start === 0 ? first : rowsFrom(start)))
         return Effect.forEach(starts, insertFrom, { discard: true }).pipe(
           Effect.andThen(sql`INSERT INTO ctx_items (conversation_id, position, message_id, summary_id, tokens, continues_unit, depth)
             SELECT conversation_id, seq, id, NULL, token_count, continues_unit, -1 FROM ctx_messages
@@ -228,7 +252,11 @@ export const make = Effect.gen(function*() {
       // Another process may have deleted the session (`anna memory delete`) since its id was cached,
       // and SQLite may even have given that id to a new session: never append into someone else's.
       const expected = keyById.get(conversationId)
-      const row = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE id = ${conversationId}`
+      // The session's key and its last message, in one read.
+      const row = yield* sql<{ session_key: string } & Partial<LastMessage>>`SELECT c.session_key, m.seq, m.role, m.has_tool_results
+        FROM ctx_conversations c LEFT JOIN (SELECT seq, role, has_tool_results FROM ctx_messages
+          WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1) m ON 1 = 1
+        WHERE c.id = ${conversationId}`
       const actual = row[0]?.session_key
       if (actual === undefined || (expected !== undefined && actual !== expected)) {
         if (expected !== undefined) forget(expected)
@@ -237,7 +265,11 @@ export const make = Effect.gen(function*() {
           reason: "the session was deleted meanwhile; the next message starts it afresh"
         })
       }
-      return yield* insertEncoded(conversationId, encoded, now)
+      const r = row[0]
+      const last: ReadonlyArray<LastMessage> = r?.seq === undefined || r.seq === null || r.role === undefined || r.has_tool_results === undefined
+        ? []
+        : [{ seq: r.seq, role: r.role, has_tool_results: r.has_tool_results }]
+      return yield* insertEncoded(conversationId, encoded, now, last)
     })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("append messages")(e))))
   })
 
