@@ -7,7 +7,7 @@
  *
  * Layers: `SqliteConfigStore.layer` (src/layers/config/SqliteConfigStore.ts).
  */
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Stream } from "effect"
 import type { Role } from "./Accounts.ts"
 import type { Agent } from "../domain/config/agent.ts"
 import type { AgentNotFound, InvalidConfig, ProviderNotFound } from "../domain/config/errors.ts"
@@ -204,4 +204,9 @@ export class ConfigStore extends Context.Service<ConfigStore, {
    * whether what it cached is still current, for the price of one row.
    */
   readonly version: Effect.Effect<number, StorageError>
+  /**
+   * Emits when the configuration may have changed, in any process, as soon as it did — where the
+   * database can tell (PostgreSQL's notifications, issue 26). Absent: read `version` now and then.
+   */
+  readonly changes?: Stream.Stream<void, StorageError> | undefined
 }>()("anna/ConfigStore") {}

@@ -2,9 +2,10 @@
  * LiveConfig over ConfigStore: snapshots, settings and channels cached under the configuration
  * version they were read at. A read costs one query (`ConfigStore.version`) while nothing changed;
  * after a change anywhere (another process included) the next read reloads. A watcher fiber polls
- * the version and publishes it (`changes`) for as long as the layer's scope is open.
+ * the version and publishes it (`changes`) for as long as the layer's scope is open; where the store
+ * hears changes as they happen (PostgreSQL's notifications), they are published at once.
  */
-import { Duration, Effect, Layer, Schedule, SubscriptionRef } from "effect"
+import { Duration, Effect, Layer, Option, Schedule, Stream, SubscriptionRef } from "effect"
 import { settingValue } from "../../domain/config/settings.ts"
 import { type Channel, ConfigStore, type Snapshot } from "../../services/ConfigStore.ts"
 import { LiveConfig } from "../../services/LiveConfig.ts"
@@ -55,13 +56,25 @@ export const make = (options: LiveConfigOptions = {}) =>
     }).pipe(Effect.withSpan("LiveConfig.channels"))
 
     const seen = yield* SubscriptionRef.make(yield* store.version.pipe(Effect.orElseSucceed(() => 0)))
-    yield* store.version.pipe(
-      // Only a new version is published (this fiber is the only writer).
-      Effect.flatMap((v) => Effect.flatMap(SubscriptionRef.get(seen), (old) => (v > old ? SubscriptionRef.set(seen, v) : Effect.void))),
+    // Only a new version is published; the poll and the notifications may both read it, so the
+    // check and the write are one step.
+    const publish = Effect.flatMap(store.version, (v) => SubscriptionRef.updateSome(seen, (old) => (v > old ? Option.some(v) : Option.none())))
+    yield* publish.pipe(
       Effect.catch((e) => Effect.logWarning(`configuration watcher: ${e.message}`)),
       Effect.repeat(Schedule.spaced(options.pollInterval ?? Duration.seconds(1))),
       Effect.forkScoped
     )
+    // Where the database notifies changes (PostgreSQL), they are published at once; the poll stays
+    // as the net under a lost connection (the listener starts again after a failure).
+    const changes = store.changes
+    if (changes !== undefined) {
+      yield* Stream.runForEach(changes, () => publish).pipe(
+        Effect.catch((e) => Effect.logWarning(`configuration watcher: ${e.message}; listening again in 5 s`)),
+        Effect.andThen(Effect.sleep(Duration.seconds(5))),
+        Effect.forever,
+        Effect.forkScoped
+      )
+    }
 
     return LiveConfig.of({
       snapshot,

@@ -11,7 +11,7 @@
  * one IMMEDIATE transaction; plain reads take no write lock (upsertUser reads first for that reason:
  * it runs on every incoming message).
  */
-import { Clock, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Effect, Layer, Option, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { createHash, randomBytes } from "node:crypto"
@@ -41,6 +41,7 @@ import * as SqlitePluginStore from "./SqlitePluginStore.ts"
 import * as SqliteAgentStore from "./SqliteAgentStore.ts"
 import * as SqliteProviderStore from "./SqliteProviderStore.ts"
 import * as SqliteUsageLog from "./SqliteUsageLog.ts"
+import { isPostgres } from "../sql/dialect.ts"
 import { storageError } from "../sql/errors.ts"
 
 const UserRow = Schema.Struct({
@@ -557,6 +558,20 @@ export const make = Effect.gen(function*() {
       storage("read configuration version")
     )
 
+    // PostgreSQL: every change notifies `anna_config` (migrations/pg/0001), heard on a connection of
+    // its own while the stream runs. The driver is loaded only there.
+    const changes = isPostgres(sql)
+      ? yield* Effect.gen(function*() {
+        const { PgClient } = yield* Effect.promise(() => import("@effect/sql-pg"))
+        const pg = yield* Effect.serviceOption(PgClient.PgClient)
+        if (Option.isNone(pg)) return undefined
+        return Stream.unwrap(Effect.map(pg.value.listen("anna_config"), (queue) => Stream.fromQueue(queue))).pipe(
+          Stream.map((): void => undefined),
+          Stream.mapError(storageError("hear configuration changes"))
+        )
+      })
+      : undefined
+
     return ConfigStore.of({
       upsertUser,
       getUser: (id) => findUser(id).pipe(storage("read user")),
@@ -588,7 +603,8 @@ export const make = Effect.gen(function*() {
       setSetting,
       deleteSetting,
       snapshot,
-      version
+      version,
+      ...(changes === undefined ? {} : { changes })
     })
   })
 
