@@ -146,10 +146,11 @@ export const makeShared = Effect.gen(function*() {
       const m = metas[i]
       return m === undefined ? [] : [m]
     })
+    // Both at once: on PostgreSQL each read is a round trip, on a connection of the pool of its own.
     const [messages, summaries] = yield* Effect.all([
       chosenMessages(conversationId, chosen.filter((m) => m.kind === "message")),
       store.summariesByIds(chosen.filter((m) => m.kind === "summary").map((m) => m.refId))
-    ])
+    ], { concurrency: 2 })
     const messageById = new Map(messages.map((m) => [m.id, m.message]))
     const summaryById = new Map(summaries.map((s) => [s.id, s]))
     const tailCount = metas.length - selection.tailStart
