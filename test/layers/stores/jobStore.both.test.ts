@@ -7,6 +7,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { KEEP_RUNS, type NewJob } from "../../../src/domain/scheduler/types.ts"
 import * as SqliteJobStore from "../../../src/layers/scheduler/SqliteJobStore.ts"
 import { JobStore } from "../../../src/services/JobStore.ts"
@@ -29,8 +30,11 @@ for (const db of testDatabases(sqliteTemp)) {
     it.effect("adds, lists by owner, gets, requests a run, reschedules, retires and removes", () =>
       Effect.gen(function*() {
         const store = yield* JobStore
+        // A second apart: jobs list by creation time (then by their random ids).
         const a = yield* store.add(job({ cron: "0 9 * * 1-5", every: undefined, tz: "Europe/Paris", deliverUser: "alice", deliverChannel: "telegram" }))
+        yield* TestClock.adjust(1000)
         const b = yield* store.add(job({ userId: "bob", at: "2099-01-01T00:00:00Z", every: undefined, sessionMode: "new", catchUp: "skip" }))
+        yield* TestClock.adjust(1000)
         const c = yield* store.add(job({ agentId: "other" }))
         assert.deepStrictEqual(
           [a.kind, a.spec, a.tz, a.deliverUser, a.deliverChannel, a.sessionMode, a.runRequested],
