@@ -7,28 +7,20 @@
  *
  * The same SQL runs on PostgreSQL (issue 26): parameters compared with NULL are cast (PostgreSQL
  * must know their type), sums of 64-bit columns are cast back to integers (PostgreSQL sums them as
- * numeric), camel-case names are quoted, and only the UTC day and hour differ (`PG_DIMENSION`).
+ * numeric), camel-case names are quoted, and only the UTC day and hour differ (`utcBucket`).
  */
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { removedSessionKey } from "../../domain/config/removedUser.ts"
 import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsagePurpose, type UsageTotals } from "../../services/UsageLog.ts"
+import { utcBucket } from "../sql/dialect.ts"
 import { storageError } from "../sql/errors.ts"
 
-/** The grouping expression of each dimension (fixed text, never from input), on SQLite. */
-const DIMENSION: Record<UsageDimension, string> = {
+/** The grouping expression of each dimension but time (fixed text, never from input). */
+const DIMENSION: Record<Exclude<UsageDimension, "day" | "hour">, string> = {
   user: "user_id",
   agent: "agent_id",
-  model: "provider_id || '/' || model",
-  day: "strftime('%Y-%m-%d', at / 1000, 'unixepoch')",
-  hour: "strftime('%Y-%m-%dT%H', at / 1000, 'unixepoch')"
-}
-
-/** The same on PostgreSQL (issue 26): UTC days and hours as the same text. */
-const PG_DIMENSION: Record<UsageDimension, string> = {
-  ...DIMENSION,
-  day: "to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
-  hour: "to_char(to_timestamp(at / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24')"
+  model: "provider_id || '/' || model"
 }
 
 export const make = Effect.gen(function*() {
@@ -119,7 +111,8 @@ export const make = Effect.gen(function*() {
       }))
     }, Effect.mapError(storageError("read usage"))),
     breakdown: Effect.fn("UsageLog.breakdown")(function*(by: UsageDimension, filter: UsageFilter = {}) {
-      const key = sql.literal(sql.onDialectOrElse({ pg: () => PG_DIMENSION[by], orElse: () => DIMENSION[by] }))
+      // A UTC day or hour is written by each database its own way (dialect.ts).
+      const key = by === "day" || by === "hour" ? utcBucket(sql, "at", by) : sql.literal(DIMENSION[by])
       return yield* sql<UsageBucket>`WITH calls AS (${priced(filter)})
         SELECT ${key} AS key, count(*) AS calls, CAST(sum(1 - ok) AS BIGINT) AS failed,
           CAST(sum(input_tokens) AS BIGINT) AS "inputTokens", CAST(sum(output_tokens) AS BIGINT) AS "outputTokens",

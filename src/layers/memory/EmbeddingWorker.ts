@@ -84,7 +84,7 @@ export const make = (options: WorkerOptions = {}) =>
     const blank = new Set<string>()
     /** Rows the provider refused on their own (their text): skipped until the gateway restarts. */
     const refused = new Set<string>()
-    /** Per agent: rows left to embed one at a time, after a batch refused for its texts. */
+    /** Per agent: rows left to embed one at a time, after a batch refused for its texts (absent: none). */
     const singly = new Map<string, number>()
     const skipped = (r: { readonly source: VectorSource; readonly id: number }) => blank.has(`${r.source}:${r.id}`) || refused.has(`${r.source}:${r.id}`)
     const oneDone = (agentId: string) => {
@@ -165,7 +165,7 @@ export const make = (options: WorkerOptions = {}) =>
           const result = yield* embedBatch(agent.id, ref, next.batch).pipe(
             Effect.tap(() => Effect.sync(() => {
               next.next()
-              if (singly.has(agent.id)) oneDone(agent.id)
+              oneDone(agent.id)
             })),
             Effect.catchTags({
               EmbeddingGuardExceeded: (e) =>
