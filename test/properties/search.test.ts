@@ -21,6 +21,7 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Arbitrary, Effect, Layer, Result, Schema } from "effect"
+import type { SqlClient } from "effect/sql"
 import { sessionRefFromKey } from "../../src/domain/memory/session.ts"
 import type { SearchScope } from "../../src/domain/memory/types.ts"
 import type { NewMessage } from "../../src/domain/message.ts"
@@ -29,7 +30,8 @@ import { Explorer } from "../../src/services/Explorer.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../../src/services/MemoryStore.ts"
 import { Searcher } from "../../src/services/Searcher.ts"
-import { lcmTemp, tempDbFile } from "../support/db.ts"
+import { lcmOn as lcmOnLayer, sqliteTemp } from "../support/db.ts"
+import { testDatabases } from "../support/postgres.ts"
 import { lcmOn } from "./support/layers.ts"
 import { buildSession, int, rng, type SessionSpec, sessionSpec } from "./support/sessions.ts"
 
@@ -105,13 +107,14 @@ const isolationCase = Arbitrary.all({
   seed: Arbitrary.schema(int(0, 1_000_000))
 })
 
-describe("memory properties: search isolation", () => {
+for (const db of testDatabases(sqliteTemp)) {
+describe(`memory properties: search isolation (${db.name})`, () => {
   it.live.prop(
     "a user's scope never returns another user's rows; a session's scope only that session's",
     { c: isolationCase },
     ({ c }) =>
       Effect.scoped(Effect.gen(function*() {
-        const file = yield* tempDbFile
+        const file = (yield* db.open).layer
         const [userA, userB] = USER_PAIRS[c.users] ?? ["A", "B"]
         const keysA = [`agent:test:${userA}:one`]
         const keysB = [`agent:test:${userB}:one`, `agent:test:${userB}:two`]
@@ -159,6 +162,7 @@ describe("memory properties: search isolation", () => {
     { timeout: 170_000, arbitrary: { runs: 15, maxShrinks: 20 } }
   )
 })
+}
 
 // ---------------------------------------------------------------------------------------------
 // Robustness over one populated database
@@ -175,7 +179,7 @@ const soup = Arbitrary.array(Arbitrary.schema(Schema.Literals(TOKENS)), { maxLen
   Arbitrary.map((parts) => parts.join(parts.length % 3 === 0 ? "" : " "))
 )
 
-const populated = Layer.effectDiscard(Effect.gen(function*() {
+const populated = (database: Layer.Layer<SqlClient.SqlClient, unknown>) => Layer.effectDiscard(Effect.gen(function*() {
   const memory = yield* MemoryProvider
   const compactor = yield* Compactor
   const specs: Array<readonly [string, string, SessionSpec]> = [
@@ -187,9 +191,10 @@ const populated = Layer.effectDiscard(Effect.gen(function*() {
     yield* memory.append(sessionRefFromKey(key, { userId }), sessionMessages(spec, key))
     yield* compactor.compact(key, { full: true, freshTail: 6 })
   }
-})).pipe(Layer.provideMerge(lcmTemp))
+})).pipe(Layer.provideMerge(lcmOnLayer(database)))
 
-layer(populated, { timeout: "60 seconds", excludeTestServices: true })("memory properties: search robustness", (it) => {
+for (const db of testDatabases(sqliteTemp)) {
+layer(populated(db.layer), { timeout: "60 seconds", excludeTestServices: true })(`memory properties: search robustness (${db.name})`, (it) => {
   it.effect.prop(
     "any query string gives results or an empty list, within scope and limit, never an error",
     { raw: Arbitrary.schema(Schema.String), syntax: soup, limit: Arbitrary.schema(int(-5, 300)) },
@@ -227,6 +232,7 @@ layer(populated, { timeout: "60 seconds", excludeTestServices: true })("memory p
     { timeout: 120_000, arbitrary: { runs: 150, maxShrinks: 40 } }
   )
 })
+}
 
 // ---------------------------------------------------------------------------------------------
 // Scope, in both modes, for any query
@@ -253,13 +259,14 @@ const scopeCase = Arbitrary.all({
   context: Arbitrary.schema(int(0, 3))
 })
 
-describe("memory properties: search scope", () => {
+for (const db of testDatabases(sqliteTemp)) {
+describe(`memory properties: search scope (${db.name})`, () => {
   it.live.prop(
     "no query, whatever its text, in either mode, returns a hit (or a neighbour) outside its scope",
     { c: scopeCase },
     ({ c }) =>
       Effect.scoped(Effect.gen(function*() {
-        const file = yield* tempDbFile
+        const file = (yield* db.open).layer
         const [userA, userB] = USER_PAIRS[c.users] ?? ["A", "B"]
         const sessions: ReadonlyArray<readonly [string, string]> = [
           [`agent:test:${userA}:one`, userA],
@@ -336,3 +343,4 @@ describe("memory properties: search scope", () => {
     { timeout: 170_000, arbitrary: { runs: 12, maxShrinks: 20 } }
   )
 })
+}

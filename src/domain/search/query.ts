@@ -32,6 +32,8 @@ export interface Matcher {
   readonly terms: ReadonlyArray<string>
   /** The last term matches any index term it begins. */
   readonly prefix: boolean
+  /** The terms are the letters of one CJK run, looked up as its letter pairs (tsvector.ts). */
+  readonly cjkRun?: boolean
 }
 
 export interface SearchGroup {
@@ -75,6 +77,8 @@ export interface QueryPlan {
   readonly groups: ReadonlyArray<SearchGroup>
   /** FTS5 expressions of `NOT` terms. */
   readonly exclude: ReadonlyArray<string>
+  /** The same `NOT` terms as matchers (PostgreSQL's index, tsvector.ts). */
+  readonly excludeMatchers: ReadonlyArray<Matcher>
   readonly filters: SearchFilters
   /** Pairs of groups next to each other in the query: found close together, they rank higher. */
   readonly adjacent: ReadonlyArray<readonly [number, number]>
@@ -174,7 +178,7 @@ const exact = (columns: Columns, label: string, text: string, prefix: boolean): 
     const match = letters.length === 1
       ? `${columns.body} : ${quote(letters[0] ?? "")}`
       : `${columns.cjk} : ${quote(bigramsOf(letters.join("")).join(" "))}`
-    return { label, match, matcher: { terms: letters, prefix: false } }
+    return { label, match, matcher: { terms: letters, prefix: false, cjkRun: true } }
   }
   const words = tokens.map((t) => (t.cjk ? t.term : fold(text.slice(t.start, t.end))))
   const isPrefix = prefix && !last.cjk
@@ -271,6 +275,7 @@ export const planSearch = (input: string, mode: SearchMode = "ranked", options: 
   const columns = memoryCalls ? WITH_MEMORY_CALLS : TEXT
   const drafts: Array<Draft> = []
   const exclude: Array<string> = []
+  const excludeMatchers: Array<Matcher> = []
   const roles: Array<string> = []
   const notRoles: Array<string> = []
   const tools: Array<string> = []
@@ -326,6 +331,7 @@ export const planSearch = (input: string, mode: SearchMode = "ranked", options: 
     if (strictForm === undefined) continue
     if (negate) {
       exclude.push(strictForm.match)
+      excludeMatchers.push(strictForm.matcher)
       negate = false
       pending = "none"
       continue
@@ -434,6 +440,7 @@ export const planSearch = (input: string, mode: SearchMode = "ranked", options: 
     mode,
     groups,
     exclude,
+    excludeMatchers,
     filters: { roles: roles.length > 0 ? roles : null, notRoles, tools, notTools, kinds: wanted, memoryCalls },
     adjacent
   }

@@ -90,11 +90,38 @@ const isAscii = (s: string): boolean => {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false
   return true
 }
-const MARKS = /\p{M}/gu
+/**
+ * The combining marks `unicode61` takes for diacritics and drops (U+0300–U+0331, SQLite's
+ * `sqlite3Fts5UnicodeIsdiacritic` masks); it keeps every other mark.
+ */
+const isDiacritic = (c: number): boolean =>
+  c >= 0x300 && c <= 0x331 && (c < 0x320 ? (0x08029fdf & (1 << (c - 0x300))) !== 0 : (0x000361f8 & (1 << (c - 0x320))) !== 0)
 
-/** Lower case without diacritics, as `unicode61 remove_diacritics 2` folds a token. */
-export const fold = (word: string): string =>
-  isAscii(word) ? word.toLowerCase() : word.normalize("NFD").replace(MARKS, "").toLowerCase().normalize("NFC")
+/** A letter whose decomposition is an ASCII letter and diacritics (é, ǖ, İ) as that letter; others as they are. */
+const withoutDiacritics = (ch: string): string => {
+  const cp = ch.codePointAt(0) ?? 0
+  if (isDiacritic(cp)) return ""
+  if (cp < 0xc0) return ch
+  const d = ch.normalize("NFD")
+  const base = d.charCodeAt(0)
+  if (d.length < 2 || !isAsciiWordCode(base) || base <= 57) return ch
+  for (let i = 1; i < d.length; i++) if (!isDiacritic(d.charCodeAt(i))) return ch
+  return d.charAt(0)
+}
+
+/**
+ * Lower case without diacritics, as `unicode61 remove_diacritics 2` folds a token: only letters that
+ * are an ASCII letter with diacritics lose them (café → cafe), and diacritics standing alone go
+ * (e + U+0301 → e); Cyrillic й or Greek ά keep theirs, as in SQLite's index (a query folded further
+ * found nothing there). Checked against SQLite in test/domain/search/porter.test.ts.
+ */
+export const fold = (word: string): string => {
+  if (isAscii(word)) return word.toLowerCase()
+  let out = ""
+  for (const ch of word) out += withoutDiacritics(ch)
+  // unicode61 has no final sigma: ς folds to σ.
+  return out.toLowerCase().replaceAll("ς", "σ")
+}
 
 /** Stems already computed (words repeat a lot; ranking tokenizes hundreds of texts per search). */
 const terms = new Map<string, string>()

@@ -14,6 +14,7 @@ import { StorageError } from "../../domain/storage/errors.ts"
 import type { SessionRef } from "../../domain/memory/session.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Role } from "../../domain/message.ts"
+import { MEMORY_CALL_MARK } from "../../domain/search/memoryCalls.ts"
 import type { SearchPlan } from "../../domain/search/query.ts"
 import { type Conversation, MemoryStore, type NewSummary, type SearchRequest } from "../../services/MemoryStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
@@ -22,7 +23,7 @@ import { makeBrowse } from "./browse.ts"
 import { makeVectors } from "./denseSearch.ts"
 import { makeSearch } from "./memorySearch.ts"
 import { makeRetireUser } from "./retireUser.ts"
-import { makeSearchIndex } from "./searchIndex.ts"
+import { inlineVectors, makeSearchIndex } from "./searchIndex.ts"
 import {
   decodeConversation,
   decodeConversationRows,
@@ -43,16 +44,17 @@ interface LastMessage {
   readonly has_tool_results: number
 }
 
+/** The search index of each source (SQLite's FTS5 tables, PostgreSQL's tsvector tables: same names). */
+const SEARCH_SOURCES = [["ctx_messages", "message", "ctx_messages_search"], ["ctx_summaries", "summary", "ctx_summaries_search"]] as const
+
 /** Conversation ids never change once created; the cache is bounded so a long-lived gateway stays small. */
 const CACHE_LIMIT = 10_000
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const immediate = Sqlite.immediate(sql)
-  // On PostgreSQL (issue 26, in progress) there is no full-text index yet: nothing is queued for it,
-  // and search says so.
   const postgres = isPostgres(sql)
-  const searchIndex = postgres ? { indexQueued: Effect.void, drainQueue: () => Effect.void } : makeSearchIndex(sql)
+  const searchIndex = makeSearchIndex(sql)
   const ids = (list: ReadonlyArray<number>) => jsonValues(sql, JSON.stringify(list), "bigint")
   /** Multi-row INSERT (nothing for no rows); `returning` adds a RETURNING clause. */
   const insertRows = <A extends object = never>(
@@ -177,7 +179,8 @@ export const make = Effect.gen(function*() {
     conversationId: number,
     encoded: ReadonlyArray<EncodedMessage>,
     now: number,
-    known?: ReadonlyArray<LastMessage>
+    known?: ReadonlyArray<LastMessage>,
+    owner?: { readonly userId: string; readonly lastAnswersMemory?: boolean | undefined }
   ) =>
     (known === undefined ? lastMessage(conversationId) : Effect.succeed(known)).pipe(
       Effect.flatMap((last) => {
@@ -205,12 +208,20 @@ export const make = Effect.gen(function*() {
             })
         const [head, ...more] = rowsFrom(0)
         if (postgres && head !== undefined && encoded.length <= INSERT_BATCH) {
-          // PostgreSQL: the messages, their items and the conversation's time in one statement (each
-          // statement is a round trip there; a turn's append was eight of them).
+          // PostgreSQL: the messages, their items, their search vectors and the conversation's time in
+          // one statement (each statement is a round trip there; a turn's append was eight of them).
+          // A message whose vector cannot be made here is queued by the insert trigger and indexed next.
+          const vectors = owner === undefined ? [] : inlineVectors(encoded, firstSeq, conversationId, owner.userId, owner.lastAnswersMemory)
           return sql`WITH m AS (INSERT INTO ctx_messages ${sql.insert([head, ...more])} RETURNING id, seq, token_count, continues_unit),
               i AS (INSERT INTO ctx_items (conversation_id, position, message_id, summary_id, tokens, continues_unit, depth)
-                SELECT ${conversationId}, seq, id, NULL, token_count, continues_unit, -1 FROM m)
-            UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`.pipe(Effect.as({ firstSeq, lastSeq }))
+                SELECT ${conversationId}, seq, id, NULL, token_count, continues_unit, -1 FROM m),
+              s AS (INSERT INTO ctx_messages_search (id, terms)
+                SELECT m.id, CAST(v.terms AS tsvector) FROM m JOIN json_to_recordset(CAST(${JSON.stringify(vectors)} AS json))
+                  AS v(seq bigint, terms text) ON v.seq = m.seq)
+            UPDATE ctx_conversations SET updated_at = ${now} WHERE id = ${conversationId}`.pipe(
+            Effect.andThen(vectors.length < encoded.length ? searchIndex.indexQueued : Effect.void),
+            Effect.as({ firstSeq, lastSeq })
+          )
         }
         // The first batch's rows are made already (making them moves `prev` on).
         const first = head === undefined ? [] : [head, ...more]
@@ -253,7 +264,13 @@ export const make = Effect.gen(function*() {
       // and SQLite may even have given that id to a new session: never append into someone else's.
       const expected = keyById.get(conversationId)
       // The session's key and its last message, in one read.
-      const row = yield* sql<{ session_key: string } & Partial<LastMessage>>`SELECT c.session_key, m.seq, m.role, m.has_tool_results
+      // On PostgreSQL also whether the last assistant message may call the memory tool (inlineVectors).
+      const answers = postgres
+        ? sql`, (SELECT strpos(a.text, ${MEMORY_CALL_MARK}) > 0 FROM ctx_messages a
+            WHERE a.conversation_id = c.id AND a.role = 'assistant' ORDER BY a.seq DESC LIMIT 1) AS answers_memory`
+        : sql``
+      const row = yield* sql<{ session_key: string; user_id: string; answers_memory?: boolean | null } & Partial<LastMessage>>`SELECT
+          c.session_key, c.user_id, m.seq, m.role, m.has_tool_results${answers}
         FROM ctx_conversations c LEFT JOIN (SELECT seq, role, has_tool_results FROM ctx_messages
           WHERE conversation_id = ${conversationId} ORDER BY seq DESC LIMIT 1) m ON 1 = 1
         WHERE c.id = ${conversationId}`
@@ -269,7 +286,8 @@ export const make = Effect.gen(function*() {
       const last: ReadonlyArray<LastMessage> = r?.seq === undefined || r.seq === null || r.role === undefined || r.has_tool_results === undefined
         ? []
         : [{ seq: r.seq, role: r.role, has_tool_results: r.has_tool_results }]
-      return yield* insertEncoded(conversationId, encoded, now, last)
+      const owner = r === undefined ? undefined : { userId: r.user_id, lastAnswersMemory: r.answers_memory === null ? false : r.answers_memory }
+      return yield* insertEncoded(conversationId, encoded, now, last, owner)
     })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("append messages")(e))))
   })
 
@@ -284,7 +302,7 @@ export const make = Effect.gen(function*() {
       yield* sql`INSERT INTO ctx_conversations (session_key, agent_id, user_id, created_at, updated_at)
         VALUES (${session.key}, ${session.agentId}, ${session.userId}, ${now}, ${now})
         ON CONFLICT (session_key) DO NOTHING`
-      const found = yield* sql<{ id: number; messages: number }>`SELECT c.id,
+      const found = yield* sql<{ id: number; user_id: string; messages: number }>`SELECT c.id, c.user_id,
           coalesce((SELECT max(seq) FROM ctx_messages m WHERE m.conversation_id = c.id), 0) AS messages
         FROM ctx_conversations c WHERE c.session_key = ${session.key}`
       const conversation = found[0]
@@ -299,7 +317,7 @@ export const make = Effect.gen(function*() {
         Effect.suspend((): Effect.Effect<void, SqlError | InvalidInput> => {
           const encoded = encodeAll(batch, now, imported)
           if (encoded instanceof InvalidInput) return Effect.fail(encoded)
-          return insertEncoded(conversation.id, encoded, now).pipe(
+          return insertEncoded(conversation.id, encoded, now, undefined, { userId: conversation.user_id }).pipe(
             Effect.andThen(Effect.suspend(() => {
               imported += encoded.length
               return options.onBatch(imported)
@@ -579,6 +597,17 @@ export const make = Effect.gen(function*() {
       const marked = yield* sql<{ session_key: string }>`SELECT session_key FROM ctx_conversations WHERE deleting = 1`
       for (const r of marked) problems.push(`${r.session_key}: marked as being deleted outside a deletion (its messages are unprotected)`)
       for (const r of yield* miscounted) problems.push(`${r.session_key}: ${r.kept} ${r.source} rows counted for search, ${r.real} stored`)
+      // Every row is in its search index or queued for it, and the index holds no row that is gone.
+      for (const [table, source, fts] of SEARCH_SOURCES) {
+        const [counts] = yield* sql.unsafe<{ missing: number; stale: number }>(
+          `SELECT (SELECT count(*) FROM ${table} t WHERE NOT EXISTS (SELECT 1 FROM ${fts} f WHERE f.id = t.id)
+               AND NOT EXISTS (SELECT 1 FROM ctx_search_backlog b WHERE b.source = $1 AND b.id = t.id)) AS missing,
+             (SELECT count(*) FROM ${fts} f WHERE NOT EXISTS (SELECT 1 FROM ${table} t WHERE t.id = f.id)) AS stale`,
+          [source]
+        )
+        if (counts !== undefined && counts.missing > 0) problems.push(`${fts}: ${counts.missing} rows of ${table} neither indexed nor queued`)
+        if (counts !== undefined && counts.stale > 0) problems.push(`${fts}: ${counts.stale} entries for rows no longer in ${table}`)
+      }
       return problems
     }
     const quick = yield* sql<{ quick_check: string }>`PRAGMA quick_check`
@@ -590,7 +619,7 @@ export const make = Effect.gen(function*() {
     for (const r of marked) problems.push(`${r.session_key}: marked as being deleted outside a deletion (its messages are unprotected)`)
     // The search indexes are contentless (migrations/0010): their own structure is checked, and
     // every row must be in its index or queued for it.
-    for (const [table, source, fts] of [["ctx_messages", "message", "ctx_messages_search"], ["ctx_summaries", "summary", "ctx_summaries_search"]] as const) {
+    for (const [table, source, fts] of SEARCH_SOURCES) {
       yield* sql.unsafe(`INSERT INTO ${fts} (${fts}, rank) VALUES ('integrity-check', 0)`).pipe(
         Effect.catchTag("SqlError", (e) => Effect.sync(() => problems.push(`${fts}: ${e.message}`)))
       )
@@ -647,7 +676,6 @@ export const make = Effect.gen(function*() {
   // Lexical search (memorySearch.ts), fused with the nearest vectors when the request has a query vector.
   const searchRows = vectors.fused(makeSearch(sql))
   const search = Effect.fn("MemoryStore.search")(function*(plan: SearchPlan, scope: SearchScope, request: SearchRequest) {
-    if (postgres) return yield* new StorageError({ operation: "search", reason: "search does not run on PostgreSQL yet (issue 26)" })
     return yield* searchRows(plan, scope, request)
   })
 

@@ -24,7 +24,7 @@ import type { DenseQuery, SearchScope } from "../../domain/memory/types.ts"
 import type { Role } from "../../domain/message.ts"
 import type { QueryPlan, SearchPlan } from "../../domain/search/query.ts"
 import { snippetAround } from "../../domain/search/snippet.ts"
-import { placeholders } from "../sql/dialect.ts"
+import { isPostgres, placeholders } from "../sql/dialect.ts"
 import { readNeighbours } from "./memorySearch.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type {
@@ -76,6 +76,7 @@ const REPLACE_VECTOR = `ON CONFLICT (source, row_id, model) DO UPDATE SET conver
 
 export const makeVectors = (sql: SqlClient) => {
   const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(placeholders(sql, text), [...params])
+  const postgres = isPostgres(sql)
 
   const pendingEmbeddings = (request: {
     readonly agentId: string
@@ -179,10 +180,13 @@ export const makeVectors = (sql: SqlClient) => {
       const [where, params] = scopeCondition(scope)
       // The newest keys first, from the covering index; then each vector by rowid (a sort that carried
       // the blobs cost ~7× more).
+      // PostgreSQL reads the rows the index gives it in order without carrying them through a sort.
       const rows = yield* query<{ source: VectorSource; row_id: number; vector: Uint8Array }>(
-        `SELECT v.source, v.row_id, v.vector
-         FROM (SELECT rowid AS r FROM ctx_vectors WHERE model = ? AND ${where} ORDER BY row_id DESC LIMIT ?) k
-         JOIN ctx_vectors v ON v.rowid = k.r`,
+        postgres
+          ? `SELECT source, row_id, vector FROM ctx_vectors WHERE model = ? AND ${where} ORDER BY row_id DESC LIMIT ?`
+          : `SELECT v.source, v.row_id, v.vector
+             FROM (SELECT rowid AS r FROM ctx_vectors WHERE model = ? AND ${where} ORDER BY row_id DESC LIMIT ?) k
+             JOIN ctx_vectors v ON v.rowid = k.r`,
         [dense.model, ...params, SCAN_CAP]
       )
       const q = normalized(dense.vector)
@@ -198,7 +202,8 @@ export const makeVectors = (sql: SqlClient) => {
   /** Hits for rows only the dense side found (in scope, passing the plan's role filters). */
   const readHits = (plan: QueryPlan, scope: SearchScope, near: ReadonlyArray<Near>) =>
     Effect.gen(function*() {
-      const ids = (source: VectorSource) => JSON.stringify(near.filter((n) => n.source === source).map((n) => n.id))
+      const list = (source: VectorSource) => JSON.stringify(near.filter((n) => n.source === source).map((n) => n.id))
+      const ids = postgres ? "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json))" : "SELECT value FROM json_each(?)"
       const [where, params] = scopeCondition(scope)
       const messages = yield* query<{
         id: number
@@ -213,8 +218,8 @@ export const makeVectors = (sql: SqlClient) => {
            substr(coalesce(s.body, t.text), 1, ${TEXT_CHARS + 1}) AS text
          FROM ctx_messages t JOIN ctx_conversations c ON c.id = t.conversation_id
          LEFT JOIN ctx_message_search_text s ON s.message_id = t.id
-         WHERE t.id IN (SELECT value FROM json_each(?)) AND t.${where}`,
-        [ids("message"), ...params]
+         WHERE t.id IN (${ids}) AND t.${where}`,
+        [list("message"), ...params]
       )
       const summaries = yield* query<{
         id: number
@@ -228,8 +233,8 @@ export const makeVectors = (sql: SqlClient) => {
         `SELECT t.id, c.session_key, t.first_seq, t.last_seq, t.earliest_at, t.latest_at,
            substr(t.content, 1, ${TEXT_CHARS + 1}) AS text
          FROM ctx_summaries t JOIN ctx_conversations c ON c.id = t.conversation_id
-         WHERE t.id IN (SELECT value FROM json_each(?)) AND t.${where}`,
-        [ids("summary"), ...params]
+         WHERE t.id IN (${ids}) AND t.${where}`,
+        [list("summary"), ...params]
       )
       const cut = (text: string) => snippetAround(text.length > TEXT_CHARS ? `${text.slice(0, TEXT_CHARS)}…` : text)
       const hits = new Map<string, RawHit & { readonly conversationId?: number }>()

@@ -38,7 +38,7 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import type { Role } from "../../domain/message.ts"
-import { planSearch, type QueryPlan, type SearchKind, type SearchPlan } from "../../domain/search/query.ts"
+import { planSearch, type QueryPlan, type SearchGroup, type SearchKind, type SearchPlan } from "../../domain/search/query.ts"
 import {
   byScore,
   type Candidate,
@@ -55,8 +55,17 @@ import {
 import { snippetAround } from "../../domain/search/snippet.ts"
 import { isStopWord } from "../../domain/search/stopwords.ts"
 import { fold, tokenize } from "../../domain/search/text.ts"
+import {
+  conversationToken,
+  tsqueryOfMatcher,
+  tsqueryOfMatchers,
+  tsqueryOfToken,
+  USER_TOKEN_BYTES,
+  userToken
+} from "../../domain/search/tsvector.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type { RawContextMessage, RawHit, SearchRequest } from "../../services/MemoryStore.ts"
+import { isPostgres, placeholders } from "../sql/dialect.ts"
 
 /** Newest matches of one term considered (a term with more is a common one; its idf says so). */
 const PER_TERM = 2000
@@ -68,8 +77,6 @@ const stage2Size = (limit: number) => Math.min(250, Math.max(50, limit * 5))
 const TEXT_CHARS = 4000
 /** Characters of a neighbouring message returned with a hit. */
 const CONTEXT_CHARS = 600
-/** A user id longer than this (bytes) has no token of its own; the scope is then a join. */
-const USER_TOKEN_BYTES = 64
 /**
  * Context (issue 25): the weight of a message's neighbouring turns when it is matched together with
  * them, by distance (1 = the turn just before or after). Turns with no searchable text (the memory
@@ -208,7 +215,71 @@ export const estimateMatching = (ranges: ReadonlyArray<Range>, n: number, ids: R
   return Math.min(n, Math.max(ids.length, Math.round((ids.length * n) / Math.max(1, after))))
 }
 
-const and = (parts: ReadonlyArray<string>): string => parts.map((p) => `(${p})`).join(" AND ")
+/**
+ * What differs between SQLite's FTS5 index and PostgreSQL's tsvector index (domain/search/tsvector.ts)
+ * in this module's statements: the match expressions and how an index is asked, the JSON lists
+ * bound as one parameter, and a few functions.
+ */
+interface Dialect {
+  /** A JSON array parameter's elements as rows `j` with `j.value` (one element) and `j.key` (its index). */
+  readonly elements: string
+  /** Element `i` of the array `j.value`, as an integer. */
+  readonly at: (i: number) => string
+  /** A JSON array parameter of ids, as a subquery. */
+  readonly ids: string
+  /** The ids of the rows of `fts` (aliased `f`) matching the expression parameter. */
+  readonly match: (fts: string) => string
+  readonly id: string
+  readonly concatIds: string
+  /** SQLite's instr. */
+  readonly find: string
+  readonly and: (parts: ReadonlyArray<string>) => string
+  /** `expr` without the rows matching any of `excluded` (none: `expr` as it is). */
+  readonly without: (expr: string, excluded: ReadonlyArray<string>) => string
+  readonly group: (g: SearchGroup, plan: QueryPlan) => string
+  readonly exclude: (plan: QueryPlan) => ReadonlyArray<string>
+  readonly conversationToken: (id: number) => string
+  /** A user's scope token, or null when their id has none. */
+  readonly userToken: (userId: string) => string | null
+}
+
+const FTS5: Dialect = {
+  elements: "json_each(?) j",
+  at: (i) => `j.value ->> ${i}`,
+  ids: "SELECT value FROM json_each(?)",
+  match: (fts) => `${fts} MATCH ?`,
+  id: "rowid",
+  concatIds: "group_concat(id)",
+  find: "instr",
+  and: (parts) => parts.map((p) => `(${p})`).join(" AND "),
+  without: (expr, excluded) => (excluded.length === 0 ? expr : `${expr} NOT (${excluded.join(" OR ")})`),
+  group: (g) => g.match,
+  exclude: (plan) => plan.exclude,
+  conversationToken: (id) => `scope : ${quote(`c${id}`)}`,
+  userToken: (userId) =>
+    new TextEncoder().encode(userId).length <= USER_TOKEN_BYTES ? `scope : ${quote(`u${hex(userId)}0`)}` : null
+}
+
+const TSVECTOR: Dialect = {
+  elements: "json_array_elements(CAST(? AS json)) WITH ORDINALITY AS j(value, key)",
+  at: (i) => `CAST(j.value ->> ${i} AS bigint)`,
+  ids: "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json))",
+  match: () => "f.terms @@ CAST(? AS tsquery)",
+  id: "id",
+  concatIds: "string_agg(CAST(id AS text), ',')",
+  find: "strpos",
+  and: (parts) => parts.map((p) => `(${p})`).join(" & "),
+  without: (expr, excluded) => (excluded.length === 0 ? expr : `${expr} & !(${excluded.join(" | ")})`),
+  group: (g, plan) => tsqueryOfMatchers(g.matchers, plan.filters.memoryCalls),
+  exclude: (plan) => plan.excludeMatchers.map((m) => tsqueryOfMatcher(m, plan.filters.memoryCalls)),
+  conversationToken: (id) => tsqueryOfToken(conversationToken(id)),
+  userToken: (userId) => {
+    const token = userToken(userId)
+    return token === null ? null : tsqueryOfToken(token)
+  }
+}
+
+const dialectOf = (sql: SqlClient): Dialect => (isPostgres(sql) ? TSVECTOR : FTS5)
 
 /**
  * The messages `around` seqs before and after each message hit (the hit itself left out), in order,
@@ -222,12 +293,16 @@ export const readNeighbours = (
   Effect.gen(function*() {
     const byHit = new Map<number, Array<RawContextMessage>>()
     if (around <= 0 || hits.length === 0) return byHit
+    const d = dialectOf(sql)
     const ranges = hits.map((h) => [h.conversationId, h.seq - around, h.seq + around, h.id, h.seq])
     const rows = yield* sql.unsafe<{ hit: number; id: number; seq: number; role: Role; created_at: number; text: string }>(
-      `SELECT j.value ->> 3 AS hit, m.id, m.seq, m.role, m.created_at, substr(m.text, 1, ${CONTEXT_CHARS + 1}) AS text
-       FROM json_each(?) j JOIN ctx_messages m
-         ON m.conversation_id = j.value ->> 0 AND m.seq BETWEEN j.value ->> 1 AND j.value ->> 2 AND m.seq <> j.value ->> 4
-       ORDER BY j.key, m.seq`,
+      placeholders(
+        sql,
+        `SELECT ${d.at(3)} AS hit, m.id, m.seq, m.role, m.created_at, substr(m.text, 1, ${CONTEXT_CHARS + 1}) AS text
+         FROM ${d.elements} JOIN ctx_messages m
+           ON m.conversation_id = ${d.at(0)} AND m.seq BETWEEN ${d.at(1)} AND ${d.at(2)} AND m.seq <> ${d.at(4)}
+         ORDER BY j.key, m.seq`
+      ),
       [JSON.stringify(ranges)]
     )
     for (const r of rows) {
@@ -245,7 +320,9 @@ export const readNeighbours = (
   })
 
 export const makeSearch = (sql: SqlClient) => {
-  const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(text, [...params])
+  const d = dialectOf(sql)
+  const and = d.and
+  const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(placeholders(sql, text), [...params])
 
   const resolve = (scope: SearchScope) =>
     Effect.gen(function*() {
@@ -263,17 +340,16 @@ export const makeSearch = (sql: SqlClient) => {
           if (row === undefined) return null
           const id = row.id
           const resolved: Resolved = {
-            token: `scope : ${quote(`c${id}`)}`,
+            token: d.conversationToken(id),
             where: "t.conversation_id = ?",
             params: [id],
             owns: (r) => r.session_key === scope.sessionKey,
             sessionConversation: id,
-            sizes: { message: Number(row.messages), summary: Number(row.summaries), conversations: "SELECT ?" }
+            sizes: { message: Number(row.messages), summary: Number(row.summaries), conversations: "SELECT CAST(? AS BIGINT)" }
           }
           return resolved
         }
         case "User": {
-          const bytes = new TextEncoder().encode(scope.userId).length
           // The user's row counts (migrations/0030), summed over their conversations: one indexed read.
           const counts = yield* query<{ source: SearchKind; n: number }>(
             `SELECT k.source, sum(k.n) AS n FROM ctx_conversations c JOIN ctx_search_counts k ON k.conversation_id = c.id
@@ -282,7 +358,7 @@ export const makeSearch = (sql: SqlClient) => {
           )
           const sizeOf = (kind: SearchKind) => Number(counts.find((c) => c.source === kind)?.n ?? 0)
           const resolved: Resolved = {
-            token: bytes <= USER_TOKEN_BYTES ? `scope : ${quote(`u${hex(scope.userId)}0`)}` : null,
+            token: d.userToken(scope.userId),
             where: "t.conversation_id IN (SELECT id FROM ctx_conversations WHERE user_id = ?)",
             params: [scope.userId],
             owns: (r) => r.user_id === scope.userId,
@@ -318,8 +394,8 @@ export const makeSearch = (sql: SqlClient) => {
     }
     // A tool's call is in the message's text as "[tool call NAME]"; its results answer the message before.
     const tool = `(CASE WHEN t.has_tool_results = 1 THEN EXISTS (SELECT 1 FROM ctx_messages p
-      WHERE p.conversation_id = t.conversation_id AND p.seq = t.seq - 1 AND instr(p.text, ?) > 0)
-      ELSE instr(t.text, ?) > 0 END)`
+      WHERE p.conversation_id = t.conversation_id AND p.seq = t.seq - 1 AND ${d.find}(p.text, ?) > 0)
+      ELSE ${d.find}(t.text, ?) > 0 END)`
     if (f.tools.length > 0) {
       parts.push(`(${f.tools.map(() => tool).join(" OR ")})`)
       for (const name of f.tools) params.push(`[tool call ${name}]`, `[tool call ${name}]`)
@@ -344,13 +420,13 @@ export const makeSearch = (sql: SqlClient) => {
     const conditions = `${filters}${joinScope ? ` AND ${scope.where}` : ""}`
     const params = [match, ...filterParams, ...(joinScope ? scope.params : []), limit]
     const inner = conditions === ""
-      ? `SELECT rowid AS id FROM ${src.fts} WHERE ${src.fts} MATCH ? ORDER BY rowid DESC LIMIT ?`
-      : `SELECT f.rowid AS id FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.rowid
-         WHERE ${src.fts} MATCH ?${conditions} ORDER BY f.rowid DESC LIMIT ?`
+      ? `SELECT f.${d.id} AS id FROM ${src.fts} f WHERE ${d.match(src.fts)} ORDER BY f.${d.id} DESC LIMIT ?`
+      : `SELECT f.${d.id} AS id FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.${d.id}
+         WHERE ${d.match(src.fts)}${conditions} ORDER BY f.${d.id} DESC LIMIT ?`
     // The ids as one text: up to PER_TERM rows as objects cost more than FTS5 finding them (0.5 ms a
     // term in a user's scope at 1M messages). Their order is not relied on.
     return Effect.map(
-      query<{ ids: string | null }>(`SELECT group_concat(id) AS ids FROM (${inner})`, params),
+      query<{ ids: string | null }>(`SELECT ${d.concatIds} AS ids FROM (${inner}) AS x`, params),
       (rows) => {
         const ids = rows[0]?.ids
         return ids === null || ids === undefined || ids === "" ? [] : ids.split(",").map(Number)
@@ -386,9 +462,9 @@ export const makeSearch = (sql: SqlClient) => {
   const countMatching = (src: Source, scope: Resolved, match: string, cap: number) => {
     const joinScope = scope.token === null && scope.where !== "1 = 1"
     const text = joinScope
-      ? `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.rowid
-           WHERE ${src.fts} MATCH ? AND ${scope.where} LIMIT ?)`
-      : `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} WHERE ${src.fts} MATCH ? LIMIT ?)`
+      ? `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.${d.id}
+           WHERE ${d.match(src.fts)} AND ${scope.where} LIMIT ?) AS x`
+      : `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} f WHERE ${d.match(src.fts)} LIMIT ?) AS x`
     return Effect.map(
       query<{ n: number }>(text, joinScope ? [match, ...scope.params, cap] : [match, cap]),
       (rows) => Number(rows[0]?.n ?? 0)
@@ -413,7 +489,7 @@ export const makeSearch = (sql: SqlClient) => {
         `SELECT t.id, t.conversation_id, c.session_key, c.user_id, t.${src.time} AS created_at, t.token_count AS length,
            substr(${apart?.text ?? `t.${src.text}`}, 1, ${TEXT_CHARS + 1}) AS text, ${src.extra}
          FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
-         WHERE t.id IN (SELECT value FROM json_each(?))`,
+         WHERE t.id IN (${d.ids})`,
         [JSON.stringify(ids)]
       ),
       (rows) => rows.filter(scope.owns)
@@ -433,10 +509,10 @@ export const makeSearch = (sql: SqlClient) => {
       query<Row>(
         `SELECT DISTINCT t.id, t.conversation_id, c.session_key, c.user_id, t.${src.time} AS created_at, t.token_count AS length,
            substr(${apart?.text ?? `t.${src.text}`}, 1, ${WINDOW_CHARS + 1}) AS text, ${src.extra}
-         FROM json_each(?) j JOIN ${src.table} t
-           ON t.conversation_id = j.value ->> 0 AND t.seq BETWEEN j.value ->> 1 AND j.value ->> 2
+         FROM ${d.elements} JOIN ${src.table} t
+           ON t.conversation_id = ${d.at(0)} AND t.seq BETWEEN ${d.at(1)} AND ${d.at(2)}
          JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
-         WHERE t.id NOT IN (SELECT value FROM json_each(?))`,
+         WHERE t.id NOT IN (${d.ids})`,
         [JSON.stringify(ranges), JSON.stringify(read.map((r) => r.id))]
       ),
       (found) => found.filter(scope.owns)
@@ -453,11 +529,11 @@ export const makeSearch = (sql: SqlClient) => {
     const targets = rows.flatMap((r) => r.depth === undefined ? [] : [[r.id, r.conversation_id, r.depth]])
     if (targets.length === 0) return Effect.succeed<Array<Row & { readonly around: number; readonly side: number }>>([])
     const side = (sign: -1 | 1, reach: number) =>
-      `SELECT j.value ->> 0 AS around, ${sign} AS side, t.id, t.conversation_id, c.session_key, c.user_id,
+      `SELECT ${d.at(0)} AS around, ${sign} AS side, t.id, t.conversation_id, c.session_key, c.user_id,
          t.${src.time} AS created_at, t.token_count AS length, substr(t.${src.text}, 1, ${WINDOW_CHARS + 1}) AS text, ${src.extra}
-       FROM json_each(?) j JOIN ${src.table} t ON t.id IN (
-         SELECT s.id FROM ${src.table} s WHERE s.conversation_id = j.value ->> 1 AND s.depth = j.value ->> 2
-           AND s.id ${sign < 0 ? "<" : ">"} j.value ->> 0 ORDER BY s.id ${sign < 0 ? "DESC" : "ASC"} LIMIT ${reach})
+       FROM ${d.elements} JOIN ${src.table} t ON t.id IN (
+         SELECT s.id FROM ${src.table} s WHERE s.conversation_id = ${d.at(1)} AND s.depth = ${d.at(2)}
+           AND s.id ${sign < 0 ? "<" : ">"} ${d.at(0)} ORDER BY s.id ${sign < 0 ? "DESC" : "ASC"} LIMIT ${reach})
        JOIN ctx_conversations c ON c.id = t.conversation_id`
     const json = JSON.stringify(targets)
     return Effect.map(
@@ -512,7 +588,6 @@ export const makeSearch = (sql: SqlClient) => {
     })
   }
 
-  const exclusion = (plan: QueryPlan) => (plan.exclude.length === 0 ? "" : ` NOT (${plan.exclude.join(" OR ")})`)
 
   /**
    * Stage 2 with context (messages of a ranked plan): the chosen rows and the turns around them are
@@ -587,7 +662,12 @@ export const makeSearch = (sql: SqlClient) => {
       const groups = plan.groups
       const required = groups.flatMap((g, i) => (g.required ? [i] : []))
       const optional = groups.flatMap((g, i) => (g.required ? [] : [i]))
-      const not = exclusion(plan)
+      const excluded = d.exclude(plan)
+      const not = (expr: string) => d.without(expr, excluded)
+      const match = (g: number) => {
+        const group = groups[g]
+        return group === undefined ? "" : d.group(group, plan)
+      }
       const matched = new Map<number, Array<number>>()
       const add = (ids: ReadonlyArray<number>, gs: ReadonlyArray<number>) => {
         for (const id of ids) {
@@ -596,16 +676,16 @@ export const makeSearch = (sql: SqlClient) => {
           else for (const g of gs) if (!seen.includes(g)) seen.push(g)
         }
       }
-      const requiredMatch = required.map((i) => groups[i]?.match ?? "")
+      const requiredMatch = required.map(match)
       const df: Array<number | undefined> = groups.map(() => undefined)
       const simple = required.length === 0 && plan.exclude.length === 0 && filterSql(plan, src)[0] === ""
       const full: Array<readonly [number, ReadonlyArray<number>]> = []
       if (optional.length === 0) {
-        add(yield* matching(src, scope, plan, and([...base, ...requiredMatch]) + not, PER_TERM), required)
+        add(yield* matching(src, scope, plan, not(and([...base, ...requiredMatch])), PER_TERM), required)
       } else {
-        if (required.length > 0) add(yield* matching(src, scope, plan, and([...base, ...requiredMatch]) + not, PER_TERM), required)
+        if (required.length > 0) add(yield* matching(src, scope, plan, not(and([...base, ...requiredMatch])), PER_TERM), required)
         for (const g of optional) {
-          const ids = yield* matching(src, scope, plan, and([...base, ...requiredMatch, groups[g]?.match ?? ""]) + not, PER_TERM)
+          const ids = yield* matching(src, scope, plan, not(and([...base, ...requiredMatch, match(g)])), PER_TERM)
           add(ids, [...required, g])
           // Alone, unfiltered and below the cap, the list is the term's whole set of matches.
           if (simple && ids.length < PER_TERM) df[g] = ids.length
@@ -622,7 +702,7 @@ export const makeSearch = (sql: SqlClient) => {
       const idfs: Array<number> = []
       for (let g = 0; g < groups.length; g++) {
         const known = df[g]
-        const count = known ?? (yield* countMatching(src, scope, and([...base, groups[g]?.match ?? ""]), DF_CAP))
+        const count = known ?? (yield* countMatching(src, scope, and([...base, match(g)]), DF_CAP))
         idfs.push(idf(count, n))
       }
       // Best share of the query first, newest first among equals.
@@ -659,10 +739,10 @@ export const makeSearch = (sql: SqlClient) => {
       const [filters, filterParams] = filterSql(plan, src)
       const exclude = plan.exclude.length === 0
         ? ""
-        : ` AND t.id NOT IN (SELECT rowid FROM ${src.fts} WHERE ${src.fts} MATCH ?)`
+        : ` AND t.id NOT IN (SELECT f.${d.id} FROM ${src.fts} f WHERE ${d.match(src.fts)})`
       const excludeParams = plan.exclude.length === 0
         ? []
-        : [and([...(scope.token === null ? [] : [scope.token]), plan.exclude.join(" OR ")])]
+        : [and([...(scope.token === null ? [] : [scope.token]), d.exclude(plan).join(d === FTS5 ? " OR " : " | ")])]
       // Messages that are nothing but memory tool calls or results have no text of their own to list.
       const onlyMemory = src.searchText !== undefined && !plan.filters.memoryCalls
         ? " AND NOT EXISTS (SELECT 1 FROM ctx_message_search_text s WHERE s.message_id = t.id AND s.body = '')"

@@ -14,7 +14,8 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { removedSessionKey } from "../../domain/config/removedUser.ts"
-import { isPostgres } from "../sql/dialect.ts"
+import { tsvectorOf, userToken } from "../../domain/search/tsvector.ts"
+import { isPostgres, placeholders } from "../sql/dialect.ts"
 import { mayHoldMemoryCallsSql, scopeColumnSql } from "./searchIndex.ts"
 
 export interface RetiredSessions {
@@ -45,7 +46,19 @@ export const makeRetireUser = (sql: SqlClient, indexQueued: Effect.Effect<void, 
       yield* sql`UPDATE ctx_conversations SET user_id = ${removedAs}, session_key = ${to} WHERE id = ${c.id}`
       sessions.push({ from: c.session_key, to })
     }
-    // PostgreSQL (issue 26, in progress) has no full-text index yet: nothing to move there.
+    // PostgreSQL's vectors (domain/search/tsvector.ts) change their user token only.
+    if (convs.length > 0 && isPostgres(sql)) {
+      const ids = JSON.stringify(convs.map((c) => c.id))
+      const before = userToken(userId)
+      const after = userToken(removedAs)
+      for (const s of SOURCES) {
+        yield* sql.unsafe(
+          placeholders(sql, `UPDATE ${s.fts} f SET terms = ts_delete(f.terms, CAST(? AS text)) || CAST(? AS tsvector)
+           FROM ${s.table} t WHERE t.id = f.id AND t.conversation_id IN (SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json)))`),
+          [before ?? "", after === null ? "" : tsvectorOf({ body: "", memory: "" }, [after]), ids]
+        )
+      }
+    }
     if (convs.length > 0 && !isPostgres(sql)) {
       const ids = JSON.stringify(convs.map((c) => c.id))
       for (const s of SOURCES) {

@@ -15,6 +15,9 @@ import type { SqlError } from "effect/sql/SqlError"
 import { Content } from "../../domain/message.ts"
 import { MEMORY_CALL_MARK, memoryCallIds, type SearchText, searchText } from "../../domain/search/memoryCalls.ts"
 import { indexColumns } from "../../domain/search/text.ts"
+import type { EncodedMessage } from "./rows.ts"
+import { scopeTokens, tsvectorOf } from "../../domain/search/tsvector.ts"
+import { isPostgres } from "../sql/dialect.ts"
 
 /** The `scope` column of a row of conversation `c` (the same expression as the migration's). */
 export const scopeColumnSql = (c: string): string =>
@@ -25,10 +28,13 @@ export const scopeColumnSql = (c: string): string =>
  * message before it calls the tool): the same condition as the triggers of
  * migrations/0028_memory_calls_search.sql, never NULL. Such rows are indexed by TypeScript.
  */
-export const mayHoldMemoryCallsSql = (m: string): string =>
-  `(${m}.blocks IS NOT NULL AND (instr(${m}.text, '${MEMORY_CALL_MARK}') > 0 OR (${m}.has_tool_results = 1
-    AND coalesce(instr((SELECT p.text FROM ctx_messages p WHERE p.conversation_id = ${m}.conversation_id AND p.seq < ${m}.seq
+export const mayHoldMemoryCallsSql = (m: string, postgres = false): string => {
+  // SQLite's instr is PostgreSQL's strpos.
+  const find = postgres ? "strpos" : "instr"
+  return `(${m}.blocks IS NOT NULL AND (${find}(${m}.text, '${MEMORY_CALL_MARK}') > 0 OR (${m}.has_tool_results = 1
+    AND coalesce(${find}((SELECT p.text FROM ctx_messages p WHERE p.conversation_id = ${m}.conversation_id AND p.seq < ${m}.seq
       AND p.role = 'assistant' ORDER BY p.seq DESC LIMIT 1), '${MEMORY_CALL_MARK}'), 0) > 0)))`
+}
 
 const BATCH = 256
 
@@ -39,7 +45,7 @@ const decodeContent = Schema.decodeUnknownResult(Schema.fromJsonString(Content))
  * answers. Without memory blocks it is the stored text, exactly as indexed before; blocks that do
  * not decode (a damaged row) leave the text whole too.
  */
-const messageSearchText = (text: string, blocks: string | null, answered: string | null): SearchText => {
+export const messageSearchText = (text: string, blocks: string | null, answered: string | null): SearchText => {
   const whole = { body: text, memory: "" }
   if (blocks === null) return whole
   const content = decodeContent(blocks)
@@ -57,8 +63,61 @@ const SOURCES = {
 
 type Source = keyof typeof SOURCES
 
+/**
+ * PostgreSQL's index (migrations/pg/0005_search.sql): every row is written by TypeScript, as a
+ * `tsvector` (domain/search/tsvector.ts); the insert trigger queues every row the inserting
+ * statement did not index itself.
+ */
+const makePgIndexRows = (sql: SqlClient) => (source: Source, ids: ReadonlyArray<number>): Effect.Effect<void, SqlError> =>
+  Effect.gen(function*() {
+    if (ids.length === 0) return
+    const s = SOURCES[source]
+    const list = "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST($1 AS json))"
+    const blocks = source === "message"
+      ? `, CASE WHEN ${mayHoldMemoryCallsSql("t", true)} THEN t.blocks END AS blocks,
+         CASE WHEN t.has_tool_results = 1 AND ${mayHoldMemoryCallsSql("t", true)} THEN (SELECT p.blocks FROM ctx_messages p
+           WHERE p.conversation_id = t.conversation_id AND p.seq < t.seq AND p.role = 'assistant' ORDER BY p.seq DESC LIMIT 1)
+         END AS answered`
+      : ", NULL AS blocks, NULL AS answered"
+    const rows = yield* sql.unsafe<
+      { id: number; text: string; conversation_id: number; user_id: string; blocks: string | null; answered: string | null }
+    >(
+      `SELECT t.id, t.${s.text} AS text, c.id AS conversation_id, c.user_id${blocks}
+       FROM ${s.table} t JOIN ctx_conversations c ON c.id = t.conversation_id WHERE t.id IN (${list})`,
+      [JSON.stringify(ids)]
+    )
+    const vectors: Array<unknown> = []
+    const apart: Array<unknown> = []
+    for (const r of rows) {
+      const split = messageSearchText(r.text, r.blocks, r.answered)
+      vectors.push(r.id, tsvectorOf(split, scopeTokens(r.conversation_id, r.user_id)))
+      // PostgreSQL's text holds no NUL (a block's text may).
+      if (split.memory !== "") apart.push(r.id, split.body.trim() === "" ? "" : split.body.replaceAll("\u0000", ""))
+    }
+    const values = (n: number, row: string) =>
+      Array.from({ length: n }, (_, i) => row.replace(/\$(\d)/gu, (_m, k: string) => `$${i * 2 + Number(k)}`)).join(", ")
+    if (vectors.length > 0) {
+      yield* sql.unsafe(
+        `INSERT INTO ${s.fts} (id, terms) VALUES ${values(vectors.length / 2, "($1, CAST($2 AS tsvector))")}
+         ON CONFLICT (id) DO UPDATE SET terms = excluded.terms`,
+        vectors
+      )
+    }
+    if (apart.length > 0) {
+      yield* sql.unsafe(
+        `INSERT INTO ctx_message_search_text (message_id, body) VALUES ${values(apart.length / 2, "($1, $2)")}
+         ON CONFLICT (message_id) DO UPDATE SET body = excluded.body`,
+        apart
+      )
+    }
+    yield* sql.unsafe(`DELETE FROM ctx_search_backlog WHERE source = $1 AND id IN (${list.replace("$1", "$2")})`, [
+      source,
+      JSON.stringify(ids)
+    ])
+  })
+
 export const makeSearchIndex = (sql: SqlClient) => {
-  const indexRows = (source: Source, ids: ReadonlyArray<number>): Effect.Effect<void, SqlError> =>
+  const indexRows = isPostgres(sql) ? makePgIndexRows(sql) : (source: Source, ids: ReadonlyArray<number>): Effect.Effect<void, SqlError> =>
     Effect.gen(function*() {
       if (ids.length === 0) return
       const s = SOURCES[source]
@@ -135,4 +194,37 @@ export const makeSearchIndex = (sql: SqlClient) => {
     })
 
   return { indexQueued, drainQueue }
+}
+
+/**
+ * PostgreSQL: the vectors of the messages an append inserts (at seqs `firstSeq`, …), made without a
+ * read, so the append stays one statement. Left out (the insert trigger queues them, and the append
+ * indexes the queue): a message holding the memory tool's own calls or results, which also needs its
+ * row in ctx_message_search_text, and results answering a stored message that may call the tool
+ * (`lastAnswersMemory`: whether the conversation's last stored assistant message does; unknown when
+ * undefined).
+ */
+export const inlineVectors = (
+  encoded: ReadonlyArray<EncodedMessage>,
+  firstSeq: number,
+  conversationId: number,
+  userId: string,
+  lastAnswersMemory: boolean | undefined
+): Array<{ readonly seq: number; readonly terms: string }> => {
+  const scope = scopeTokens(conversationId, userId)
+  const out: Array<{ readonly seq: number; readonly terms: string }> = []
+  /** The nearest assistant message before, within the batch. */
+  let assistant: EncodedMessage | undefined
+  encoded.forEach((e, i) => {
+    const whole: SearchText = { body: e.text, memory: "" }
+    let text: SearchText | undefined = whole
+    if (e.blocks !== null && (e.text.includes(MEMORY_CALL_MARK) || e.hasToolResults)) {
+      const unknown = e.hasToolResults && assistant === undefined && lastAnswersMemory !== false
+      const ids = e.hasToolResults && assistant !== undefined ? memoryCallIds(assistant.message.content) : []
+      text = unknown || searchText(e.message.content, ids).memory !== "" ? undefined : whole
+    }
+    if (text !== undefined) out.push({ seq: firstSeq + i, terms: tsvectorOf(text, scope) })
+    if (e.role === "assistant") assistant = e
+  })
+  return out
 }

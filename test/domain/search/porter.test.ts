@@ -9,10 +9,10 @@ import { porterStem } from "../../../src/domain/search/porter.ts"
 import { fold, termOf } from "../../../src/domain/search/text.ts"
 
 /** What SQLite indexes for each word (one document per word). */
-const sqliteStems = (words: ReadonlyArray<string>): Array<string> => {
+const sqliteStems = (words: ReadonlyArray<string>, tokenizer = "porter unicode61 remove_diacritics 2"): Array<string> => {
   const db = new DatabaseSync(":memory:")
   try {
-    db.exec("CREATE VIRTUAL TABLE f USING fts5 (x, tokenize = 'porter unicode61 remove_diacritics 2')")
+    db.exec(`CREATE VIRTUAL TABLE f USING fts5 (x, tokenize = '${tokenizer}')`)
     db.exec("CREATE VIRTUAL TABLE v USING fts5vocab (f, 'instance')")
     const insert = db.prepare("INSERT INTO f (rowid, x) VALUES (?, ?)")
     words.forEach((w, i) => {
@@ -52,6 +52,28 @@ const word = Arbitrary.all({
   stem: Arbitrary.schema(letters),
   suffix: Arbitrary.schema(Schema.Literals(SUFFIXES))
 }).pipe(Arbitrary.map(({ stem, suffix }) => stem + suffix))
+
+/** Letters with and without diacritics, Latin, Cyrillic and Greek, and combining diacritics. */
+const LETTERS = Array.from("aeiouyncAEIOUYNCéèêëÉÀâäçñõøåæœßİıǖḯőȁṩąęłžščĳйЙёЁбвгдежзклмнопрстуфхцчшщъыьэюяάέήίόύώΆΈΪϋΐσςΣ")
+const DIACRITICS = ["\u0300", "\u0301", "\u0302", "\u0303", "\u0308", "\u0327", "\u0331"]
+const foreignWord = Arbitrary.array(Arbitrary.schema(Schema.Literals([...LETTERS, ...DIACRITICS])), { minLength: 1, maxLength: 8 }).pipe(
+  Arbitrary.map((parts) => `x${parts.join("")}`)
+)
+
+describe("fold", () => {
+  it("folds as unicode61 remove_diacritics 2: ASCII letters lose their diacritics, others keep them", () => {
+    const words = ["café", "CAFÉ", "Ñandú", "ǖber", "İx", "мой", "Йод", "Ελλάδα", "большой", "ø", "ß", "e\u0301x", "xa\u0331b"]
+    assert.deepStrictEqual(words.map(fold), sqliteStems(words, "unicode61 remove_diacritics 2"))
+    assert.deepStrictEqual(words.map(fold), ["cafe", "cafe", "nandu", "uber", "ix", "мой", "йод", "ελλάδα", "большой", "ø", "ß", "ex", "xab"])
+  })
+
+  it.effect.prop("folds any word of Latin, Cyrillic and Greek letters and diacritics as SQLite does", {
+    words: Arbitrary.array(foreignWord, { minLength: 50, maxLength: 100 })
+  }, ({ words }) =>
+    Effect.sync(() => {
+      assert.deepStrictEqual(words.map(fold), sqliteStems(words, "unicode61 remove_diacritics 2"))
+    }), { arbitrary: { runs: 30 } })
+})
 
 describe("porterStem", () => {
   it("stems known words as SQLite does", () => {
