@@ -217,7 +217,14 @@ export const doctorCommand = Command.make("doctor", {
         add("channels", { name: "http", ok: true, detail: `enabled, OpenAI-compatible API ${state}` })
       }
       return yield* report
-    }).pipe(Effect.provide(StoresWithMemory))
+    }).pipe(
+      Effect.provide(StoresWithMemory),
+      // The database would not open (e.g. a role without the privileges a migration needs): what
+      // was found so far, and why, instead of one error line.
+      Effect.catchTags({
+        DatabaseUnavailable: (e) => Effect.andThen(Effect.sync(() => add("database", { name: "state", ok: false, detail: e.message, fix: "see the database checks above" })), report)
+      })
+    )
   })).pipe(
     Command.withDescription("Check the database (on PostgreSQL: connection, version, migrations, privileges), the Docker sandbox, providers and channels, and say what to fix"),
     Command.provide(AppConfigLive)
