@@ -14,11 +14,11 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Cause, Effect, Exit, Logger, Option, References } from "effect"
+import { Cause, Effect, Exit, Logger, References } from "effect"
 import { CliError, CliOutput, Command, type HelpDoc } from "effect/cli"
 import { InvalidEnvironment, logLevelSetting, databaseUrlSetting } from "./env.ts"
 import { LOGGERS, lineLogging } from "./logging.ts"
-import { FLAG_NAMES, host, port } from "./gatewayFlags.ts"
+import { databaseUrl, FLAG_NAMES, host, port } from "./gatewayFlags.ts"
 
 export const VERSION = "0.1.0"
 
@@ -65,9 +65,8 @@ export const groupsFor = (argv: ReadonlyArray<string>): ReadonlyArray<GroupName>
 export const rootCommand = (names: ReadonlyArray<GroupName> = GROUP_NAMES) =>
   Effect.promise(() => Promise.all(names.map((n) => GROUPS[n]()))).pipe(
     Effect.map((groups) =>
-      Command.make("anna", { host, port }, (f) =>
-        Effect.flatMap(Effect.promise(() => import("./gateway.ts")), (m) =>
-          m.runGateway({ host: Option.getOrUndefined(f.host), port: Option.getOrUndefined(f.port) }))).pipe(
+      Command.make("anna", { host, port, databaseUrl }, (f) =>
+        Effect.flatMap(Effect.promise(() => import("./gateway.ts")), (m) => m.runGateway(m.gatewayOptions(f)))).pipe(
         Command.withDescription(
           "anna: a self-hosted AI assistant gateway with lossless memory. Without a command, runs the gateway. State lives in $ANNA_HOME (default ~/.anna)."
         ),
@@ -219,7 +218,7 @@ export const main = (argv: ReadonlyArray<string>) =>
     yield* databaseUrlSetting
     const misplaced = misplacedFlags(argv)
     if (misplaced !== undefined) {
-      return yield* exitWith(2, `anna: --host and --port belong to the gateway: \`anna --port P\` or \`anna gateway --port P\`, not before \`${misplaced}\``)
+      return yield* exitWith(2, `anna: --host, --port and --database-url belong to the gateway: \`anna --port P\` or \`anna gateway --port P\`, not before \`${misplaced}\``)
     }
     const program = argv[0] === "help" ? help(argv.slice(1)) : Effect.flatMap(rootCommand(groupsFor(argv)), (root) => run(root, argv))
     return yield* program.pipe(

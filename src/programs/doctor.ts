@@ -21,10 +21,11 @@ import { MemoryStore } from "../services/MemoryStore.ts"
 import { PluginStore } from "../services/PluginStore.ts"
 import { ProviderRegistry } from "../services/ProviderRegistry.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
-import { type LoosePath, loosePermissions } from "./env.ts"
+import { databaseLocation, type LoosePath, loosePermissions } from "./env.ts"
+import { postgresDoctor } from "./doctorPostgres.ts"
 import { type Published, runningGateway } from "./gatewayPresence.ts"
 import { printJson } from "./output.ts"
-import { StoresWithMemory } from "./layers.ts"
+import { AppConfigLive, StoresWithMemory } from "./layers.ts"
 
 export class DoctorFound extends Schema.TaggedError<DoctorFound>()("DoctorFound", { problems: Schema.Number }) {
   override get message() {
@@ -118,87 +119,113 @@ export const doctorCommand = Command.make("doctor", {
   Effect.gen(function*() {
     const checks: Array<DoctorCheck & { readonly area: string }> = []
     const add = (area: string, c: DoctorCheck) => checks.push({ area, ...c })
+    const report = Effect.gen(function*() {
+      const failed = checks.filter((c) => !c.ok)
+      if (f.json) yield* printJson({ ok: failed.length === 0, checks })
+      else {
+        for (const c of checks) {
+          yield* Console.log(`${c.ok ? "ok  " : "FIX "} ${c.area}/${c.name}: ${c.detail}`)
+          if (!c.ok && c.fix !== undefined) yield* Console.log(`     → ${c.fix}`)
+        }
+      }
+      if (failed.length > 0) return yield* new DoctorFound({ problems: failed.length })
+    })
 
-    const sessions = yield* (yield* MemoryStore).listConversations({})
-    const memoryPlugin = yield* (yield* PluginStore).enabledMemory
-    const app = yield* AppConfig
-    add("database", { name: "anna.db", ok: true, detail: `${app.databasePath}: migrated, ${sessions.length} session(s), memory plugin ${memoryPlugin}` })
-    const home = app.home
-    const loose = loosePermissions(home)
-    for (const p of loose) add("permissions", permissionCheck(home, p))
-    if (loose.length === 0) add("permissions", { name: "home", ok: true, detail: `${home} and the database files are private to their owner` })
-
-    const agents = yield* AgentStore
-    const agent = Option.isSome(f.agent) ? yield* agents.get(f.agent.value) : Option.getOrUndefined(yield* agents.defaultAgent)
-    const spec = specFor(home, agent)
-    const sandboxChecks = yield* diagnose(yield* makeDocker(10_000), spec.image, spec.network)
-    for (const c of sandboxChecks) {
-      add("sandbox", { ...c, name: `${c.name}${c.name === "docker" ? "" : ` (agent ${spec.agentId})`}` })
+    // PostgreSQL is checked on a connection of its own first: a server that does not answer is a
+    // finding (the rest needs the database), not a failure to start.
+    const where = yield* databaseLocation
+    if (where._tag === "Postgres") {
+      const pg = yield* postgresDoctor(where)
+      for (const c of pg.checks) add("database", c)
+      if (!pg.reachable) return yield* report
     }
-    add("sandbox", yield* diskCheck(yield* (yield* ConfigStore).getSetting("sandbox.disk_bound"), spec.limits.diskMb))
-    // Containers left behind (e.g. after a SIGKILL of the gateway); not asked when the engine did not answer.
-    if (sandboxChecks.some((c) => c.name === "docker" && c.ok)) {
-      const containers = yield* sandboxContainers(yield* makeDocker(10_000), undefined, installationOf(home)).pipe(Effect.orElseSucceed(() => []))
-      for (const c of containerChecks(containers)) add("sandbox", c)
-    }
-
-    const providers = (yield* (yield* ProviderStore).list).filter((p) => p.enabled)
-    if (providers.length === 0) {
-      add("providers", { name: "providers", ok: false, detail: "no enabled provider", fix: "anna onboard --from-env (with ANTHROPIC_API_KEY or OPENAI_API_KEY set), or anna provider add" })
-    }
-    const registry = yield* ProviderRegistry
-    for (const p of providers) {
-      const listed = yield* registry.client(p.id).pipe(
-        Effect.flatMap((c) => c.listModels),
-        Effect.timeoutOption(Duration.seconds(15)),
-        Effect.result
-      )
+    return yield* Effect.gen(function*() {
+      const sessions = yield* (yield* MemoryStore).listConversations({})
+      const memoryPlugin = yield* (yield* PluginStore).enabledMemory
+      const app = yield* AppConfig
       add(
-        "providers",
-        listed._tag === "Success" && Option.isSome(listed.success)
-          ? { name: p.id, ok: true, detail: `${p.type}: ${listed.success.value.length} model(s) listed, default ${p.defaultModel}` }
-          : {
-            name: p.id,
-            ok: false,
-            detail: listed._tag === "Failure" ? redactSecrets(listed.failure.message, providerSecrets(p)) : "no answer within 15 s",
-            fix: `check the key and base URL (anna provider list), or remove it (anna provider remove ${p.id})`
-          }
+        "database",
+        where._tag === "Sqlite"
+          ? { name: "anna.db", ok: true, detail: `SQLite ${where.path}: migrated, ${sessions.length} session(s), memory plugin ${memoryPlugin}` }
+          : { name: "state", ok: true, detail: `PostgreSQL ${where.masked}: migrated, ${sessions.length} session(s), memory plugin ${memoryPlugin}` }
       )
-    }
-    const channels = (yield* (yield* ConfigStore).listChannels).filter((c) => c.enabled)
-    if (channels.length === 0) {
-      add("channels", { name: "channels", ok: true, detail: "none enabled: anna chat works; anna channel enable http serves the OpenAI-compatible API" })
-    }
-    for (const c of channels) {
-      if (c.id !== "http") {
-        add("channels", yield* platformCheck(c.id, c.config))
-        continue
+      const home = app.home
+      const loose = loosePermissions(home, where._tag === "Sqlite")
+      for (const p of loose) add("permissions", permissionCheck(home, p))
+      if (loose.length === 0) {
+        add("permissions", { name: "home", ok: true, detail: where._tag === "Sqlite" ? `${home} and the database files are private to their owner` : `${home} is private to its owner` })
       }
-      const gateway = yield* runningGateway(home)
-      if (Option.isSome(gateway)) {
-        add("channels", yield* servedCheck(gateway.value))
-        continue
-      }
-      const host = typeof c.config.host === "string" ? c.config.host : DEFAULT_HOST
-      const port = typeof c.config.port === "number" ? c.config.port : DEFAULT_PORT
-      const state = port === 0
-        ? "on a free port chosen when anna gateway starts"
-        : (yield* listening(host, port))
-        ? `on ${host}:${port}: listening`
-        : `on ${host}:${port}: nothing listens now (anna gateway serves it)`
-      add("channels", { name: "http", ok: true, detail: `enabled, OpenAI-compatible API ${state}` })
-    }
 
-    const failed = checks.filter((c) => !c.ok)
-    if (f.json) yield* printJson({ ok: failed.length === 0, checks })
-    else {
-      for (const c of checks) {
-        yield* Console.log(`${c.ok ? "ok  " : "FIX "} ${c.area}/${c.name}: ${c.detail}`)
-        if (!c.ok && c.fix !== undefined) yield* Console.log(`     → ${c.fix}`)
+      const agents = yield* AgentStore
+      const agent = Option.isSome(f.agent) ? yield* agents.get(f.agent.value) : Option.getOrUndefined(yield* agents.defaultAgent)
+      const spec = specFor(home, agent)
+      const sandboxChecks = yield* diagnose(yield* makeDocker(10_000), spec.image, spec.network)
+      for (const c of sandboxChecks) {
+        add("sandbox", { ...c, name: `${c.name}${c.name === "docker" ? "" : ` (agent ${spec.agentId})`}` })
       }
-    }
-    if (failed.length > 0) return yield* new DoctorFound({ problems: failed.length })
+      add("sandbox", yield* diskCheck(yield* (yield* ConfigStore).getSetting("sandbox.disk_bound"), spec.limits.diskMb))
+      // Containers left behind (e.g. after a SIGKILL of the gateway); not asked when the engine did not answer.
+      if (sandboxChecks.some((c) => c.name === "docker" && c.ok)) {
+        const containers = yield* sandboxContainers(yield* makeDocker(10_000), undefined, installationOf(home)).pipe(Effect.orElseSucceed(() => []))
+        for (const c of containerChecks(containers)) add("sandbox", c)
+      }
+
+      const providers = (yield* (yield* ProviderStore).list).filter((p) => p.enabled)
+      if (providers.length === 0) {
+        add("providers", { name: "providers", ok: false, detail: "no enabled provider", fix: "anna onboard --from-env (with ANTHROPIC_API_KEY or OPENAI_API_KEY set), or anna provider add" })
+      }
+      const registry = yield* ProviderRegistry
+      for (const p of providers) {
+        const listed = yield* registry.client(p.id).pipe(
+          Effect.flatMap((c) => c.listModels),
+          Effect.timeoutOption(Duration.seconds(15)),
+          Effect.result
+        )
+        add(
+          "providers",
+          listed._tag === "Success" && Option.isSome(listed.success)
+            ? { name: p.id, ok: true, detail: `${p.type}: ${listed.success.value.length} model(s) listed, default ${p.defaultModel}` }
+            : {
+              name: p.id,
+              ok: false,
+              detail: listed._tag === "Failure" ? redactSecrets(listed.failure.message, providerSecrets(p)) : "no answer within 15 s",
+              fix: `check the key and base URL (anna provider list), or remove it (anna provider remove ${p.id})`
+            }
+        )
+      }
+      const channels = (yield* (yield* ConfigStore).listChannels).filter((c) => c.enabled)
+      if (channels.length === 0) {
+        add("channels", { name: "channels", ok: true, detail: "none enabled: anna chat works; anna channel enable http serves the OpenAI-compatible API" })
+      }
+      for (const c of channels) {
+        if (c.id !== "http") {
+          add("channels", yield* platformCheck(c.id, c.config))
+          continue
+        }
+        const gateway = yield* runningGateway(home)
+        if (Option.isSome(gateway)) {
+          add("channels", yield* servedCheck(gateway.value))
+          continue
+        }
+        const host = typeof c.config.host === "string" ? c.config.host : DEFAULT_HOST
+        const port = typeof c.config.port === "number" ? c.config.port : DEFAULT_PORT
+        const state = port === 0
+          ? "on a free port chosen when anna gateway starts"
+          : (yield* listening(host, port))
+          ? `on ${host}:${port}: listening`
+          : `on ${host}:${port}: nothing listens now (anna gateway serves it)`
+        add("channels", { name: "http", ok: true, detail: `enabled, OpenAI-compatible API ${state}` })
+      }
+      return yield* report
+    }).pipe(
+      Effect.provide(StoresWithMemory),
+      // The database would not open (e.g. a role without the privileges a migration needs): what
+      // was found so far, and why, instead of one error line.
+      Effect.catchTags({
+        DatabaseUnavailable: (e) => Effect.andThen(Effect.sync(() => add("database", { name: "state", ok: false, detail: e.message, fix: "see the database checks above" })), report)
+      })
+    )
   })).pipe(
-    Command.withDescription("Check the database, the Docker sandbox, providers and channels, and say what to fix"),
-    Command.provide(StoresWithMemory)
+    Command.withDescription("Check the database (on PostgreSQL: connection, version, migrations, privileges), the Docker sandbox, providers and channels, and say what to fix"),
+    Command.provide(AppConfigLive)
   )

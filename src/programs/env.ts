@@ -3,15 +3,22 @@
  * `ANNA_LOG_LEVEL`, as the AppConfig service (`layerFromEnv`). Nothing else in anna reads
  * `process.env`.
  *
+ * `ANNA_DATABASE_URL` (or the gateway's `--database-url`) selects PostgreSQL instead of the SQLite
+ * file: `database` below is the one place that chooses.
+ *
  * `ANNA_HOME` holds provider keys and every conversation, so it is private to its owner: created
  * 0700, tightened at every start (with `workspaces/`, whose contents are the sandboxes' and are not
  * touched), and checked by `anna doctor`.
  */
-import { Config, Data, Effect, Layer, type LogLevel } from "effect"
+import { Cause, Config, Context, Data, Effect, Layer, type LogLevel, Redacted, Result } from "effect"
 import { AppConfig, pathsAt } from "../services/AppConfig.ts"
 import { existsSync, mkdirSync, statSync } from "node:fs"
 import { homedir } from "node:os"
 import { join, parse, resolve } from "node:path"
+import type { SqlClient } from "effect/sql"
+import type { MigrationError } from "effect/sql/Migrator"
+import type { SqlError } from "effect/sql/SqlError"
+import * as Postgres from "../layers/sql/Postgres.ts"
 import * as Sqlite from "../layers/sql/Sqlite.ts"
 
 export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
@@ -40,20 +47,84 @@ export const logLevelSetting: Effect.Effect<LogLevel.LogLevel, InvalidEnvironmen
   })
 })
 
+/** Where anna's state is: the SQLite file under `$ANNA_HOME`, or a PostgreSQL database. */
+export type DatabaseLocation =
+  | { readonly _tag: "Sqlite"; readonly path: string }
+  | ({ readonly _tag: "Postgres" } & PostgresUrl)
+
+/** A PostgreSQL URL anna accepted: the secret itself, and what may be printed of it. */
+export interface PostgresUrl {
+  readonly url: Redacted.Redacted<string>
+  /** The URL with its password masked (`postgres://anna:***@db.example:5432/anna`). */
+  readonly masked: string
+  /** `host:port` (the driver's defaults, localhost and 5432, when the URL leaves them out). */
+  readonly address: string
+}
+
+/** Query parameters of a libpq URL that carry a secret. */
+const SECRET_PARAMS = new Set(["password", "sslpassword"])
+
+/** `raw` (a postgres:// URL) with its password masked; a URL that does not parse is masked whole. */
+export const maskDatabaseUrl = (raw: string): string => {
+  if (!URL.canParse(raw)) return "***"
+  const url = new URL(raw)
+  if (url.password !== "") url.password = "***"
+  for (const key of [...url.searchParams.keys()]) if (SECRET_PARAMS.has(key.toLowerCase())) url.searchParams.set(key, "***")
+  // URL escapes the mask in a query (%2A is not needed for *, but be exact about what is printed).
+  return url.toString().replaceAll("%2A%2A%2A", "***")
+}
+
 /**
- * `ANNA_DATABASE_URL` (issue 26): PostgreSQL for anna's state. Being built store by store (the
- * usage log runs on it so far, tested on both databases), so until every store does, a set URL is
- * refused at start rather than silently ignored (the state would go to the SQLite file instead).
- * The URL is a secret: never printed.
+ * Checks a PostgreSQL URL as `where` gives it (`ANNA_DATABASE_URL`, `--database-url`): the
+ * postgres:// or postgresql:// scheme and a URL that parses. The problem says what was expected
+ * and never repeats the value (it may hold a password).
  */
-export const databaseUrlSetting: Effect.Effect<void, InvalidEnvironment> = Effect.gen(function*() {
-  const url = yield* Effect.orDie(optionalString("ANNA_DATABASE_URL"))
-  if (url === undefined) return
-  return yield* new InvalidEnvironment({
-    message: "ANNA_DATABASE_URL is set, but this version of anna keeps its state in SQLite only (PostgreSQL is being built: " +
-      "see README, \"Running on PostgreSQL\"); unset ANNA_DATABASE_URL to use $ANNA_HOME/anna.db"
+export const parseDatabaseUrl = (raw: string, where: string): Result.Result<PostgresUrl, string> => {
+  const expected = "expected postgres://USER:PASSWORD@HOST:5432/DATABASE (or postgresql://…)"
+  if (!URL.canParse(raw.trim())) return Result.fail(`${where} is not a URL: ${expected}`)
+  const url = new URL(raw.trim())
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    return Result.fail(`${where} has the scheme ${JSON.stringify(url.protocol.replace(/:$/, ""))}: ${expected}`)
+  }
+  const param = (name: string) => url.searchParams.get(name) ?? undefined
+  const host = param("host") ?? (url.hostname === "" ? "localhost" : url.hostname)
+  const port = param("port") ?? (url.port === "" ? "5432" : url.port)
+  const n = Number(port)
+  if (!Number.isInteger(n) || n < 1 || n > 65535) return Result.fail(`${where} has the port ${JSON.stringify(port)}: ${expected}`)
+  return Result.succeed({ url: Redacted.make(raw.trim()), masked: maskDatabaseUrl(raw.trim()), address: `${host}:${port}` })
+}
+
+/**
+ * `ANNA_DATABASE_URL` (issue 26): PostgreSQL for everything the SQLite file holds; unset or empty,
+ * the SQLite file `$ANNA_HOME/anna.db`. A value that is not a postgres:// URL fails in one line
+ * (the CLI exits 2). The URL is a secret: kept Redacted, printed masked.
+ */
+export const databaseUrlSetting: Effect.Effect<PostgresUrl | undefined, InvalidEnvironment> = Effect.gen(function*() {
+  const raw = yield* Effect.orDie(optionalString("ANNA_DATABASE_URL"))
+  if (raw === undefined) return undefined
+  return yield* Result.match(parseDatabaseUrl(raw, "ANNA_DATABASE_URL"), {
+    onSuccess: (url) => Effect.succeed(url),
+    onFailure: (message) => Effect.fail(new InvalidEnvironment({ message }))
   })
 })
+
+/**
+ * The PostgreSQL URL of the command line (`anna gateway --database-url`), which wins over
+ * `ANNA_DATABASE_URL`; the gateway provides it around everything it builds.
+ */
+export const DatabaseUrlFlag = Context.Reference<PostgresUrl | undefined>("anna/DatabaseUrlFlag", { defaultValue: () => undefined })
+
+/** Where this command's state is: the flag's URL, else ANNA_DATABASE_URL's, else the SQLite file. */
+export const databaseLocation: Effect.Effect<DatabaseLocation, InvalidEnvironment, AppConfig> = Effect.gen(function*() {
+  const url = (yield* DatabaseUrlFlag) ?? (yield* databaseUrlSetting)
+  return url === undefined ? { _tag: "Sqlite", path: (yield* AppConfig).databasePath } : { _tag: "Postgres", ...url }
+})
+
+/** The database as a person reads it: the file's path, or the masked URL. */
+export const databaseLabel = (where: DatabaseLocation): string => (where._tag === "Sqlite" ? where.path : `PostgreSQL ${where.masked}`)
+
+/** PostgreSQL could not be reached or refused anna (one line naming host:port, never the password). */
+export class DatabaseUnavailable extends Data.TaggedError("DatabaseUnavailable")<{ readonly message: string }> {}
 
 /** A folder others share (sticky, like /tmp) or the filesystem root: chmod-ing it would break other users. */
 const sharedFolder = (dir: string): boolean => {
@@ -84,12 +155,43 @@ export const secureHome = (home: string) =>
 /** AppConfig from `ANNA_HOME` and `ANNA_LOG_LEVEL`. */
 export const layerFromEnv = Layer.effect(AppConfig, Effect.map(Config.all({ home: annaHome, level: logLevel }), ({ home, level }) => pathsAt(home, level)))
 
-/** The migrated database at AppConfig's path, with the home folder made private first. */
-export const database = Layer.unwrap(Effect.gen(function*() {
+/**
+ * The migrated database: PostgreSQL when a URL selects it (the flag's, else ANNA_DATABASE_URL's),
+ * else the SQLite file at AppConfig's path. The home folder is made private first either way (it
+ * holds workspaces and the chat history). A server that cannot be reached or refuses the
+ * connection is DatabaseUnavailable, naming host:port, never the password.
+ */
+export const database: Layer.Layer<SqlClient.SqlClient, InvalidEnvironment | DatabaseUnavailable | SqlError | MigrationError, AppConfig> = Layer.unwrap(Effect.gen(function*() {
   const app = yield* AppConfig
   yield* secureHome(app.home)
-  return Sqlite.layer(app.databasePath)
+  const where = yield* databaseLocation
+  if (where._tag === "Sqlite") return Sqlite.layer(where.path) as Layer.Layer<SqlClient.SqlClient, SqlError | MigrationError | DatabaseUnavailable>
+  return Postgres.layer(where.url).pipe(
+    // The fallback provides what the pool would have (it never does: it fails with the reason).
+    Layer.catchCause((cause) => Layer.effectContext<SqlClient.SqlClient, DatabaseUnavailable, never>(Effect.fail(unavailable(where, cause))))
+  )
 }))
+
+/**
+ * What the driver said, deepest cause first (`connect ECONNREFUSED 127.0.0.1:1`, `database "x" does
+ * not exist`), on one line, with the URL's secrets removed.
+ */
+const driverReason = (where: PostgresUrl, cause: Cause.Cause<unknown>): string => {
+  const messages: Array<string> = []
+  let e: unknown = cause.reasons.find(Cause.isFailReason)?.error ?? cause.reasons.find(Cause.isDieReason)?.defect
+  for (let depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
+    const text = e instanceof Error ? e.message : typeof e === "object" && "message" in e ? String(e.message) : String(e)
+    if (text !== "" && !messages.some((m) => m.includes(text))) messages.push(text.split("\n")[0] ?? text)
+    e = typeof e === "object" && "cause" in e ? e.cause : undefined
+  }
+  const raw = Redacted.value(where.url)
+  const password = URL.canParse(raw) ? decodeURIComponent(new URL(raw).password) : ""
+  const line = (messages.reverse()[0] ?? "no reason given").replaceAll(raw, where.masked)
+  return password === "" ? line : line.replaceAll(password, "***")
+}
+
+export const unavailable = (where: PostgresUrl, cause: Cause.Cause<unknown>): DatabaseUnavailable =>
+  new DatabaseUnavailable({ message: `could not open the PostgreSQL database at ${where.address} (${where.masked}): ${driverReason(where, cause)}` })
 
 /** A path of anna's state that group or others can reach, and the mode it should have. */
 export interface LoosePath {
@@ -99,12 +201,15 @@ export interface LoosePath {
   readonly want: 0o700 | 0o600
 }
 
-/** `$ANNA_HOME`, `workspaces/`, the database files and the chat history, where they exist and group or others have any access. */
-export const loosePermissions = (home: string): ReadonlyArray<LoosePath> => {
+/**
+ * `$ANNA_HOME`, `workspaces/`, the SQLite database files (not when the state is on PostgreSQL:
+ * `sqliteFiles` false) and the chat history, where they exist and group or others have any access.
+ */
+export const loosePermissions = (home: string, sqliteFiles = true): ReadonlyArray<LoosePath> => {
   const wanted: ReadonlyArray<readonly [string, 0o700 | 0o600]> = [
     [home, 0o700],
     [join(home, "workspaces"), 0o700],
-    ...Sqlite.databaseFiles(join(home, "anna.db")).map((f) => [f, 0o600] as const),
+    ...(sqliteFiles ? Sqlite.databaseFiles(join(home, "anna.db")).map((f) => [f, 0o600] as const) : []),
     [chatHistoryFile(home), 0o600]
   ]
   return wanted.flatMap(([path, want]) => {

@@ -17,7 +17,7 @@
  * When no model provider or no agent is enabled, the start says so in one WARN line with what to
  * run: the gateway then runs, but nothing can answer.
  */
-import { Cause, Context, Effect, Layer, Option } from "effect"
+import { Cause, Context, Effect, Layer, Option, Redacted, Result } from "effect"
 import { Command } from "effect/cli"
 import { type ChannelStatus, Channels } from "../services/Channels.ts"
 import { MemoryStore } from "../services/MemoryStore.ts"
@@ -28,7 +28,8 @@ import { ProviderStore } from "../services/ProviderStore.ts"
 import { ToolCatalog } from "../services/ToolCatalog.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 import { VERSION } from "./cli.ts"
-import { host, port } from "./gatewayFlags.ts"
+import { databaseLabel, databaseLocation, DatabaseUrlFlag, InvalidEnvironment, parseDatabaseUrl } from "./env.ts"
+import { databaseUrl, host, port } from "./gatewayFlags.ts"
 import { type GatewayPresence, holdGatewayLock } from "./gatewayPresence.ts"
 import { AgentRuntime, AppConfigLive, GatewayChannels } from "./layers.ts"
 import { onboardOnFirstStart } from "./onboard.ts"
@@ -36,6 +37,8 @@ import { onboardOnFirstStart } from "./onboard.ts"
 export interface GatewayOptions {
   readonly host?: string | undefined
   readonly port?: number | undefined
+  /** `--database-url`: PostgreSQL, winning over ANNA_DATABASE_URL. */
+  readonly databaseUrl?: Redacted.Redacted<string> | undefined
 }
 
 const FROM_ENV = "set OPENAI_BASE_URL and OPENAI_API_KEY (any OpenAI-compatible server) or ANTHROPIC_API_KEY and run `anna onboard --from-env`"
@@ -60,7 +63,7 @@ export const setupWarning = (providers: ReadonlyArray<ProviderConfig>, agents: n
 
 const serve = (options: GatewayOptions, presence: GatewayPresence) =>
   Effect.gen(function*() {
-    const file = (yield* AppConfig).databasePath
+    const where = databaseLabel(yield* databaseLocation)
     const onboarded = yield* onboardOnFirstStart
     if (Option.isSome(onboarded)) {
       for (const p of onboarded.value.createdProviders) {
@@ -74,7 +77,7 @@ const serve = (options: GatewayOptions, presence: GatewayPresence) =>
     if (missing !== undefined) yield* Effect.logWarning(missing)
     const memoryPlugin = yield* (yield* PluginStore).enabledMemory
     const sessions = yield* (yield* MemoryStore).listConversations({})
-    yield* Effect.logInfo(`anna gateway: database ${file} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)
+    yield* Effect.logInfo(`anna gateway: database ${where} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)
     // The command line's --host/--port win over the http channel's stored settings (restarts included).
     const http: Record<string, unknown> = {}
     if (options.host !== undefined) http.host = options.host
@@ -122,11 +125,24 @@ const serve = (options: GatewayOptions, presence: GatewayPresence) =>
  */
 export const runGateway = (options: GatewayOptions = {}) =>
   Effect.gen(function*() {
+    const url = options.databaseUrl === undefined
+      ? undefined
+      : yield* Result.match(parseDatabaseUrl(Redacted.value(options.databaseUrl), "--database-url"), {
+        onSuccess: Effect.succeed,
+        onFailure: (message) => Effect.fail(new InvalidEnvironment({ message }))
+      })
     const presence = yield* holdGatewayLock((yield* AppConfig).home, VERSION)
-    return yield* serve(options, presence)
+    // The flag's URL, for everything the gateway builds (env.ts's `database` reads it).
+    return yield* serve(options, presence).pipe(Effect.provideService(DatabaseUrlFlag, url))
   }).pipe(Effect.scoped, Effect.provide(AppConfigLive))
 
-export const gatewayCommand = Command.make("gateway", { host, port }, (f) =>
-  runGateway({ host: Option.getOrUndefined(f.host), port: Option.getOrUndefined(f.port) })).pipe(
+/** The gateway's options from its flags (`anna gateway …` and `anna …` alone). */
+export const gatewayOptions = (f: {
+  readonly host: Option.Option<string>
+  readonly port: Option.Option<number>
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+}): GatewayOptions => ({ host: Option.getOrUndefined(f.host), port: Option.getOrUndefined(f.port), databaseUrl: Option.getOrUndefined(f.databaseUrl) })
+
+export const gatewayCommand = Command.make("gateway", { host, port, databaseUrl }, (f) => runGateway(gatewayOptions(f))).pipe(
     Command.withDescription("Run the gateway (channels over the agent runtime) until SIGINT/SIGTERM; the default when no command is given")
   )

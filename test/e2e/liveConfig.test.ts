@@ -1,7 +1,8 @@
 /**
  * Live configuration, as an operator meets it: a gateway runs (real process), and what is changed with
  * the CLI meanwhile applies without a restart — the agent's model, context budget, tools and turn
- * limit and a new provider from the next turn, the HTTP channel's settings by restarting the channel.
+ * limit and a new provider from the next turn, the HTTP channel's settings by restarting the channel —
+ * on the SQLite file and on PostgreSQL (ANNA_DATABASE_URL, issue 26: there a change is notified).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { rmSync } from "node:fs"
@@ -10,6 +11,7 @@ import OpenAI from "openai"
 import { afterAll, beforeAll } from "vitest"
 import { annaEnv, finish, newHome, start } from "../support/cli.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { processDatabases } from "../support/processDatabases.ts"
 
 let fake: FakeLlm
 let second: FakeLlm
@@ -45,11 +47,11 @@ const bodyOf = (f: FakeLlm, index: number) => (f.requests[index]?.body ?? {}) as
 const toolNames = (b: Body) => (b.tools ?? []).map((t) => t.function.name)
 const sentChars = (b: Body) => JSON.stringify(b.messages ?? []).length
 
-describe("e2e: configuration changes reach a running gateway", () => {
+describe.each(processDatabases())("e2e: configuration changes reach a running gateway on $name", (db) => {
   it("model, context budget, tools, turn limit and providers apply from the next turn; channel settings restart the channel", async () => {
     const home = newHome()
     homes.push(home)
-    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-live" }
+    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-live", ...(await db.env()) }
     const cli = async (...args: Array<string>) => {
       const r = await annaEnv(home, env, ...args)
       assert.strictEqual(r.code, 0, `anna ${args.join(" ")}: ${r.stderr}`)

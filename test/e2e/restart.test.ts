@@ -1,14 +1,16 @@
 /**
  * The gateway as a user runs it (`anna gateway`, real process): an OpenAI client talks to an agent,
  * the gateway is stopped with SIGTERM (exit 0) and started again, and the same session resumes with
- * its history.
+ * its history — on the SQLite file and on PostgreSQL (ANNA_DATABASE_URL, issue 26).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { rmSync } from "node:fs"
+import { existsSync, rmSync } from "node:fs"
+import { join } from "node:path"
 import OpenAI from "openai"
 import { afterAll, beforeAll } from "vitest"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { DB_PASSWORD, processDatabases } from "../support/processDatabases.ts"
 
 let fake: FakeLlm
 const homes: Array<string> = []
@@ -32,11 +34,11 @@ const startGateway = async (home: string, env: Record<string, string>) => {
   return { child, done, url }
 }
 
-describe("e2e: gateway restart", () => {
+describe.each(processDatabases())("e2e: gateway restart on $name", (db) => {
   it("a session resumes with its history after the gateway restarts", async () => {
     const home = newHome()
     homes.push(home)
-    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-restart" }
+    const env = { OPENAI_BASE_URL: fake.openAiUrl, OPENAI_API_KEY: "sk-restart", ...(await db.env()) }
     fake.respondWith((req) => {
       const messages = (req.body as { messages?: Array<{ role: string }> }).messages ?? []
       return { kind: "reply", parts: [{ type: "text", text: `reply #${messages.filter((m) => m.role === "user").length}` }] }
@@ -53,7 +55,12 @@ describe("e2e: gateway restart", () => {
     }
     assert.strictEqual(await ask(first.url, "We are planning a trip to Lisbon."), "reply #1")
     first.child.kill("SIGTERM")
-    assert.strictEqual((await first.done).code, 0)
+    const firstRun = await first.done
+    assert.strictEqual(firstRun.code, 0)
+    // The state is where the setting says, and the URL's password is printed nowhere.
+    assert.include(firstRun.stderr, db.name === "SQLite" ? `database ${join(home, "anna.db")} ready` : "database PostgreSQL postgres://anna:***@")
+    assert.strictEqual(existsSync(join(home, "anna.db")), db.name === "SQLite")
+    assert.notInclude(firstRun.stderr + firstRun.stdout, DB_PASSWORD)
 
     const second = await startGateway(home, env)
     try {

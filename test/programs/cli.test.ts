@@ -107,7 +107,7 @@ describe("anna CLI", () => {
       [
         ["nosuch"],
         "anna: Unknown subcommand \"nosuch\" for \"anna\"",
-        "usage: anna [--host HOST] [--port N] | anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|playbook|diary|doctor>",
+        "usage: anna [--host HOST] [--port N] [--database-url DATABASE_URL] | anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|playbook|diary|doctor>",
         "run `anna --help` for more"
       ],
       [
@@ -162,16 +162,19 @@ describe("anna CLI", () => {
     assert.strictEqual(fine.code, 0, fine.stderr)
   })
 
-  it("refuses ANNA_DATABASE_URL while the state still lives in SQLite, in one line that never shows the URL, exit 2", async () => {
+  it("ANNA_DATABASE_URL: not a postgres:// URL is one line and exit 2; a server that is not there is named, masked, exit 1", async () => {
     const h = home()
-    const url = "postgres://anna:s3cret-pw@db.example:5432/anna"
     for (const args of [["memory", "sessions"], ["gateway", "--port", "0"]]) {
-      const r = await annaEnv(h, { ANNA_DATABASE_URL: url }, ...args)
-      assert.strictEqual(r.code, 2, r.stderr)
-      assert.strictEqual(r.stdout, "")
-      assert.match(r.stderr, /^anna: ANNA_DATABASE_URL is set, but this version of anna keeps its state in SQLite only .*unset ANNA_DATABASE_URL to use \$ANNA_HOME\/anna\.db\n$/)
-      assert.notInclude(r.stderr, "s3cret")
+      const bad = await annaEnv(h, { ANNA_DATABASE_URL: "mysql://anna:s3cret-pw@db.example/anna" }, ...args)
+      assert.strictEqual(bad.code, 2, bad.stderr)
+      assert.strictEqual(bad.stdout, "")
+      assert.match(bad.stderr, /^anna: ANNA_DATABASE_URL has the scheme "mysql": expected postgres:\/\/USER:PASSWORD@HOST:5432\/DATABASE \(or postgresql:\/\/…\)\n$/)
+      assert.notInclude(bad.stderr, "s3cret")
     }
+    const absent = await annaEnv(h, { ANNA_DATABASE_URL: "postgres://anna:s3cret-pw@db.invalid:5432/anna" }, "memory", "sessions")
+    assert.strictEqual(absent.code, 1, absent.stderr)
+    assert.match(absent.stderr, /^anna: could not open the PostgreSQL database at db\.invalid:5432 \(postgres:\/\/anna:\*\*\*@db\.invalid:5432\/anna\): .+\n$/)
+    assert.notInclude(absent.stderr, "s3cret")
     // empty is unset
     const fine = await annaEnv(h, { ANNA_DATABASE_URL: " " }, "memory", "sessions", "--json")
     assert.strictEqual(fine.code, 0, fine.stderr)

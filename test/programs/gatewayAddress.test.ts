@@ -137,7 +137,7 @@ describe("the gateway's address", () => {
       const command = args.at(-1) === "stats" ? "memory" : args.at(-1)
       assert.strictEqual(
         r.stderr.trimEnd().split("\n")[0],
-        `anna: --host and --port belong to the gateway: \`anna --port P\` or \`anna gateway --port P\`, not before \`${command}\``
+        `anna: --host, --port and --database-url belong to the gateway: \`anna --port P\` or \`anna gateway --port P\`, not before \`${command}\``
       )
       assert.notInclude(r.stderr, "    at ")
     }
