@@ -14,14 +14,14 @@ CREATE TABLE ctx_messages_search (
   terms TSVECTOR NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX ctx_messages_search_terms ON ctx_messages_search USING gin (terms);
+CREATE INDEX ctx_messages_search_terms ON ctx_messages_search USING gin (terms) WITH (fastupdate = off);
 --> statement-breakpoint
 CREATE TABLE ctx_summaries_search (
   id BIGINT PRIMARY KEY,
   terms TSVECTOR NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX ctx_summaries_search_terms ON ctx_summaries_search USING gin (terms);
+CREATE INDEX ctx_summaries_search_terms ON ctx_summaries_search USING gin (terms) WITH (fastupdate = off);
 --> statement-breakpoint
 CREATE TABLE ctx_search_backlog (
   source TEXT NOT NULL CHECK (source IN ('message', 'summary')),

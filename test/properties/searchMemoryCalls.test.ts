@@ -23,7 +23,8 @@ import type { SearchHit } from "../../src/domain/memory/types.ts"
 import type { ContentBlock, NewMessage } from "../../src/domain/message.ts"
 import { MemoryProvider } from "../../src/services/MemoryProvider.ts"
 import { Searcher } from "../../src/services/Searcher.ts"
-import { tempDbFile } from "../support/db.ts"
+import { sqliteTemp } from "../support/db.ts"
+import { testDatabases } from "../support/postgres.ts"
 import { lcmOn } from "./support/layers.ts"
 import { int, type Rng, rng } from "./support/sessions.ts"
 
@@ -144,13 +145,14 @@ const PLAIN = "a1:cli:bob:dm"
 
 const seqOf = (h: SearchHit) => h.seq ?? -1
 
-describe("memory properties: search and the memory tool's own calls", () => {
+for (const db of testDatabases(sqliteTemp)) {
+describe(`memory properties: search and the memory tool's own calls (${db.name})`, () => {
   it.live.prop(
     "left out by default, found when asked for, listed only with other content, invisible without them",
     { c: Arbitrary.schema(Case) },
     ({ c }) =>
       Effect.scoped(Effect.gen(function*() {
-        const file = yield* tempDbFile
+        const file = (yield* db.open).layer
         const built = build(c.seed, c.length, c.memoryRate / 10)
         const plain = build(c.seed + 1, c.length, 0)
         yield* Effect.gen(function*() {
@@ -239,3 +241,4 @@ describe("memory properties: search and the memory tool's own calls", () => {
     { timeout: 170_000, arbitrary: { runs: 25, maxShrinks: 20 } }
   )
 })
+}

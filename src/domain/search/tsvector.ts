@@ -5,8 +5,10 @@
  *
  * A row's vector holds, as lexemes:
  * - its words as `tokenize` cuts them (folded, Porter-stemmed; CJK letters one by one), at their
- *   positions (1, 2, …), weight A for the text (FTS5's `body`), B for the memory tool's own calls and
- *   results (`memory`), whose positions start after the text's with a gap, so no phrase spans both;
+ *   positions (1, 2, …): the text's as they are (FTS5's `body`), the memory tool's own calls and
+ *   results (`memory`) marked with a leading `~`, at positions after the text's with a gap, so no
+ *   phrase spans both (a mark rather than a weight: a query with weights makes PostgreSQL read every
+ *   matching row's vector again, 3× the cost of a common word's lookup);
  * - the letter pairs of each CJK run (FTS5's `cjk` column), at the position of their first letter:
  *   a pair never crosses two runs, so a CJK word is a phrase of pairs as on SQLite;
  * - the scope tokens `#c<conversation id>` and `#u<hex of the user id>` (no position): `#` is
@@ -58,15 +60,16 @@ export const scopeTokens = (conversationId: number, userId: string): ReadonlyArr
   return user === null ? [conversationToken(conversationId)] : [conversationToken(conversationId), user]
 }
 
-type Weight = "A" | "B"
+/** What marks the lexemes of the memory tool's own calls and results (never in a word). */
+const MEMORY_MARK = "~"
 
-/** Lexemes with their positions (weight included), in the order first seen. */
+/** Lexemes with their positions, in the order first seen. */
 class Vector {
-  readonly entries = new Map<string, Array<string>>()
+  readonly entries = new Map<string, Array<number>>()
   bytes = 0
 
-  add(lexeme: string, position: number, weight: Weight) {
-    const at = `${Math.min(Math.max(position, 1), MAX_POSITION)}${weight}`
+  add(lexeme: string, position: number) {
+    const at = Math.min(Math.max(position, 1), MAX_POSITION)
     const list = this.entries.get(lexeme)
     if (list === undefined) {
       const size = Buffer.byteLength(lexeme) + 8
@@ -79,16 +82,16 @@ class Vector {
     }
   }
 
-  /** Adds `text`'s words and CJK pairs from position `from`; the next free position. */
-  addText(text: string, from: number, weight: Weight): number {
+  /** Adds `text`'s words and CJK pairs (after `mark`) from position `from`; the next free position. */
+  addText(text: string, from: number, mark: string): number {
     let position = from
     let previous: { readonly letter: string; readonly end: number; readonly position: number } | undefined
     for (const t of tokenize(text)) {
       // A word of marks only folds to nothing: it takes its place, but is not a lexeme.
-      if (t.term !== "") this.add(lexemeOf(t.term), position, weight)
+      if (t.term !== "") this.add(mark + lexemeOf(t.term), position)
       if (t.cjk && isCjkLetter(t.term.codePointAt(0) ?? 0)) {
         // A pair of letters next to each other in the text (nothing between them), at the first one.
-        if (previous !== undefined && previous.end === t.start) this.add(previous.letter + t.term, previous.position, weight)
+        if (previous !== undefined && previous.end === t.start) this.add(mark + previous.letter + t.term, previous.position)
         previous = { letter: t.term, end: t.end, position }
       } else previous = undefined
       position++
@@ -107,28 +110,29 @@ class Vector {
 /** The `tsvector` input of a row: its searchable text split as memoryCalls.ts does, and its scope tokens. */
 export const tsvectorOf = (text: SearchText, scope: ReadonlyArray<string>): string => {
   const v = new Vector()
-  const next = v.addText(text.body, 1, "A")
+  const next = v.addText(text.body, 1, "")
   // The gap keeps a phrase from spanning the text and the memory tool's blocks.
-  if (text.memory !== "") v.addText(text.memory, next + 1, "B")
+  if (text.memory !== "") v.addText(text.memory, next + 1, MEMORY_MARK)
   return v.text(scope)
 }
 
-/** The weights a query term is looked up in: the text, and with it the memory tool's own blocks. */
-const weights = (memoryCalls: boolean): string => (memoryCalls ? "AB" : "A")
 
 /** A `tsquery` no row matches: `#` alone is neither a word nor a scope token. */
 const NOTHING = "'#'"
 
 /** One way a group matches, as a `tsquery`: consecutive terms, a CJK word as a phrase of pairs. */
-export const tsqueryOfMatcher = (m: Matcher, memoryCalls: boolean): string => {
-  const w = weights(memoryCalls)
+export const tsqueryOfMatcher = (m: Matcher, memoryCalls: boolean): string =>
+  memoryCalls ? `(${phrase(m, "")} | ${phrase(m, MEMORY_MARK)})` : phrase(m, "")
+
+/** A matcher as a `tsquery` of lexemes after `mark`. */
+const phrase = (m: Matcher, mark: string): string => {
   const letters = m.terms
   const run = m.cjkRun === true && letters.length > 1
   const terms = run ? letters.slice(1).map((l, i) => `${letters[i] ?? ""}${l}`) : letters
   const last = terms.length - 1
   // An empty term (a word of marks only) is no lexeme: the matcher finds nothing, as on SQLite.
   if (terms.some((t) => t === "")) return NOTHING
-  const parts = terms.map((t, i) => `${quoteLexeme(lexemeOf(t))}:${m.prefix && i === last ? "*" : ""}${w}`)
+  const parts = terms.map((t, i) => `${quoteLexeme(mark + lexemeOf(t))}${m.prefix && i === last ? ":*" : ""}`)
   return parts.length === 1 ? (parts[0] ?? "") : `(${parts.join(" <-> ")})`
 }
 

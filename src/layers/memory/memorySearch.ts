@@ -225,6 +225,12 @@ interface Dialect {
   readonly elements: string
   /** Element `i` of the array `j.value`, as an integer. */
   readonly at: (i: number) => string
+  /**
+   * `table` as `alias`, joined to `elements` row by row on `on` (by an index: PostgreSQL's planner
+   * would rather hash the whole table than look up each of a few dozen ranges), in `order` up to
+   * `limit` rows per element when given.
+   */
+  readonly joinEach: (table: string, alias: string, on: string, order?: { readonly by: string; readonly limit: number }) => string
   /** A JSON array parameter of ids, as a subquery. */
   readonly ids: string
   /** The ids of the rows of `fts` (aliased `f`) matching the expression parameter. */
@@ -246,6 +252,10 @@ interface Dialect {
 const FTS5: Dialect = {
   elements: "json_each(?) j",
   at: (i) => `j.value ->> ${i}`,
+  joinEach: (table, alias, on, order) =>
+    order === undefined
+      ? `JOIN ${table} ${alias} ON ${on}`
+      : `JOIN ${table} ${alias} ON ${alias}.id IN (SELECT ${alias}.id FROM ${table} ${alias} WHERE ${on} ORDER BY ${order.by} LIMIT ${order.limit})`,
   ids: "SELECT value FROM json_each(?)",
   match: (fts) => `${fts} MATCH ?`,
   id: "rowid",
@@ -263,6 +273,11 @@ const FTS5: Dialect = {
 const TSVECTOR: Dialect = {
   elements: "json_array_elements(CAST(? AS json)) WITH ORDINALITY AS j(value, key)",
   at: (i) => `CAST(j.value ->> ${i} AS bigint)`,
+  // OFFSET 0 keeps the planner from pulling the subquery up into a join of the whole table.
+  joinEach: (table, alias, on, order) =>
+    `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on}${
+      order === undefined ? " OFFSET 0" : ` ORDER BY ${order.by} LIMIT ${order.limit}`
+    }) ${alias}`,
   ids: "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json))",
   match: () => "f.terms @@ CAST(? AS tsquery)",
   id: "id",
@@ -299,8 +314,8 @@ export const readNeighbours = (
       placeholders(
         sql,
         `SELECT ${d.at(3)} AS hit, m.id, m.seq, m.role, m.created_at, substr(m.text, 1, ${CONTEXT_CHARS + 1}) AS text
-         FROM ${d.elements} JOIN ctx_messages m
-           ON m.conversation_id = ${d.at(0)} AND m.seq BETWEEN ${d.at(1)} AND ${d.at(2)} AND m.seq <> ${d.at(4)}
+         FROM ${d.elements}
+           ${d.joinEach("ctx_messages", "m", `m.conversation_id = ${d.at(0)} AND m.seq BETWEEN ${d.at(1)} AND ${d.at(2)} AND m.seq <> ${d.at(4)}`)}
          ORDER BY j.key, m.seq`
       ),
       [JSON.stringify(ranges)]
@@ -509,8 +524,8 @@ export const makeSearch = (sql: SqlClient) => {
       query<Row>(
         `SELECT DISTINCT t.id, t.conversation_id, c.session_key, c.user_id, t.${src.time} AS created_at, t.token_count AS length,
            substr(${apart?.text ?? `t.${src.text}`}, 1, ${WINDOW_CHARS + 1}) AS text, ${src.extra}
-         FROM ${d.elements} JOIN ${src.table} t
-           ON t.conversation_id = ${d.at(0)} AND t.seq BETWEEN ${d.at(1)} AND ${d.at(2)}
+         FROM ${d.elements}
+           ${d.joinEach(src.table, "t", `t.conversation_id = ${d.at(0)} AND t.seq BETWEEN ${d.at(1)} AND ${d.at(2)}`)}
          JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
          WHERE t.id NOT IN (${d.ids})`,
         [JSON.stringify(ranges), JSON.stringify(read.map((r) => r.id))]
@@ -531,9 +546,13 @@ export const makeSearch = (sql: SqlClient) => {
     const side = (sign: -1 | 1, reach: number) =>
       `SELECT ${d.at(0)} AS around, ${sign} AS side, t.id, t.conversation_id, c.session_key, c.user_id,
          t.${src.time} AS created_at, t.token_count AS length, substr(t.${src.text}, 1, ${WINDOW_CHARS + 1}) AS text, ${src.extra}
-       FROM ${d.elements} JOIN ${src.table} t ON t.id IN (
-         SELECT s.id FROM ${src.table} s WHERE s.conversation_id = ${d.at(1)} AND s.depth = ${d.at(2)}
-           AND s.id ${sign < 0 ? "<" : ">"} ${d.at(0)} ORDER BY s.id ${sign < 0 ? "DESC" : "ASC"} LIMIT ${reach})
+       FROM ${d.elements}
+         ${
+        d.joinEach(src.table, "t", `t.conversation_id = ${d.at(1)} AND t.depth = ${d.at(2)} AND t.id ${sign < 0 ? "<" : ">"} ${d.at(0)}`, {
+          by: `t.id ${sign < 0 ? "DESC" : "ASC"}`,
+          limit: reach
+        })
+      }
        JOIN ctx_conversations c ON c.id = t.conversation_id`
     const json = JSON.stringify(targets)
     return Effect.map(
