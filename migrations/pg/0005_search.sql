@@ -12,14 +12,18 @@
 CREATE TABLE ctx_messages_search (
   id BIGINT PRIMARY KEY,
   terms TSVECTOR NOT NULL
-);
+) WITH (toast_tuple_target = 128);
+--> statement-breakpoint
+ALTER TABLE ctx_messages_search ALTER COLUMN terms SET STORAGE EXTERNAL;
 --> statement-breakpoint
 CREATE INDEX ctx_messages_search_terms ON ctx_messages_search USING gin (terms) WITH (fastupdate = off);
 --> statement-breakpoint
 CREATE TABLE ctx_summaries_search (
   id BIGINT PRIMARY KEY,
   terms TSVECTOR NOT NULL
-);
+) WITH (toast_tuple_target = 128);
+--> statement-breakpoint
+ALTER TABLE ctx_summaries_search ALTER COLUMN terms SET STORAGE EXTERNAL;
 --> statement-breakpoint
 CREATE INDEX ctx_summaries_search_terms ON ctx_summaries_search USING gin (terms) WITH (fastupdate = off);
 --> statement-breakpoint

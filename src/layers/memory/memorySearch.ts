@@ -225,6 +225,8 @@ interface Dialect {
   readonly elements: string
   /** Element `i` of the array `j.value`, as an integer. */
   readonly at: (i: number) => string
+  /** Statements run at once (SQLite's one connection runs one at a time anyway). */
+  readonly concurrency: number
   /**
    * `table` as `alias`, joined to `elements` row by row on `on` (by an index: PostgreSQL's planner
    * would rather hash the whole table than look up each of a few dozen ranges), in `order` up to
@@ -251,6 +253,7 @@ interface Dialect {
 
 const FTS5: Dialect = {
   elements: "json_each(?) j",
+  concurrency: 1,
   at: (i) => `j.value ->> ${i}`,
   joinEach: (table, alias, on, order) =>
     order === undefined
@@ -273,6 +276,7 @@ const FTS5: Dialect = {
 const TSVECTOR: Dialect = {
   elements: "json_array_elements(CAST(? AS json)) WITH ORDINALITY AS j(value, key)",
   at: (i) => `CAST(j.value ->> ${i} AS bigint)`,
+  concurrency: 4,
   // OFFSET 0 keeps the planner from pulling the subquery up into a join of the whole table.
   joinEach: (table, alias, on, order) =>
     `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on}${
@@ -703,8 +707,15 @@ export const makeSearch = (sql: SqlClient) => {
         add(yield* matching(src, scope, plan, not(and([...base, ...requiredMatch])), PER_TERM), required)
       } else {
         if (required.length > 0) add(yield* matching(src, scope, plan, not(and([...base, ...requiredMatch])), PER_TERM), required)
-        for (const g of optional) {
-          const ids = yield* matching(src, scope, plan, not(and([...base, ...requiredMatch, match(g)])), PER_TERM)
+        // Each term's list is its own statement: PostgreSQL runs them side by side on the pool's
+        // connections (a round trip each); they are merged in the query's order.
+        const lists = yield* Effect.forEach(
+          optional,
+          (g) => matching(src, scope, plan, not(and([...base, ...requiredMatch, match(g)])), PER_TERM),
+          { concurrency: d.concurrency }
+        )
+        for (const [k, g] of optional.entries()) {
+          const ids = lists[k] ?? []
           add(ids, [...required, g])
           // Alone, unfiltered and below the cap, the list is the term's whole set of matches.
           if (simple && ids.length < PER_TERM) df[g] = ids.length
@@ -718,12 +729,14 @@ export const makeSearch = (sql: SqlClient) => {
         const ranges = yield* scopeRanges(src, scope, n)
         for (const [g, ids] of full) df[g] = estimateMatching(ranges, n, ids)
       }
-      const idfs: Array<number> = []
-      for (let g = 0; g < groups.length; g++) {
-        const known = df[g]
-        const count = known ?? (yield* countMatching(src, scope, and([...base, match(g)]), DF_CAP))
-        idfs.push(idf(count, n))
-      }
+      const idfs = yield* Effect.forEach(
+        groups,
+        (_, g) => {
+          const known = df[g]
+          return Effect.map(known === undefined ? countMatching(src, scope, and([...base, match(g)]), DF_CAP) : Effect.succeed(known), (count) => idf(count, n))
+        },
+        { concurrency: d.concurrency }
+      )
       // Best share of the query first, newest first among equals.
       const weightOf = (gs: ReadonlyArray<number>) => gs.reduce((w, g) => w + (groups[g]?.weight ?? 0) * (idfs[g] ?? 0), 0)
       const chosen = Array.from(matched, ([id, gs]) => ({ id, w: weightOf(gs) }))
@@ -901,7 +914,7 @@ export const makeSearch = (sql: SqlClient) => {
       const lists = yield* Effect.forEach(sources, (src) =>
         plan.groups.length === 0
           ? listSource(plan, src, resolved, request.limit)
-          : searchSource(plan, src, resolved, request.limit, request.neighbours ?? true))
+          : searchSource(plan, src, resolved, request.limit, request.neighbours ?? true), { concurrency: d.concurrency })
       const first = lists.flat().sort(byScore).slice(0, request.limit)
       const best = (request.neighbours ?? true) ? yield* secondHop(plan, resolved, first, request.limit) : first
       const context = yield* neighbours(best, request.context)
