@@ -1,4 +1,5 @@
 /** Conversation fixtures and memory layers with a configurable summarizer and compaction config. */
+import type { SqlClient } from "effect/sql"
 import { Effect, Layer } from "effect"
 import type { NewMessage } from "../../src/domain/message.ts"
 import * as DagCompactionEngine from "../../src/layers/memory/DagCompactionEngine.ts"
@@ -43,10 +44,12 @@ export const scriptedSummarizer = (
 export const lcmWith = (options: {
   readonly summarizer?: Layer.Layer<Summarizer> | undefined
   readonly config?: Partial<CompactionConfig> | undefined
+  /** The database (a fresh SQLite file by default). */
+  readonly database?: Layer.Layer<SqlClient.SqlClient, unknown> | undefined
 } = {}) =>
   LcmMemory.layer.pipe(
     Layer.provide(DagCompactionEngine.layer({ ...DagCompactionEngine.defaultConfig, ...options.config })),
     Layer.provideMerge(Layer.merge(SqliteMemoryStore.layer, SessionLocks.layer)),
     Layer.provide(options.summarizer ?? DeterministicSummarizer.layer),
-    Layer.provideMerge(sqliteTemp)
+    Layer.provideMerge(options.database ?? sqliteTemp)
   )

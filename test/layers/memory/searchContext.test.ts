@@ -17,7 +17,8 @@ import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
 import * as MemoryTool from "../../../src/layers/tools/memory.ts"
 import { Searcher } from "../../../src/services/Searcher.ts"
 import { Compactor } from "../../../src/services/Compactor.ts"
-import { lcmTemp } from "../../support/db.ts"
+import { lcmOn, sqliteTemp } from "../../support/db.ts"
+import { testDatabases } from "../../support/postgres.ts"
 import { chat, lcmWith, scriptedSummarizer, T0 } from "../../support/memory.ts"
 
 const KEY = "a1:cli:sam:main"
@@ -41,7 +42,10 @@ const FILLER: ReadonlyArray<NewMessage> = [
 const seqs = (hits: ReadonlyArray<SearchHit>) => hits.map((h) => h.seq)
 const numeric = (hits: ReadonlyArray<SearchHit>) => hits.map((h) => h.seq ?? 0).sort((a, b) => a - b)
 
-describe("ranked search matches a turn together with its neighbours", () => {
+for (const db of testDatabases(sqliteTemp)) {
+const lcmTemp = lcmOn(db.layer)
+
+describe(`ranked search matches a turn together with its neighbours (${db.name})`, () => {
   it.effect("a question finds the answer whose context holds its words, ranked below the turns that hold them", () =>
     Effect.gen(function*() {
       yield* put(KEY, [
@@ -184,6 +188,7 @@ describe("ranked search matches a turn together with its neighbours", () => {
       assert.strictEqual(at(ranked, "Groceries again"), -1)
       assert.strictEqual(ranked.length, own.length)
     }).pipe(Effect.provide(lcmWith({
+        database: db.layer,
       summarizer: scriptedSummarizer((request) =>
         request.input.kind === "leaf"
           ? request.input.messages.filter((m) => m.text.startsWith("NOTE ")).map((m) => m.text.slice(5)).join(" ") || "Chatter."
@@ -235,3 +240,4 @@ describe("ranked search matches a turn together with its neighbours", () => {
       assert.isFalse(inC.some((h) => h.seq === 6 || h.seq === 7), `a memory call or result is a hit: ${JSON.stringify(inC.map((h) => [h.seq, h.snippet]))}`)
     }).pipe(Effect.provide(lcmTemp)))
 })
+}

@@ -13,14 +13,14 @@ import type { SearchScope } from "../../../src/domain/memory/types.ts"
 import type { NewMessage } from "../../../src/domain/message.ts"
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
-import * as Sqlite from "../../../src/layers/sql/Sqlite.ts"
 import * as MemoryTool from "../../../src/layers/tools/memory.ts"
 import { Compactor } from "../../../src/services/Compactor.ts"
 import { Explorer } from "../../../src/services/Explorer.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { Searcher } from "../../../src/services/Searcher.ts"
-import { lcmTemp, tempDbFile } from "../../support/db.ts"
+import { lcmOn, sqliteTemp } from "../../support/db.ts"
+import { testDatabases } from "../../support/postgres.ts"
 import { chat, lcmWith, T0 } from "../../support/memory.ts"
 
 const KEY = "a1:cli:caroline:main"
@@ -41,7 +41,10 @@ const FILLER = [
   "That sounds lovely, will you cook or order in?"
 ]
 
-describe("ranked search answers questions", () => {
+for (const db of testDatabases(sqliteTemp)) {
+const lcmTemp = lcmOn(db.layer)
+
+describe(`ranked search answers questions (${db.name})`, () => {
   it.effect("a question finds the message that answers it; strict still wants every word", () =>
     Effect.gen(function*() {
       yield* put(KEY, say([...FILLER, "I went to a LGBTQ support group yesterday. It was so powerful.", "That's great, how did it feel?", ...FILLER], 0))
@@ -130,7 +133,8 @@ describe("ranked search answers questions", () => {
       // Found through the index only: a row taken out of it is not found any more (no table scan).
       const target = hits[0]
       const rowid = Number(target?.id.slice(4))
-      yield* sql`DELETE FROM ctx_messages_search WHERE rowid = ${rowid}`
+      // (FTS5 names the row by rowid, PostgreSQL's table by id.)
+      yield* sql`DELETE FROM ctx_messages_search WHERE ${sql.literal(db.name === "SQLite" ? "rowid" : "id")} = ${rowid}`
       const again = yield* searcher.search("配置", { scope: all, limit: 100 })
       assert.notInclude(again.map((h) => h.id), target?.id)
       // and verify notices the missing entry
@@ -139,7 +143,7 @@ describe("ranked search answers questions", () => {
     }).pipe(Effect.provide(lcmTemp)))
 })
 
-describe("hits that lead on", () => {
+describe(`hits that lead on (${db.name})`, () => {
   it.effect("a summary hit names the messages it covers; expand is one step away", () =>
     Effect.gen(function*() {
       yield* put(KEY, chat(200))
@@ -160,7 +164,7 @@ describe("hits that lead on", () => {
         })
         assert.strictEqual(h.seq, undefined)
       }
-    }).pipe(Effect.provide(lcmWith({ config: { chunkTokens: 600 } }))))
+    }).pipe(Effect.provide(lcmWith({ config: { chunkTokens: 600 }, database: db.layer }))))
 
   it.effect("a message hit comes with its neighbours when asked (context), in order, within its session", () =>
     Effect.gen(function*() {
@@ -184,7 +188,7 @@ describe("hits that lead on", () => {
     }).pipe(Effect.provide(lcmTemp)))
 })
 
-describe("filters", () => {
+describe(`filters (${db.name})`, () => {
   it.effect("role:, tool:, kind: and NOT", () =>
     Effect.gen(function*() {
       const messages: Array<NewMessage> = [
@@ -216,7 +220,7 @@ describe("filters", () => {
     }).pipe(Effect.provide(lcmTemp)))
 })
 
-describe("the index queue", () => {
+describe(`the index queue (${db.name})`, () => {
   it.effect("deleting a session takes its messages and summaries out of the index", () =>
     Effect.gen(function*() {
       yield* put(KEY, [...chat(60), ...say(["配置文件在这里", "kiwi 猕猴桃"], 60)])
@@ -234,11 +238,11 @@ describe("the index queue", () => {
       assert.deepStrictEqual(counts, { m: 1, s: 0 })
       assert.deepStrictEqual(yield* searcher.search("topic", { scope: all }), [])
       assert.deepStrictEqual((yield* searcher.search("猕猴桃 kiwi", { scope: all })).map((h) => h.sessionKey), ["a1:cli:other:main"])
-    }).pipe(Effect.provide(lcmWith({ config: { chunkTokens: 600 } }))))
+    }).pipe(Effect.provide(lcmWith({ config: { chunkTokens: 600 }, database: db.layer }))))
 
   it.effect("rows queued before the store started (migration, raw inserts) are indexed when it starts", () =>
     Effect.gen(function*() {
-      const file = yield* tempDbFile
+      const opened = yield* db.open
       // A CJK row written behind the store's back waits in the queue.
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
@@ -247,8 +251,8 @@ describe("the index queue", () => {
           VALUES (1, 1, 'user', '备份在FACT-7777桶里', 5, 1, 0)`
         const queued = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ctx_search_backlog`
         assert.strictEqual(queued[0]?.n, 1)
-      }).pipe(Effect.provide(Sqlite.layer(file)))
-      const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer), Layer.provideMerge(Sqlite.layer(file)))
+      }).pipe(Effect.provide(opened.layer))
+      const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer), Layer.provideMerge(opened.layer))
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const queued = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ctx_search_backlog`
@@ -259,3 +263,4 @@ describe("the index queue", () => {
       }).pipe(Effect.provide(memory))
     }))
 })
+}

@@ -7,7 +7,8 @@ import { Effect } from "effect"
 import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
 import { MemoryProvider } from "../../../src/services/MemoryProvider.ts"
 import { Searcher } from "../../../src/services/Searcher.ts"
-import { lcmTemp } from "../../support/db.ts"
+import { lcmOn, sqliteTemp } from "../../support/db.ts"
+import { testDatabases } from "../../support/postgres.ts"
 import { T0 } from "../../support/memory.ts"
 
 const KEY = "a1:cli:u1:main"
@@ -20,7 +21,10 @@ const put = (texts: ReadonlyArray<string>) =>
       texts.map((content, i) => ({ role: "user" as const, content, createdAt: T0 + i * 1000 }))
     ))
 
-describe("search snippets", () => {
+for (const db of testDatabases(sqliteTemp)) {
+const lcmTemp = lcmOn(db.layer)
+
+describe(`search snippets (${db.name})`, () => {
   it.effect("show what follows the match", () =>
     Effect.gen(function*() {
       yield* put([
@@ -38,3 +42,4 @@ describe("search snippets", () => {
       assert.isBelow(long.length, 240)
     }).pipe(Effect.provide(lcmTemp)))
 })
+}
