@@ -10,7 +10,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { createServer } from "node:net"
 import { resolve } from "node:path"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
@@ -18,6 +17,7 @@ import { anna, annaJson, finish, MAIN, newHome, start, waitForLine } from "../su
 import { artifact, browserRequired, browserUnavailable, launchChromium } from "../support/browser.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { startFakeWechat } from "../support/fakeWechat/server.ts"
+import { freePort } from "../support/ports.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -39,16 +39,6 @@ const suite = fakeLlmSuite({ reset: false })
 
 /** The page's `document` as the function below sees it (the tests compile without the DOM's types). */
 type PageGlobal = { readonly document: { readonly querySelectorAll: (selector: string) => ArrayLike<{ readonly textContent: string | null }> } }
-
-const freePort = () =>
-  new Promise<number>((done, fail) => {
-    const server = createServer()
-    server.on("error", fail)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => done(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 /** `anna admin create NAME --role ROLE --password-stdin`, the password written to its stdin. */
 const createAdmin = async (home: string, name: string, password: string, role: "admin" | "user" = "admin") => {

@@ -17,7 +17,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { mkdirSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { join, resolve } from "node:path"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
@@ -27,6 +26,7 @@ import { artifact, browserRequired, browserUnavailable, launchChromium } from ".
 import { TEST_IMAGE } from "../support/docker.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { installInto, nodeImageReady, startEverythingHttp } from "../support/mcpServers.ts"
+import { freePort } from "../support/ports.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const ADMIN_PASSWORD = "admin-password-1"
@@ -40,16 +40,6 @@ const runIt = unavailable === undefined || browserRequired()
 if (!runIt) console.warn(`e2e console automation: skipped, ${unavailable} (set ANNA_REQUIRE_BROWSER=1 to fail instead)`)
 
 const suite = fakeLlmSuite({ reset: false })
-
-const freePort = () =>
-  new Promise<number>((done, fail) => {
-    const server = createServer()
-    server.on("error", fail)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => done(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 /** `anna admin create NAME --role ROLE --password-stdin`, the password written to its stdin. */
 const createAccount = async (home: string, name: string, role: "admin" | "user", password: string) => {

@@ -6,12 +6,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { rmSync } from "node:fs"
-import { createServer } from "node:net"
 import OpenAI from "openai"
 import { afterAll, beforeAll } from "vitest"
 import { annaEnv, finish, newHome, start } from "../support/cli.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { processDatabases } from "../support/processDatabases.ts"
+import { freePort } from "../support/ports.ts"
 
 let fake: FakeLlm
 let second: FakeLlm
@@ -25,18 +25,6 @@ afterAll(async () => {
   await second.close()
   for (const h of homes) rmSync(h, { recursive: true, force: true })
 })
-
-/** A port nothing listens on right now. */
-const freePort = () =>
-  new Promise<number>((done, fail) => {
-    const server = createServer()
-    server.on("error", fail)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => done(port))
-    })
-  })
 
 interface Body {
   readonly model?: string

@@ -5,7 +5,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { createServer } from "node:net"
 import { join, resolve } from "node:path"
 import { Effect, Layer } from "effect"
 import type { Browser, Page } from "playwright-core"
@@ -16,6 +15,7 @@ import { UsageLog } from "../../src/services/UsageLog.ts"
 import { anna, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
 import { browserRequired, browserUnavailable, launchChromium } from "../support/browser.ts"
 import { removeTemp } from "../support/cleanup.ts"
+import { freePort } from "../support/ports.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -24,16 +24,6 @@ const PASSWORD = "admin-password-1"
 const unavailable = browserUnavailable()
 const runIt = unavailable === undefined || browserRequired()
 if (!runIt) console.warn(`e2e usage labels: skipped, ${unavailable} (set ANNA_REQUIRE_BROWSER=1 to fail instead)`)
-
-const freePort = () =>
-  new Promise<number>((done, fail) => {
-    const server = createServer()
-    server.on("error", fail)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => done(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
 
 /** Model calls as the usage log records them: one for alice, one made for no user (a CLI compaction). */
 const seedUsage = (home: string) =>

@@ -4,10 +4,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
+import { freePort } from "../support/ports.ts"
 
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
 const tops: Array<string> = []
@@ -26,17 +26,6 @@ const channelChecks = async (home: string): Promise<ReadonlyArray<Check>> => {
   const r = await annaEnv(home, NO_DOCKER, "doctor", "--json")
   return (JSON.parse(r.stdout) as { checks: Array<Check> }).checks.filter((c) => c.area === "channels")
 }
-
-/** A port nothing listens on right now (the kernel's pick, released at once). */
-const freePort = () =>
-  new Promise<number>((done) => {
-    const s = createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      s.close(() => done(port))
-    })
-  })
 
 describe("anna doctor: channels", () => {
   it("reports the HTTP channel enabled, whether the gateway serves it now, and none when it is disabled", async () => {

@@ -8,10 +8,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { anna, annaEnv, finish, MAIN, newHome, type Run, start, waitForLine } from "../support/cli.ts"
+import { freePort } from "../support/ports.ts"
 
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
 const homes: Array<string> = []
@@ -25,17 +25,6 @@ const home = () => {
   homes.push(h)
   return h
 }
-
-/** A port nothing listens on right now (the kernel's pick, released at once). */
-const freePort = () =>
-  new Promise<number>((done) => {
-    const s = createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      s.close(() => done(port))
-    })
-  })
 
 const READY = /HTTP channel \(OpenAI-compatible\) on http:\/\/127\.0\.0\.1:(\d+)\/v1.*press Ctrl\+C to stop/
 

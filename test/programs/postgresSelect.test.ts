@@ -6,7 +6,6 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { createServer } from "node:net"
 import { existsSync, readdirSync, rmSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { PgClient } from "@effect/sql-pg"
@@ -18,6 +17,7 @@ import { annaEnv, finish, MAIN, newHome, type Run, start, waitForOutput } from "
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { DB_PASSWORD, freshDatabaseUrl } from "../support/processDatabases.ts"
 import { postgresEnabled } from "../support/postgres.ts"
+import { freePort } from "../support/ports.ts"
 
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
 const MIGRATIONS = readdirSync(resolve(import.meta.dirname, "../../migrations/pg")).filter((f) => /^\d+_.+\.sql$/.test(f)).length
@@ -37,17 +37,6 @@ const home = () => {
   homes.push(h)
   return h
 }
-
-/** A port nothing listens on right now. */
-const freePort = () =>
-  new Promise<number>((done) => {
-    const s = createServer()
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      s.close(() => done(port))
-    })
-  })
 
 const printed = (r: Run) => r.stdout + r.stderr
 

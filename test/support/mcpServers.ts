@@ -11,13 +11,13 @@
  */
 import { spawn } from "node:child_process"
 import { copyFileSync, mkdirSync, mkdtempSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import Docker from "dockerode"
 import { Effect } from "effect"
 import { build } from "esbuild"
 import { dockerReady, TEST_IMAGE } from "./docker.ts"
+import { freePort } from "./ports.ts"
 
 const PACKAGES = {
   everything: resolve(import.meta.dirname, "../../node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
@@ -76,17 +76,6 @@ export const nodeImageReady: boolean = await (async () => {
   console.warn(`⚠ ${why}: the MCP sandbox tests are SKIPPED`)
   return false
 })()
-
-const freePort = (): Promise<number> =>
-  new Promise((done, fail) => {
-    const s = createServer()
-    s.once("error", fail)
-    s.listen(0, "127.0.0.1", () => {
-      const address = s.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      s.close(() => done(port))
-    })
-  })
 
 /**
  * Starts server-everything on the host over Streamable HTTP (`/mcp`) or SSE (`/sse`), on `port`

@@ -5,9 +5,9 @@
  */
 import { execFileSync } from "node:child_process"
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { freePort } from "./ports.ts"
 
 export const binDir = (): string | undefined => {
   const root = "/usr/lib/postgresql"
@@ -30,17 +30,6 @@ export const postgresEnabled = (): boolean => {
   console.warn(`⚠ skipping the PostgreSQL tests: ${missing}`)
   return false
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 export interface Server {
   /** URL of the server's `postgres` database (for CREATE/DROP DATABASE). */
