@@ -47,6 +47,7 @@ const GROUPS = {
   mcp: () => import("./mcpCommands.ts").then((m) => m.mcpCommand),
   playbook: () => import("./playbookCommands.ts").then((m) => m.playbookCommand),
   diary: () => import("./diaryCommands.ts").then((m) => m.diaryCommand),
+  db: () => import("./dbCommands.ts").then((m) => m.dbCommand),
   doctor: () => import("./doctor.ts").then((m) => m.doctorCommand)
 } as const
 

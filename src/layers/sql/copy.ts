@@ -1,0 +1,357 @@
+/**
+ * `anna db copy` (issue 26): a whole SQLite database into an empty PostgreSQL one, all or nothing.
+ *
+ * - What is copied: every table of the SQLite schema, except SQLite's own (`sqlite_*`), effect's
+ *   migration log, the FTS5 search index (virtual and shadow tables) and its queue — the target's
+ *   own index is rebuilt from the copied rows instead. Two tables are *derived*, kept by the target's
+ *   triggers as rows go in, and compared rather than copied: `ctx_search_counts` (rows per
+ *   conversation) and `config_version` (a change counter). A source table or column that has no
+ *   counterpart on the target refuses the copy before anything is written (`plan`): nothing is ever
+ *   dropped silently.
+ * - Empty target: after its migrations, no table holds a row, except the rows migrations seed and no
+ *   store has touched since (`plugins` and `channels` rows whose `updated_at` is still 0) and the
+ *   `config_version` counter. Seeded rows are replaced by the source's.
+ * - One snapshot of the source (a read transaction on SQLite: a gateway may keep writing) read table
+ *   by table in batches (bounded memory), into one PostgreSQL transaction holding anna's write lock.
+ *   Ids and times are inserted as they are (SQLite's implicit rowid goes to the target's `rowid`
+ *   identity), then every identity sequence is moved past the largest id (or SQLite's AUTOINCREMENT
+ *   high-water mark). Tables go in foreign-key order, read from the target's catalog.
+ * - Before the commit: row counts equal table by table, derived tables equal, the search queue
+ *   drained (when the target has full-text search), and memory's verify (the store's integrity check
+ *   and each session's lossless/DAG check) clean on the target. Any failure rolls everything back.
+ */
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { CopyFailed, CopyRefused } from "../../domain/database/errors.ts"
+import { verifySession } from "../../domain/memory/verify.ts"
+import { MemoryStore } from "../../services/MemoryStore.ts"
+import * as SqliteMemoryStore from "../memory/SqliteMemoryStore.ts"
+import { makeSearchIndex } from "../memory/searchIndex.ts"
+import { WRITE_LOCK } from "./Sqlite.ts"
+
+/** Source tables that are not data of their own (see the header). */
+export const skippedTable = (name: string): boolean =>
+  name.startsWith("sqlite_") || name === "effect_sql_migrations" || name === "ctx_search_backlog" ||
+  name.startsWith("ctx_messages_search") || name.startsWith("ctx_summaries_search")
+
+/** Tables the target's triggers keep as rows go in: compared after the copy, never copied. */
+export const DERIVED_TABLES: ReadonlyArray<string> = ["ctx_search_counts", "config_version"]
+
+/** Tables migrations seed, and which of their rows a store has written (a seeded row's updated_at is 0). */
+const SEEDED: Readonly<Record<string, string>> = { plugins: "updated_at <> 0", channels: "updated_at <> 0" }
+
+/** Target tables an empty target may hold rows in (besides the seeds above). */
+const TARGET_BOOKKEEPING = new Set(["effect_sql_migrations", "config_version"])
+
+/** At most this many rows per statement, and this many parameters. */
+const BATCH_ROWS = 1_000
+const BATCH_PARAMS = 30_000
+
+const quote = (name: string): string => `"${name.replaceAll("\"", "\"\"")}"`
+
+/** One source table as the copy reads and writes it. */
+export interface TablePlan {
+  readonly name: string
+  readonly columns: ReadonlyArray<string>
+  /** Primary-key columns in key order (the batches' order when the table has no rowid). */
+  readonly key: ReadonlyArray<string>
+  /** Whether SQLite's rowid orders the batches (false: WITHOUT ROWID). */
+  readonly hasRowid: boolean
+  /** Whether SQLite's implicit rowid is written to the target's `rowid` column. */
+  readonly copiesRowid: boolean
+  /** Whether the insert must override a GENERATED ALWAYS identity. */
+  readonly overriding: boolean
+}
+
+export interface CopyPlan {
+  /** In foreign-key order. */
+  readonly tables: ReadonlyArray<TablePlan>
+  /** Identity columns of the target to move past the copied ids. */
+  readonly identities: ReadonlyArray<{ readonly table: string; readonly column: string }>
+}
+
+export type CopyEvent =
+  | { readonly _tag: "Table"; readonly table: string; readonly done: number; readonly total: number }
+  | { readonly _tag: "Index"; readonly done: number; readonly total: number }
+  | { readonly _tag: "Verify" }
+
+export interface CopySummary {
+  readonly tables: ReadonlyArray<{ readonly table: string; readonly rows: number }>
+  readonly rows: number
+  /** Rows the target's search index was built for (0 when the target has no full-text search). */
+  readonly indexed: number
+  readonly sessions: number
+  readonly seconds: number
+  readonly verified: true
+}
+
+interface SqliteTableInfo {
+  readonly name: string
+  readonly type: string
+  readonly wr: number
+}
+
+/**
+ * What to copy and in what order, from both schemas; refuses (listing them) the source tables and
+ * columns the target has no place for.
+ */
+export const plan = (source: SqlClient.SqlClient, target: SqlClient.SqlClient): Effect.Effect<CopyPlan, CopyRefused | SqlError> =>
+  Effect.gen(function*() {
+    const listed = yield* source<SqliteTableInfo>`SELECT name, type, wr FROM pragma_table_list WHERE schema = 'main'`
+    const tables = listed.filter((t) => t.type === "table" && !skippedTable(t.name) && !DERIVED_TABLES.includes(t.name))
+    const pgColumns = yield* target<{ table_name: string; column_name: string; is_identity: string; identity_generation: string | null }>`
+      SELECT c.table_name, c.column_name, c.is_identity, c.identity_generation FROM information_schema.columns c
+      JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+      WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'`
+    const byTable = new Map<string, Map<string, { identity: boolean; always: boolean }>>()
+    for (const c of pgColumns) {
+      const columns = byTable.get(c.table_name) ?? new Map<string, { identity: boolean; always: boolean }>()
+      columns.set(c.column_name, { identity: c.is_identity === "YES", always: c.identity_generation === "ALWAYS" })
+      byTable.set(c.table_name, columns)
+    }
+    const missing: Array<string> = []
+    const plans: Array<TablePlan> = []
+    for (const t of tables) {
+      const info = yield* source.unsafe<{ name: string; pk: number }>(`SELECT name, pk FROM pragma_table_info(?)`, [t.name])
+      const target = byTable.get(t.name)
+      if (target === undefined) {
+        missing.push(`table ${t.name}`)
+        continue
+      }
+      const columns = info.map((c) => c.name)
+      for (const c of columns) if (!target.has(c)) missing.push(`column ${t.name}.${c}`)
+      const rowid = target.get("rowid")
+      const copiesRowid = t.wr === 0 && !columns.includes("rowid") && rowid?.identity === true
+      const key = info.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk).map((c) => c.name)
+      const overriding = [...columns, ...(copiesRowid ? ["rowid"] : [])].some((c) => target.get(c)?.always === true)
+      plans.push({ name: t.name, columns, key, hasRowid: t.wr === 0, copiesRowid, overriding })
+    }
+    if (missing.length > 0) {
+      return yield* new CopyRefused({
+        reason: `the target's schema has no place for ${missing.join(", ")}; copying would lose that data ` +
+          "(run the same version of anna on both databases)"
+      })
+    }
+    const edges = yield* target<{ child: string; parent: string }>`
+      SELECT c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent
+      FROM pg_constraint c JOIN pg_namespace n ON n.oid = c.connamespace
+      WHERE c.contype = 'f' AND n.nspname = current_schema()`
+    const ordered = foreignKeyOrder(plans, edges)
+    const copied = new Set(plans.map((p) => p.name))
+    const identities = pgColumns.filter((c) => c.is_identity === "YES" && copied.has(c.table_name))
+      .map((c) => ({ table: c.table_name, column: c.column_name }))
+    return { tables: ordered, identities }
+  })
+
+/** Parents before children (Kahn's algorithm; ties by name); a cycle is a defect of the schema. */
+const foreignKeyOrder = (
+  tables: ReadonlyArray<TablePlan>,
+  edges: ReadonlyArray<{ readonly child: string; readonly parent: string }>
+): ReadonlyArray<TablePlan> => {
+  const byName = new Map(tables.map((t) => [t.name, t]))
+  const parents = new Map(tables.map((t) => [t.name, new Set<string>()]))
+  for (const e of edges) if (e.child !== e.parent && byName.has(e.parent)) parents.get(e.child)?.add(e.parent)
+  const out: Array<TablePlan> = []
+  const done = new Set<string>()
+  while (out.length < tables.length) {
+    const ready = [...byName.keys()].filter((n) => !done.has(n) && [...(parents.get(n) ?? [])].every((p) => done.has(p))).sort()
+    if (ready.length === 0) throw new Error(`foreign keys form a cycle among ${[...byName.keys()].filter((n) => !done.has(n)).join(", ")}`)
+    for (const n of ready) {
+      done.add(n)
+      const t = byName.get(n)
+      if (t !== undefined) out.push(t)
+    }
+  }
+  return out
+}
+
+/** The target tables that hold rows an empty (freshly migrated) database would not. */
+export const nonEmptyTables = (target: SqlClient.SqlClient): Effect.Effect<ReadonlyArray<string>, SqlError> =>
+  Effect.gen(function*() {
+    const tables = yield* target<{ table_name: string }>`SELECT table_name FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`
+    const found: Array<string> = []
+    for (const { table_name: t } of tables) {
+      if (TARGET_BOOKKEEPING.has(t)) continue
+      const written = SEEDED[t]
+      const rows = yield* target.unsafe<{ any: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM ${quote(t)}${written === undefined ? "" : ` WHERE ${written}`}) AS any`
+      )
+      if (rows[0]?.any === true) found.push(t)
+    }
+    return found
+  })
+
+/** Reads `table` in batches (keyset on rowid or the primary key) and inserts each batch. */
+const copyTable = (
+  source: SqlClient.SqlClient,
+  target: SqlClient.SqlClient,
+  table: TablePlan,
+  onBatch: (done: number, total: number) => Effect.Effect<void>
+): Effect.Effect<number, SqlError> =>
+  Effect.gen(function*() {
+    const [count] = yield* source.unsafe<{ n: number }>(`SELECT count(*) AS n FROM ${quote(table.name)}`)
+    const total = Number(count?.n ?? 0)
+    const order = table.hasRowid ? ["rowid"] : table.key
+    // Selected: the columns, then SQLite's rowid when copied, then the keyset's columns.
+    const selected = [...table.columns.map(quote), ...(table.copiesRowid ? ["rowid"] : []), ...order.map((c) => c === "rowid" ? "rowid" : quote(c))]
+    const written = table.columns.length + (table.copiesRowid ? 1 : 0)
+    const insertColumns = [...table.columns, ...(table.copiesRowid ? ["rowid"] : [])].map(quote).join(", ")
+    const batch = Math.max(1, Math.min(BATCH_ROWS, Math.floor(BATCH_PARAMS / written)))
+    const orderSql = order.map((c) => c === "rowid" ? "rowid" : quote(c))
+    const after = `(${orderSql.join(", ")}) > (${order.map(() => "?").join(", ")})`
+    let last: ReadonlyArray<unknown> | undefined
+    let done = 0
+    yield* onBatch(0, total)
+    while (true) {
+      const rows = yield* source.unsafe(
+        `SELECT ${selected.join(", ")} FROM ${quote(table.name)}${last === undefined ? "" : ` WHERE ${after}`}
+         ORDER BY ${orderSql.join(", ")} LIMIT ${batch}`,
+        last === undefined ? [] : [...last]
+      ).values.pipe(Effect.provideService(SqlClient.SafeIntegers, true))
+      if (rows.length === 0) break
+      const params: Array<unknown> = []
+      const tuples: Array<string> = []
+      for (const row of rows) {
+        const start = params.length
+        for (let i = 0; i < written; i++) params.push(row[i] ?? null)
+        tuples.push(`(${Array.from({ length: written }, (_, i) => `$${start + i + 1}`).join(", ")})`)
+      }
+      yield* target.unsafe(
+        `INSERT INTO ${quote(table.name)} (${insertColumns})${table.overriding ? " OVERRIDING SYSTEM VALUE" : ""} VALUES ${tuples.join(", ")}`,
+        params
+      )
+      done += rows.length
+      last = (rows[rows.length - 1] ?? []).slice(written)
+      yield* onBatch(done, total)
+      if (rows.length < batch) break
+    }
+    return done
+  })
+
+/** What went wrong in a failed statement: the database's own words, under the driver's wrappers. */
+export const sqlDetail = (e: unknown): string => {
+  const messages: Array<string> = []
+  let at: unknown = e
+  for (let depth = 0; depth < 6 && at instanceof Error; depth++) {
+    if (at.message !== "" && !messages.includes(at.message)) messages.push(at.message)
+    at = at.cause
+  }
+  return messages.at(-1) ?? String(e)
+}
+
+const count = (sql: SqlClient.SqlClient, table: string) =>
+  Effect.map(sql.unsafe<{ n: number | bigint }>(`SELECT count(*) AS n FROM ${quote(table)}`), (r) => Number(r[0]?.n ?? 0))
+
+/** Every identity sequence past the copied ids (and past SQLite's AUTOINCREMENT marks). */
+const advanceSequences = (source: SqlClient.SqlClient, target: SqlClient.SqlClient, copy: CopyPlan) =>
+  Effect.gen(function*() {
+    const marks = new Map<string, number>()
+    const hasSequence = yield* source<{ n: number }>`SELECT count(*) AS n FROM sqlite_schema WHERE name = 'sqlite_sequence'`
+    if ((hasSequence[0]?.n ?? 0) > 0) {
+      for (const r of yield* source<{ name: string; seq: number }>`SELECT name, seq FROM sqlite_sequence`) marks.set(r.name, Number(r.seq))
+    }
+    for (const { table, column } of copy.identities) {
+      const [max] = yield* target.unsafe<{ m: number | null }>(`SELECT max(${quote(column)}) AS m FROM ${quote(table)}`)
+      const high = Math.max(Number(max?.m ?? 0), column === "rowid" ? 0 : marks.get(table) ?? 0)
+      yield* target.unsafe(`SELECT setval(pg_get_serial_sequence($1, $2), $3, $4)`, [quote(table), column, Math.max(high, 1), high > 0])
+    }
+  })
+
+/** ctx_search_counts as search reads it (zero counts are no counts). */
+const searchCounts = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ conversation_id: number; source: string; n: number }>`SELECT conversation_id, source, n FROM ctx_search_counts WHERE n <> 0`,
+    (rows) => rows.map((r) => `${Number(r.conversation_id)}/${r.source}=${Number(r.n)}`).sort()
+  )
+
+/** The target's search queue emptied (when the target has full-text search), with progress. */
+const rebuildSearch = (target: SqlClient.SqlClient, onEvent: (e: CopyEvent) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const has = yield* target<{ n: number }>`SELECT count(*) AS n FROM information_schema.tables
+      WHERE table_schema = current_schema() AND table_name = 'ctx_search_backlog'`
+    if ((has[0]?.n ?? 0) === 0) return 0
+    const total = yield* count(target, "ctx_search_backlog")
+    yield* onEvent({ _tag: "Index", done: 0, total })
+    // Batches run inside the copy's transaction: `transaction` only reports how far it got.
+    yield* makeSearchIndex(target).drainQueue((batch) =>
+      Effect.tap(batch, () => Effect.flatMap(count(target, "ctx_search_backlog"), (left) => onEvent({ _tag: "Index", done: total - left, total })))
+    )
+    const left = yield* count(target, "ctx_search_backlog")
+    if (left > 0) return yield* new CopyFailed({ reason: `${left} rows were left unindexed for search` })
+    return total
+  })
+
+/** memory verify's checks on the target, inside the copy's transaction. */
+const verifyMemory = (target: SqlClient.SqlClient) =>
+  Effect.gen(function*() {
+    const store = yield* MemoryStore
+    const problems = [...yield* store.integrityCheck]
+    const conversations = yield* store.listConversations({})
+    for (const c of conversations) problems.push(...verifySession(yield* store.verifyInput(c.id, c.sessionKey)))
+    if (problems.length > 0) {
+      return yield* new CopyFailed({
+        reason: `memory verify found ${problems.length} problem(s) on the target: ${problems.slice(0, 5).join("; ")}`
+      })
+    }
+    return conversations.length
+  }).pipe(
+    Effect.provideServiceEffect(MemoryStore, SqliteMemoryStore.make),
+    Effect.provideService(SqlClient.SqlClient, target)
+  )
+
+/**
+ * Copies `source` (SQLite) into `target` (PostgreSQL, migrated); see the header. `onEvent` hears the
+ * progress.
+ */
+export const copyDatabase = (
+  source: SqlClient.SqlClient,
+  target: SqlClient.SqlClient,
+  onEvent: (e: CopyEvent) => Effect.Effect<void> = () => Effect.void
+) =>
+  Effect.gen(function*() {
+    const started = yield* Clock.currentTimeMillis
+    const copy = yield* plan(source, target)
+    const run = Effect.gen(function*() {
+      yield* target`SELECT pg_advisory_xact_lock(${WRITE_LOCK})`
+      const busy = yield* nonEmptyTables(target)
+      if (busy.length > 0) {
+        return yield* new CopyRefused({
+          reason: `the target database is not empty (rows in ${busy.join(", ")}); anna db copy writes only into an empty database`
+        })
+      }
+      for (const t of Object.keys(SEEDED)) yield* target.unsafe(`DELETE FROM ${quote(t)}`)
+      const tables: Array<{ table: string; rows: number }> = []
+      for (const t of copy.tables) {
+        const rows = yield* copyTable(source, target, t, (done, total) => onEvent({ _tag: "Table", table: t.name, done, total })).pipe(
+          Effect.mapError((e) => new CopyFailed({ reason: `copying ${t.name}: ${sqlDetail(e)}` }))
+        )
+        tables.push({ table: t.name, rows })
+      }
+      yield* advanceSequences(source, target, copy)
+      for (const t of copy.tables) {
+        const [from, to] = [yield* count(source, t.name), yield* count(target, t.name)]
+        if (from !== to) return yield* new CopyFailed({ reason: `${t.name}: ${from} rows in the source, ${to} on the target` })
+      }
+      const [before, after] = [yield* searchCounts(source), yield* searchCounts(target)]
+      if (before.join() !== after.join()) {
+        return yield* new CopyFailed({ reason: "ctx_search_counts: the target's counts differ from the source's" })
+      }
+      const indexed = yield* rebuildSearch(target, onEvent)
+      yield* onEvent({ _tag: "Verify" })
+      const sessions = yield* verifyMemory(target)
+      return { tables, indexed, sessions }
+    })
+    const done = yield* source.withTransaction(target.withTransaction(run))
+    const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+    const summary: CopySummary = {
+      tables: done.tables,
+      rows: done.tables.reduce((n, t) => n + t.rows, 0),
+      indexed: done.indexed,
+      sessions: done.sessions,
+      seconds,
+      verified: true
+    }
+    return summary
+  })
