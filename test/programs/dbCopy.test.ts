@@ -4,9 +4,11 @@
  * refuses to copy twice, and never prints the target's password.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { join } from "node:path"
-import { anna, newHome } from "../support/cli.ts"
+import * as Postgres from "../../src/layers/sql/Postgres.ts"
+import { anna, finish, newHome, start, waitForLine } from "../support/cli.ts"
 import { postgresEnabled, tempDatabaseUrl } from "../support/postgres.ts"
 import { fillHome } from "../support/richHome.ts"
 
@@ -70,4 +72,25 @@ describe.skipIf(!enabled)("anna db copy (built CLI)", () => {
       assert.include(unreachable.stderr, "postgres://u:***@127.0.0.1:1/db")
       for (const out of [bad.stderr, missing.stderr, unreachable.stdout, unreachable.stderr]) assert.notInclude(out, PASSWORD)
     }), 120_000)
+
+  it.effect("killed part-way (SIGKILL while copying messages), it leaves the target empty; the next copy succeeds", () =>
+    Effect.gen(function*() {
+      const home = newHome()
+      yield* fillHome(join(home, "anna.db"), 3_000)
+      const url = yield* tempDatabaseUrl
+      const child = start(home, ["db", "copy", "--to", url])
+      const exited = finish(child)
+      // Conversations are in (they come first), messages are going in: the transaction is open.
+      yield* Effect.promise(() => waitForLine(child, (l) => l.startsWith("copy ctx_messages: 1000/") ? l : undefined))
+      child.kill("SIGKILL")
+      assert.strictEqual((yield* Effect.promise(() => exited)).signal, "SIGKILL")
+      const target = Context.get(yield* Layer.build(Postgres.layer(url, { maxConnections: 1 })), SqlClient.SqlClient)
+      for (const t of ["ctx_conversations", "ctx_messages", "users", "providers"]) {
+        const [n] = yield* target.unsafe<{ n: number }>(`SELECT count(*) AS n FROM ${t}`)
+        assert.strictEqual(n?.n, 0, t)
+      }
+      const again = yield* Effect.promise(() => anna(home, "db", "copy", "--to", url, "--json"))
+      assert.strictEqual(again.code, 0, again.stderr)
+      assert.strictEqual((JSON.parse(again.stdout) as Summary).tables.find((t) => t.table === "ctx_messages")?.rows, 9_000)
+    }), 180_000)
 })
