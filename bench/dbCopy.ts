@@ -21,7 +21,7 @@ import { sessionOf } from "./support/common.ts"
 import { makeTranscript } from "./support/transcript.ts"
 
 const N = Number(process.env["N"] ?? 100_000)
-const SESSIONS = 10
+const SESSIONS = Number(process.env["SESSIONS"] ?? 10)
 const MAIN = resolve(import.meta.dirname, "../dist/main.js")
 
 const home = mkdtempSync(join(tmpdir(), "anna-bench-copy-"))

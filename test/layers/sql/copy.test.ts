@@ -110,6 +110,9 @@ describe.skipIf(!enabled)("anna db copy (SQLite → PostgreSQL)", () => {
       assert.strictEqual(p?.rowid, 3)
       const [m] = yield* target<{ id: number }>`INSERT INTO ctx_messages (conversation_id, seq, role, text, token_count, created_at) VALUES (1, 1000, 'user', 'x', 1, 1) RETURNING id`
       assert.strictEqual(m?.id, 361)
+      // The counting triggers, off during the copy, count again.
+      const counted = yield* target<{ n: number }>`SELECT n FROM ctx_search_counts WHERE conversation_id = 1 AND source = 'message'`
+      assert.strictEqual(counted[0]?.n, 121)
     }), 120_000)
 
   it.effect("refuses a target that is not empty and leaves it as it was", () =>
@@ -139,5 +142,7 @@ describe.skipIf(!enabled)("anna db copy (SQLite → PostgreSQL)", () => {
         assert.deepStrictEqual(yield* rows(target, `SELECT count(*) AS n FROM ${t}`), ["{\"n\":0}"], t)
       }
       assert.deepStrictEqual(yield* rows(target, "SELECT count(*) AS n FROM plugins"), ["{\"n\":5}"])
+      const triggers = yield* target<{ tgenabled: string }>`SELECT tgenabled FROM pg_trigger WHERE tgname IN ('ctx_messages_count', 'ctx_summaries_count')`
+      assert.deepStrictEqual(triggers.map((t) => t.tgenabled), ["O", "O"])
     }), 120_000)
 })
