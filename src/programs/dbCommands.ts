@@ -24,7 +24,8 @@ export const maskUrl = (url: string): string => {
   try {
     const u = new URL(url)
     if (u.password !== "") u.password = "***"
-    return u.toString()
+    for (const key of [...u.searchParams.keys()]) if (/pass/i.test(key)) u.searchParams.set(key, "***")
+    return u.toString().replaceAll("%2A%2A%2A", "***")
   } catch {
     return "postgres://***"
   }
@@ -32,15 +33,18 @@ export const maskUrl = (url: string): string => {
 
 /** `text` with every form of `url`'s password (and the URL itself) masked. */
 export const withoutSecret = (text: string, url: string): string => {
-  let password = ""
+  // As written (the URL parser re-encodes some characters), parsed, and decoded.
+  const raw = /^[a-z]+:\/\/[^:@/]*:([^@/]*)@/i.exec(url)?.[1]
+  const secrets: Array<string> = raw === undefined ? [] : [raw]
   try {
-    password = new URL(url).password
+    const u = new URL(url)
+    secrets.push(u.password, decodeURIComponent(u.password))
+    for (const [key, value] of u.searchParams) if (/pass/i.test(key)) secrets.push(value, encodeURIComponent(value))
   } catch {
-    return text.replaceAll(url, maskUrl(url))
+    // Not a URL: only the whole text is known to be secret.
   }
   let out = text.replaceAll(url, maskUrl(url))
-  if (password === "") return out
-  for (const form of new Set([password, decodeURIComponent(password)])) out = out.replaceAll(form, "***")
+  for (const secret of new Set(secrets)) if (secret !== "") out = out.replaceAll(secret, "***")
   return out
 }
 
