@@ -53,11 +53,17 @@ try {
     maxBuffer: 1 << 26
   })
   if (r.status !== 0) throw new Error(`anna db copy exited ${r.status}:\n${r.stderr}`)
-  const summary = JSON.parse(r.stdout) as { seconds: number; rows: number; verified: boolean; indexed: number }
+  const summary = JSON.parse(r.stdout) as {
+    seconds: number
+    rows: number
+    verified: boolean
+    indexed: number
+    phases: { copy: number; index: number; verify: number }
+  }
   const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(r.stderr)?.[1]
   console.log(`copy: ${summary.rows} rows in ${summary.seconds.toFixed(1)} s = ${(summary.rows / summary.seconds).toFixed(0)} rows/s ` +
     `(${(N / summary.seconds).toFixed(0)} messages/s), ${summary.indexed} indexed for search, verified ${summary.verified}; ` +
-    `peak RSS ${(Number(rss) / 1024).toFixed(0)} MiB`)
+    `peak RSS ${(Number(rss) / 1024).toFixed(0)} MiB; phases (s): copy ${summary.phases.copy}, index ${summary.phases.index}, verify ${summary.phases.verify}`)
 } finally {
   server.stop()
   rmSync(home, { recursive: true, force: true })

@@ -12,7 +12,7 @@ import { Command, Flag } from "effect/cli"
 import { SqlClient } from "effect/sql"
 import { existsSync } from "node:fs"
 import { CopyFailed, CopyRefused } from "../domain/database/errors.ts"
-import { type CopyEvent, copyDatabase } from "../layers/sql/copy.ts"
+import { type CopyEvent, copyDatabase, sqlDetail } from "../layers/sql/copy.ts"
 import * as Postgres from "../layers/sql/Postgres.ts"
 import * as Sqlite from "../layers/sql/Sqlite.ts"
 import { AppConfig } from "../services/AppConfig.ts"
@@ -108,7 +108,7 @@ const copy = Command.make("copy", {
       }
       if (failure instanceof CopyRefused) return Effect.fail(new CopyRefused({ reason: withoutSecret(failure.reason, f.to) }))
       if (failure instanceof CopyFailed) return Effect.fail(new CopyFailed({ reason: withoutSecret(failure.reason, f.to) }))
-      const text = failure === undefined ? Cause.pretty(cause).split("\n")[0] ?? "unknown" : failure instanceof Error ? failure.message : String(failure)
+      const text = failure === undefined ? Cause.pretty(cause).split("\n")[0] ?? "unknown" : sqlDetail(failure)
       return Effect.fail(new CopyFailed({ reason: withoutSecret(text, f.to) }))
     })
   )).pipe(Command.withDescription(

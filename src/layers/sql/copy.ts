@@ -18,8 +18,9 @@
  *   high-water mark). Tables go in foreign-key order, read from the target's catalog.
  * - The triggers that count rows per conversation for search are off while rows go in (one counter
  *   row updated per inserted row is quadratic in one transaction); the counts are computed after.
- * - Before the commit: row counts equal table by table, derived tables equal, the search queue
- *   drained (when the target has full-text search), and memory's verify (the store's integrity check
+ * - Before the commit: row counts equal table by table, derived tables equal, the search index
+ *   built (the target's insert triggers queued every copied row; the queue is drained here, in the
+ *   same transaction, with progress), and memory's verify (the store's integrity check
  *   and each session's lossless/DAG check) clean on the target. Any failure rolls everything back.
  */
 import { Clock, Effect } from "effect"
@@ -85,6 +86,8 @@ export interface CopySummary {
   readonly indexed: number
   readonly sessions: number
   readonly seconds: number
+  /** Seconds spent copying rows (with the checks of counts), building the search index, verifying. */
+  readonly phases: { readonly copy: number; readonly index: number; readonly verify: number }
   readonly verified: true
 }
 
@@ -289,12 +292,22 @@ const rebuildSearch = (target: SqlClient.SqlClient, onEvent: (e: CopyEvent) => E
     if ((has[0]?.n ?? 0) === 0) return 0
     const total = yield* count(target, "ctx_search_backlog")
     yield* onEvent({ _tag: "Index", done: 0, total })
-    // Batches run inside the copy's transaction: `transaction` only reports how far it got.
+    // Batches run inside the copy's transaction: `transaction` only reports how far it got, counting
+    // what is left at most once a second (a count per batch of a million-row queue would dominate).
+    let counted = yield* Clock.currentTimeMillis
     yield* makeSearchIndex(target).drainQueue((batch) =>
-      Effect.tap(batch, () => Effect.flatMap(count(target, "ctx_search_backlog"), (left) => onEvent({ _tag: "Index", done: total - left, total })))
+      Effect.tap(batch, () =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          if (now - counted < 1_000) return
+          counted = now
+          const left = yield* count(target, "ctx_search_backlog")
+          yield* onEvent({ _tag: "Index", done: total - left, total })
+        }))
     )
     const left = yield* count(target, "ctx_search_backlog")
     if (left > 0) return yield* new CopyFailed({ reason: `${left} rows were left unindexed for search` })
+    yield* onEvent({ _tag: "Index", done: total, total })
     return total
   })
 
@@ -361,12 +374,20 @@ export const copyDatabase = (
       if (before.join() !== after.join()) {
         return yield* new CopyFailed({ reason: "ctx_search_counts: the target's counts differ from the source's" })
       }
-      const indexed = yield* rebuildSearch(target, onEvent)
+      const copied = yield* Clock.currentTimeMillis
+      const indexed = yield* rebuildSearch(target, onEvent).pipe(
+        Effect.catchTag("SqlError", (e) => Effect.fail(new CopyFailed({ reason: `rebuilding the search index: ${sqlDetail(e)}` })))
+      )
+      const built = yield* Clock.currentTimeMillis
       yield* onEvent({ _tag: "Verify" })
       const sessions = yield* verifyMemory(target)
-      return { tables, indexed, sessions }
+      const verified = yield* Clock.currentTimeMillis
+      const phases = { copy: (copied - started) / 1000, index: (built - copied) / 1000, verify: (verified - built) / 1000 }
+      return { tables, indexed, sessions, phases }
     })
-    const done = yield* source.withTransaction(target.withTransaction(run))
+    const done = yield* source.withTransaction(target.withTransaction(run)).pipe(
+      Effect.catchTag("SqlError", (e) => Effect.fail(new CopyFailed({ reason: sqlDetail(e) })))
+    )
     const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
     const summary: CopySummary = {
       tables: done.tables,
@@ -374,6 +395,7 @@ export const copyDatabase = (
       indexed: done.indexed,
       sessions: done.sessions,
       seconds,
+      phases: done.phases,
       verified: true
     }
     return summary
