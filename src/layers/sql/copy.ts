@@ -182,6 +182,14 @@ const rebuildSearch = (target: SqlClient.SqlClient, onEvent: (e: CopyEvent) => E
     if ((has[0]?.n ?? 0) === 0) return 0
     const total = yield* count(target, "ctx_search_backlog")
     yield* onEvent({ _tag: "Index", done: 0, total })
+    // Statistics of the rows just copied (ANALYZE counts the transaction's own rows), or PostgreSQL
+    // plans the index's reads for the empty tables it last saw; and the GIN indexes built once at the
+    // end from all the vectors (as they were defined), not entry by entry.
+    yield* target`ANALYZE`
+    const gin = yield* target<{ name: string; definition: string }>`SELECT indexname AS name, indexdef AS definition
+      FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN ('ctx_messages_search', 'ctx_summaries_search')
+        AND indexdef LIKE '%USING gin%' ORDER BY indexname`
+    for (const i of gin) yield* target.unsafe(`DROP INDEX ${i.name}`)
     // Batches run inside the copy's transaction: `transaction` only reports how far it got, counting
     // what is left at most once a second (a count per batch of a million-row queue would dominate).
     let counted = yield* Clock.currentTimeMillis
@@ -195,6 +203,7 @@ const rebuildSearch = (target: SqlClient.SqlClient, onEvent: (e: CopyEvent) => E
           yield* onEvent({ _tag: "Index", done: total - left, total })
         }))
     )
+    for (const i of gin) yield* target.unsafe(i.definition)
     const left = yield* count(target, "ctx_search_backlog")
     if (left > 0) return yield* new CopyFailed({ reason: `${left} rows were left unindexed for search` })
     yield* onEvent({ _tag: "Index", done: total, total })
