@@ -7,10 +7,12 @@
  * whole scope: every hit (kind, session, seq or coverage, matched terms, snippet, score) is the same.
  *
  * SQLite's index is FTS5's own tokenizer over the text; PostgreSQL's is anna's tokenizer
- * (domain/search/tsvector.ts): this is where the two would drift apart. One known difference is
- * left out of the sessions: FTS5's unicode61 takes a character Unicode 6.1 had not assigned (🧪, the
- * skin-tone modifiers) as part of a word, anna's tokenizer as a separator (README, "Running on
- * PostgreSQL"), so `guitar🧪sqlite` is one word on SQLite and two on PostgreSQL.
+ * (domain/search/tsvector.ts): this is where the two would drift apart. The known differences are
+ * left out of the sessions (README, "Running on PostgreSQL"): FTS5's unicode61 takes a character
+ * Unicode 6.1 had not assigned (🧪, the skin-tone modifiers, any code point unassigned then) as part
+ * of a word, anna's tokenizer as a separator, so `guitar🧪sqlite` is one word on SQLite and two on
+ * PostgreSQL. So the sessions have no random code units (`weird` 0: the other search properties run
+ * them on both databases).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema } from "effect"
@@ -88,7 +90,7 @@ describe("memory properties: search on both databases", () => {
             for (let i = 0; i < SESSIONS.length; i++) {
               const [key, userId] = SESSIONS[i] ?? ["", ""]
               const spec: SessionSpec = c.specs[i] ?? { seed: i, length: 20, large: 0, tools: 2, cjk: 3, weird: 1, huge: 0 }
-              yield* memory.append(sessionRefFromKey(key, { userId }), withoutNewerEmoji(buildSession({ ...spec, length: spec.length % 90 }, `s${i + 1}`)))
+              yield* memory.append(sessionRefFromKey(key, { userId }), withoutNewerEmoji(buildSession({ ...spec, length: spec.length % 90, weird: 0 }, `s${i + 1}`)))
               if (c.compact[i] === true) yield* compactor.compact(key, { full: true, freshTail: 4 })
             }
             const scopes: ReadonlyArray<SearchScope> = [

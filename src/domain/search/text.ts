@@ -84,8 +84,6 @@ export interface Token {
   readonly cjk: boolean
 }
 
-/** unicode61's token characters: letters, numbers, private use, and marks inside words. */
-const WORD = /[\p{L}\p{N}\p{Co}\p{Mn}]+/gu
 const isAscii = (s: string): boolean => {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false
   return true
@@ -96,6 +94,17 @@ const isAscii = (s: string): boolean => {
  */
 const isDiacritic = (c: number): boolean =>
   c >= 0x300 && c <= 0x331 && (c < 0x320 ? (0x08029fdf & (1 << (c - 0x300))) !== 0 : (0x000361f8 & (1 << (c - 0x320))) !== 0)
+
+/**
+ * unicode61's token characters: letters, numbers, private use, and the diacritics it removes; any
+ * other mark separates words there (U+FE0F after an emoji, Devanagari vowel signs), so here too.
+ */
+const WORD = new RegExp(
+  `[\\p{L}\\p{N}\\p{Co}${
+    Array.from({ length: 0x32 }, (_, i) => 0x300 + i).filter(isDiacritic).map((c) => `\\u${c.toString(16).padStart(4, "0")}`).join("")
+  }]+`,
+  "gu"
+)
 
 /** A letter whose decomposition is an ASCII letter and diacritics (é, ǖ, İ) as that letter; others as they are. */
 const withoutDiacritics = (ch: string): string => {

@@ -6,7 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema } from "effect"
 import { DatabaseSync } from "node:sqlite"
 import { porterStem } from "../../../src/domain/search/porter.ts"
-import { fold, termOf } from "../../../src/domain/search/text.ts"
+import { fold, termOf, tokenize } from "../../../src/domain/search/text.ts"
 
 /** What SQLite indexes for each word (one document per word). */
 const sqliteStems = (words: ReadonlyArray<string>, tokenizer = "porter unicode61 remove_diacritics 2"): Array<string> => {
@@ -73,6 +73,27 @@ describe("fold", () => {
     Effect.sync(() => {
       assert.deepStrictEqual(words.map(fold), sqliteStems(words, "unicode61 remove_diacritics 2"))
     }), { arbitrary: { runs: 30 } })
+})
+
+/** The terms SQLite indexes for a text, in order. */
+const sqliteTerms = (text: string): Array<string> => {
+  const db = new DatabaseSync(":memory:")
+  try {
+    db.exec("CREATE VIRTUAL TABLE f USING fts5 (x, tokenize = 'porter unicode61 remove_diacritics 2')")
+    db.exec("CREATE VIRTUAL TABLE v USING fts5vocab (f, 'instance')")
+    db.prepare("INSERT INTO f (rowid, x) VALUES (1, ?)").run(text)
+    return Array.from(db.prepare("SELECT term FROM v ORDER BY offset").iterate(), (row) => String(row["term"]))
+  } finally {
+    db.close()
+  }
+}
+
+describe("tokenize", () => {
+  it("cuts words where unicode61 does: marks other than Latin diacritics separate them", () => {
+    for (const text of ["❤️tomato soup", "a\u0483b", "नमस्ते", "cafe\u0301 crème", "x\u0331y", "שָׁלוֹם"]) {
+      assert.deepStrictEqual(tokenize(text).map((t) => t.term), sqliteTerms(text), JSON.stringify(text))
+    }
+  })
 })
 
 describe("porterStem", () => {
