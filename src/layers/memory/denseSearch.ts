@@ -24,7 +24,7 @@ import type { DenseQuery, SearchScope } from "../../domain/memory/types.ts"
 import type { Role } from "../../domain/message.ts"
 import type { QueryPlan, SearchPlan } from "../../domain/search/query.ts"
 import { snippetAround } from "../../domain/search/snippet.ts"
-import { isPostgres, placeholders } from "../sql/dialect.ts"
+import { isPostgres, jsonIdsSql, placeholders } from "../sql/dialect.ts"
 import { readNeighbours } from "./memorySearch.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type {
@@ -203,7 +203,7 @@ export const makeVectors = (sql: SqlClient) => {
   const readHits = (plan: QueryPlan, scope: SearchScope, near: ReadonlyArray<Near>) =>
     Effect.gen(function*() {
       const list = (source: VectorSource) => JSON.stringify(near.filter((n) => n.source === source).map((n) => n.id))
-      const ids = postgres ? "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json))" : "SELECT value FROM json_each(?)"
+      const ids = jsonIdsSql(sql)
       const [where, params] = scopeCondition(scope)
       const messages = yield* query<{
         id: number

@@ -65,7 +65,7 @@ import {
 } from "../../domain/search/tsvector.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
 import type { RawContextMessage, RawHit, SearchRequest } from "../../services/MemoryStore.ts"
-import { isPostgres, placeholders } from "../sql/dialect.ts"
+import { isPostgres, jsonIdsSql, placeholders } from "../sql/dialect.ts"
 
 /** Newest matches of one term considered (a term with more is a common one; its idf says so). */
 const PER_TERM = 2000
@@ -233,8 +233,6 @@ interface Dialect {
    * `limit` rows per element when given.
    */
   readonly joinEach: (table: string, alias: string, on: string, order?: { readonly by: string; readonly limit: number }) => string
-  /** A JSON array parameter of ids, as a subquery. */
-  readonly ids: string
   /** The ids of the rows of `fts` (aliased `f`) matching the expression parameter. */
   readonly match: (fts: string) => string
   readonly id: string
@@ -259,7 +257,6 @@ const FTS5: Dialect = {
     order === undefined
       ? `JOIN ${table} ${alias} ON ${on}`
       : `JOIN ${table} ${alias} ON ${alias}.id IN (SELECT ${alias}.id FROM ${table} ${alias} WHERE ${on} ORDER BY ${order.by} LIMIT ${order.limit})`,
-  ids: "SELECT value FROM json_each(?)",
   match: (fts) => `${fts} MATCH ?`,
   id: "rowid",
   concatIds: "group_concat(id)",
@@ -282,7 +279,6 @@ const TSVECTOR: Dialect = {
     `CROSS JOIN LATERAL (SELECT * FROM ${table} ${alias} WHERE ${on}${
       order === undefined ? " OFFSET 0" : ` ORDER BY ${order.by} LIMIT ${order.limit}`
     }) ${alias}`,
-  ids: "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json))",
   match: () => "f.terms @@ CAST(? AS tsquery)",
   id: "id",
   concatIds: "string_agg(CAST(id AS text), ',')",
@@ -341,6 +337,7 @@ export const readNeighbours = (
 export const makeSearch = (sql: SqlClient) => {
   const d = dialectOf(sql)
   const and = d.and
+  const idList = jsonIdsSql(sql)
   const query = <A extends object>(text: string, params: ReadonlyArray<unknown>) => sql.unsafe<A>(placeholders(sql, text), [...params])
 
   const resolve = (scope: SearchScope) =>
@@ -508,7 +505,7 @@ export const makeSearch = (sql: SqlClient) => {
         `SELECT t.id, t.conversation_id, c.session_key, c.user_id, t.${src.time} AS created_at, t.token_count AS length,
            substr(${apart?.text ?? `t.${src.text}`}, 1, ${TEXT_CHARS + 1}) AS text, ${src.extra}
          FROM ${src.table} t JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
-         WHERE t.id IN (${d.ids})`,
+         WHERE t.id IN (${idList})`,
         [JSON.stringify(ids)]
       ),
       (rows) => rows.filter(scope.owns)
@@ -531,7 +528,7 @@ export const makeSearch = (sql: SqlClient) => {
          FROM ${d.elements}
            ${d.joinEach(src.table, "t", `t.conversation_id = ${d.at(0)} AND t.seq BETWEEN ${d.at(1)} AND ${d.at(2)}`)}
          JOIN ctx_conversations c ON c.id = t.conversation_id ${apart?.join ?? ""}
-         WHERE t.id NOT IN (${d.ids})`,
+         WHERE t.id NOT IN (${idList})`,
         [JSON.stringify(ranges), JSON.stringify(read.map((r) => r.id))]
       ),
       (found) => found.filter(scope.owns)

@@ -15,7 +15,7 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { removedSessionKey } from "../../domain/config/removedUser.ts"
 import { tsvectorOf, userToken } from "../../domain/search/tsvector.ts"
-import { isPostgres, placeholders } from "../sql/dialect.ts"
+import { isPostgres, jsonIdsSql, placeholders } from "../sql/dialect.ts"
 import { mayHoldMemoryCallsSql, scopeColumnSql } from "./searchIndex.ts"
 
 export interface RetiredSessions {
@@ -54,7 +54,7 @@ export const makeRetireUser = (sql: SqlClient, indexQueued: Effect.Effect<void, 
       for (const s of SOURCES) {
         yield* sql.unsafe(
           placeholders(sql, `UPDATE ${s.fts} f SET terms = ts_delete(f.terms, CAST(? AS text)) || CAST(? AS tsvector)
-           FROM ${s.table} t WHERE t.id = f.id AND t.conversation_id IN (SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json)))`),
+           FROM ${s.table} t WHERE t.id = f.id AND t.conversation_id IN (${jsonIdsSql(sql)})`),
           [before ?? "", after === null ? "" : tsvectorOf({ body: "", memory: "" }, [after]), ids]
         )
       }

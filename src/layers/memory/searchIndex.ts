@@ -17,7 +17,7 @@ import { MEMORY_CALL_MARK, memoryCallIds, type SearchText, searchText } from "..
 import { indexColumns } from "../../domain/search/text.ts"
 import type { EncodedMessage } from "./rows.ts"
 import { scopeTokens, tsvectorOf } from "../../domain/search/tsvector.ts"
-import { isPostgres } from "../sql/dialect.ts"
+import { isPostgres, jsonIdsSql, placeholders } from "../sql/dialect.ts"
 
 /** The `scope` column of a row of conversation `c` (the same expression as the migration's). */
 export const scopeColumnSql = (c: string): string =>
@@ -56,6 +56,18 @@ export const messageSearchText = (text: string, blocks: string | null, answered:
   return split.memory === "" ? whole : split
 }
 
+/**
+ * The `blocks` and `answered` columns read to index rows of `source` (`t`): a message's blocks, and
+ * those of the assistant message its results answer, when it may hold memory tool calls or results.
+ */
+const blocksColumnsSql = (source: "message" | "summary", postgres: boolean): string =>
+  source === "message"
+    ? `, CASE WHEN ${mayHoldMemoryCallsSql("t", postgres)} THEN t.blocks END AS blocks,
+       CASE WHEN t.has_tool_results = 1 AND ${mayHoldMemoryCallsSql("t", postgres)} THEN (SELECT p.blocks FROM ctx_messages p
+         WHERE p.conversation_id = t.conversation_id AND p.seq < t.seq AND p.role = 'assistant' ORDER BY p.seq DESC LIMIT 1)
+       END AS answered`
+    : ", NULL AS blocks, NULL AS answered"
+
 const SOURCES = {
   message: { table: "ctx_messages", fts: "ctx_messages_search", text: "text" },
   summary: { table: "ctx_summaries", fts: "ctx_summaries_search", text: "content" }
@@ -72,18 +84,13 @@ const makePgIndexRows = (sql: SqlClient) => (source: Source, ids: ReadonlyArray<
   Effect.gen(function*() {
     if (ids.length === 0) return
     const s = SOURCES[source]
-    const list = "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST($1 AS json))"
-    const blocks = source === "message"
-      ? `, CASE WHEN ${mayHoldMemoryCallsSql("t", true)} THEN t.blocks END AS blocks,
-         CASE WHEN t.has_tool_results = 1 AND ${mayHoldMemoryCallsSql("t", true)} THEN (SELECT p.blocks FROM ctx_messages p
-           WHERE p.conversation_id = t.conversation_id AND p.seq < t.seq AND p.role = 'assistant' ORDER BY p.seq DESC LIMIT 1)
-         END AS answered`
-      : ", NULL AS blocks, NULL AS answered"
+    const list = jsonIdsSql(sql)
+    const blocks = blocksColumnsSql(source, true)
     const rows = yield* sql.unsafe<
       { id: number; text: string; conversation_id: number; user_id: string; blocks: string | null; answered: string | null }
     >(
       `SELECT t.id, t.${s.text} AS text, c.id AS conversation_id, c.user_id${blocks}
-       FROM ${s.table} t JOIN ctx_conversations c ON c.id = t.conversation_id WHERE t.id IN (${list})`,
+       FROM ${s.table} t JOIN ctx_conversations c ON c.id = t.conversation_id WHERE t.id IN (${placeholders(sql, list)})`,
       [JSON.stringify(ids)]
     )
     const vectors: Array<unknown> = []
@@ -110,7 +117,7 @@ const makePgIndexRows = (sql: SqlClient) => (source: Source, ids: ReadonlyArray<
         apart
       )
     }
-    yield* sql.unsafe(`DELETE FROM ctx_search_backlog WHERE source = $1 AND id IN (${list.replace("$1", "$2")})`, [
+    yield* sql.unsafe(placeholders(sql, `DELETE FROM ctx_search_backlog WHERE source = ? AND id IN (${list})`), [
       source,
       JSON.stringify(ids)
     ])
@@ -121,14 +128,7 @@ export const makeSearchIndex = (sql: SqlClient) => {
     Effect.gen(function*() {
       if (ids.length === 0) return
       const s = SOURCES[source]
-      // A message's blocks, and those of the assistant message its results answer, when it may
-      // hold memory tool calls or results.
-      const blocks = source === "message"
-        ? `, CASE WHEN ${mayHoldMemoryCallsSql("t")} THEN t.blocks END AS blocks,
-           CASE WHEN t.has_tool_results = 1 AND ${mayHoldMemoryCallsSql("t")} THEN (SELECT p.blocks FROM ctx_messages p
-             WHERE p.conversation_id = t.conversation_id AND p.seq < t.seq AND p.role = 'assistant' ORDER BY p.seq DESC LIMIT 1)
-           END AS answered`
-        : ", NULL AS blocks, NULL AS answered"
+      const blocks = blocksColumnsSql(source, false)
       const rows = yield* sql.unsafe<{ id: number; text: string; scope: string; blocks: string | null; answered: string | null }>(
         `SELECT t.id, t.${s.text} AS text, ${scopeColumnSql("c")} AS scope${blocks}
          FROM ${s.table} t JOIN ctx_conversations c ON c.id = t.conversation_id

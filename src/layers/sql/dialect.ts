@@ -21,6 +21,13 @@ export const jsonValues = (sql: SqlClient, json: string, type: "bigint" | "text"
       : sql`SELECT value FROM json_array_elements_text(CAST(${json} AS json)) AS j(value)`
     : sql`SELECT value FROM json_each(${json})`
 
+/**
+ * The elements of a JSON array of ids bound as one `?` parameter, as a subquery for `sql.unsafe`
+ * statements (`jsonValues` is the same for the template).
+ */
+export const jsonIdsSql = (sql: SqlClient): string =>
+  isPostgres(sql) ? "SELECT CAST(value AS bigint) FROM json_array_elements_text(CAST(? AS json))" : "SELECT value FROM json_each(?)"
+
 /** The UTC hour (`YYYY-MM-DDTHH`) or day (`YYYY-MM-DD`) of a time in ms, as text, for a fixed column expression. */
 export const utcBucket = (sql: SqlClient, column: string, bucket: "hour" | "day"): Fragment =>
   sql.literal(
