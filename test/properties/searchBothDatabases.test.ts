@@ -12,7 +12,10 @@
  * Unicode 6.1 had not assigned (🧪, the skin-tone modifiers, any code point unassigned then) as part
  * of a word, anna's tokenizer as a separator, so `guitar🧪sqlite` is one word on SQLite and two on
  * PostgreSQL. So the sessions have no random code units (`weird` 0: the other search properties run
- * them on both databases).
+ * them on both databases). Nor huge pastes (`huge` 0): PostgreSQL keeps a word's first 256 positions
+ * and none past 16,383, so a phrase — or a CJK word of three letters or more, a phrase of letter
+ * pairs — deep in a 50–200 KB paste is found on SQLite only (README; the other properties run them
+ * on both).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema } from "effect"
@@ -90,7 +93,7 @@ describe("memory properties: search on both databases", () => {
             for (let i = 0; i < SESSIONS.length; i++) {
               const [key, userId] = SESSIONS[i] ?? ["", ""]
               const spec: SessionSpec = c.specs[i] ?? { seed: i, length: 20, large: 0, tools: 2, cjk: 3, weird: 1, huge: 0 }
-              yield* memory.append(sessionRefFromKey(key, { userId }), withoutNewerEmoji(buildSession({ ...spec, length: spec.length % 90, weird: 0 }, `s${i + 1}`)))
+              yield* memory.append(sessionRefFromKey(key, { userId }), withoutNewerEmoji(buildSession({ ...spec, length: spec.length % 90, weird: 0, huge: 0 }, `s${i + 1}`)))
               if (c.compact[i] === true) yield* compactor.compact(key, { full: true, freshTail: 4 })
             }
             const scopes: ReadonlyArray<SearchScope> = [
