@@ -18,6 +18,7 @@ import { artifact, browserRequired, browserUnavailable, launchChromium } from ".
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { startFakeWechat } from "../support/fakeWechat/server.ts"
 import { freePort } from "../support/ports.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -43,7 +44,7 @@ type PageGlobal = { readonly document: { readonly querySelectorAll: (selector: s
 /** `anna admin create NAME --role ROLE --password-stdin`, the password written to its stdin. */
 const createAdmin = async (home: string, name: string, password: string, role: "admin" | "user" = "admin") => {
   const child = spawn(process.execPath, [MAIN, "admin", "create", name, "--role", role, "--password-stdin"], {
-    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn", ...NO_DOCKER },
+    env: { ...childEnv(home, {}), ANNA_LOG_LEVEL: "warn", ...NO_DOCKER },
     stdio: ["pipe", "pipe", "pipe"]
   })
   child.stdin.end(`${password}\n`)

@@ -27,6 +27,7 @@ import { TEST_IMAGE } from "../support/docker.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { installInto, nodeImageReady, startEverythingHttp } from "../support/mcpServers.ts"
 import { freePort } from "../support/ports.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const ADMIN_PASSWORD = "admin-password-1"
@@ -44,7 +45,7 @@ const suite = fakeLlmSuite({ reset: false })
 /** `anna admin create NAME --role ROLE --password-stdin`, the password written to its stdin. */
 const createAccount = async (home: string, name: string, role: "admin" | "user", password: string) => {
   const child = spawn(process.execPath, [MAIN, "admin", "create", name, "--role", role, "--password-stdin"], {
-    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn" },
+    env: { ...childEnv(home, {}), ANNA_LOG_LEVEL: "warn" },
     stdio: ["pipe", "pipe", "pipe"]
   })
   child.stdin.end(`${password}\n`)

@@ -12,6 +12,7 @@ import { annaEnv, finish, newHome, start } from "../support/cli.ts"
 import type { RecordedRequest } from "../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { ptyAnna } from "../support/pty.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const suite = fakeLlmSuite({ reset: false })
 
@@ -132,7 +133,7 @@ describe("e2e: npm start", () => {
       // npm on PATH runs the package's start script (its prestart builds dist/ first).
       const npm = spawn("npm", ["start", "--silent", "--", "gateway", "--port", String(port)], {
         cwd: ROOT,
-        env: { ...process.env, ANNA_HOME: home, ...NO_DOCKER },
+        env: { ...childEnv(home, {}), ...NO_DOCKER },
         stdio: ["ignore", "pipe", "pipe"],
         detached: true
       })

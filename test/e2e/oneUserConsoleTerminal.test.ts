@@ -10,6 +10,7 @@ import { userInfo } from "node:os"
 import { annaEnv, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { ptyAnna } from "../support/pty.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const suite = fakeLlmSuite()
 
@@ -48,7 +49,7 @@ const onboarded = async () => {
   /** `anna admin create …` with the password on stdin (so no terminal: nothing is asked). */
   const create = (...args: Array<string>) => {
     const child = spawn(process.execPath, [MAIN, "admin", "create", ...args, "--password-stdin"], {
-      env: { ...process.env, ...env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn" },
+      env: { ...childEnv(home, env), ...env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn" },
       stdio: ["pipe", "pipe", "pipe"]
     })
     child.stdin.end(`${PASSWORD}\n`)

@@ -16,6 +16,7 @@ import { anna, finish, MAIN, newHome, start, waitForLine } from "../support/cli.
 import { browserRequired, browserUnavailable, launchChromium } from "../support/browser.ts"
 import { removeTemp } from "../support/cleanup.ts"
 import { freePort } from "../support/ports.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -47,7 +48,7 @@ describe.runIf(runIt)("e2e: usage rows without a user in the console", () => {
     home = newHome()
     assert.strictEqual((await anna(home, "channel", "enable", "http")).code, 0)
     const admin = spawn(process.execPath, [MAIN, "admin", "create", "admin", "--password-stdin"], {
-      env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn", ...NO_DOCKER },
+      env: { ...childEnv(home, {}), ANNA_LOG_LEVEL: "warn", ...NO_DOCKER },
       stdio: ["pipe", "pipe", "pipe"]
     })
     admin.stdin.end(`${PASSWORD}\n`)

@@ -10,6 +10,7 @@ import OpenAI from "openai"
 import { afterAll, beforeAll } from "vitest"
 import { annaEnv, newHome, waitForOutput } from "../support/cli.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 let fake: FakeLlm
 const homes: Array<string> = []
@@ -30,7 +31,7 @@ describe("examples/simple-http", () => {
     assert.strictEqual((await annaEnv(home, env, "user", "add", "carol")).code, 0)
     const token = JSON.parse((await annaEnv(home, env, "user", "token", "carol", "--json")).stdout) as { token: string }
     const child = spawn(process.execPath, ["--conditions=development", resolve(import.meta.dirname, "../../examples/simple-http/main.ts")], {
-      env: { ...process.env, ANNA_HOME: home, PORT: "0" },
+      env: { ...childEnv(home, {}), PORT: "0" },
       stdio: ["ignore", "pipe", "pipe"]
     })
     try {

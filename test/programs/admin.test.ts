@@ -16,6 +16,7 @@ import { type AccountInfo, Accounts, type WebSessionInfo } from "../../src/servi
 import type { TokenInfo } from "../../src/services/ConfigStore.ts"
 import { anna, annaJson, finish, MAIN, newHome, type Run } from "../support/cli.ts"
 import { ptyAnna } from "../support/pty.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -30,7 +31,7 @@ const home = () => {
 /** `anna …` with `input` on its stdin. */
 const annaIn = (h: string, input: string, ...args: ReadonlyArray<string>): Promise<Run> => {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { ...process.env, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn" },
+    env: { ...childEnv(h, {}), ANNA_LOG_LEVEL: "warn" },
     stdio: ["pipe", "pipe", "pipe"]
   })
   child.stdin.end(input)

@@ -14,6 +14,7 @@ import * as SqliteConfigStore from "../../src/layers/config/SqliteConfigStore.ts
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
 import { anna, annaJson, finish, MAIN, newHome, type Run } from "../support/cli.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -21,7 +22,7 @@ afterAll(() => {
 })
 
 const annaIn = (h: string, input: string, ...args: ReadonlyArray<string>): Promise<Run> => {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn" }, stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...childEnv(h, {}), ANNA_LOG_LEVEL: "warn" }, stdio: ["pipe", "pipe", "pipe"] })
   child.stdin.end(input)
   return finish(child)
 }

@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { MIN_NODE } from "../../src/programs/start.ts"
 import { type Bundle, buildBundle, ROOT } from "../support/bundle.ts"
-import { newHome } from "../support/spawnAnna.ts"
+import { newHome, childEnv } from "../support/spawnAnna.ts"
 
 let bundle: Bundle
 let out = ""
@@ -40,7 +40,7 @@ const run = (
   const home = options.home ?? newHome()
   homes.push(home)
   const flags = [...(options.tty === true ? ["--import", "data:text/javascript,process.stdout.isTTY=true"] : []), ...(options.trace === true ? ["--import", TRACE] : [])]
-  const env: Record<string, string | undefined> = { ...process.env, ANNA_HOME: home }
+  const env: Record<string, string | undefined> = { ...childEnv(home, {}) }
   delete env.NO_COLOR
   return spawnSync(options.node ?? process.execPath, [...flags, join(out, "main.js"), ...args], { env, encoding: "utf8" })
 }

@@ -15,6 +15,7 @@ import { afterAll } from "vitest"
 import { annaEnv, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { readRows, until } from "../support/gatewayDb.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const suite = fakeLlmSuite()
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -98,7 +99,7 @@ describe("dense retrieval through the gateway", () => {
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [MAIN, "mcp", "serve", "--user", "alice", "--agent", "default"],
-      env: { ...base, ...env, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn" },
+      env: { ...base, ...childEnv(h, env), ...env, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn" },
       stderr: "pipe"
     })
     const client = new Client({ name: "dense-test", version: "1.0.0" })

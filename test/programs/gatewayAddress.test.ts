@@ -12,6 +12,7 @@ import { join } from "node:path"
 import { afterAll } from "vitest"
 import { anna, annaEnv, finish, MAIN, newHome, type Run, start, waitForLine } from "../support/cli.ts"
 import { freePort } from "../support/ports.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
 const homes: Array<string> = []
@@ -55,7 +56,7 @@ const httpCheck = async (h: string): Promise<Check | undefined> => {
 /** `anna …` with `input` on its stdin. */
 const annaIn = (h: string, input: string, ...args: ReadonlyArray<string>): Promise<Run> => {
   const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { ...process.env, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn" },
+    env: { ...childEnv(h, {}), ANNA_LOG_LEVEL: "warn" },
     stdio: ["pipe", "pipe", "pipe"]
   })
   child.stdin.end(input)

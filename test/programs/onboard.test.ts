@@ -13,6 +13,7 @@ import type { ProviderConfig } from "../../src/domain/model/types.ts"
 import { pickModel } from "../../src/programs/onboard.ts"
 import { anna, annaJson, MAIN, newHome } from "../support/cli.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const models = (...ids: Array<string>) => ids.map((id) => ({ id }))
 
@@ -58,7 +59,7 @@ const onTerminal = (h: string, env: Readonly<Record<string, string>> = {}) => {
     // it unchanged (no line editing, no echo by the terminal), so the test never races the prompt and
     // the output shows only what anna printed.
     ["-q", "-e", "-c", `stty raw -echo; exec ${quote(process.execPath)} ${quote(MAIN)} onboard`, "/dev/null"],
-    { env: { ...base, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn", NO_COLOR: "1", TERM: "xterm", ...env } }
+    { env: { ...base, ...childEnv(h, env), ANNA_LOG_LEVEL: "warn", NO_COLOR: "1", TERM: "xterm", ...env } }
   )
   let output = ""
   let cursor = 0

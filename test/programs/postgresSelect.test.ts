@@ -18,6 +18,7 @@ import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { DB_PASSWORD, freshDatabaseUrl } from "../support/processDatabases.ts"
 import { postgresEnabled } from "../support/postgres.ts"
 import { freePort } from "../support/ports.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
 const MIGRATIONS = readdirSync(resolve(import.meta.dirname, "../../migrations/pg")).filter((f) => /^\d+_.+\.sql$/.test(f)).length
@@ -56,7 +57,7 @@ const doctorJson = async (h: string, env: Record<string, string>) => {
 
 /** `anna` with stdin (for `anna admin create --password-stdin`). */
 const annaIn = (h: string, env: Record<string, string>, input: string, ...args: ReadonlyArray<string>): Promise<Run> => {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ANNA_HOME: h, ANNA_LOG_LEVEL: "warn", ...env }, stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...childEnv(h, env), ANNA_LOG_LEVEL: "warn", ...env }, stdio: ["pipe", "pipe", "pipe"] })
   child.stdin.end(input)
   return finish(child)
 }

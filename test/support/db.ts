@@ -1,4 +1,8 @@
-/** Real SQLite files in a fresh temporary folder per test (removed when the test's scope closes). */
+/**
+ * Real SQLite files in a fresh temporary folder per test (removed when the test's scope closes) —
+ * or, when the whole suite runs on PostgreSQL (`ANNA_TEST_DATABASE=postgres`, suiteDatabase.ts), a
+ * fresh PostgreSQL database per test wherever `sqliteTemp` is asked for.
+ */
 import { Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -11,6 +15,8 @@ import * as SqliteAgentStore from "../../src/layers/config/SqliteAgentStore.ts"
 import * as SqliteProviderStore from "../../src/layers/config/SqliteProviderStore.ts"
 import * as SqliteUsageLog from "../../src/layers/config/SqliteUsageLog.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
+import { pgTemp } from "./postgres.ts"
+import { suiteOnPostgres } from "./suiteDatabase.ts"
 
 export const tempDir = (prefix = "anna-test-"): string => mkdtempSync(join(tmpdir(), prefix))
 
@@ -20,8 +26,10 @@ export const tempDbFile = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 ).pipe(Effect.map((dir) => join(dir, "anna.db")))
 
-/** SqlClient on a fresh temporary file. */
-export const sqliteTemp = Layer.unwrap(Effect.map(tempDbFile, Sqlite.layer))
+/** SqlClient on a fresh temporary file (a fresh PostgreSQL database when the suite runs there). */
+export const sqliteTemp: Layer.Layer<SqlClient.SqlClient, unknown> = Layer.unwrap(
+  Effect.suspend(() => suiteOnPostgres() ? Effect.succeed(pgTemp) : Effect.map(tempDbFile, Sqlite.layer))
+)
 
 /** LcmMemory (all seven services) + the store on `database`, with the deterministic summarizer. */
 export const lcmOn = <E>(database: Layer.Layer<SqlClient.SqlClient, E>) =>

@@ -9,11 +9,37 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { detachUnder } from "../../src/layers/sandbox/workspaceDisk.ts"
+import { startServer } from "./pgServer.ts"
+import { adminStatement, HOME_DATABASE_PREFIX, suiteOnPostgres } from "./suiteDatabase.ts"
 
-export default function setup(): () => Promise<void> {
+/**
+ * When the whole suite runs on PostgreSQL (`ANNA_TEST_DATABASE=postgres`, suiteDatabase.ts): one
+ * server for the run (ANNA_TEST_DATABASE_URL's, or a throwaway one started here), named to every
+ * worker through ANNA_TEST_DATABASE_URL; at the end the databases given to `anna` homes are dropped
+ * (each test drops its own) and a throwaway server stopped.
+ */
+const suiteServer = async (): Promise<() => void> => {
+  if (!suiteOnPostgres()) return () => undefined
+  const server = await startServer()
+  const tag = Date.now().toString(36)
+  process.env.ANNA_TEST_DATABASE_URL = server.adminUrl
+  process.env.ANNA_TEST_RUN_TAG = tag
+  return () => {
+    try {
+      const names = adminStatement(server.adminUrl, `SELECT datname FROM pg_database WHERE datname LIKE '${HOME_DATABASE_PREFIX}${tag}\\_%'`)
+      for (const name of names.split("\n").filter((n) => n !== "")) adminStatement(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    } finally {
+      server.stop()
+    }
+  }
+}
+
+export default async function setup(): Promise<() => Promise<void>> {
   const run = mkdtempSync(join(tmpdir(), "anna-test-run-"))
   process.env.TMPDIR = run
+  const stopServer = await suiteServer()
   return async () => {
+    stopServer()
     const left = await detachUnder(run).catch(() => [])
     if (left.length > 0) console.warn(`⚠ unmounted ${left.length} workspace filesystem(s) left by tests: ${left.join(", ")}`)
     rmSync(run, { recursive: true, force: true, maxRetries: 3 })

@@ -57,7 +57,7 @@ export const startServer = async (): Promise<Server> => {
       : execFileSync(join(bin, cmd), [...args], { stdio: "pipe" })
   run("initdb", ["-D", data, "-A", "trust", "-U", "anna", "--no-sync", "-E", "UTF8", "--locale", "C"])
   const port = await freePort()
-  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off`
+  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`
   run("pg_ctl", ["-D", data, "-o", options, "-l", join(dir, "server.log"), "-w", "-t", "60", "start"])
   return {
     adminUrl: `postgres://anna@127.0.0.1:${port}/postgres`,

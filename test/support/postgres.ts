@@ -16,6 +16,7 @@ import * as Postgres from "../../src/layers/sql/Postgres.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { tempDbFile } from "./db.ts"
 import { postgresEnabled, postgresMissing, type Server, startServer } from "./pgServer.ts"
+import { suiteOnPostgres } from "./suiteDatabase.ts"
 
 export { postgresEnabled, postgresMissing }
 
@@ -72,9 +73,12 @@ export interface TestDatabase {
 
 let enabled: boolean | undefined
 
-/** SQLite always; PostgreSQL too when a server can run (see the header). */
+/**
+ * SQLite always; PostgreSQL too when a server can run (see the header). When the whole suite runs on
+ * PostgreSQL (`ANNA_TEST_DATABASE=postgres`, suiteDatabase.ts), PostgreSQL alone.
+ */
 export const testDatabases = (sqlite: Layer.Layer<SqlClient.SqlClient, unknown>): ReadonlyArray<TestDatabase> => {
-  enabled ??= postgresEnabled()
+  enabled ??= suiteOnPostgres() || postgresEnabled()
   const postgres: TestDatabase = {
     name: "PostgreSQL",
     layer: pgTemp,
@@ -85,5 +89,6 @@ export const testDatabases = (sqlite: Layer.Layer<SqlClient.SqlClient, unknown>)
     layer: sqlite,
     open: Effect.map(tempDbFile, (file) => ({ file, layer: Sqlite.layer(file) }))
   }
+  if (suiteOnPostgres()) return [postgres]
   return [lite, ...(enabled ? [postgres] : [])]
 }

@@ -7,6 +7,7 @@
 import { Effect, Exit, Scope } from "effect"
 import { afterAll } from "vitest"
 import { postgresEnabled, tempDatabaseUrl } from "./postgres.ts"
+import { suiteOnPostgres } from "./suiteDatabase.ts"
 
 /** The password every test URL carries; tests grep anna's output for it. */
 export const DB_PASSWORD = "pw-Never-Printed-9k2"
@@ -28,8 +29,9 @@ export interface ProcessDatabase {
   readonly env: () => Promise<Readonly<Record<string, string>>>
 }
 
-/** SQLite always; PostgreSQL too when it can run (see ./postgres.ts). */
-export const processDatabases = (): ReadonlyArray<ProcessDatabase> => [
-  { name: "SQLite", env: () => Promise.resolve({}) },
-  ...(postgresEnabled() ? [{ name: "PostgreSQL" as const, env: async () => ({ ANNA_DATABASE_URL: await freshDatabaseUrl() }) }] : [])
-]
+/** SQLite always; PostgreSQL too when it can run (see ./postgres.ts); PostgreSQL alone when the whole suite runs there. */
+export const processDatabases = (): ReadonlyArray<ProcessDatabase> => {
+  const postgres = { name: "PostgreSQL" as const, env: async () => ({ ANNA_DATABASE_URL: await freshDatabaseUrl() }) }
+  if (suiteOnPostgres()) return [postgres]
+  return [{ name: "SQLite", env: () => Promise.resolve({}) }, ...(postgresEnabled() ? [postgres] : [])]
+}

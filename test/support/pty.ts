@@ -5,11 +5,9 @@
  */
 import { spawn } from "node:child_process"
 import { finish, MAIN, type Run } from "./cli.ts"
+import { childEnv } from "./spawnAnna.ts"
 
 const quote = (s: string): string => `'${s.replace(/'/g, "'\\''")}'`
-
-/** The provider variables of the test runner's own environment never leak into a child. */
-const PROVIDER_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"]
 
 export interface PtySession {
   /** Keystrokes (e.g. "hello\r", "\x04" for Ctrl-D). */
@@ -23,11 +21,9 @@ export interface PtySession {
 }
 
 export const ptyAnna = (home: string, args: ReadonlyArray<string>, env: Readonly<Record<string, string>> = {}): PtySession => {
-  const base: Record<string, string | undefined> = { ...process.env }
-  for (const v of PROVIDER_VARS) delete base[v]
   const command = [process.execPath, MAIN, ...args].map(quote).join(" ")
   const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], {
-    env: { ...base, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn", TERM: "xterm", ...env },
+    env: { ...childEnv(home, env), ANNA_LOG_LEVEL: "warn", TERM: "xterm", ...env },
     stdio: ["pipe", "pipe", "pipe"]
   })
   let screen = ""

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { homeDatabaseUrl } from "./suiteDatabase.ts"
 
 export interface Run {
   readonly code: number | null
@@ -17,8 +18,19 @@ export interface Run {
 
 export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
 
-/** The provider variables of the test runner's own environment never leak into a child. */
-const PROVIDER_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"]
+/** The provider variables and the database of the test runner's own environment never leak into a child. */
+const PROVIDER_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANNA_DATABASE_URL"]
+
+/**
+ * A child's environment: the runner's without PROVIDER_VARS, the home, and — when the whole suite
+ * runs on PostgreSQL (suiteDatabase.ts) — the home's database, unless `env` chooses one itself.
+ */
+export const childEnv = (home: string, env: Readonly<Record<string, string>>): Record<string, string | undefined> => {
+  const base: Record<string, string | undefined> = { ...process.env }
+  for (const v of PROVIDER_VARS) delete base[v]
+  const database = env["ANNA_DATABASE_URL"] === undefined ? homeDatabaseUrl(home) : undefined
+  return { ...base, ANNA_HOME: home, ...(database === undefined ? {} : { ANNA_DATABASE_URL: database }) }
+}
 
 /** Starts the `anna` at `main` (a main.js or main.ts). */
 export const startEntry = (
@@ -28,10 +40,8 @@ export const startEntry = (
   logLevel = "warn",
   env: Readonly<Record<string, string>> = {}
 ): ChildProcess => {
-  const base: Record<string, string | undefined> = { ...process.env }
-  for (const v of PROVIDER_VARS) delete base[v]
   return spawn(process.execPath, [main, ...args], {
-    env: { ...base, ANNA_HOME: home, ANNA_LOG_LEVEL: logLevel, ...env },
+    env: { ...childEnv(home, env), ANNA_LOG_LEVEL: logLevel, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
 }

@@ -8,6 +8,7 @@ import { spawn } from "node:child_process"
 import { rmSync } from "node:fs"
 import { afterAll } from "vitest"
 import { anna, finish, MAIN, newHome, start, waitForLine } from "../../support/cli.ts"
+import { childEnv } from "../../support/spawnAnna.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -16,7 +17,7 @@ afterAll(() => {
 
 const createAdmin = (home: string, user: string, password: string) => {
   const child = spawn(process.execPath, [MAIN, "admin", "create", user, "--role", "admin", "--password-stdin"], {
-    env: { ...process.env, ANNA_HOME: home, ANNA_LOG_LEVEL: "warn" },
+    env: { ...childEnv(home, {}), ANNA_LOG_LEVEL: "warn" },
     stdio: ["pipe", "pipe", "pipe"]
   })
   child.stdin.end(`${password}\n`)
