@@ -5,18 +5,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
-import { join, resolve } from "node:path"
+import { resolve } from "node:path"
 import { Effect, Layer } from "effect"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll } from "vitest"
 import * as SqliteConfigStore from "../../src/layers/config/SqliteConfigStore.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { UsageLog } from "../../src/services/UsageLog.ts"
 import { anna, finish, MAIN, newHome, start, waitForLine } from "../support/cli.ts"
 import { browserRequired, browserUnavailable, launchChromium } from "../support/browser.ts"
 import { removeTemp } from "../support/cleanup.ts"
 import { freePort } from "../support/ports.ts"
 import { childEnv } from "../support/spawnAnna.ts"
+import { homeDatabase } from "../support/db.ts"
 
 const ROOT = resolve(import.meta.dirname, "../..")
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -34,7 +34,7 @@ const seedUsage = (home: string) =>
       const tokens = { inputTokens: 1000, outputTokens: 100, cacheReadTokens: 0, cacheWriteTokens: 0 }
       yield* usage.record({ providerId: "p1", model: "m", purpose: "chat", sessionKey: "a1:http:alice:dm", agentId: "a1", userId: "alice", usage: tokens })
       yield* usage.record({ providerId: "p1", model: "m", purpose: "summary", sessionKey: "a1:http:alice:dm", agentId: "a1", usage: tokens })
-    }).pipe(Effect.provide(SqliteConfigStore.layerWithStores(home).pipe(Layer.provideMerge(Sqlite.layer(join(home, "anna.db"))))))
+    }).pipe(Effect.provide(SqliteConfigStore.layerWithStores(home).pipe(Layer.provideMerge(homeDatabase(home)))))
   )
 
 describe.runIf(runIt)("e2e: usage rows without a user in the console", () => {

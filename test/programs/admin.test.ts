@@ -7,16 +7,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll } from "vitest"
 import * as SqliteAccounts from "../../src/layers/admin/SqliteAccounts.ts"
 import * as SqliteConfigStore from "../../src/layers/config/SqliteConfigStore.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { type AccountInfo, Accounts, type WebSessionInfo } from "../../src/services/Accounts.ts"
 import type { TokenInfo } from "../../src/services/ConfigStore.ts"
 import { anna, annaJson, finish, MAIN, newHome, type Run } from "../support/cli.ts"
 import { ptyAnna } from "../support/pty.ts"
 import { childEnv } from "../support/spawnAnna.ts"
+import { homeDatabase } from "../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -47,7 +46,7 @@ const withAccounts = <A, E>(h: string, body: (accounts: Accounts["Service"]) => 
       Effect.provide(
         SqliteAccounts.layer.pipe(
           Layer.provideMerge(SqliteConfigStore.layerWithStores(h)),
-          Layer.provideMerge(Sqlite.layer(join(h, "anna.db")))
+          Layer.provideMerge(homeDatabase(h))
         )
       )
     )

@@ -6,13 +6,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll } from "vitest"
 import type { DiaryEntry } from "../../src/domain/learning/diary.ts"
 import * as SqliteDiary from "../../src/layers/learning/SqliteDiary.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { Diary } from "../../src/services/Diary.ts"
 import { anna, annaJson, newHome } from "../support/cli.ts"
+import { homeDatabase } from "../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -63,7 +62,7 @@ const seeded = async (): Promise<string> => {
     Effect.gen(function*() {
       const diary = yield* Diary
       for (const e of ENTRIES) yield* diary.add(e)
-    }).pipe(Effect.provide(SqliteDiary.layer.pipe(Layer.provide(Sqlite.layer(join(h, "anna.db"))))))
+    }).pipe(Effect.provide(SqliteDiary.layer.pipe(Layer.provide(homeDatabase(h)))))
   )
   return h
 }

@@ -7,16 +7,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { join, resolve } from "node:path"
+import { resolve } from "node:path"
 import { afterAll } from "vitest"
 import * as SqliteConfigStore from "../../src/layers/config/SqliteConfigStore.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { ConfigStore } from "../../src/services/ConfigStore.ts"
 import { removeTemp } from "../support/cleanup.ts"
 import { finish, newHome, type Run, start } from "../support/cli.ts"
 import { startFakeFeishu } from "../support/fakeFeishu/server.ts"
 import { startFakeTelegram } from "../support/fakeTelegram/server.ts"
 import { startEverythingHttp } from "../support/mcpServers.ts"
+import { homeDatabase } from "../support/db.ts"
 
 const homes: Array<string> = []
 const home = () => {
@@ -35,7 +35,7 @@ const run = async (h: string, args: ReadonlyArray<string>, level = "info", env: 
 }
 
 const withConfig = <A, E>(h: string, self: Effect.Effect<A, E, ConfigStore>) =>
-  Effect.runPromise(self.pipe(Effect.provide(SqliteConfigStore.layerWithStores(h).pipe(Layer.provideMerge(Sqlite.layer(join(h, "anna.db")))))))
+  Effect.runPromise(self.pipe(Effect.provide(SqliteConfigStore.layerWithStores(h).pipe(Layer.provideMerge(homeDatabase(h))))))
 
 /** What Node prints for a warning by itself, as opposed to a log line of anna's. */
 const NODE_PRINT = /DeprecationWarning|\(node:\d+\)|--trace-(deprecation|warnings)/

@@ -6,15 +6,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, afterEach, beforeEach } from "vitest"
 import { pickChannel } from "../../src/domain/channels/notify.ts"
 import * as SqliteRuntimeConfig from "../../src/layers/config/SqliteConfigStore.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { ConfigStore, type User } from "../../src/services/ConfigStore.ts"
 import { anna, newHome, type Run } from "../support/cli.ts"
 import { startFakeQq } from "../support/fakeQq/server.ts"
 import { type FakeTelegram, startFakeTelegram } from "../support/fakeTelegram/server.ts"
+import { homeDatabase } from "../support/db.ts"
 
 const TOKEN = "777000:NotifyTestTokenNotifyTestToken00"
 const homes: Array<string> = []
@@ -31,7 +30,7 @@ afterEach(async () => {
 })
 
 const withConfig = <A, E>(h: string, self: Effect.Effect<A, E, ConfigStore>) =>
-  Effect.runPromise(self.pipe(Effect.provide(SqliteRuntimeConfig.layerWithStores(h).pipe(Layer.provideMerge(Sqlite.layer(join(h, "anna.db")))))))
+  Effect.runPromise(self.pipe(Effect.provide(SqliteRuntimeConfig.layerWithStores(h).pipe(Layer.provideMerge(homeDatabase(h))))))
 
 const refused = (r: Run, says: string) => {
   assert.strictEqual(r.code, 1, r.stdout + r.stderr)

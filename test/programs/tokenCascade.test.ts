@@ -7,13 +7,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll } from "vitest"
 import * as SqliteAccounts from "../../src/layers/admin/SqliteAccounts.ts"
 import * as SqliteConfigStore from "../../src/layers/config/SqliteConfigStore.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { Accounts } from "../../src/services/Accounts.ts"
 import { anna, annaJson, newHome } from "../support/cli.ts"
+import { homeDatabase } from "../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -26,7 +25,7 @@ const withAccounts = <A, E>(h: string, body: (accounts: Accounts["Service"]) => 
       return yield* body(yield* Accounts)
     }).pipe(
       Effect.provide(
-        SqliteAccounts.layer.pipe(Layer.provideMerge(SqliteConfigStore.layerWithStores(h)), Layer.provideMerge(Sqlite.layer(join(h, "anna.db"))))
+        SqliteAccounts.layer.pipe(Layer.provideMerge(SqliteConfigStore.layerWithStores(h)), Layer.provideMerge(homeDatabase(h)))
       )
     )
   )

@@ -7,17 +7,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll } from "vitest"
 import type { Agent } from "../../src/domain/config/agent.ts"
 import { emptyUsage } from "../../src/domain/model/types.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import * as SqliteRuntimeConfig from "../../src/layers/config/SqliteConfigStore.ts"
 import type { AgentStore } from "../../src/services/AgentStore.ts"
 import { type Channel, ConfigStore, type User } from "../../src/services/ConfigStore.ts"
 import type { ProviderStore } from "../../src/services/ProviderStore.ts"
 import { UsageLog, type UsageTotals } from "../../src/services/UsageLog.ts"
 import { anna, annaJson, newHome, type Run } from "../support/cli.ts"
+import { homeDatabase } from "../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -32,7 +31,7 @@ const home = () => {
 /** The stores on the CLI's database, in this process. */
 const withStores = <A, E>(h: string, self: Effect.Effect<A, E, ConfigStore | AgentStore | ProviderStore | UsageLog>) =>
   Effect.runPromise(self.pipe(
-    Effect.provide(SqliteRuntimeConfig.layerWithStores(h).pipe(Layer.provideMerge(Sqlite.layer(join(h, "anna.db")))))
+    Effect.provide(SqliteRuntimeConfig.layerWithStores(h).pipe(Layer.provideMerge(homeDatabase(h))))
   ))
 
 /** A refused command: exit 1, one line on stderr that says why, no stack trace. */

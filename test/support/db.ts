@@ -14,9 +14,10 @@ import * as SimpleMemory from "../../src/layers/memory/SimpleMemory.ts"
 import * as SqliteAgentStore from "../../src/layers/config/SqliteAgentStore.ts"
 import * as SqliteProviderStore from "../../src/layers/config/SqliteProviderStore.ts"
 import * as SqliteUsageLog from "../../src/layers/config/SqliteUsageLog.ts"
+import * as Postgres from "../../src/layers/sql/Postgres.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import { pgTemp } from "./postgres.ts"
-import { suiteOnPostgres } from "./suiteDatabase.ts"
+import { homeDatabaseUrl, suiteOnPostgres } from "./suiteDatabase.ts"
 
 export const tempDir = (prefix = "anna-test-"): string => mkdtempSync(join(tmpdir(), prefix))
 
@@ -30,6 +31,17 @@ export const tempDbFile = Effect.acquireRelease(
 export const sqliteTemp: Layer.Layer<SqlClient.SqlClient, unknown> = Layer.unwrap(
   Effect.suspend(() => suiteOnPostgres() ? Effect.succeed(pgTemp) : Effect.map(tempDbFile, Sqlite.layer))
 )
+
+/**
+ * SqlClient on the database of the `anna` home `home`, as the processes started on it use it: its
+ * `anna.db`, or — when the suite runs on PostgreSQL — the home's PostgreSQL database
+ * (suiteDatabase.ts). Tests seed a home or read what a process wrote through it.
+ */
+export const homeDatabase = (home: string): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  Layer.unwrap(Effect.sync(() => {
+    const url = homeDatabaseUrl(home)
+    return url === undefined ? Sqlite.layer(join(home, "anna.db")) : Postgres.layer(url, { maxConnections: 2 })
+  }))
 
 /** LcmMemory (all seven services) + the store on `database`, with the deterministic summarizer. */
 export const lcmOn = <E>(database: Layer.Layer<SqlClient.SqlClient, E>) =>

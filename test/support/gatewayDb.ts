@@ -2,10 +2,18 @@
  * Reading a running (or killed) gateway process's database from a test, read-only and beside it:
  * the restart tests watch what the other process recorded, where there is nothing to subscribe to.
  */
+import { dirname } from "node:path"
 import { DatabaseSync } from "node:sqlite"
+import { psqlStatement, homeDatabaseUrl } from "./suiteDatabase.ts"
 
-/** The rows of `sql` on the database file `db`, opened read-only for this one query. */
+/**
+ * The rows of `sql` on the database file `db` (a home's `anna.db`), opened read-only for this one
+ * query — or, when the suite runs on PostgreSQL (suiteDatabase.ts), on that home's database (`psql`,
+ * the rows as JSON).
+ */
 export const readRows = (db: string, sql: string): Array<Record<string, unknown>> => {
+  const url = homeDatabaseUrl(dirname(db))
+  if (url !== undefined) return JSON.parse(psqlStatement(url, `SELECT coalesce(json_agg(r), '[]') FROM (${sql}) AS r`)) as Array<Record<string, unknown>>
   const sqlite = new DatabaseSync(db, { readOnly: true })
   try {
     return sqlite.prepare(sql).all() as Array<Record<string, unknown>>

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { detachUnder } from "../../src/layers/sandbox/workspaceDisk.ts"
 import { startServer } from "./pgServer.ts"
-import { adminStatement, HOME_DATABASE_PREFIX, suiteOnPostgres } from "./suiteDatabase.ts"
+import { psqlStatement, HOME_DATABASE_PREFIX, suiteOnPostgres } from "./suiteDatabase.ts"
 
 /**
  * When the whole suite runs on PostgreSQL (`ANNA_TEST_DATABASE=postgres`, suiteDatabase.ts): one
@@ -26,8 +26,8 @@ const suiteServer = async (): Promise<() => void> => {
   process.env.ANNA_TEST_RUN_TAG = tag
   return () => {
     try {
-      const names = adminStatement(server.adminUrl, `SELECT datname FROM pg_database WHERE datname LIKE '${HOME_DATABASE_PREFIX}${tag}\\_%'`)
-      for (const name of names.split("\n").filter((n) => n !== "")) adminStatement(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      const names = psqlStatement(server.adminUrl, `SELECT datname FROM pg_database WHERE datname LIKE '${HOME_DATABASE_PREFIX}${tag}\\_%'`)
+      for (const name of names.split("\n").filter((n) => n !== "")) psqlStatement(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     } finally {
       server.stop()
     }

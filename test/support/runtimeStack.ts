@@ -17,13 +17,12 @@ import * as ModelSummarizer from "../../src/layers/memory/ModelSummarizer.ts"
 import * as SqliteMemoryStore from "../../src/layers/memory/SqliteMemoryStore.ts"
 import * as ProviderClients from "../../src/layers/providers/SdkProviderRegistry.ts"
 import * as Compose from "../../src/programs/compose.ts"
-import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
 import * as SqliteRuntimeConfig from "../../src/layers/config/SqliteConfigStore.ts"
 import { AgentStore } from "../../src/services/AgentStore.ts"
 import { ProviderStore } from "../../src/services/ProviderStore.ts"
 import { Sandbox } from "../../src/services/Sandbox.ts"
 import { fastTransport } from "../layers/providers/contract.ts"
-import { sqliteTemp } from "./db.ts"
+import { sqliteTemp, homeDatabase } from "./db.ts"
 import type { FakeLlm } from "./fakeLlm/server.ts"
 import { removeTemp } from "./cleanup.ts"
 
@@ -42,7 +41,7 @@ export const runtimeStack = (
     readonly runnerIdle?: Duration.Input
   } = {}
 ) => {
-  const database = Sqlite.layer(join(home, "anna.db"))
+  const database = homeDatabase(home)
   const stores = SqliteRuntimeConfig.layerWithStores(home)
   const memory = LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))
   const base = Compose.agentRuntime({ runnerIdle: options.runnerIdle ?? "2 seconds", configPoll: "100 millis" }).pipe(

@@ -28,9 +28,9 @@ const psql = (): string => {
   return bin !== undefined && existsSync(join(bin, "psql")) ? join(bin, "psql") : "psql"
 }
 
-/** Runs one statement on the server's `postgres` database (ANNA_TEST_DATABASE_URL), synchronously. */
-export const adminStatement = (adminUrl: string, statement: string): string =>
-  execFileSync(psql(), ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", adminUrl, "-c", statement], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+/** Runs one statement on the database at `url` with `psql`, synchronously; its output unaligned, without headers. */
+export const psqlStatement = (url: string, statement: string): string =>
+  execFileSync(psql(), ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", statement], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
 
 /** The prefix of the databases this run gives to `anna` homes (dropped at the run's end). */
 export const HOME_DATABASE_PREFIX = "anna_home_"
@@ -48,7 +48,7 @@ export const homeDatabaseUrl = (home: string): string | undefined => {
   const adminUrl = process.env["ANNA_TEST_DATABASE_URL"]
   if (adminUrl === undefined) throw new Error("ANNA_TEST_DATABASE=postgres, but no server: the run's global setup sets ANNA_TEST_DATABASE_URL")
   const name = `${HOME_DATABASE_PREFIX}${process.env["ANNA_TEST_RUN_TAG"] ?? "x"}_${process.pid}_${homes.size + 1}`
-  adminStatement(adminUrl, `CREATE DATABASE ${name}`)
+  psqlStatement(adminUrl, `CREATE DATABASE ${name}`)
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   homes.set(home, url.toString())

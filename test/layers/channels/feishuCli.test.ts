@@ -6,13 +6,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, afterEach, beforeEach } from "vitest"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
-import * as Sqlite from "../../../src/layers/sql/Sqlite.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import { anna, newHome } from "../../support/cli.ts"
 import { type FakeFeishu, startFakeFeishu } from "../../support/fakeFeishu/server.ts"
+import { homeDatabase } from "../../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -28,7 +27,7 @@ afterEach(async () => {
 })
 
 const withConfig = <A, E>(h: string, self: Effect.Effect<A, E, ConfigStore>) =>
-  Effect.runPromise(self.pipe(Effect.provide(SqliteRuntimeConfig.layerWithStores(h).pipe(Layer.provideMerge(Sqlite.layer(join(h, "anna.db")))))))
+  Effect.runPromise(self.pipe(Effect.provide(SqliteRuntimeConfig.layerWithStores(h).pipe(Layer.provideMerge(homeDatabase(h))))))
 
 interface Check {
   readonly name: string

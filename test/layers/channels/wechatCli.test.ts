@@ -7,16 +7,15 @@
  */
 import { Effect, Layer } from "effect"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest"
 import * as SqliteChannelLedger from "../../../src/layers/channels/SqliteChannelLedger.ts"
 import { contextKey } from "../../../src/layers/channels/WechatChannel.ts"
 import * as SqliteRuntimeConfig from "../../../src/layers/config/SqliteConfigStore.ts"
-import * as Sqlite from "../../../src/layers/sql/Sqlite.ts"
 import { ChannelLedger } from "../../../src/services/ChannelLedger.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import { anna, finish, newHome, start, waitForOutput } from "../../support/cli.ts"
 import { type FakeWechat, startFakeWechat } from "../../support/fakeWechat/server.ts"
+import { homeDatabase } from "../../support/db.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -118,7 +117,7 @@ describe("anna channel login wechat", () => {
 
 const withStores = <A, E>(h: string, self: Effect.Effect<A, E, ConfigStore | ChannelLedger>) =>
   Effect.runPromise(self.pipe(Effect.provide(
-    Layer.mergeAll(SqliteRuntimeConfig.layerWithStores(h), SqliteChannelLedger.layer).pipe(Layer.provideMerge(Sqlite.layer(join(h, "anna.db"))))
+    Layer.mergeAll(SqliteRuntimeConfig.layerWithStores(h), SqliteChannelLedger.layer).pipe(Layer.provideMerge(homeDatabase(h)))
   )))
 
 interface Check {

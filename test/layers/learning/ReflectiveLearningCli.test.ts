@@ -6,17 +6,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { rmSync } from "node:fs"
-import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import type { DiaryEntry } from "../../../src/domain/learning/diary.ts"
 import { sessionRefFromKey } from "../../../src/domain/memory/session.ts"
 import * as SqliteMemoryStore from "../../../src/layers/memory/SqliteMemoryStore.ts"
-import * as Sqlite from "../../../src/layers/sql/Sqlite.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { anna, newHome } from "../../support/cli.ts"
-import { modelStores } from "../../support/db.ts"
+import { modelStores, homeDatabase } from "../../support/db.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
 import { text } from "../../support/fakeLlm/script.ts"
 import { AGENT, exchange, KEY, reflectionJson } from "./ReflectiveLearningHarness.ts"
@@ -51,7 +49,7 @@ const seeded = async (): Promise<string> => {
       const store = yield* MemoryStore
       const c = yield* store.ensureConversation(sessionRefFromKey(KEY))
       yield* store.appendMessages(c.id, exchange())
-    }).pipe(Effect.provide(Layer.merge(modelStores, SqliteMemoryStore.layer).pipe(Layer.provide(Sqlite.layer(join(home, "anna.db"))))))
+    }).pipe(Effect.provide(Layer.merge(modelStores, SqliteMemoryStore.layer).pipe(Layer.provide(homeDatabase(home)))))
   )
   return home
 }

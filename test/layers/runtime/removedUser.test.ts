@@ -16,7 +16,6 @@ import * as SqliteConfigStore from "../../../src/layers/config/SqliteConfigStore
 import * as DeterministicSummarizer from "../../../src/layers/memory/DeterministicSummarizer.ts"
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
-import * as Sqlite from "../../../src/layers/sql/Sqlite.ts"
 import * as Compose from "../../../src/programs/compose.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
@@ -29,6 +28,7 @@ import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import * as LocalSandbox from "../../support/localSandbox.ts"
 import { localProvider } from "../../support/runtimeStack.ts"
 import { fastTransport } from "../providers/contract.ts"
+import { homeDatabase } from "../../support/db.ts"
 
 const suite = fakeLlmSuite()
 
@@ -38,7 +38,7 @@ const stack = (home: string, configPoll: Duration.Input, started: { count: numbe
     Layer.provide(ProviderClients.layer(fastTransport)),
     Layer.provideMerge(LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))),
     Layer.provideMerge(SqliteConfigStore.layerWithStores(home)),
-    Layer.provideMerge(Sqlite.layer(join(home, "anna.db")))
+    Layer.provideMerge(homeDatabase(home))
   )
 
 /** alice over the HTTP channel (a token names the user), in chat `main`. */

@@ -15,13 +15,13 @@ import { NoAgent } from "../../../src/domain/runtime/errors.ts"
 import * as SqliteConfigStore from "../../../src/layers/config/SqliteConfigStore.ts"
 import * as Scheduler from "../../../src/layers/scheduler/Scheduler.ts"
 import * as SqliteJobStore from "../../../src/layers/scheduler/SqliteJobStore.ts"
-import * as Sqlite from "../../../src/layers/sql/Sqlite.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import { JobStore } from "../../../src/services/JobStore.ts"
 import { LiveConfig } from "../../../src/services/LiveConfig.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { anna } from "../../support/cli.ts"
 import { done } from "../../support/fakeRuntime.ts"
+import { homeDatabase } from "../../support/db.ts"
 
 const MIN = 60_000
 
@@ -92,7 +92,7 @@ describe("Scheduler and a removed user", () => {
         assert.deepStrictEqual((yield* store.list({ userId: "alice" })), [])
       }).pipe(Effect.provide(SqliteJobStore.layer.pipe(
         Layer.provideMerge(SqliteConfigStore.layerWithStores(dir)),
-        Layer.provideMerge(Sqlite.layer(join(dir, "anna.db")))
+        Layer.provideMerge(homeDatabase(dir))
       )))
     }), { timeout: 60_000 })
 })
