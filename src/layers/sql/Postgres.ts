@@ -79,6 +79,10 @@ export const layer = (url: Redacted.Redacted<string> | string, options: Postgres
         url: typeof url === "string" ? Redacted.make(url) : url,
         types: registry(),
         applicationName: "anna",
+        // No JIT compilation: anna's statements read a few rows by index, but the planner's guesses
+        // for a JSON list of ranges (100 elements × 500 rows) passed its cost threshold, and compiling
+        // took 20 ms of a 1 ms read of a search hit's neighbouring turns.
+        startupParameters: { jit: "off" },
         maxConnections: options.maxConnections ?? 10,
         connectTimeout: options.connectTimeoutMs ?? 10_000
       })

@@ -144,8 +144,8 @@ describe.skipIf(!enabled)("anna db copy (SQLite → PostgreSQL)", () => {
         assert.deepStrictEqual(yield* rows(target, `SELECT count(*) AS n FROM ${t}`), ["{\"n\":0}"], t)
       }
       assert.deepStrictEqual(yield* rows(target, "SELECT count(*) AS n FROM plugins"), ["{\"n\":5}"])
-      const triggers = yield* target<{ tgenabled: string }>`SELECT tgenabled FROM pg_trigger WHERE tgname IN ('ctx_messages_count', 'ctx_summaries_count')`
-      assert.deepStrictEqual(triggers.map((t) => t.tgenabled), ["O", "O"])
+      const triggers = yield* target<{ tgenabled: string }>`SELECT tgenabled FROM pg_trigger WHERE tgname IN ('ctx_messages_count', 'ctx_messages_uncount', 'ctx_summaries_count', 'ctx_summaries_uncount')`
+      assert.deepStrictEqual(triggers.map((t) => t.tgenabled), ["O", "O", "O", "O"])
     }), 120_000)
 
   it.effect("after the copy the target's search index is rebuilt: the same queries return the same hits on both", () =>
