@@ -16,6 +16,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import type { CompactionReport } from "../../src/domain/memory/types.ts"
 import { anna, annaJson, MAIN, newHome } from "../support/cli.ts"
+import { childEnv } from "../support/spawnAnna.ts"
 
 const home = newHome()
 const SESSIONS = {
@@ -32,10 +33,10 @@ const summaryOf = (n: Name): string => summaries[n]?.[0] ?? assert.fail(`no summ
 
 const env = (level = "warn"): Record<string, string> => {
   const base: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) {
+  for (const [k, v] of Object.entries(childEnv(home, {}))) {
     if (v !== undefined && !k.startsWith("ANTHROPIC_") && !k.startsWith("OPENAI_")) base[k] = v
   }
-  return { ...base, ANNA_HOME: home, ANNA_LOG_LEVEL: level }
+  return { ...base, ANNA_LOG_LEVEL: level }
 }
 
 beforeAll(async () => {
