@@ -16,7 +16,6 @@ import * as SqliteProviderStore from "../../src/layers/config/SqliteProviderStor
 import * as SqliteUsageLog from "../../src/layers/config/SqliteUsageLog.ts"
 import * as Postgres from "../../src/layers/sql/Postgres.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
-import { pgTemp } from "./postgres.ts"
 import { homeDatabaseUrl, suiteOnPostgres } from "./suiteDatabase.ts"
 
 export const tempDir = (prefix = "anna-test-"): string => mkdtempSync(join(tmpdir(), prefix))
@@ -27,9 +26,17 @@ export const tempDbFile = Effect.acquireRelease(
   (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
 ).pipe(Effect.map((dir) => join(dir, "anna.db")))
 
+/** SqlClient on a fresh temporary SQLite file, whatever database the suite runs on (tests of SQLite itself). */
+export const sqliteFileTemp: Layer.Layer<SqlClient.SqlClient, unknown> = Layer.unwrap(Effect.map(tempDbFile, Sqlite.layer))
+
 /** SqlClient on a fresh temporary file (a fresh PostgreSQL database when the suite runs there). */
 export const sqliteTemp: Layer.Layer<SqlClient.SqlClient, unknown> = Layer.unwrap(
-  Effect.suspend(() => suiteOnPostgres() ? Effect.succeed(pgTemp) : Effect.map(tempDbFile, Sqlite.layer))
+  // postgres.ts is loaded only then: it registers the test file's hooks, and benchmarks use this module too.
+  Effect.suspend(() =>
+    suiteOnPostgres()
+      ? Effect.promise(() => import("./postgres.ts")).pipe(Effect.map((m) => m.pgTemp))
+      : Effect.succeed(sqliteFileTemp)
+  )
 )
 
 /**

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Sqlite from "../../../src/layers/sql/Sqlite.ts"
-import { sqliteTemp, tempDbFile, tempDir } from "../../support/db.ts"
+import { sqliteFileTemp, tempDbFile, tempDir } from "../../support/db.ts"
 
 const migrationCount = Sqlite.loadSqlMigrations(Sqlite.migrationsDir()).length
 
@@ -18,7 +18,7 @@ describe("Sqlite.layer", () => {
       assert.strictEqual(journal?.journal_mode, "wal")
       assert.strictEqual(fk?.foreign_keys, 1)
       assert.strictEqual(busy?.timeout, Sqlite.BUSY_TIMEOUT_MS)
-    }).pipe(Effect.provide(sqliteTemp)))
+    }).pipe(Effect.provide(sqliteFileTemp)))
 
   it.effect("enforces foreign keys", () =>
     Effect.gen(function*() {
@@ -28,7 +28,7 @@ describe("Sqlite.layer", () => {
       assert.isTrue(Exit.isFailure(exit))
       const [n] = yield* sql<{ n: number }>`SELECT count(*) AS n FROM ctx_messages`
       assert.strictEqual(n?.n, 0)
-    }).pipe(Effect.provide(sqliteTemp)))
+    }).pipe(Effect.provide(sqliteFileTemp)))
 
   it.effect("applies migrations once; reopening the same file neither re-runs nor fails", () =>
     Effect.gen(function*() {
@@ -88,7 +88,7 @@ describe("Sqlite.layer", () => {
       assert.include(String(del.reason.cause), "ctx_messages rows are immutable")
       const rows = yield* sql<{ text: string }>`SELECT text FROM ctx_messages`
       assert.deepStrictEqual(rows, [{ text: "original" }])
-    }).pipe(Effect.provide(sqliteTemp)))
+    }).pipe(Effect.provide(sqliteFileTemp)))
 
   it.effect("creates the search indexes (FTS5, porter) for messages and summaries, fed by triggers", () =>
     Effect.gen(function*() {
@@ -108,7 +108,7 @@ describe("Sqlite.layer", () => {
       const queued = yield* sql<{ source: string; id: number }>`SELECT source, id FROM ctx_search_backlog`
       assert.deepStrictEqual(porter.map((r) => r.rowid), [1])
       assert.deepStrictEqual(queued, [{ source: "message", id: 2 }])
-    }).pipe(Effect.provide(sqliteTemp)))
+    }).pipe(Effect.provide(sqliteFileTemp)))
 
   it.effect("creates the parent folder of the database file", () =>
     Effect.gen(function*() {
