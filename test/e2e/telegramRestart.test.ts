@@ -7,13 +7,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterEach, beforeEach } from "vitest"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
 import type { RecordedRequest } from "../support/fakeLlm/script.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { type FakeTelegram, startFakeTelegram } from "../support/fakeTelegram/server.ts"
-import { recordedReplies, until } from "../support/gatewayDb.ts"
+import { recordedReplies, until, openHomeDb } from "../support/gatewayDb.ts"
 
 const suite = fakeLlmSuite()
 const TOKEN = "424242:RestartTestTokenRestartTestToken"
@@ -97,11 +96,11 @@ describe("e2e: Telegram replies survive a SIGKILL", () => {
     }
     assert.strictEqual((await secondDone).code, 0)
     // Memory holds each question once, answered once: the resumed turn did not store it again.
-    const sqlite = new DatabaseSync(join(home, "anna.db"), { readOnly: true })
+    const sqlite = openHomeDb(home, { readOnly: true })
     try {
-      const rows = sqlite.prepare(
+      const rows = sqlite.all(
         "SELECT m.text AS text, m.role AS role FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id WHERE c.session_key LIKE '%:telegram:%' ORDER BY c.id, m.seq"
-      ).all()
+      )
       for (let i = 1; i <= CHATS; i++) {
         assert.strictEqual(rows.filter((r) => r["role"] === "user" && r["text"] === `question ${i}`).length, 1, `question ${i} stored once`)
         assert.strictEqual(rows.filter((r) => r["role"] === "assistant" && r["text"] === full(`question ${i}`)).length, 1, `answer ${i} stored once`)

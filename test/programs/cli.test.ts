@@ -4,10 +4,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { chmodSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { Assembled, CompactionReport, SearchHit, SessionStats, SummaryDescription, ExpandResult } from "../../src/domain/memory/types.ts"
 import { anna, annaEnv, annaJson, finish, newHome, start, waitForLine, waitForOutput } from "../support/cli.ts"
+import { openHomeDb } from "../support/gatewayDb.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
 const homes: Array<string> = []
@@ -321,7 +321,7 @@ describe("anna CLI", () => {
   it("verify reports a damaged context and exits 1", async () => {
     const h = home()
     await annaJson(h, "memory", "import", "k", writeTranscript(h, 100, 9))
-    const db = new DatabaseSync(join(h, "anna.db"))
+    const db = openHomeDb(h)
     db.exec("DELETE FROM ctx_items WHERE position = 50")
     db.close()
     const r = await anna(h, "memory", "verify", "k")
@@ -335,8 +335,8 @@ describe("anna CLI", () => {
     const child = start(h, [], "info")
     const done = finish(child)
     await waitForOutput(child, "press Ctrl+C to stop")
-    const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
-    const plugins = db.prepare("SELECT id FROM plugins WHERE enabled = 1 ORDER BY id").all() as Array<{ id: string }>
+    const db = openHomeDb(h, { readOnly: true })
+    const plugins = db.all("SELECT id FROM plugins WHERE enabled = 1 ORDER BY id")
     db.close()
     assert.deepStrictEqual(plugins.map((p) => p.id), ["learning", "mcp", "memory/lcm", "webfetch"])
     child.kill("SIGTERM")
@@ -356,10 +356,10 @@ describe("anna CLI", () => {
       const m = /^compacting k: .*; (\d+) leaf \+ (\d+) condensed summaries$/.exec(line)
       return m !== null && Number(m[1]) + Number(m[2]) >= 3 ? Number(m[1]) + Number(m[2]) : undefined
     })
-    const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
-    const row = db.prepare("SELECT count(*) AS n FROM ctx_summaries").get() as { n: number }
+    const db = openHomeDb(h, { readOnly: true })
+    const summaries = Number(db.get("SELECT count(*) AS n FROM ctx_summaries")?.["n"])
     db.close()
-    assert.isAtLeast(row.n, committed, "the reported summaries are committed")
+    assert.isAtLeast(summaries, committed, "the reported summaries are committed")
     child.kill("SIGKILL")
     const killed = await done
     assert.strictEqual(killed.signal, "SIGKILL")

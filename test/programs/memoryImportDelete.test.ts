@@ -7,10 +7,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
 import { appendFileSync, closeSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { SearchHit, SessionStats } from "../../src/domain/memory/types.ts"
 import { anna, annaEnv, annaJson, finish, newHome, type Run, start, waitForOutput } from "../support/cli.ts"
+import { openHomeDb } from "../support/gatewayDb.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
 const homes: Array<string> = []
@@ -34,13 +34,14 @@ const sessionKeys = async (h: string) =>
 
 /** Messages and conversations stored for a key, read straight from the database file. */
 const stored = (h: string, key: string) => {
-  const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
+  const db = openHomeDb(h, { readOnly: true })
   try {
-    const c = db.prepare("SELECT count(*) AS n FROM ctx_conversations WHERE session_key = ?").get(key) as { n: number }
-    const m = db.prepare(
-      "SELECT count(*) AS n FROM ctx_messages WHERE conversation_id IN (SELECT id FROM ctx_conversations WHERE session_key = ?)"
-    ).get(key) as { n: number }
-    return { conversations: c.n, messages: m.n }
+    const c = db.get("SELECT count(*) AS n FROM ctx_conversations WHERE session_key = ?", key)
+    const m = db.get(
+      "SELECT count(*) AS n FROM ctx_messages WHERE conversation_id IN (SELECT id FROM ctx_conversations WHERE session_key = ?)",
+      key
+    )
+    return { conversations: Number(c?.["n"]), messages: Number(m?.["n"]) }
   } finally {
     db.close()
   }
@@ -204,12 +205,12 @@ describe("anna memory delete", () => {
     assert.include(verify.stdout, "OK: 1 session(s), 1000 messages")
 
     // No trace is left in the link tables, and an ordinary DELETE of a message is still refused.
-    const db = new DatabaseSync(join(h, "anna.db"))
-    const orphans = db.prepare(`SELECT
+    const db = openHomeDb(h)
+    const orphans = db.get(`SELECT
         (SELECT count(*) FROM ctx_summaries WHERE conversation_id NOT IN (SELECT id FROM ctx_conversations)) +
         (SELECT count(*) FROM ctx_items WHERE conversation_id NOT IN (SELECT id FROM ctx_conversations)) +
-        (SELECT count(*) FROM ctx_summary_messages WHERE summary_id NOT IN (SELECT id FROM ctx_summaries)) AS n`).get() as { n: number }
-    assert.strictEqual(orphans.n, 0)
+        (SELECT count(*) FROM ctx_summary_messages WHERE summary_id NOT IN (SELECT id FROM ctx_summaries)) AS n`)
+    assert.strictEqual(Number(orphans?.["n"]), 0)
     assert.throws(() => db.exec("DELETE FROM ctx_messages WHERE seq = 1"), /immutable/)
     db.close()
 

@@ -7,10 +7,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { SessionStats } from "../../src/domain/memory/types.ts"
 import { anna, annaJson, newHome } from "../support/cli.ts"
+import { openHomeDb } from "../support/gatewayDb.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -19,12 +19,13 @@ afterAll(() => {
 
 /** created_at of a session's messages in seq order, read straight from the database file. */
 const times = (h: string, key: string): Array<number> => {
-  const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
+  const db = openHomeDb(h, { readOnly: true })
   try {
-    return db.prepare(
+    return db.all(
       `SELECT m.created_at AS at FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
-       WHERE c.session_key = ? ORDER BY m.seq`
-    ).all(key).map((r) => Number(r.at))
+       WHERE c.session_key = ? ORDER BY m.seq`,
+      key
+    ).map((r) => Number(r["at"]))
   } finally {
     db.close()
   }

@@ -17,6 +17,7 @@ import { continuesUnit, type NewMessage } from "../../src/domain/message.ts"
 import { encodeMessage } from "../../src/layers/memory/rows.ts"
 import { loadSqlMigrations, migrationsDir } from "../../src/layers/sql/Sqlite.ts"
 import { anna, annaJson, newHome } from "../support/cli.ts"
+import { sqliteHome } from "../support/suiteDatabase.ts"
 
 const homes: Array<string> = []
 afterAll(() => {
@@ -62,7 +63,7 @@ const home = async () => {
 
 /** A home whose database was written by the release before migration 0028, holding SESSION. */
 const oldHome = () => {
-  const h = newHome()
+  const h = sqliteHome(newHome())
   homes.push(h)
   const db = new DatabaseSync(join(h, "anna.db"))
   db.exec(`CREATE TABLE effect_sql_migrations (migration_id integer PRIMARY KEY NOT NULL,

@@ -9,6 +9,7 @@ import { chmodSync, copyFileSync, rmSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
 import { anna, annaJson, newHome } from "../support/cli.ts"
+import { sqliteHome } from "../support/suiteDatabase.ts"
 
 const FIXTURE = resolve(import.meta.dirname, "../fixtures/anna-0009.db")
 const homes: Array<string> = []
@@ -18,7 +19,7 @@ afterAll(() => {
 
 describe("a database from an earlier release", () => {
   it("migrates, verifies, and keeps its sessions, summaries, search, agents, users and channels", async () => {
-    const home = newHome()
+    const home = sqliteHome(newHome())
     homes.push(home)
     copyFileSync(FIXTURE, join(home, "anna.db"))
     chmodSync(join(home, "anna.db"), 0o600)

@@ -13,6 +13,7 @@ import { afterAll, beforeAll } from "vitest"
 import { shownConfig } from "../../src/domain/config/channel.ts"
 import { maskUrl, providerSecrets, redactSecrets } from "../../src/domain/model/types.ts"
 import { annaEnv, finish, newHome, type Run, start, waitForOutput } from "../support/cli.ts"
+import { sqliteHome } from "../support/suiteDatabase.ts"
 
 /** Docker is not needed here; an unreachable engine makes doctor's sandbox check quick. */
 const NO_DOCKER = { DOCKER_HOST: "unix:///nonexistent/docker.sock" }
@@ -127,7 +128,7 @@ describe("secrets in output", () => {
 
 describe("secrets at rest", () => {
   it("creates ANNA_HOME 0700 and the database files 0600, and tightens them when they were left open", async () => {
-    const home = freshHome()
+    const home = sqliteHome(freshHome())
     const first = await run(home, "provider", "list")
     assert.strictEqual(first.code, 0, first.stderr)
     assert.strictEqual(modeOf(home), 0o700)
@@ -165,7 +166,7 @@ describe("secrets at rest", () => {
   })
 
   it("doctor says when ANNA_HOME is open to others and how to fix it", async () => {
-    const home = freshHome()
+    const home = sqliteHome(freshHome())
     // A shared (sticky) folder is not chmod-ed behind the operator's back: doctor reports it instead.
     mkdirSync(home, { mode: 0o700 })
     chmodSync(home, 0o1777)

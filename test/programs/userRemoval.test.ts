@@ -10,10 +10,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { Job } from "../../src/domain/scheduler/types.ts"
 import { anna, annaJson, newHome, type Run } from "../support/cli.ts"
+import { openHomeDb } from "../support/gatewayDb.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
 const homes: Array<string> = []
@@ -90,7 +90,7 @@ const setUp = async () => {
   writeFileSync(join(workspace, "HEARTBEAT.md"), "remind alice of the attic")
   mkdirSync(join(h, "workspaces", "a1", "users", "bob"), { recursive: true })
   writeFileSync(join(h, "workspaces", "a1", "users", "bob", "todo.txt"), "bob's list")
-  const db = new DatabaseSync(join(h, "anna.db"))
+  const db = openHomeDb(h)
   db.exec(`INSERT INTO user_identities (platform, external_id, user_id) VALUES ('telegram', '42', 'alice');
     INSERT INTO chat_contexts (agent_id, platform, user_id, chat_id, context) VALUES ('a1', 'telegram', 'alice', 'dm', 'dm');
     INSERT INTO ctx_agent_memory (user_id, agent_id, content, updated_at) VALUES
@@ -111,10 +111,10 @@ const setUp = async () => {
 }
 
 const count = (h: string, query: string, ...params: Array<string>) => {
-  const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
-  const r = db.prepare(query).get(...params) as { n: number }
+  const db = openHomeDb(h, { readOnly: true })
+  const r = db.get(query, ...params)
   db.close()
-  return r.n
+  return Number(r?.["n"])
 }
 const hashOf = (token: string) => createHash("sha256").update(token, "utf8").digest("hex")
 const sessionsOf = async (h: string, user: string) =>

@@ -6,11 +6,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { DatabaseSync } from "node:sqlite"
 import { afterAll } from "vitest"
 import type { TokenInfo } from "../../src/services/ConfigStore.ts"
 import { HttpAddress } from "../../src/services/HttpAddress.ts"
 import { anna, annaJson, newHome, type Run } from "../support/cli.ts"
+import { openHomeDb } from "../support/gatewayDb.ts"
 import { httpStack } from "../support/runtimeStack.ts"
 import { toJsonl, transcript } from "../support/transcript.ts"
 
@@ -106,7 +106,7 @@ describe("anna user remove", () => {
     await annaJson(h, "memory", "import", "a1:cli:alice:main", file)
     await annaJson(h, "memory", "import", "a1:cli:alice:work", file)
     await annaJson(h, "memory", "import", "a1:cli:bob:main", file)
-    const db = new DatabaseSync(join(h, "anna.db"))
+    const db = openHomeDb(h)
     db.exec(`INSERT INTO user_identities (platform, external_id, user_id) VALUES ('telegram', '42', 'alice');
       INSERT INTO chat_contexts (agent_id, platform, user_id, chat_id, context) VALUES ('a1', 'cli', 'alice', 'dm', 'main');
       INSERT INTO ctx_agent_memory (user_id, agent_id, content, updated_at) VALUES
@@ -115,10 +115,10 @@ describe("anna user remove", () => {
     return h
   }
   const rows = (h: string, table: string) => {
-    const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
-    const r = db.prepare(`SELECT count(*) AS n FROM ${table} WHERE user_id = 'alice'`).get() as { n: number }
+    const db = openHomeDb(h, { readOnly: true })
+    const r = db.get(`SELECT count(*) AS n FROM ${table} WHERE user_id = 'alice'`)
     db.close()
-    return r.n
+    return Number(r?.["n"])
   }
   const sessions = async (h: string, ...args: ReadonlyArray<string>) =>
     (await annaJson<Array<{ sessionKey: string }>>(h, "memory", "sessions", ...args)).map((s) => s.sessionKey).sort()
@@ -160,8 +160,8 @@ describe("anna user remove", () => {
     // The agents' notes about alice (drawn from her sessions) go with them; bob's stay.
     assert.strictEqual(r.profiles, 2)
     assert.strictEqual(rows(h, "ctx_agent_memory"), 0)
-    const db = new DatabaseSync(join(h, "anna.db"), { readOnly: true })
-    assert.deepStrictEqual({ ...db.prepare("SELECT user_id, content FROM ctx_agent_memory").get() }, { user_id: "bob", content: "likes coffee" })
+    const db = openHomeDb(h, { readOnly: true })
+    assert.deepStrictEqual({ ...db.get("SELECT user_id, content FROM ctx_agent_memory") }, { user_id: "bob", content: "likes coffee" })
     db.close()
     assert.deepStrictEqual(r.deletedSessions.map((d) => [d.sessionKey, d.messages]).sort(), [["a1:cli:alice:main", 300], ["a1:cli:alice:work", 300]])
     assert.deepStrictEqual(await sessions(h), ["a1:cli:bob:main"])

@@ -1,8 +1,10 @@
 /**
  * Reading a running (or killed) gateway process's database from a test, read-only and beside it:
  * the restart tests watch what the other process recorded, where there is nothing to subscribe to.
+ * And a home's database opened by a test to seed or damage it (`openHomeDb`). Both synchronous, on
+ * the home's SQLite file or — when the suite runs on PostgreSQL (suiteDatabase.ts) — its database.
  */
-import { dirname } from "node:path"
+import { dirname, join } from "node:path"
 import { DatabaseSync } from "node:sqlite"
 import { psqlStatement, homeDatabaseUrl } from "./suiteDatabase.ts"
 
@@ -19,6 +21,57 @@ export const readRows = (db: string, sql: string): Array<Record<string, unknown>
     return sqlite.prepare(sql).all() as Array<Record<string, unknown>>
   } finally {
     sqlite.close()
+  }
+}
+
+/** A home's database as a test reads and changes it directly (synchronously). */
+export interface HomeDb {
+  /** The rows of `sql`, its `?` bound to `params` in order. */
+  readonly all: (sql: string, ...params: ReadonlyArray<string | number>) => Array<Record<string, unknown>>
+  /** The first row of `sql`. */
+  readonly get: (sql: string, ...params: ReadonlyArray<string | number>) => Record<string, unknown> | undefined
+  /** Runs `sql` (one or more statements); throws with the database's message. */
+  readonly exec: (sql: string) => void
+  readonly close: () => void
+}
+
+/** `sql` with each `?` outside a quoted string replaced by `params`' next value as a literal. */
+const bindLiterals = (sql: string, params: ReadonlyArray<string | number>): string => {
+  let out = ""
+  let quoted = false
+  let k = 0
+  for (const ch of sql) {
+    if (ch === "'") quoted = !quoted
+    if (ch !== "?" || quoted) {
+      out += ch
+      continue
+    }
+    const v = params[k++]
+    if (v === undefined) throw new Error(`openHomeDb: fewer parameters than placeholders in ${sql}`)
+    out += typeof v === "number" ? String(v) : `'${v.replaceAll("'", "''")}'`
+  }
+  return out
+}
+
+/** The database of the `anna` home `home`, for a test to read or change beside the processes on it. */
+export const openHomeDb = (home: string, options: { readonly readOnly?: boolean } = {}): HomeDb => {
+  const url = homeDatabaseUrl(home)
+  if (url !== undefined) {
+    const all = (sql: string, ...params: ReadonlyArray<string | number>) =>
+      JSON.parse(psqlStatement(url, `SELECT coalesce(json_agg(r), '[]') FROM (${bindLiterals(sql, params)}) AS r`)) as Array<Record<string, unknown>>
+    return {
+      all,
+      get: (sql, ...params) => all(sql, ...params)[0],
+      exec: (sql) => void psqlStatement(url, sql),
+      close: () => undefined
+    }
+  }
+  const db = new DatabaseSync(join(home, "anna.db"), { readOnly: options.readOnly === true })
+  return {
+    all: (sql, ...params) => db.prepare(sql).all(...params) as Array<Record<string, unknown>>,
+    get: (sql, ...params) => db.prepare(sql).get(...params) as Record<string, unknown> | undefined,
+    exec: (sql) => db.exec(sql),
+    close: () => db.close()
   }
 }
 

@@ -36,13 +36,23 @@ export const psqlStatement = (url: string, statement: string): string =>
 export const HOME_DATABASE_PREFIX = "anna_home_"
 
 const homes = new Map<string, string>()
+const pinned = new Set<string>()
+
+/**
+ * Keeps the home `home` on its SQLite file whatever the suite runs on: for tests of SQLite itself
+ * (file modes, an old release's file, a fixture). Returns `home`.
+ */
+export const sqliteHome = (home: string): string => {
+  pinned.add(home)
+  return home
+}
 
 /**
  * The PostgreSQL database of the `anna` home `home` when the suite runs there: created on first use
  * (every process started on the home shares it), as a URL. Undefined when the suite runs on SQLite.
  */
 export const homeDatabaseUrl = (home: string): string | undefined => {
-  if (!suiteOnPostgres()) return undefined
+  if (!suiteOnPostgres() || pinned.has(home)) return undefined
   const known = homes.get(home)
   if (known !== undefined) return known
   const adminUrl = process.env["ANNA_TEST_DATABASE_URL"]
