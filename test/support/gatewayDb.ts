@@ -14,13 +14,11 @@ import { psqlStatement, homeDatabaseUrl } from "./suiteDatabase.ts"
  * the rows as JSON).
  */
 export const readRows = (db: string, sql: string): Array<Record<string, unknown>> => {
-  const url = homeDatabaseUrl(dirname(db))
-  if (url !== undefined) return JSON.parse(psqlStatement(url, `SELECT coalesce(json_agg(r), '[]') FROM (${sql}) AS r`)) as Array<Record<string, unknown>>
-  const sqlite = new DatabaseSync(db, { readOnly: true })
+  const home = openHomeDb(dirname(db), { readOnly: true })
   try {
-    return sqlite.prepare(sql).all() as Array<Record<string, unknown>>
+    return home.all(sql)
   } finally {
-    sqlite.close()
+    home.close()
   }
 }
 

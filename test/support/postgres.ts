@@ -78,7 +78,6 @@ let enabled: boolean | undefined
  * PostgreSQL (`ANNA_TEST_DATABASE=postgres`, suiteDatabase.ts), PostgreSQL alone.
  */
 export const testDatabases = (sqlite: Layer.Layer<SqlClient.SqlClient, unknown>): ReadonlyArray<TestDatabase> => {
-  enabled ??= suiteOnPostgres() || postgresEnabled()
   const postgres: TestDatabase = {
     name: "PostgreSQL",
     layer: pgTemp,
@@ -90,5 +89,6 @@ export const testDatabases = (sqlite: Layer.Layer<SqlClient.SqlClient, unknown>)
     open: Effect.map(tempDbFile, (file) => ({ file, layer: Sqlite.layer(file) }))
   }
   if (suiteOnPostgres()) return [postgres]
+  enabled ??= postgresEnabled()
   return [lite, ...(enabled ? [postgres] : [])]
 }

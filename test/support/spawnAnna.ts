@@ -19,15 +19,15 @@ export interface Run {
 export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
 
 /** The provider variables and the database of the test runner's own environment never leak into a child. */
-const PROVIDER_VARS = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANNA_DATABASE_URL"]
+const NEVER_INHERITED = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANNA_DATABASE_URL"]
 
 /**
- * A child's environment: the runner's without PROVIDER_VARS, the home, and — when the whole suite
+ * A child's environment: the runner's without NEVER_INHERITED, the home, and — when the whole suite
  * runs on PostgreSQL (suiteDatabase.ts) — the home's database, unless `env` chooses one itself.
  */
 export const childEnv = (home: string, env: Readonly<Record<string, string>>): Record<string, string | undefined> => {
   const base: Record<string, string | undefined> = { ...process.env }
-  for (const v of PROVIDER_VARS) delete base[v]
+  for (const v of NEVER_INHERITED) delete base[v]
   const database = env["ANNA_DATABASE_URL"] === undefined ? homeDatabaseUrl(home) : undefined
   return { ...base, ANNA_HOME: home, ...(database === undefined ? {} : { ANNA_DATABASE_URL: database }) }
 }
