@@ -28,6 +28,7 @@ import { sqliteTemp } from "../support/db.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import * as LocalSandbox from "../support/localSandbox.ts"
 import { localProvider } from "../support/runtimeStack.ts"
+import { eventually } from "../support/eventually.ts"
 
 const suite = fakeLlmSuite()
 
@@ -261,7 +262,7 @@ describe("a running runtime and the agent verbs", () => {
 
       yield* agents.update("a1", { enabled: false, awaitingModel: false })
       yield* TestClock.adjust("1 second")
-      assert.deepStrictEqual(yield* pool.live, [], "disabled: its runner and sandbox are closed")
+      yield* eventually(Effect.map(pool.live, (live) => assert.deepStrictEqual(live, [], "disabled: its runner and sandbox are closed")))
 
       yield* agents.update("a1", { enabled: true, awaitingModel: false })
       yield* turn(user("ann"), "two")
@@ -271,7 +272,7 @@ describe("a running runtime and the agent verbs", () => {
       const removed = yield* agents.remove("a1")
       assert.deepStrictEqual(removed, { agentId: "a1", usersDefaulted: 0, bindings: 0, chatStates: 1 })
       yield* TestClock.adjust("1 second")
-      assert.deepStrictEqual(yield* pool.live, [], "removed: its runner and sandbox are closed")
+      yield* eventually(Effect.map(pool.live, (live) => assert.deepStrictEqual(live, [], "removed: its runner and sandbox are closed")))
     }).pipe(Effect.provide(stack(home, started)))
   })
 })

@@ -3,7 +3,8 @@
  * or, when the whole suite runs on PostgreSQL (`ANNA_TEST_DATABASE=postgres`, suiteDatabase.ts), a
  * fresh PostgreSQL database per test wherever `sqliteTemp` is asked for.
  */
-import { Effect, Layer } from "effect"
+import { Clock, Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import type { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -29,6 +30,18 @@ export const tempDbFile = Effect.acquireRelease(
 /** SqlClient on a fresh temporary SQLite file, whatever database the suite runs on (tests of SQLite itself). */
 export const sqliteFileTemp: Layer.Layer<SqlClient.SqlClient, unknown> = Layer.unwrap(Effect.map(tempDbFile, Sqlite.layer))
 
+/**
+ * `layer` on the real clock even in a test on the TestClock: a server's pool lives in real time. On
+ * virtual time its idle-connection reaper woke every 60 virtual seconds of a `TestClock.adjust`
+ * (1,440 wakes for a day, each closing a connection), and a `setTime` a month ahead never ended.
+ */
+export const onRealClock = <A, E, R>(layer: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.unwrap(Clock.clockWith((clock) =>
+    "adjust" in clock && "withLive" in clock // a TestClock
+      ? TestClock.withLive(Clock.clockWith((real) => Effect.succeed(Layer.provide(layer, Layer.succeed(Clock.Clock, real)))))
+      : Effect.succeed(layer)
+  ))
+
 /** SqlClient on a fresh temporary file (a fresh PostgreSQL database when the suite runs there). */
 export const sqliteTemp: Layer.Layer<SqlClient.SqlClient, unknown> = Layer.unwrap(
   // postgres.ts is loaded only then: it registers the test file's hooks, and benchmarks use this module too.
@@ -47,7 +60,7 @@ export const sqliteTemp: Layer.Layer<SqlClient.SqlClient, unknown> = Layer.unwra
 export const homeDatabase = (home: string): Layer.Layer<SqlClient.SqlClient, unknown> =>
   Layer.unwrap(Effect.sync(() => {
     const url = homeDatabaseUrl(home)
-    return url === undefined ? Sqlite.layer(join(home, "anna.db")) : Postgres.layer(url, { maxConnections: 2 })
+    return url === undefined ? Sqlite.layer(join(home, "anna.db")) : onRealClock(Postgres.layer(url, { maxConnections: 2 }))
   }))
 
 /** LcmMemory (all seven services) + the store on `database`, with the deterministic summarizer. */

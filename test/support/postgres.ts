@@ -14,7 +14,7 @@ import { SqlClient } from "effect/sql"
 import { afterAll } from "vitest"
 import * as Postgres from "../../src/layers/sql/Postgres.ts"
 import * as Sqlite from "../../src/layers/sql/Sqlite.ts"
-import { tempDbFile } from "./db.ts"
+import { onRealClock, tempDbFile } from "./db.ts"
 import { postgresEnabled, postgresMissing, type Server, startServer } from "./pgServer.ts"
 import { suiteOnPostgres } from "./suiteDatabase.ts"
 
@@ -57,7 +57,7 @@ const adminQuery = (url: string, statement: string) =>
   ).pipe(Effect.orDie)
 
 /** SqlClient on a fresh PostgreSQL database, migrated (the counterpart of db.ts's `sqliteTemp`). */
-export const pgTemp = Layer.unwrap(Effect.map(tempDatabaseUrl, (url) => Postgres.layer(url, { maxConnections: 4 })))
+export const pgTemp = Layer.unwrap(Effect.map(tempDatabaseUrl, (url) => onRealClock(Postgres.layer(url, { maxConnections: 4 }))))
 
 /** A database the store suites run on: a fresh SQLite file, and a fresh PostgreSQL database when enabled. */
 export interface TestDatabase {
@@ -81,7 +81,7 @@ export const testDatabases = (sqlite: Layer.Layer<SqlClient.SqlClient, unknown>)
   const postgres: TestDatabase = {
     name: "PostgreSQL",
     layer: pgTemp,
-    open: Effect.map(tempDatabaseUrl, (url) => ({ file: undefined, layer: Postgres.layer(url, { maxConnections: 4 }) }))
+    open: Effect.map(tempDatabaseUrl, (url) => ({ file: undefined, layer: onRealClock(Postgres.layer(url, { maxConnections: 4 })) }))
   }
   const lite: TestDatabase = {
     name: "SQLite",

@@ -2,8 +2,9 @@
  * The Scheduler's loop. At start: runs left `running` by a gateway that died are marked
  * interrupted, and jobs whose time passed while the gateway was down are run once (catch-up `run`)
  * or skipped (`skip`, recorded as a skipped run) — the job's own choice, else the setting
- * scheduler.catch_up. Then one fiber: run what is due, sleep until the next due time (at most
- * `recheck`, so jobs added by another process are seen), or until `wake`. Each run is its own fiber;
+ * scheduler.catch_up — and the first look at the jobs is taken. Then one fiber: sleep until the next
+ * due time (measured after the look, whose reads take time; at most `recheck`, so jobs added by
+ * another process are seen) or until `wake`, and run what is due. Each run is its own fiber;
  * a job whose previous run is still going when it is due again gets a `skipped` run instead of a
  * second one. A one-shot (`at`) job is removed once it has run; its history stays.
  */
@@ -94,13 +95,18 @@ export const make = (options: SchedulerOptions = {}) =>
           if (next !== null) soonest = Math.min(soonest, next)
         } else if (job.nextRunAt !== null) soonest = Math.min(soonest, job.nextRunAt)
       }
-      return Math.max(0, soonest - now)
-    }).pipe(Effect.catch((e) => Effect.as(Effect.logError(`scheduler: ${e.message}`), recheck)))
+      return soonest
+    }).pipe(Effect.catch((e) => Effect.andThen(Effect.logError(`scheduler: ${e.message}`), Effect.map(Clock.currentTimeMillis, (now) => now + recheck))))
+
+    /** Sleeps until the time `at` (measured after the look's reads, which take time), or a wake. */
+    const sleepUntil = (at: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.raceFirst(Effect.sleep(Duration.millis(Math.max(0, at - now))), Queue.take(wakeUp)))
 
     yield* catchUp.pipe(Effect.catch((e) => Effect.logError(`scheduler: catch-up failed: ${e.message}`)))
-    yield* tick.pipe(
-      Effect.flatMap((wait) => Effect.raceFirst(Effect.sleep(Duration.millis(wait)), Queue.take(wakeUp))),
-      Effect.forever,
+    // The first look is done when the scheduler is up; then the loop.
+    const first = yield* tick
+    yield* sleepUntil(first).pipe(
+      Effect.andThen(Effect.forever(Effect.flatMap(tick, sleepUntil))),
       Effect.forkScoped
     )
 

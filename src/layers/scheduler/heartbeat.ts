@@ -11,7 +11,7 @@
  * there): the check is one `lstat` of HEARTBEAT.md (no link followed, no open), and only a regular
  * file counts; the content is read inside the sandbox, by the agent's tools, during the turn.
  */
-import { Duration, Effect, Option } from "effect"
+import { Clock, Duration, Effect, Option } from "effect"
 import { lstatSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { agentFolder, specFor } from "../../domain/sandbox/spec.ts"
@@ -124,11 +124,18 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     )
 
     // Beats run one after another, so two never overlap; `off` is looked at again each minute, and
-    // once more when a sleep ends (turned off meanwhile: no beat).
+    // once more when a sleep ends (turned off meanwhile: no beat). The interval runs from the start,
+    // then from the end of each beat — not from the end of the read of the setting, which takes time.
     const beatIfOn = Effect.flatMap(interval, (ms) => (ms === undefined ? Effect.void : cycle))
-    yield* interval.pipe(
-      Effect.flatMap((ms) => ms === undefined ? Effect.sleep(Duration.minutes(1)) : Effect.andThen(Effect.sleep(Duration.millis(ms)), beatIfOn)),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    let since = yield* Clock.currentTimeMillis
+    yield* Effect.gen(function*() {
+      const ms = yield* interval
+      if (ms === undefined) yield* Effect.sleep(Duration.minutes(1))
+      else {
+        const now = yield* Clock.currentTimeMillis
+        yield* Effect.sleep(Duration.millis(Math.max(0, since + ms - now)))
+        yield* beatIfOn
+      }
+      since = yield* Clock.currentTimeMillis
+    }).pipe(Effect.forever, Effect.forkScoped)
   })

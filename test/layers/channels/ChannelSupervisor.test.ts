@@ -16,6 +16,7 @@ import { Channel, type ChannelDefinition } from "../../../src/services/Channel.t
 import { Channels } from "../../../src/services/Channels.ts"
 import { ConfigStore } from "../../../src/services/ConfigStore.ts"
 import { sqliteTemp, tempDir } from "../../support/db.ts"
+import { eventually } from "../../support/eventually.ts"
 
 /** What the test channel did: every start with its settings, every stop, every message delivered. */
 interface Log {
@@ -63,23 +64,26 @@ describe("ChannelSupervisor", () => {
 
         yield* config.setChannel("pager", { config: { room: "dev", volume: 3 } })
         yield* TestClock.adjust("1 second")
-        assert.deepStrictEqual(log.events, ["start ops", "stop ops", "start dev"])
+        yield* eventually(Effect.sync(() => assert.deepStrictEqual(log.events, ["start ops", "stop ops", "start dev"])))
         yield* channels.notify("pager", { userId: "u2" }, { text: "deployed" })
         assert.deepStrictEqual(log.delivered.at(-1), "dev/u2: deployed")
 
         // Bad settings stored by hand: that channel is down, with the key named; nothing is left running.
         yield* config.setChannel("pager", { config: { room: "" } })
         yield* TestClock.adjust("1 second")
-        assert.deepStrictEqual(yield* channels.status, [{ id: "pager", state: "failed", error: "channel pager: room must name a room" }])
+        yield* eventually(Effect.map(channels.status, (status) =>
+          assert.deepStrictEqual(status, [{ id: "pager", state: "failed", error: "channel pager: room must name a room" }])
+        ))
         assert.deepStrictEqual(log.events.at(-1), "stop dev")
         const down = yield* Effect.flip(channels.notify("pager", { userId: "u1" }, { text: "x" }))
         assert.strictEqual(down.message, "channel pager: it is not running now")
 
         yield* config.setChannel("pager", { config: { room: "ops" } })
         yield* TestClock.adjust("1 second")
+        yield* eventually(Effect.sync(() => assert.deepStrictEqual(log.events.at(-1), "start ops")))
         yield* config.setChannel("pager", { enabled: false })
         yield* TestClock.adjust("1 second")
-        assert.deepStrictEqual(yield* channels.status, [])
+        yield* eventually(Effect.map(channels.status, (status) => assert.deepStrictEqual(status, [])))
         assert.deepStrictEqual(log.events.slice(-2), ["start ops", "stop ops"])
       }).pipe(Effect.provide(ChannelSupervisor.layer({ channels: [ChannelSupervisor.runnable(pager(log))] })))
     }).pipe(Effect.provide(CachedLiveConfig.layer().pipe(Layer.provideMerge(stores(tempDir())))))

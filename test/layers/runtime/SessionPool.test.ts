@@ -27,6 +27,7 @@ import { sqliteTemp } from "../../support/db.ts"
 import { fakeLlmSuite } from "../../support/fakeLlm/suite.ts"
 import { localProvider } from "../../support/runtimeStack.ts"
 import * as LocalSandbox from "../../support/localSandbox.ts"
+import { eventually } from "../../support/eventually.ts"
 import { fastTransport } from "../providers/contract.ts"
 
 const suite = fakeLlmSuite()
@@ -121,7 +122,7 @@ describe("SessionPool", () => {
       yield* agents.update("a1", { sandboxMemoryMb: 256 })
       // The watcher sees the new configuration version at its next poll and closes both runners.
       yield* TestClock.adjust("1 second")
-      assert.deepStrictEqual(yield* pool.live, [])
+      yield* eventually(Effect.map(pool.live, (live) => assert.deepStrictEqual(live, [])))
       yield* turn(user("ann"), "two")
       assert.strictEqual(started.count, 3)
       // A change that does not touch the sandbox or tools leaves runners alone.

@@ -11,6 +11,7 @@ import { LiveConfig } from "../../../src/services/LiveConfig.ts"
 import { Notifier } from "../../../src/services/Notifier.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { sqliteTemp } from "../../support/db.ts"
+import { eventually } from "../../support/eventually.ts"
 import { done } from "../../support/fakeRuntime.ts"
 
 const MIN = 60_000
@@ -83,13 +84,15 @@ describe("Scheduler", () => {
       yield* TestClock.adjust(8 * HOUR - MIN)
       expect(rt.turns()).toBe(0)
       yield* TestClock.adjust(MIN)
-      expect(notifier.sent).toEqual([{ user: "alice", text: "3 open tasks", channel: "telegram" }])
+      yield* eventually(Effect.gen(function*() {
+        expect(notifier.sent).toEqual([{ user: "alice", text: "3 open tasks", channel: "telegram" }])
+        const [run] = yield* store.history(added.id)
+        expect(run).toMatchObject({ status: "ok", startedAt: 8 * HOUR, reply: "3 open tasks", deliveredTo: "alice@telegram", trigger: "schedule" })
+      }))
       expect(rt.targets[0]).toMatchObject({ platform: "scheduler", userId: "alice", agentId: "default", chatId: added.id })
-      const [run] = yield* store.history(added.id)
-      expect(run).toMatchObject({ status: "ok", startedAt: 8 * HOUR, reply: "3 open tasks", deliveredTo: "alice@telegram", trigger: "schedule" })
       expect(Option.map(yield* store.get(added.id), (j) => j.nextRunAt)).toEqual(Option.some(32 * HOUR))
       yield* TestClock.adjust(24 * HOUR)
-      expect(notifier.sent).toHaveLength(2)
+      yield* eventually(Effect.sync(() => expect(notifier.sent).toHaveLength(2)))
     })))
 
   it.effect("runs an every job each interval, in a fresh session per run in session mode new", () =>
@@ -98,7 +101,10 @@ describe("Scheduler", () => {
       const rt = fakeRuntime((_, n) => Effect.succeed(reply(`tick ${n}`)))
       const added = yield* store.add(job({ every: "2m", sessionMode: "new", deliverUser: undefined }))
       yield* start(rt.service, undefined)
-      yield* TestClock.adjust(6 * MIN)
+      for (let n = 1; n <= 3; n++) {
+        yield* TestClock.adjust(2 * MIN)
+        yield* eventually(Effect.map(store.history(added.id), (runs) => expect(runs.filter((r) => r.status === "ok")).toHaveLength(n)))
+      }
       const runs = yield* store.history(added.id)
       expect(runs.map((r) => [r.status, r.startedAt, r.reply, r.deliveredTo])).toEqual([
         ["ok", 6 * MIN, "tick 3", null],
@@ -115,11 +121,12 @@ describe("Scheduler", () => {
       const added = yield* store.add(job({ every: "1h", deliverUser: undefined }))
       yield* TestClock.adjust(5 * HOUR + 30 * MIN) // the gateway is down: five runs missed
       yield* start(rt.service, undefined, "run")
+      yield* eventually(Effect.map(store.history(added.id), ([run]) =>
+        expect(run).toMatchObject({ trigger: "catch_up", status: "ok", startedAt: 5 * HOUR + 30 * MIN })
+      ))
       expect(rt.turns()).toBe(1)
-      const [run] = yield* store.history(added.id)
-      expect(run).toMatchObject({ trigger: "catch_up", status: "ok", startedAt: 5 * HOUR + 30 * MIN })
       yield* TestClock.adjust(HOUR)
-      expect(rt.turns()).toBe(2)
+      yield* eventually(Effect.sync(() => expect(rt.turns()).toBe(2)))
     })))
 
   it.effect("catch-up skip: a missed job is recorded as skipped and waits for its next time", () =>
@@ -130,11 +137,11 @@ describe("Scheduler", () => {
       const own = yield* store.add(job({ every: "1h", deliverUser: undefined, catchUp: "run" }))
       yield* TestClock.adjust(3 * HOUR + 10 * MIN)
       yield* start(rt.service, undefined, "skip")
+      yield* eventually(Effect.map(store.history(own.id), ([run]) => expect(run).toMatchObject({ status: "ok", trigger: "catch_up" })))
       expect(rt.turns()).toBe(1) // only the job whose own catch-up is `run`
-      expect((yield* store.history(own.id))[0]).toMatchObject({ status: "ok", trigger: "catch_up" })
       expect((yield* store.history(added.id)).map((r) => r.status)).toEqual(["skipped"])
       yield* TestClock.adjust(HOUR)
-      expect((yield* store.history(added.id)).map((r) => r.status)).toEqual(["ok", "skipped"])
+      yield* eventually(Effect.map(store.history(added.id), (runs) => expect(runs.map((r) => r.status)).toEqual(["ok", "skipped"])))
     })))
 
   it.effect("never overlaps: a run still going when the job is due again gives skipped ticks, not a second run", () =>
@@ -145,11 +152,16 @@ describe("Scheduler", () => {
       const added = yield* store.add(job({ every: "1m", deliverUser: undefined }))
       yield* start(rt.service, undefined)
       yield* TestClock.adjust(MIN)
-      yield* TestClock.adjust(MIN)
-      yield* TestClock.adjust(MIN)
+      yield* eventually(Effect.sync(() => expect(rt.turns()).toBe(1)))
+      for (let skipped = 1; skipped <= 2; skipped++) {
+        yield* TestClock.adjust(MIN)
+        yield* eventually(Effect.map(store.history(added.id), (runs) => expect(runs.filter((r) => r.status === "skipped")).toHaveLength(skipped)))
+      }
       expect(rt.turns()).toBe(1)
       yield* Deferred.succeed(release, undefined)
+      yield* eventually(Effect.map(store.history(added.id), (runs) => expect(runs.at(-1)?.status).toBe("ok")))
       yield* TestClock.adjust(MIN)
+      yield* eventually(Effect.map(store.history(added.id), (runs) => expect(runs[0]?.status).toBe("ok")))
       expect(rt.turns()).toBe(2)
       const runs = yield* store.history(added.id)
       expect(runs.map((r) => [r.status, r.startedAt])).toEqual([
@@ -169,15 +181,19 @@ describe("Scheduler", () => {
       const added = yield* store.add(job({ every: "1m", deliverUser: undefined }))
       const delivered = yield* store.add(job({ cron: "30 0 * * *" }))
       yield* start(rt.service, fakeNotifier(true).service)
-      yield* TestClock.adjust(2 * MIN)
-      expect((yield* store.history(added.id)).map((r) => [r.status, r.error])).toEqual([
-        ["ok", null],
-        ["error", "The model provider is unavailable."]
-      ])
+      yield* TestClock.adjust(MIN)
+      yield* eventually(Effect.map(store.history(added.id), (runs) => expect(runs).toHaveLength(1)))
+      yield* TestClock.adjust(MIN)
+      yield* eventually(Effect.map(store.history(added.id), (runs) =>
+        expect(runs.map((r) => [r.status, r.error])).toEqual([
+          ["ok", null],
+          ["error", "The model provider is unavailable."]
+        ])
+      ))
       yield* TestClock.adjust(28 * MIN)
-      expect((yield* store.history(delivered.id))[0]).toMatchObject({
-        status: "error", reply: "fine", error: "delivery failed: channel telegram: the user blocked the bot"
-      })
+      yield* eventually(Effect.map(store.history(delivered.id), ([run]) =>
+        expect(run).toMatchObject({ status: "error", reply: "fine", error: "delivery failed: channel telegram: the user blocked the bot" })
+      ))
     })))
 
   it.effect("a one-shot job runs once and is removed; its history stays", () =>
@@ -187,8 +203,8 @@ describe("Scheduler", () => {
       const added = yield* store.add(job({ at: new Date(10 * MIN).toISOString(), deliverUser: undefined }))
       yield* start(rt.service, undefined)
       yield* TestClock.adjust(10 * MIN)
+      yield* eventually(Effect.map(store.get(added.id), (left) => expect(Option.isNone(left)).toBe(true)))
       expect(rt.turns()).toBe(1)
-      expect(Option.isNone(yield* store.get(added.id))).toBe(true)
       expect((yield* store.history(added.id)).map((r) => r.status)).toEqual(["ok"])
       yield* TestClock.adjust(HOUR)
       expect(rt.turns()).toBe(1)
@@ -206,8 +222,8 @@ describe("Scheduler", () => {
       yield* store.requestRun(added.id)
       yield* scheduler.wake
       yield* TestClock.adjust(0)
+      yield* eventually(Effect.map(store.history(added.id), ([run]) => expect(run).toMatchObject({ status: "ok", trigger: "manual", startedAt: MIN })))
       expect(rt.turns()).toBe(1)
-      expect((yield* store.history(added.id))[0]).toMatchObject({ status: "ok", trigger: "manual", startedAt: MIN })
       expect(Option.map(yield* store.get(added.id), (j) => [j.nextRunAt, j.runRequested])).toEqual(Option.some([24 * HOUR, false]))
     })))
 
@@ -222,8 +238,11 @@ describe("Scheduler", () => {
       yield* store.requestRun(once.id)
       yield* start(rt.service, undefined, "run")
       yield* TestClock.adjust(MIN)
+      yield* eventually(Effect.gen(function*() {
+        expect((yield* store.history(every.id)).map((r) => [r.trigger, r.status])).toEqual([["manual", "ok"]])
+        expect(Option.isNone(yield* store.get(once.id))).toBe(true)
+      }))
       expect(rt.turns()).toBe(2)
-      expect((yield* store.history(every.id)).map((r) => r.trigger)).toEqual(["manual"])
       expect(Option.map(yield* store.get(every.id), (j) => j.nextRunAt)).toEqual(Option.some(3 * HOUR))
       expect(Option.isNone(yield* store.get(once.id))).toBe(true)
       expect((yield* store.history(once.id)).map((r) => [r.trigger, r.status])).toEqual([["manual", "ok"]])

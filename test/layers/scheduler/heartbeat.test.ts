@@ -23,6 +23,7 @@ import { ProviderStore } from "../../../src/services/ProviderStore.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { sqliteTemp, tempDir } from "../../support/db.ts"
 import { done } from "../../support/fakeRuntime.ts"
+import { eventually } from "../../support/eventually.ts"
 
 const MIN = 60_000
 
@@ -94,13 +95,16 @@ describe("heartbeat", () => {
       const rt = scripted(["HEARTBEAT_OK", "It is Friday: water the plants."])
       const store = yield* JobStore
       yield* Layer.build(Scheduler.layer({ notifier, recheck: "1 hour" }).pipe(Layer.provide(Layer.succeed(Runtime, rt.service))))
+      const alice = heartbeatJobId("a1", "alice")
       yield* TestClock.adjust(30 * MIN)
+      yield* eventually(Effect.map(store.history(alice), (runs) => expect(runs.map((r) => r.status)).toEqual(["ok"])))
       expect(rt.targets).toEqual([{ platform: "scheduler", externalUserId: "alice", userId: "alice", agentId: "a1", chatId: "heartbeat" }])
       expect(rt.prompts).toEqual([HEARTBEAT_PROMPT])
       expect(sent).toEqual([])
       yield* TestClock.adjust(30 * MIN)
+      yield* eventually(Effect.map(store.history(alice), (runs) => expect(runs.map((r) => r.status)).toEqual(["ok", "ok"])))
       expect(sent).toEqual([["alice", "It is Friday: water the plants."]])
-      const runs = yield* store.history(heartbeatJobId("a1", "alice"))
+      const runs = yield* store.history(alice)
       expect(runs.map((r) => [r.trigger, r.status, r.reply, r.deliveredTo])).toEqual([
         ["heartbeat", "ok", "It is Friday: water the plants.", "alice@telegram"],
         ["heartbeat", "ok", "HEARTBEAT_OK", null]
