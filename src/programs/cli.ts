@@ -16,8 +16,8 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit, Logger, References } from "effect"
 import { CliError, CliOutput, Command, type HelpDoc } from "effect/cli"
-import { InvalidEnvironment, logLevelSetting, databaseUrlSetting } from "./env.ts"
-import { LOGGERS, lineLogging } from "./logging.ts"
+import { InvalidEnvironment, logFormatSetting, logLevelSetting, databaseUrlSetting } from "./env.ts"
+import { LOGGERS, lineLogging, loggersFor } from "./logging.ts"
 import { databaseUrl, FLAG_NAMES, host, port } from "./gatewayFlags.ts"
 
 export const VERSION = "0.1.0"
@@ -216,6 +216,7 @@ export const misplacedFlags = (argv: ReadonlyArray<string>): string | undefined 
 export const main = (argv: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const level = yield* logLevelSetting
+    const format = yield* logFormatSetting
     yield* databaseUrlSetting
     const misplaced = misplacedFlags(argv)
     if (misplaced !== undefined) {
@@ -227,7 +228,8 @@ export const main = (argv: ReadonlyArray<string>) =>
       Effect.catchCause(reportFailure),
       // A command other than the gateway logs its audit lines at debug level (see AuditLogLevel).
       lineLogging(isGroup(argv[0]) && argv[0] !== "gateway"),
-      Effect.provideService(References.MinimumLogLevel, level)
+      Effect.provideService(References.MinimumLogLevel, level),
+      Effect.provideService(Logger.CurrentLoggers, loggersFor(format))
     )
   }).pipe(
     // ANNA_LOG_LEVEL not understood.

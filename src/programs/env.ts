@@ -47,6 +47,17 @@ export const logLevelSetting: Effect.Effect<LogLevel.LogLevel, InvalidEnvironmen
   })
 })
 
+/** How log lines are written: `text` (one readable line per event, the default) or `json` (one JSON object per line). */
+export type LogFormat = "text" | "json"
+
+/** `ANNA_LOG_FORMAT` (text or json, any case; empty means text), failing with one line when it is neither. */
+export const logFormatSetting: Effect.Effect<LogFormat, InvalidEnvironment> = Effect.gen(function*() {
+  const s = (yield* Effect.orDie(Config.String("ANNA_LOG_FORMAT").pipe(Config.withDefault("")))).trim().toLowerCase()
+  if (s === "" || s === "text") return "text"
+  if (s === "json") return "json"
+  return yield* new InvalidEnvironment({ message: `ANNA_LOG_FORMAT=${JSON.stringify(s)} is not a log format; use text or json` })
+})
+
 /** Where anna's state is: the SQLite file under `$ANNA_HOME`, or a PostgreSQL database. */
 export type DatabaseLocation =
   | { readonly _tag: "Sqlite"; readonly path: string }

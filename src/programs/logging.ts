@@ -85,6 +85,46 @@ export const formatLine = (input: LineInput): string => {
   return `${line}\n${Cause.pretty(input.cause).split("\n").map((l) => `  ${l}`).join("\n")}`
 }
 
+/** A log annotation as a JSON value: numbers, booleans and null as they are, a secret masked, anything else as text. */
+const jsonValue = (u: unknown): unknown =>
+  typeof u === "number" ? (Number.isFinite(u) ? u : String(u)) : typeof u === "boolean" || u === null ? u : show(u)
+
+/** The fields of a JSON log line that an annotation of the same name does not replace. */
+const JSON_FIELDS = new Set(["time", "level", "fiber", "message", "error", "cause", "trace_id", "span_id", "spans"])
+
+export interface JsonLineInput extends LineInput {
+  /** The span the event happened in (its trace and span ids join the line). */
+  readonly span?: { readonly traceId: string; readonly spanId: string } | undefined
+}
+
+/**
+ * One log event as one JSON object on one line (`ANNA_LOG_FORMAT=json`): `time` (ISO 8601, UTC),
+ * `level`, `fiber`, `message`, then `trace_id` and `span_id` when it happened inside a span, `spans`
+ * (the log spans' milliseconds), the annotations as fields of their own (one named like a fixed field
+ * gets an `annotation.` prefix), and `error` (what the cause's errors say; with details, `cause` holds
+ * its full text, stack included).
+ */
+export const formatJsonLine = (input: JsonLineInput): string => {
+  const now = input.date.getTime()
+  const parts = (Array.isArray(input.message) ? input.message : [input.message]).map((u) => show(u, input.details)).filter((p) => p !== "")
+  const line: Record<string, unknown> = {
+    time: input.date.toISOString(),
+    level: input.level.toUpperCase(),
+    fiber: input.fiberId,
+    message: parts.join(" ")
+  }
+  if (input.span !== undefined) {
+    line["trace_id"] = input.span.traceId
+    line["span_id"] = input.span.spanId
+  }
+  if (input.spans.length > 0) line["spans"] = Object.fromEntries(input.spans.map(([label, start]) => [label, now - start]))
+  for (const [key, v] of Object.entries(input.annotations)) line[JSON_FIELDS.has(key) ? `annotation.${key}` : key] = jsonValue(v)
+  const because = causeText(input.cause)
+  if (because !== "") line["error"] = because
+  if (input.details && because !== "") line["cause"] = Cause.pretty(input.cause)
+  return JSON.stringify(line)
+}
+
 /** Whether `minimum` lets debug lines through: the operator asked for details. */
 const wantsDetails = (minimum: LogLevel.LogLevel): boolean => LogLevel.isLessThanOrEqualTo(minimum, "Debug")
 
@@ -103,8 +143,29 @@ export const lineLogger = Logger.make<unknown, void>((options) => {
   }))
 })
 
+/** The JSON logger: each event as `formatJsonLine` writes it, to LogOutput. */
+export const jsonLogger = Logger.make<unknown, void>((options) => {
+  const fiber = options.fiber
+  const span = fiber.cache.span
+  fiber.getRef(LogOutput).write(formatJsonLine({
+    date: options.date,
+    level: options.logLevel,
+    fiberId: fiber.id,
+    message: options.message,
+    annotations: fiber.getRef(References.CurrentLogAnnotations),
+    spans: fiber.getRef(References.CurrentLogSpans),
+    cause: options.cause,
+    details: wantsDetails(fiber.getRef(References.MinimumLogLevel)),
+    span: span === undefined ? undefined : { traceId: span.traceId, spanId: span.spanId }
+  }))
+})
+
 /** The loggers of every anna process: ours in place of Effect's default one; spans still get their events. */
 export const LOGGERS: ReadonlySet<Logger.Logger<unknown, unknown>> = new Set([lineLogger, Logger.tracerLogger])
+
+/** The loggers for `ANNA_LOG_FORMAT`'s format. */
+export const loggersFor = (format: "text" | "json"): ReadonlySet<Logger.Logger<unknown, unknown>> =>
+  format === "json" ? new Set([jsonLogger, Logger.tracerLogger]) : LOGGERS
 
 /**
  * Runs a command line's program with the audit level of its kind (`oneOff`: a CLI command, not the

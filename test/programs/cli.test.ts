@@ -162,6 +162,21 @@ describe("anna CLI", () => {
     assert.strictEqual(fine.code, 0, fine.stderr)
   })
 
+  it("ANNA_LOG_FORMAT=json writes every log line as one JSON object with its trace ids; another format is refused, exit 2", async () => {
+    const h = home()
+    const bad = await annaEnv(h, { ANNA_LOG_FORMAT: "xml" }, "memory", "sessions")
+    assert.deepStrictEqual([bad.code, bad.stdout, bad.stderr], [2, "", "anna: ANNA_LOG_FORMAT=\"xml\" is not a log format; use text or json\n"])
+    const r = await annaEnv(h, { ANNA_LOG_FORMAT: "JSON", ANNA_LOG_LEVEL: "debug" }, "user", "add", "bob")
+    assert.strictEqual(r.code, 0, r.stderr)
+    const lines = r.stderr.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+    assert.isAbove(lines.length, 1)
+    for (const l of lines) {
+      assert.match(String(l["time"]), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+      assert.include(["DEBUG", "INFO", "WARN", "ERROR"], l["level"])
+    }
+    assert.isTrue(lines.some((l) => /^[0-9a-f]{32}$/.test(String(l["trace_id"])) && /^[0-9a-f]{16}$/.test(String(l["span_id"]))))
+  })
+
   it("ANNA_DATABASE_URL: not a postgres:// URL is one line and exit 2; a server that is not there is named, masked, exit 1", async () => {
     const h = home()
     for (const args of [["memory", "sessions"], ["gateway", "--port", "0"]]) {

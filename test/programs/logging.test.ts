@@ -5,8 +5,9 @@
  * (test/programs/logNoise.test.ts, chatLogLines.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Redacted } from "effect"
-import { formatLine, type LineInput } from "../../src/programs/logging.ts"
+import { Cause, Effect, Logger, Redacted, References } from "effect"
+import { formatJsonLine, formatLine, type LineInput, loggersFor } from "../../src/programs/logging.ts"
+import { LogOutput, makeLogOutput } from "../../src/services/LogOutput.ts"
 
 const at = new Date(2026, 10, 28, 14, 2, 7, 118)
 const base: LineInput = { date: at, level: "Info", fiberId: 16, message: ["hello"], annotations: {}, spans: [], cause: Cause.empty, details: false }
@@ -44,4 +45,51 @@ describe("log lines", () => {
     const line = formatLine({ ...base, spans: [["turn", at.getTime() - 250]] })
     assert.strictEqual(line, "[14:02:07.118] INFO (#16) turn=250ms: hello")
   })
+
+  it("ANNA_LOG_FORMAT=json: one JSON object per line — time, level, fiber, message, annotations as fields, the error; secrets masked", () => {
+    const cause = Cause.fail(new Error("provider refused (HTTP 400)"))
+    const line = formatJsonLine({
+      ...base,
+      level: "Warn",
+      message: ["learning: reflection failed\n    at run (file:///b.js:3:4)"],
+      annotations: { agent: "default", n: 3, ok: true, token: Redacted.make("s3cret"), level: "spoofed" },
+      spans: [["turn", at.getTime() - 250]],
+      cause
+    })
+    assert.notInclude(line, "\n")
+    assert.notInclude(line, "s3cret")
+    assert.deepStrictEqual(JSON.parse(line), {
+      time: at.toISOString(),
+      level: "WARN",
+      fiber: 16,
+      message: "learning: reflection failed",
+      spans: { turn: 250 },
+      agent: "default",
+      n: 3,
+      ok: true,
+      token: "<redacted>",
+      "annotation.level": "spoofed",
+      error: "provider refused (HTTP 400)"
+    })
+    const detailed = JSON.parse(formatJsonLine({ ...base, cause, details: true }))
+    assert.include(detailed.cause, "provider refused (HTTP 400)")
+  })
+
+  it.effect("a JSON line logged inside a span carries its trace and span ids", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const ids = yield* Effect.gen(function*() {
+        yield* Effect.logInfo("inside").pipe(Effect.annotateLogs("agent", "a1"))
+        const span = yield* Effect.currentSpan
+        return { trace_id: span.traceId, span_id: span.spanId }
+      }).pipe(
+        Effect.withSpan("turn"),
+        Effect.provideService(LogOutput, makeLogOutput((l) => lines.push(l))),
+        Effect.provideService(Logger.CurrentLoggers, loggersFor("json")),
+        Effect.provideService(References.MinimumLogLevel, "Info")
+      )
+      assert.lengthOf(lines, 1)
+      assert.deepInclude(JSON.parse(lines[0] ?? ""), { ...ids, level: "INFO", message: "inside", agent: "a1" })
+      assert.match(ids.trace_id, /^[0-9a-f]{32}$/)
+    }))
 })

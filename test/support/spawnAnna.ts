@@ -19,7 +19,7 @@ export interface Run {
 export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
 
 /** The provider variables and the database of the test runner's own environment never leak into a child. */
-const NEVER_INHERITED = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANNA_DATABASE_URL"]
+const NEVER_INHERITED = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANNA_DATABASE_URL", "ANNA_LOG_FORMAT"]
 
 /**
  * A child's environment: the runner's without NEVER_INHERITED, the home, and — when the whole suite
