@@ -165,6 +165,7 @@ export const runPostgres = async (dir: string): Promise<void> => {
         rows.flatMap((r) => [
           [int(r.size), "build: append, 1,000 per call", `${rate(r.lite.buildRate)} msg/s`, `${rate(r.pg.buildRate)} msg/s`, ratio(r.lite.buildRate, r.pg.buildRate)],
           [int(r.size), ...pair("append one message (p50)", r.lite.single.p50, r.pg.single.p50, "ms")],
+          [int(r.size), ...pair("append one message (p95)", r.lite.single.p95, r.pg.single.p95, "ms")],
           [int(r.size), ...pair("assemble, raw session (p50)", r.lite.rawAssemble.p50, r.pg.rawAssemble.p50, "ms")],
           [int(r.size), ...pair(`full compaction (${r.lite.summaries} / ${r.pg.summaries} summaries)`, r.lite.compactMs, r.pg.compactMs, "ms")],
           [int(r.size), ...pair("assemble, after full compaction (p50)", r.lite.compactedAssemble.p50, r.pg.compactedAssemble.p50, "ms")],
