@@ -128,37 +128,29 @@ export const formatJsonLine = (input: JsonLineInput): string => {
 /** Whether `minimum` lets debug lines through: the operator asked for details. */
 const wantsDetails = (minimum: LogLevel.LogLevel): boolean => LogLevel.isLessThanOrEqualTo(minimum, "Debug")
 
+/** A logger writing each event as `format` writes it, to LogOutput. */
+const writing = (format: (input: JsonLineInput) => string) =>
+  Logger.make<unknown, void>((options) => {
+    const fiber = options.fiber
+    const span = fiber.cache.span
+    fiber.getRef(LogOutput).write(format({
+      date: options.date,
+      level: options.logLevel,
+      fiberId: fiber.id,
+      message: options.message,
+      annotations: fiber.getRef(References.CurrentLogAnnotations),
+      spans: fiber.getRef(References.CurrentLogSpans),
+      cause: options.cause,
+      details: wantsDetails(fiber.getRef(References.MinimumLogLevel)),
+      span: span === undefined ? undefined : { traceId: span.traceId, spanId: span.spanId }
+    }))
+  })
+
 /** The logger: each event as `formatLine` writes it, to LogOutput. */
-export const lineLogger = Logger.make<unknown, void>((options) => {
-  const fiber = options.fiber
-  fiber.getRef(LogOutput).write(formatLine({
-    date: options.date,
-    level: options.logLevel,
-    fiberId: fiber.id,
-    message: options.message,
-    annotations: fiber.getRef(References.CurrentLogAnnotations),
-    spans: fiber.getRef(References.CurrentLogSpans),
-    cause: options.cause,
-    details: wantsDetails(fiber.getRef(References.MinimumLogLevel))
-  }))
-})
+export const lineLogger = writing(formatLine)
 
 /** The JSON logger: each event as `formatJsonLine` writes it, to LogOutput. */
-export const jsonLogger = Logger.make<unknown, void>((options) => {
-  const fiber = options.fiber
-  const span = fiber.cache.span
-  fiber.getRef(LogOutput).write(formatJsonLine({
-    date: options.date,
-    level: options.logLevel,
-    fiberId: fiber.id,
-    message: options.message,
-    annotations: fiber.getRef(References.CurrentLogAnnotations),
-    spans: fiber.getRef(References.CurrentLogSpans),
-    cause: options.cause,
-    details: wantsDetails(fiber.getRef(References.MinimumLogLevel)),
-    span: span === undefined ? undefined : { traceId: span.traceId, spanId: span.spanId }
-  }))
-})
+export const jsonLogger = writing(formatJsonLine)
 
 /** The loggers of every anna process: ours in place of Effect's default one; spans still get their events. */
 export const LOGGERS: ReadonlySet<Logger.Logger<unknown, unknown>> = new Set([lineLogger, Logger.tracerLogger])
