@@ -52,10 +52,11 @@ export type LogFormat = "text" | "json"
 
 /** `ANNA_LOG_FORMAT` (text or json, any case; empty means text), failing with one line when it is neither. */
 export const logFormatSetting: Effect.Effect<LogFormat, InvalidEnvironment> = Effect.gen(function*() {
-  const s = (yield* Effect.orDie(Config.String("ANNA_LOG_FORMAT").pipe(Config.withDefault("")))).trim().toLowerCase()
+  const raw = yield* Effect.orDie(Config.String("ANNA_LOG_FORMAT").pipe(Config.withDefault("")))
+  const s = raw.trim().toLowerCase()
   if (s === "" || s === "text") return "text"
   if (s === "json") return "json"
-  return yield* new InvalidEnvironment({ message: `ANNA_LOG_FORMAT=${JSON.stringify(s)} is not a log format; use text or json` })
+  return yield* new InvalidEnvironment({ message: `ANNA_LOG_FORMAT=${JSON.stringify(raw)} is not a log format; use text or json` })
 })
 
 /** Where anna's state is: the SQLite file under `$ANNA_HOME`, or a PostgreSQL database. */

@@ -21,6 +21,7 @@ import { Cause, Effect, Logger, LogLevel, Redacted, References } from "effect"
 import { inspect } from "node:util"
 import { AuditLogLevel } from "../services/AuditLogLevel.ts"
 import { LogOutput } from "../services/LogOutput.ts"
+import type { LogFormat } from "./env.ts"
 import { attachWarnings } from "./warnings.ts"
 
 const two = (n: number) => n.toString().padStart(2, "0")
@@ -70,11 +71,15 @@ export interface LineInput {
   readonly details: boolean
 }
 
+/** The message's parts as text (its own lines kept only with details), the empty ones left out. */
+const messageParts = (input: LineInput): Array<string> =>
+  (Array.isArray(input.message) ? input.message : [input.message]).map((u) => show(u, input.details)).filter((p) => p !== "")
+
 /** One log event as text: exactly one line, unless `details` and it has more to say. */
 export const formatLine = (input: LineInput): string => {
   const now = input.date.getTime()
   const spans = input.spans.map(([label, start]) => ` ${label.replace(/[\s="]/g, "_")}=${now - start}ms`).join("")
-  const parts = (Array.isArray(input.message) ? input.message : [input.message]).map((u) => show(u, input.details)).filter((p) => p !== "")
+  const parts = messageParts(input)
   const fields = Object.entries(input.annotations).map(([k, v]) => `${k.replace(/[\s="]/g, "_")}=${value(v)}`)
   const because = causeText(input.cause)
   let line = `[${clock(input.date)}] ${input.level.toUpperCase()} (#${input.fiberId})${spans}:`
@@ -106,7 +111,7 @@ export interface JsonLineInput extends LineInput {
  */
 export const formatJsonLine = (input: JsonLineInput): string => {
   const now = input.date.getTime()
-  const parts = (Array.isArray(input.message) ? input.message : [input.message]).map((u) => show(u, input.details)).filter((p) => p !== "")
+  const parts = messageParts(input)
   const line: Record<string, unknown> = {
     time: input.date.toISOString(),
     level: input.level.toUpperCase(),
@@ -156,7 +161,7 @@ export const jsonLogger = writing(formatJsonLine)
 export const LOGGERS: ReadonlySet<Logger.Logger<unknown, unknown>> = new Set([lineLogger, Logger.tracerLogger])
 
 /** The loggers for `ANNA_LOG_FORMAT`'s format. */
-export const loggersFor = (format: "text" | "json"): ReadonlySet<Logger.Logger<unknown, unknown>> =>
+export const loggersFor = (format: LogFormat): ReadonlySet<Logger.Logger<unknown, unknown>> =>
   format === "json" ? new Set([jsonLogger, Logger.tracerLogger]) : LOGGERS
 
 /**
