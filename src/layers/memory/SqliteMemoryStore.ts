@@ -44,6 +44,18 @@ interface LastMessage {
   readonly has_tool_results: number
 }
 
+/**
+ * PostgreSQL: a conversation's last stored message as this process wrote it, and what an append after
+ * it needs to know (whose it is, whether its last assistant message may call the memory tool).
+ */
+interface Tail {
+  readonly seq: number
+  readonly role: Role
+  readonly hasToolResults: boolean
+  readonly answersMemory: boolean
+  readonly userId: string
+}
+
 /** The search index of each source (SQLite's FTS5 tables, PostgreSQL's tsvector tables: same names). */
 const SEARCH_SOURCES = [["ctx_messages", "message", "ctx_messages_search"], ["ctx_summaries", "summary", "ctx_summaries_search"]] as const
 
@@ -78,9 +90,12 @@ export const make = Effect.gen(function*() {
   const cache = new Map<string, Conversation>()
   /** The session key each cached id stood for: SQLite may give a deleted conversation's id to a new one. */
   const keyById = new Map<number, string>()
+  /** PostgreSQL: each cached conversation's tail, as the last append here left it (appendAfter). */
+  const tails = new Map<number, Tail>()
   const forget = (sessionKey: string) => {
     const c = cache.get(sessionKey)
     if (c !== undefined && keyById.get(c.id) === sessionKey) keyById.delete(c.id)
+    if (c !== undefined) tails.delete(c.id)
     cache.delete(sessionKey)
   }
   const remember = (c: Conversation) => {
@@ -262,7 +277,73 @@ export const make = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const encoded = encodeAll(messages, now)
     if (encoded instanceof InvalidInput) return yield* encoded
-    return yield* immediate(Effect.gen(function*() {
+    if (!postgres) return (yield* appendLocked(conversationId, encoded, now)).range
+    // PostgreSQL: one round trip after a tail this process wrote, else the locked path (which learns the tail).
+    const tail = tails.get(conversationId)
+    const sessionKey = keyById.get(conversationId)
+    tails.delete(conversationId)
+    const fast = tail === undefined || sessionKey === undefined ? undefined : yield* appendAfter(conversationId, sessionKey, tail, encoded, now)
+    const { range, before } = fast !== undefined && tail !== undefined
+      ? { range: fast, before: tail }
+      : yield* appendLocked(conversationId, encoded, now)
+    if (before !== undefined && keyById.has(conversationId)) tails.set(conversationId, tailAfter(encoded, range.lastSeq, before))
+    return range
+  })
+
+  /**
+   * PostgreSQL: an append in one round trip (migrations/pg/0008_append_function.sql), made from the
+   * conversation's tail as this process last wrote it; undefined when the function found the
+   * conversation changed since (another process appended, deleted or moved it) and wrote nothing, or
+   * when the append needs the locked path (vectors that only the search queue can make, timestamps
+   * that are not whole milliseconds, more rows than one statement takes).
+   */
+  const appendAfter = (conversationId: number, sessionKey: string, tail: Tail, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
+    Effect.suspend(() => {
+      const firstSeq = tail.seq + 1
+      const vectors = inlineVectors(encoded, firstSeq, conversationId, tail.userId, tail.answersMemory)
+      if (vectors.length < encoded.length || encoded.length > INSERT_BATCH || !encoded.every((e) => Number.isSafeInteger(e.createdAt))) {
+        return Effect.succeed(undefined)
+      }
+      let prev: { readonly role: Role; readonly hasToolResults: boolean } = tail
+      const continues = encoded.map((e) => {
+        const cont = e.hasToolResults && continuesUnit(e.message, prev)
+        prev = e
+        return cont ? 1 : 0
+      })
+      // Every number of an int8 array as a bigint: the driver types a small number int4 and refuses mixed arrays.
+      const int8 = (ns: ReadonlyArray<number>) => ns.map((n) => BigInt(n))
+      return sql<{ appended: boolean }>`SELECT anna_append_messages(
+          ${BigInt(conversationId)}, ${sessionKey}, ${tail.userId}, ${BigInt(tail.seq)}, ${BigInt(now)},
+          ${int8(encoded.map((_, i) => firstSeq + i))}, ${encoded.map((e) => e.role)}, ${encoded.map((e) => e.blocks ?? "")},
+          ${encoded.map((e) => e.text)}, ${int8(encoded.map((e) => e.tokens))}, ${encoded.map((e) => (e.hasToolResults ? 1 : 0))},
+          ${continues}, ${encoded.map((e) => (e.hasCjk ? 1 : 0))}, ${int8(encoded.map((e) => e.createdAt))},
+          ${int8(vectors.map((v) => v.seq))}, ${vectors.map((v) => v.terms)}) AS appended`.pipe(
+        Effect.map((rows) => (rows[0]?.appended === true ? { firstSeq, lastSeq: firstSeq + encoded.length - 1 } : undefined)),
+        Effect.mapError(storageError("append messages"))
+      )
+    })
+
+  /** The tail after `encoded` was stored up to `lastSeq`, after what was known `before` it. */
+  const tailAfter = (
+    encoded: ReadonlyArray<EncodedMessage>,
+    lastSeq: number,
+    before: { readonly userId: string; readonly answersMemory: boolean }
+  ): Tail => {
+    const last = encoded[encoded.length - 1]
+    const assistant = encoded.findLast((e) => e.role === "assistant")
+    return {
+      seq: lastSeq,
+      role: last?.role ?? "user",
+      hasToolResults: last?.hasToolResults ?? false,
+      // As the locked path reads it: whether the last assistant message's text carries the memory tool's call mark.
+      answersMemory: assistant === undefined ? before.answersMemory : assistant.text.includes(MEMORY_CALL_MARK),
+      userId: before.userId
+    }
+  }
+
+  /** The append under the write lock: reads the conversation and its last message, then writes after it. */
+  const appendLocked = (conversationId: number, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
+    immediate(Effect.gen(function*() {
       // Another process may have deleted the session (`anna memory delete`) since its id was cached,
       // and SQLite may even have given that id to a new session: never append into someone else's.
       const expected = keyById.get(conversationId)
@@ -290,9 +371,10 @@ export const make = Effect.gen(function*() {
         ? []
         : [{ seq: r.seq, role: r.role, has_tool_results: r.has_tool_results }]
       const owner = r === undefined ? undefined : { userId: r.user_id, lastAnswersMemory: r.answers_memory === null ? false : r.answers_memory }
-      return yield* insertEncoded(conversationId, encoded, now, last, owner)
+      const range = yield* insertEncoded(conversationId, encoded, now, last, owner)
+      const answersMemory = owner?.lastAnswersMemory
+      return { range, before: owner === undefined || answersMemory === undefined ? undefined : { userId: owner.userId, answersMemory } }
     })).pipe(Effect.catchTag("SqlError", (e) => Effect.fail(storageError("append messages")(e))))
-  })
 
   const importMessages = Effect.fn("MemoryStore.importMessages")(function*<E>(
     session: SessionRef,

@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Stream } from "effect"
 import { SqlClient } from "effect/sql"
+import { planSearch } from "../../../src/domain/search/query.ts"
 import * as SqliteMemoryStore from "../../../src/layers/memory/SqliteMemoryStore.ts"
 import { MemoryStore } from "../../../src/services/MemoryStore.ts"
 import { sqliteTemp } from "../../support/db.ts"
@@ -42,6 +43,41 @@ for (const db of testDatabases(sqliteTemp)) {
         const others = yield* cli.store.stats(other.id)
         assert.strictEqual(others.messages, 0, "nothing was appended to the other session")
         assert.deepStrictEqual(yield* gateway.store.integrityCheck, [])
+      }))
+
+    it.effect("two processes appending to one session in turn: each lands after the other's, units and search follow", () =>
+      Effect.gen(function*() {
+        const file = (yield* db.open).layer
+        const gateway = yield* open(file)
+        const cli = yield* open(file)
+        const c = yield* gateway.store.ensureConversation(session)
+        const other = yield* cli.store.ensureConversation(session)
+        assert.strictEqual(other.id, c.id)
+        // Twice in a row from the gateway (on PostgreSQL the second is one round trip after the tail it wrote).
+        assert.deepStrictEqual(yield* gateway.store.appendMessages(c.id, [say("one")]), { firstSeq: 1, lastSeq: 1 })
+        assert.deepStrictEqual(yield* gateway.store.appendMessages(c.id, [say("two")]), { firstSeq: 2, lastSeq: 2 })
+        // The other process appends a tool call: the gateway's idea of the last message is now stale.
+        yield* cli.store.appendMessages(c.id, [{ role: "assistant", content: [{ type: "tool_use", id: "t1", name: "x", input: {} }] }])
+        // The result continues the call's unit though the gateway never saw the call.
+        assert.deepStrictEqual(
+          yield* gateway.store.appendMessages(c.id, [{ role: "tool_result", content: [{ type: "tool_result", tool_use_id: "t1", content: "done" }] }]),
+          { firstSeq: 4, lastSeq: 4 }
+        )
+        assert.deepStrictEqual(yield* cli.store.appendMessages(c.id, [say("three")]), { firstSeq: 5, lastSeq: 5 })
+        assert.deepStrictEqual(yield* gateway.store.appendMessages(c.id, [say("four")]), { firstSeq: 6, lastSeq: 6 })
+        const items = yield* cli.store.items(c.id)
+        assert.deepStrictEqual(items.map((it) => it.position), [1, 2, 3, 4, 5, 6])
+        assert.deepStrictEqual(items.map((it) => it.continuesUnit), [false, false, false, true, false, false])
+        const found = yield* cli.store.search(planSearch("four"), { _tag: "Session", sessionKey: session.key }, { limit: 5, context: 0 })
+        assert.deepStrictEqual(found.map((h) => h.seq), [6])
+        // The user is removed with their sessions kept: the session moves, and the gateway's next append
+        // (to the id it knew) goes nowhere near it.
+        const moved = yield* cli.store.retireUser(session.userId, "removed-u1")
+        assert.strictEqual(moved.sessions.length, 1)
+        const refused = yield* gateway.store.appendMessages(c.id, [say("five")]).pipe(Effect.flip)
+        assert.include(refused.message, "the session was deleted meanwhile")
+        assert.strictEqual((yield* cli.store.stats(c.id)).messages, 6)
+        assert.deepStrictEqual(yield* cli.store.integrityCheck, [])
       }))
 
     it.effect("raw messages stay immutable outside a deletion; a conversation left marked is reported", () =>
