@@ -90,9 +90,13 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
   })
 
   const pages: Array<Page> = []
-  /** On a failure, what each page showed (test-artifacts/failure-N.png) and the gateway's log. */
+  /** On a failure, what each page showed (test-artifacts/failure-N.png, and its text in CI's log) and the gateway's log. */
   const onFailure = async (e: unknown) => {
-    for (const [i, p] of pages.entries()) await p.screenshot({ path: artifact(`failure-${i + 1}.png`), fullPage: true }).catch(() => undefined)
+    for (const [i, p] of pages.entries()) {
+      await p.screenshot({ path: artifact(`failure-${i + 1}.png`), fullPage: true }).catch(() => undefined)
+      const shown = await p.locator("body").textContent({ timeout: 2_000 }).then((t) => t ?? "").catch(() => "(unreadable)")
+      console.error(`page ${i + 1} at ${p.url()}:\n${shown.slice(0, 3_000)}\npage errors: ${JSON.stringify(pageErrors(p))}`)
+    }
     console.error(`gateway log:\n${gatewayLog}`)
     throw e
   }

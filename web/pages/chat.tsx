@@ -87,9 +87,12 @@ export const Chat = () => {
   const log = useRef<HTMLDivElement>(null)
   const input = useRef<HTMLTextAreaElement>(null)
 
+  // The default agent until the user picks one. An update of the current value, not of this render's:
+  // effects run after the paint, so a pick made in between (a quick hand, a test) is kept, not undone.
   useEffect(() => {
-    if (agent === undefined && agents.data !== undefined && agents.data.length > 0) setAgent((agents.data.find((a) => a.isDefault) ?? agents.data[0])?.id)
-  }, [agents.data, agent])
+    const list = agents.data
+    if (list !== undefined && list.length > 0) setAgent((current) => current ?? (list.find((a) => a.isDefault) ?? list[0])?.id)
+  }, [agents.data])
 
   // The latest web conversation with this agent, so the chat goes on where it was left.
   useEffect(() => {
