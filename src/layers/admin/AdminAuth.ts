@@ -40,10 +40,13 @@ const sameSecret = (a: string, b: string): boolean => {
 export const userAllowed = (endpoint: HttpApiEndpoint.Top, group: HttpApiGroup.Top): boolean =>
   Context.get(endpoint.annotations, UserAllowed) || Context.get(group.annotations, UserAllowed)
 
-export const make = Effect.gen(function*() {
-  const accounts = yield* Accounts
-
-  const authenticate = Effect.fn("AdminAuth.authenticate")(function*(request: HttpServerRequest.HttpServerRequest) {
+/**
+ * Who a request acts for: its bearer token (judged alone when sent) or its session cookie, with the
+ * CSRF check of a cookie request that changes something. Also the check of the gateway's routes
+ * outside the API (`GET /metrics`, ./metricsRoute.ts).
+ */
+export const authenticator = (accounts: Accounts["Service"]) =>
+  Effect.fn("AdminAuth.authenticate")(function*(request: HttpServerRequest.HttpServerRequest) {
     const authorization = header(request, "authorization")
     if (authorization !== undefined) {
       const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1]
@@ -65,6 +68,9 @@ export const make = Effect.gen(function*() {
     }
     return principal
   })
+
+export const make = Effect.gen(function*() {
+  const authenticate = authenticator(yield* Accounts)
 
   const check = <A, E, R>(
     httpEffect: Effect.Effect<A, E, R>,

@@ -1,8 +1,8 @@
 /**
- * The admin API's routes (every group's handlers, the AdminAuth middleware, `/api/openapi.json`) and
- * the web console's files, as one route layer for the gateway's HTTP server (see
- * `HttpChannel.definitionWith`). Needs the stores, Accounts and ProviderRegistry; reads Channels
- * (the running gateway's channel states) when it is there.
+ * The admin API's routes (every group's handlers, the AdminAuth middleware, `/api/openapi.json`),
+ * `GET /metrics` for an admin (./metricsRoute.ts) and the web console's files, as one route layer
+ * for the gateway's HTTP server (see `HttpChannel.definitionWith`). Needs the stores, Accounts and
+ * ProviderRegistry; reads Channels (the running gateway's channel states) when it is there.
  */
 import { Layer } from "effect"
 import type { HttpRouter } from "effect/http"
@@ -25,6 +25,7 @@ import * as SkillHandlers from "./skillHandlers.ts"
 import * as McpHandlers from "./mcpHandlers.ts"
 import * as PlaybookHandlers from "./playbookHandlers.ts"
 import * as DiaryHandlers from "./diaryHandlers.ts"
+import * as MetricsRoute from "./metricsRoute.ts"
 import * as WebConsole from "./WebConsole.ts"
 
 /** Every group's handlers. */
@@ -58,8 +59,8 @@ export const api = HttpApiBuilder.layer(AdminApi, { openapiPath: OPENAPI_PATH })
 /** What the admin API's handlers use (besides the HTTP router). */
 export type AdminServices = Layer.Services<typeof api> extends infer R ? Exclude<R, HttpRouter.HttpRouter> : never
 
-/** The admin API's routes (give the server `notFound` too, for the web console). */
-export const layer = () => api
+/** The admin API's routes and `GET /metrics` (give the server `notFound` too, for the web console). */
+export const layer = () => Layer.merge(api, MetricsRoute.layer)
 
 /** The web console (from `webRoot`, default the package's dist/web) as the server's `notFound`. */
 export const notFound = (webRoot?: string | undefined) => WebConsole.notFound(webRoot)

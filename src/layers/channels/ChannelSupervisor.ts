@@ -10,10 +10,13 @@
  * - At the gateway's start every enabled channel must come up: the first failure fails this layer
  *   (the gateway exits saying which channel and why). Later, a channel that fails to restart is
  *   reported in the log and in `status`, and the others go on.
+ * - Each channel's state is the gauge `anna_channel_up`; deliveries (`notify`) count in
+ *   `anna_channel_messages_total` as direction out.
  */
-import { Cause, Context, Deferred, Effect, FiberMap, Layer, Result, Schema, Stream } from "effect"
+import { Cause, Context, Deferred, Effect, Exit, FiberMap, Layer, Result, Schema, Stream } from "effect"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import { settingsProblem } from "../../domain/config/channel.ts"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
 import { type ChannelStatus, Channels } from "../../services/Channels.ts"
 import { LiveConfig } from "../../services/LiveConfig.ts"
@@ -78,7 +81,9 @@ export const make = <R>(options: SupervisorOptions<R>) =>
     const running = new Map<string, Running>()
     const warnedUnknown = new Set<string>()
     const status = Effect.sync(() => [...running.values()].map((r) => r.status).sort((a, b) => a.id.localeCompare(b.id)))
-    const changed = options.onStatus === undefined ? Effect.void : Effect.flatMap(status, options.onStatus)
+    // Every channel kind's `anna_channel_up` (0 unless running: starting, failed, stopped or disabled), then the listener.
+    const up = Effect.suspend(() => Metrics.channelsUp(options.channels.map((c) => ({ id: c.id, running: running.get(c.id)?.status.state === "running" }))))
+    const changed = Effect.andThen(up, options.onStatus === undefined ? Effect.void : Effect.flatMap(status, options.onStatus))
 
     /** Starts one channel; the Deferred says when it is up or why it could not start. */
     let starting = true
@@ -183,9 +188,12 @@ export const make = <R>(options: SupervisorOptions<R>) =>
     const notify = Effect.fn("Channels.notify")(function*(channelId: string, target: Parameters<Channel["Service"]["notify"]>[0], message: Parameters<Channel["Service"]["notify"]>[1]) {
       const channel = running.get(channelId)?.channel
       if (channel === undefined) {
+        yield* Metrics.channelMessage(channelId, "out", "failed")
         return yield* new ChannelError({ channel: channelId, reason: running.has(channelId) ? "it is not running now" : "it is not enabled on this gateway" })
       }
-      return yield* channel.notify(target, message)
+      return yield* channel.notify(target, message).pipe(
+        Effect.onExit((exit) => Metrics.channelMessage(channelId, "out", Exit.isSuccess(exit) ? "sent" : "failed"))
+      )
     })
 
     return Channels.of({ status, notify })

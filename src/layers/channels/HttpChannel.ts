@@ -46,6 +46,7 @@ import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.t
 import type { Agent } from "../../domain/config/agent.ts"
 import { type HttpSettings as Settings, HttpSettings, httpOptions } from "../../domain/config/channel.ts"
 import { settingValue } from "../../domain/config/settings.ts"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { ConfigStore, type User } from "../../services/ConfigStore.ts"
 import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
@@ -194,6 +195,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     const sessionHeader = header(request, SESSION_HEADER)?.trim()
     const chatId = yield* sessionName(sessionHeader === "" ? undefined : sessionHeader, body)
     const chat = yield* resolveChat(user, agent.id, chatId)
+    yield* Metrics.channelMessage(PLATFORM, "in", "accepted")
     // Only for a user who may use the agent: fetching is work done on their behalf.
     const message = yield* resolveImageUrls(parsed, imageSettings)
     const meta: CompletionMeta = {
@@ -215,6 +217,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
           notices: errorNotices(held)
         })
         : undefined
+      yield* Metrics.channelMessage(PLATFORM, "out", failed === undefined ? "sent" : "failed")
       if (failed !== undefined) return yield* failed
       const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
         sseFrames(meta, body.stream_options?.include_usage === true),
@@ -227,6 +230,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     }
     const collected = yield* collectTurn(events)
     const failed = turnError(collected)
+    yield* Metrics.channelMessage(PLATFORM, "out", failed === undefined ? "sent" : "failed")
     if (failed !== undefined) return yield* failed
     return HttpServerResponse.jsonUnsafe(completionBody(meta, collected))
   }, answerErrors)

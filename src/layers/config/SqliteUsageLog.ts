@@ -3,7 +3,8 @@
  * Costs are computed when read, each call joined to its model's price (`model_prices`, USD per
  * million tokens). OpenAI's APIs count cached prompt tokens within the input tokens and Anthropic's
  * besides them (as the log stores them: src/layers/providers/*), so for the OpenAI types the
- * input tokens billed at the input price are those left after the cache reads and writes.
+ * input tokens billed at the input price are those left after the cache reads and writes. Each call
+ * recorded also moves the metrics `anna_model_tokens_total` and (when priced) `anna_model_cost_usd_total`.
  *
  * The same SQL runs on PostgreSQL (issue 26): parameters compared with NULL are cast (PostgreSQL
  * must know their type), sums of 64-bit columns are cast back to integers (PostgreSQL sums them as
@@ -12,6 +13,7 @@
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { removedSessionKey } from "../../domain/config/removedUser.ts"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { type UsageBucket, type UsageDimension, type UsageEntry, type UsageFilter, UsageLog, type UsagePurpose, type UsageTotals } from "../../services/UsageLog.ts"
 import { utcBucket } from "../sql/dialect.ts"
 import { storageError } from "../sql/errors.ts"
@@ -32,8 +34,8 @@ export const make = Effect.gen(function*() {
       AND at >= ${filter.since ?? 0}
       AND (CAST(${filter.until ?? null} AS BIGINT) IS NULL OR at < ${filter.until ?? null})`
 
-  /** The filtered calls, each with its cost (null: no price) and whether it is unpriced (tokens, no price). */
-  const priced = (filter: UsageFilter) =>
+  /** The calls `where` selects, each with its cost (null: no price) and whether it is unpriced (tokens, no price). */
+  const priced = (where: ReturnType<typeof matches>) =>
     sql`SELECT u.*,
         CASE WHEN p.input IS NULL THEN NULL ELSE (
           (CASE WHEN pr.type = 'anthropic' THEN u.input_tokens
@@ -48,12 +50,12 @@ export const make = Effect.gen(function*() {
       FROM model_usage u
       LEFT JOIN model_prices p ON p.provider_id = u.provider_id AND p.model = u.model
       LEFT JOIN providers pr ON pr.id = u.provider_id
-      WHERE ${matches(filter)}`
+      WHERE ${where}`
 
   return UsageLog.of({
     record: Effect.fn("UsageLog.record")(function*(e: UsageEntry) {
       const now = yield* Clock.currentTimeMillis
-      yield* sql`INSERT INTO model_usage ${
+      const inserted = yield* sql<{ id: number | string }>`INSERT INTO model_usage ${
         sql.insert({
           at: now,
           provider_id: e.providerId,
@@ -69,7 +71,16 @@ export const make = Effect.gen(function*() {
           ok: e.error === undefined ? 1 : 0,
           error: e.error ?? ""
         })
-      }`
+      } RETURNING id`
+      // The metrics count the call as it is recorded, priced as the usage reports price it (the same SQL).
+      const id = inserted[0]?.id
+      const tokens = e.usage.inputTokens + e.usage.outputTokens + e.usage.cacheReadTokens + e.usage.cacheWriteTokens
+      if (id === undefined || tokens === 0) return
+      const cost = yield* sql<{ cost: number | null }>`WITH calls AS (${priced(sql`u.id = ${id}`)}) SELECT cost FROM calls`.pipe(
+        Effect.map((rows) => rows[0]?.cost ?? null),
+        Effect.orElseSucceed(() => null)
+      )
+      yield* Metrics.modelUsage({ provider: e.providerId, model: e.model }, e.usage, cost === null ? null : Number(cost))
     }, Effect.mapError(storageError("record usage"))),
     summaryCallsSince: Effect.fn("UsageLog.summaryCallsSince")(function*(sessionKey: string, since: number) {
       const rows = yield* sql<{ n: number }>`SELECT count(*) AS n FROM model_usage
@@ -92,7 +103,7 @@ export const make = Effect.gen(function*() {
         output_tokens: number
         cost: number | null
         unpriced: number
-      }>`WITH calls AS (${priced(filter)})
+      }>`WITH calls AS (${priced(matches(filter))})
         SELECT provider_id, model, purpose, count(*) AS calls, CAST(sum(1 - ok) AS BIGINT) AS failed,
           CAST(sum(input_tokens) AS BIGINT) AS input_tokens, CAST(sum(output_tokens) AS BIGINT) AS output_tokens,
           sum(cost) AS cost, CAST(sum(unpriced) AS BIGINT) AS unpriced
@@ -113,7 +124,7 @@ export const make = Effect.gen(function*() {
     breakdown: Effect.fn("UsageLog.breakdown")(function*(by: UsageDimension, filter: UsageFilter = {}) {
       // A UTC day or hour is written by each database its own way (dialect.ts).
       const key = by === "day" || by === "hour" ? utcBucket(sql, "at", by) : sql.literal(DIMENSION[by])
-      return yield* sql<UsageBucket>`WITH calls AS (${priced(filter)})
+      return yield* sql<UsageBucket>`WITH calls AS (${priced(matches(filter))})
         SELECT ${key} AS key, count(*) AS calls, CAST(sum(1 - ok) AS BIGINT) AS failed,
           CAST(sum(input_tokens) AS BIGINT) AS "inputTokens", CAST(sum(output_tokens) AS BIGINT) AS "outputTokens",
           CAST(sum(cache_read_tokens) AS BIGINT) AS "cacheReadTokens", CAST(sum(cache_write_tokens) AS BIGINT) AS "cacheWriteTokens",

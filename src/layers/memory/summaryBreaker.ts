@@ -13,6 +13,7 @@
  * affected: a turn reports its own provider failures. Times come from Effect's Clock.
  */
 import { Clock, Effect, Ref } from "effect"
+import * as Metrics from "../../domain/observability/metrics.ts"
 
 export const FIRST_COOLDOWN_MS = 60_000
 export const MAX_COOLDOWN_MS = 600_000
@@ -110,6 +111,7 @@ export const make: Effect.Effect<SummaryBreaker> = Effect.gen(function*() {
           const [t, next] = settle(map.get(provider), admission, outcome, now)
           return [[t, next] as const, put(map, provider, next)]
         })
+        if (transition !== "none") yield* Metrics.summarizerBreaker(provider, open !== undefined)
         const wait = open === undefined ? "" : seconds(open.until - now)
         switch (transition) {
           case "opened":

@@ -14,8 +14,9 @@
  *   their files change (./agentFiles.ts), the presets a user wrote in their workspace until a tool
  *   that can change files ran in that session.
  */
-import { Cause, Clock, Duration, Effect, Fiber, FiberMap, Layer, Option, Queue, RcMap, Scope, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, FiberMap, Layer, Option, Queue, RcMap, Scope, Stream } from "effect"
 import { messageText } from "../../domain/message.ts"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { emptyUsage } from "../../domain/model/types.ts"
 import { SandboxFailure } from "../../domain/sandbox/errors.ts"
 import { workspaceIn } from "../../domain/sandbox/spec.ts"
@@ -409,10 +410,19 @@ export const make = (options: SessionPoolOptions = {}) =>
     const send = (chat: ResolvedChat, message: UserMessage, options?: SendOptions): Stream.Stream<TurnEvent> =>
       Stream.callback<TurnEvent>((queue) =>
         Effect.gen(function*() {
-          const emit = (e: TurnEvent) => Queue.offer(queue, e).pipe(Effect.asVoid)
+          // The turn's outcome for the metrics: its done event's stop reason (a failed one says "unavailable").
+          let outcome = "failed"
+          const emit = (e: TurnEvent) => {
+            if (e.type === "done") outcome = e.stopReason === "unavailable" ? "failed" : e.stopReason
+            return Queue.offer(queue, e).pipe(Effect.asVoid)
+          }
           // Turns of one session wait for each other; the one holding the lock is the session's running turn.
           const work = locks.withLock(`turn\u0000${chat.sessionKey}`)(
-            Effect.flatMap(FiberMap.run(running, chat.sessionKey, turn(chat, message, emit, options)), Fiber.join)
+            Metrics.timed(
+              Effect.flatMap(FiberMap.run(running, chat.sessionKey, turn(chat, message, emit, options)), Fiber.join),
+              (seconds, exit) =>
+                Metrics.turnDone({ agent: chat.agentId, channel: chat.platform, outcome: Exit.hasInterrupts(exit) ? "aborted" : outcome }, seconds)
+            )
           ).pipe(
             Effect.onInterrupt(() => emit({ type: "notice", text: "stopped" }).pipe(Effect.andThen(emit(done("aborted"))))),
             Effect.ensuring(Queue.end(queue))

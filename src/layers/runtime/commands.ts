@@ -6,6 +6,7 @@
 import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
 import { Effect, Option } from "effect"
 import { ANY_PROVIDER_MODEL } from "../../domain/config/agent.ts"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { type Choice, type Choices, CONTEXT_MARK, type ResolvedChat } from "../../domain/runtime/types.ts"
 import { AgentStore } from "../../services/AgentStore.ts"
 import { Compactor } from "../../services/Compactor.ts"
@@ -113,7 +114,7 @@ export const runCommand = (chat: ResolvedChat, text: string, abort: Effect.Effec
         const memory = yield* MemoryProvider
         const compactor = yield* Effect.serviceOption(Compactor)
         if (Option.isNone(compactor)) return `The memory plugin in use (${memory.name}) does not compact.`
-        const report = yield* compactor.value.compact(chat.sessionKey, { full: true })
+        const report = yield* Metrics.compaction("manual", compactor.value.compact(chat.sessionKey, { full: true }))
         if (!report.compacted) return `Nothing to compact yet (${report.tokensBefore} tokens in context; stop: ${report.stopReason}).`
         // memory/simple: one handoff summary (seed 003), which the report carries; show it whole.
         if (report.summary !== undefined) {

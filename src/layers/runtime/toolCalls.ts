@@ -2,10 +2,12 @@
  * Running one model response's tool calls, shared by the session turn and sub-agents: several at a
  * time, each answered by a tool_result block in call order; a failing tool becomes an error result
  * for the model to read, never a failure of the loop. Every result and error is capped here
- * (`capToolResult`), the one place all tools' output passes, before the hooks store or show it.
+ * (`capToolResult`), the one place all tools' output passes, before the hooks store or show it; and
+ * every call is counted and timed here (`anna_tool_calls_total`, `anna_tool_call_duration_seconds`).
  */
-import { Effect } from "effect"
+import { Effect, Exit, Option } from "effect"
 import type { ToolResultBlock, ToolUseBlock } from "../../domain/message.ts"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { capToolResult, type ToolCallContext } from "../../domain/tool.ts"
 import type { ToolRegistry } from "../../domain/tool.ts"
 
@@ -27,9 +29,14 @@ export const runToolCalls = (
   Effect.forEach(calls, (call) =>
     Effect.gen(function*() {
       if (hooks.onStart !== undefined) yield* hooks.onStart(call)
+      // The model names the tool: one the agent does not have is counted as `unknown`, never by that name.
+      const tool = Option.isSome(tools.get(call.name)) ? call.name : "unknown"
       const outcome = yield* tools.execute(call.name, call.input, context).pipe(
         Effect.map((output) => ({ output: capToolResult(output), isError: false })),
         Effect.catch((e) => Effect.succeed({ output: capToolResult(e.reason), isError: true })),
+        (run) =>
+          Metrics.timed(run, (seconds, exit) =>
+            Metrics.toolCallDone(tool, Exit.isSuccess(exit) ? (exit.value.isError ? "error" : "ok") : "aborted", seconds)),
         Effect.withSpan(hooks.span, { attributes: { tool: call.name } })
       )
       if (hooks.onEnd !== undefined) yield* hooks.onEnd(call, outcome.output, outcome.isError)

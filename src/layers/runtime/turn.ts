@@ -25,6 +25,7 @@ import { DEFAULT_CONTEXT_THRESHOLD } from "../../domain/memory/types.ts"
 import { splitForStorage } from "../../domain/memory/storedSize.ts"
 import { estimateTextTokens, type NewMessage } from "../../domain/message.ts"
 import { PROVIDER_ERROR_TAGS } from "../../domain/model/errors.ts"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { emptyUsage, type StopReason } from "../../domain/model/types.ts"
 import { errorOf } from "../../domain/runtime/failure.ts"
 import type { ResolvedChat, TurnError, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
@@ -130,12 +131,15 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       yield* compactor.worthCompacting(chat.sessionKey, budget).pipe(
         Effect.flatMap((worth) =>
           worth
-            ? compactor.compact(chat.sessionKey, {
-              budget,
-              target: compactionTarget(budget, DEFAULT_CONTEXT_THRESHOLD),
-              full: true,
-              maxSummarizerCalls: MAX_SUMMARIZER_CALLS_PER_TURN
-            })
+            ? Metrics.compaction(
+              "auto",
+              compactor.compact(chat.sessionKey, {
+                budget,
+                target: compactionTarget(budget, DEFAULT_CONTEXT_THRESHOLD),
+                full: true,
+                maxSummarizerCalls: MAX_SUMMARIZER_CALLS_PER_TURN
+              })
+            )
             : Effect.succeed(undefined)
         ),
         Effect.tap((report) =>

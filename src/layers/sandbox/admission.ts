@@ -8,8 +8,10 @@
  * container goes and its command is refused.
  *
  * Everything here is synchronous between yields, so a check and the count it guards are one step.
+ * The count is the gauge `anna_sandbox_containers`, set as it changes.
  */
 import { Effect } from "effect"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { SandboxLimitReached } from "../../domain/sandbox/errors.ts"
 import type { SandboxCaps } from "../../domain/sandbox/types.ts"
 
@@ -77,9 +79,13 @@ export const make = (): Admission => {
         const over = beyond(slot, caps, true)
         if (over !== undefined) return Effect.fail(over)
         slots.add(slot)
-        return Effect.void
+        return Metrics.sandboxLive(slots.size)
       }),
-    release: (slot) => Effect.sync(() => void slots.delete(slot)),
+    release: (slot) =>
+      Effect.suspend(() => {
+        slots.delete(slot)
+        return Metrics.sandboxLive(slots.size)
+      }),
     enforce: (self, caps) =>
       Effect.gen(function*() {
         if (beyond(self, caps, false) === undefined) return

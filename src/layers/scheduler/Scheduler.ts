@@ -9,6 +9,7 @@
  * second one. A one-shot (`at`) job is removed once it has run; its history stays.
  */
 import { Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
+import * as Metrics from "../../domain/observability/metrics.ts"
 import { nextAfter } from "../../domain/scheduler/schedule.ts"
 import type { Job, RunTrigger } from "../../domain/scheduler/types.ts"
 import { JobStore } from "../../services/JobStore.ts"
@@ -42,6 +43,7 @@ export const make = (options: SchedulerOptions = {}) =>
       Effect.gen(function*() {
         const runId = yield* store.startRun(job.id, trigger)
         const outcome = yield* runJob(runtime, options.notifier, job, runId)
+        yield* Metrics.schedulerRun(outcome.status)
         yield* store.finishRun(runId, outcome)
         if (outcome.status === "error") yield* Effect.logWarning(`scheduler: job ${job.id} failed: ${outcome.error ?? ""}`)
         if (job.kind === "at" && (trigger !== "manual" || job.nextRunAt === null || job.nextRunAt <= runStart)) yield* store.retire(job.id)
@@ -59,6 +61,7 @@ export const make = (options: SchedulerOptions = {}) =>
         const next = trigger === "manual" && !overdue ? job.nextRunAt : job.kind === "at" ? null : nextAfter(job, now)
         yield* store.setNext(job.id, next)
         if (running.has(job.id)) {
+          yield* Metrics.schedulerRun("skipped")
           yield* store.recordRun(job.id, trigger, { status: "skipped", error: "the previous run was still going" })
           if (job.kind === "at" && trigger !== "manual") yield* store.retire(job.id)
           return
@@ -78,6 +81,7 @@ export const make = (options: SchedulerOptions = {}) =>
           yield* fire(job, "catch_up", now)
           continue
         }
+        yield* Metrics.schedulerRun("skipped")
         yield* store.recordRun(job.id, "catch_up", { status: "skipped", error: "missed while the gateway was down (catch-up: skip)" })
         if (job.kind === "at") yield* store.retire(job.id)
         else yield* store.setNext(job.id, nextAfter(job, now))

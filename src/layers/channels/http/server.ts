@@ -10,19 +10,21 @@
  * still waiting then (on a turn, say) is told so by `ShutdownDeadline` and answers with an error of
  * its own, rather than being cut off with an empty response; what is left 5 s later is interrupted.
  * Per-request logs are off (a chatty client would flood the gateway's log); the bound address is
- * logged once and provided as `HttpAddress`.
+ * logged once and provided as `HttpAddress`. Every request counts in `anna_http_requests_total` and
+ * `anna_http_request_duration_seconds`, labelled with its route's pattern.
  *
  * Slow or greedy clients are bounded (`ServeOptions`; the http channel's `request_timeout_seconds`,
  * `headers_timeout_seconds`, `max_connections`, `max_connections_per_address`; see
  * ../shared/connectionLimits.ts): a request must arrive whole within its timeout (else 408 and
  * close), and connections beyond the caps (in all, or from one address) are closed as they come.
  */
-import { Context, Deferred, Duration, Effect, Layer } from "effect"
-import { HttpRouter, HttpServer, type HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Context, Deferred, Duration, Effect, Exit, Layer } from "effect"
+import { HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as NetAddress from "effect/net/NetAddress"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { HttpAddress } from "../../../services/HttpAddress.ts"
 import { HTTP_DEFAULT_HOST, HTTP_DEFAULT_PORT, HTTP_LIMIT_DEFAULTS } from "../../../domain/config/channel.ts"
+import * as Metrics from "../../../domain/observability/metrics.ts"
 import { limitedServer } from "../shared/connectionLimits.ts"
 import { ApiError, errorBody } from "./openaiWire.ts"
 
@@ -84,6 +86,22 @@ const pathOf = (url: string): string => {
 /** The 404 of a request no route takes. */
 export const notFoundResponse = (request: HttpServerRequest.HttpServerRequest): HttpServerResponse.HttpServerResponse =>
   errorResponse(ApiError.notFound(request.method, pathOf(request.url)))
+
+/**
+ * Counts and times every request by its route's pattern (`/api/agents/:id`, `/*` for what no other
+ * route takes), never its path; the status is the response's, or the one its failure becomes.
+ */
+const requestMetrics = HttpRouter.middleware((httpEffect) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const { route } = yield* HttpRouter.RouteContext
+    return yield* Metrics.timed(httpEffect, (seconds, exit) =>
+      Effect.flatMap(
+        Exit.isSuccess(exit) ? Effect.succeed(exit.value.status) : Effect.map(HttpServerError.causeResponse(exit.cause), ([response]) => response.status),
+        (status) => Metrics.httpRequest({ method: request.method, route: route.path, status }, seconds)
+      ))
+  })
+).layer
 
 /** Anything no other route takes (static routes and parameters win over the wildcard). */
 const fallback = (notFound: ServeOptions["notFound"]) =>
@@ -150,7 +168,10 @@ export const serve = <E, R>(routes: Layer.Layer<never, E, R>, options: ServeOpti
   }))
   return startClock.pipe(
     Layer.provideMerge(Layer.merge(
-      HttpRouter.serve(Layer.merge(routes, fallback(options.notFound)), { disableLogger: true, disableListenLog: true }),
+      HttpRouter.serve(Layer.merge(routes, fallback(options.notFound)).pipe(Layer.provide(requestMetrics)), {
+        disableLogger: true,
+        disableListenLog: true
+      }),
       addressLayer
     )),
     Layer.provide(Layer.merge(

@@ -16,11 +16,14 @@
  *   all chats (the rest wait their turn); a chat's lock is dropped when nothing waits on it.
  * - **A turn**: "typing…" renewed while it runs, its events fed to the platform's reply writer
  *   (which shows the answer and the notices, never tool activity), then the writer finishes.
+ * - **Counted**: `anna_channel_messages_total`, in (accepted, duplicate, ignored, refused) and out
+ *   (the reply sent, or failed).
  *
  * A platform provides a `PlatformAdapter` and calls `accept` for every message its connection
  * delivers (after moving its cursor when it has one).
  */
-import { Clock, Duration, Effect, Fiber, Schedule, Semaphore, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Schedule, Semaphore, Stream } from "effect"
+import * as Metrics from "../../../domain/observability/metrics.ts"
 import type { StorageError } from "../../../domain/storage/errors.ts"
 import type { ChatTarget, TurnEvent, UserMessage } from "../../../domain/runtime/types.ts"
 import { ChannelLedger } from "../../../services/ChannelLedger.ts"
@@ -122,20 +125,27 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
     const handle = (key: string, m: M, existing: ReadonlyArray<string>, resumed: boolean): Effect.Effect<void> =>
       Effect.gen(function*() {
         const incoming = yield* adapter.read(m)
-        if (incoming === undefined) return yield* ledger.answered(platform, key)
-        const writer = yield* adapter.reply(m, existing, (ids) => ledger.recordReply(platform, key, ids).pipe(Effect.ignore))
-        const resolved = yield* Effect.result(runtime.resolve(incoming.target))
-        if (resolved._tag === "Failure") {
-          yield* writer.event({ type: "notice", text: resolved.failure.message })
-          yield* writer.finish
+        if (incoming === undefined) {
+          yield* Metrics.channelMessage(platform, "in", "ignored")
           return yield* ledger.answered(platform, key)
         }
+        const writer = yield* adapter.reply(m, existing, (ids) => ledger.recordReply(platform, key, ids).pipe(Effect.ignore))
+        // The reply is out when the writer has finished (`failed`: a platform call failed for good).
+        const finish = writer.finish.pipe(Effect.onExit((exit) => Metrics.channelMessage(platform, "out", Exit.isSuccess(exit) ? "sent" : "failed")))
+        const resolved = yield* Effect.result(runtime.resolve(incoming.target))
+        if (resolved._tag === "Failure") {
+          yield* Metrics.channelMessage(platform, "in", "refused")
+          yield* writer.event({ type: "notice", text: resolved.failure.message })
+          yield* finish
+          return yield* ledger.answered(platform, key)
+        }
+        yield* Metrics.channelMessage(platform, "in", "accepted")
         const turn = Effect.gen(function*() {
           const typing = yield* Effect.forkChild(typingLoop(m))
           yield* Stream.runForEach(runtime.send(resolved.success, incoming.message, { resumed }), writer.event).pipe(
             Effect.ensuring(Fiber.interrupt(typing))
           )
-          yield* writer.finish
+          yield* finish
           yield* ledger.answered(platform, key)
         })
         yield* isCommand(incoming.message) ? turn : chats.withLock(incoming.chatKey, turns.withPermits(1)(turn))
@@ -150,7 +160,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
      */
     const accept = (key: string, m: M, payload: string = JSON.stringify(m)): Effect.Effect<boolean, StorageError> =>
       ledger.claim(platform, key, payload).pipe(
-        Effect.tap((fresh) => (fresh ? Effect.forkIn(handle(key, m, [], false), scope) : Effect.void))
+        Effect.tap((fresh) => (fresh ? Effect.forkIn(handle(key, m, [], false), scope) : Metrics.channelMessage(platform, "in", "duplicate")))
       )
 
     /** Answers again what a crash left unanswered in the last RESUME_WINDOW_MS; forgets old answered ones. */
