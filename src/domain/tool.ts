@@ -57,8 +57,9 @@ export const toolRegistry = (tools: ReadonlyArray<Tool>): Effect.Effect<ToolRegi
     const names = Array.from(byName.keys())
 
     const execute = Effect.fn("ToolRegistry.execute")(function*(name: string, input: unknown, context: ToolCallContext) {
-      yield* Effect.annotateCurrentSpan("tool", name)
       const tool = byName.get(name)
+      // The model writes the name: a span holds it only when it is one of the tools.
+      yield* Effect.annotateCurrentSpan("tool", tool === undefined ? "unknown" : name)
       if (tool === undefined) {
         return yield* new ToolError({
           tool: name,

@@ -20,6 +20,7 @@ import type { MigrationError } from "effect/sql/Migrator"
 import type { SqlError } from "effect/sql/SqlError"
 import * as Postgres from "../layers/sql/Postgres.ts"
 import * as Sqlite from "../layers/sql/Sqlite.ts"
+import { type OtlpSettings, otlpSettings, otlpVariables } from "../domain/observability/otlp.ts"
 
 export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
 
@@ -58,6 +59,24 @@ export const logFormatSetting: Effect.Effect<LogFormat, InvalidEnvironment> = Ef
   if (s === "json") return "json"
   return yield* new InvalidEnvironment({ message: `ANNA_LOG_FORMAT=${JSON.stringify(raw)} is not a log format; use text or json` })
 })
+
+/**
+ * The standard `OTEL_*` variables (domain/observability/otlp.ts lists those honoured): the gateway's
+ * OTLP export, or undefined when they ask for none (no endpoint, or `OTEL_SDK_DISABLED=true`). A
+ * value anna cannot use fails in one line naming the variable (the CLI exits 2).
+ */
+export const otlpSetting = (defaults: { readonly serviceName: string; readonly serviceVersion: string }): Effect.Effect<OtlpSettings | undefined, InvalidEnvironment> =>
+  Effect.gen(function*() {
+    const values = new Map<string, string>()
+    for (const name of otlpVariables) {
+      const value = yield* Effect.orDie(optionalString(name))
+      if (value !== undefined) values.set(name, value)
+    }
+    return yield* Result.match(otlpSettings((name) => values.get(name), defaults), {
+      onSuccess: (settings) => Effect.succeed(settings),
+      onFailure: (message) => Effect.fail(new InvalidEnvironment({ message }))
+    })
+  })
 
 /** Where anna's state is: the SQLite file under `$ANNA_HOME`, or a PostgreSQL database. */
 export type DatabaseLocation =

@@ -33,6 +33,7 @@ import { databaseUrl, host, port } from "./gatewayFlags.ts"
 import { type GatewayPresence, holdGatewayLock } from "./gatewayPresence.ts"
 import { AgentRuntime, AppConfigLive, GatewayChannels } from "./layers.ts"
 import { onboardOnFirstStart } from "./onboard.ts"
+import { Telemetry } from "./telemetry.ts"
 
 export interface GatewayOptions {
   readonly host?: string | undefined
@@ -121,7 +122,9 @@ const serve = (options: GatewayOptions, presence: GatewayPresence) =>
 
 /**
  * The gateway: the lock first (before migrations, Docker or a port: a second gateway is refused for
- * what it is, not for a busy port), released last, after everything else has stopped.
+ * what it is, not for a busy port), released last, after everything else has stopped. Around it all,
+ * the OTLP export when the `OTEL_*` variables ask for one (./telemetry.ts): built first, so every
+ * span and log line goes through it, and closed last, sending what is left once the rest has stopped.
  */
 export const runGateway = (options: GatewayOptions = {}) =>
   Effect.gen(function*() {
@@ -134,7 +137,7 @@ export const runGateway = (options: GatewayOptions = {}) =>
     const presence = yield* holdGatewayLock((yield* AppConfig).home, VERSION)
     // The flag's URL, for everything the gateway builds (env.ts's `database` reads it).
     return yield* serve(options, presence).pipe(Effect.provideService(DatabaseUrlFlag, url))
-  }).pipe(Effect.scoped, Effect.provide(AppConfigLive))
+  }).pipe(Effect.scoped, Effect.provide(AppConfigLive), Effect.provide(Telemetry))
 
 /** The gateway's options from its flags (`anna gateway …` and `anna …` alone). */
 export const gatewayOptions = (f: {

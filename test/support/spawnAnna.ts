@@ -18,8 +18,13 @@ export interface Run {
 
 export const newHome = (): string => mkdtempSync(join(tmpdir(), "anna-cli-"))
 
-/** The provider variables and the database of the test runner's own environment never leak into a child. */
+/**
+ * The provider variables, the database and the telemetry (every `OTEL_*`: an exporter the runner
+ * has set up must not receive the tests' gateways) of the test runner's own environment never leak
+ * into a child.
+ */
 const NEVER_INHERITED = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANNA_DATABASE_URL", "ANNA_LOG_FORMAT"]
+const NEVER_INHERITED_PREFIX = "OTEL_"
 
 /**
  * A child's environment: the runner's without NEVER_INHERITED, the home, and — when the whole suite
@@ -28,6 +33,7 @@ const NEVER_INHERITED = ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_
 export const childEnv = (home: string, env: Readonly<Record<string, string>>): Record<string, string | undefined> => {
   const base: Record<string, string | undefined> = { ...process.env }
   for (const v of NEVER_INHERITED) delete base[v]
+  for (const v of Object.keys(base)) if (v.startsWith(NEVER_INHERITED_PREFIX)) delete base[v]
   const database = env["ANNA_DATABASE_URL"] === undefined ? homeDatabaseUrl(home) : undefined
   return { ...base, ANNA_HOME: home, ...(database === undefined ? {} : { ANNA_DATABASE_URL: database }) }
 }

@@ -1,4 +1,5 @@
 /** What channels hand the runtime (who wrote, where) and what they get back (a turn's events). */
+import type { Tracer } from "effect"
 import type { ContentBlock } from "../message.ts"
 import type { StopReason, Usage } from "../model/types.ts"
 
@@ -73,6 +74,11 @@ export interface SendOptions {
    * streamed again: the model is not asked, nothing is stored (src/layers/runtime/turn.ts).
    */
   readonly resumed?: boolean | undefined
+  /**
+   * The span the turn's span continues: an HTTP request's (itself continuing a caller's W3C
+   * `traceparent`). Without one, the turn is a trace of its own (a platform's message, a job).
+   */
+  readonly parentSpan?: Tracer.AnySpan | undefined
 }
 
 /** One option of a command's picker (/model, /agent). */

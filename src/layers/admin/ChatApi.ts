@@ -125,9 +125,11 @@ export const layer = HttpApiBuilder.group(AdminApi, "chat", (handlers) =>
           }))
           const notices: Array<string> = []
           const start: ChatEvent = { type: "start", sessionKey: chat.sessionKey, agentId: chat.agentId, chat: chat.chatId }
+          // The turn's span continues this request's.
+          const parentSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
           return Stream.concat(
             Stream.succeed(start),
-            runtime.send(chat, message).pipe(Stream.flatMap((e) => Stream.fromIterable(foldEvent(notices)(e))))
+            runtime.send(chat, message, { parentSpan }).pipe(Stream.flatMap((e) => Stream.fromIterable(foldEvent(notices)(e))))
           )
         }))
       .handle("agents", () =>

@@ -203,7 +203,9 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       created: Math.floor((yield* Clock.currentTimeMillis) / 1000),
       model: body.model
     }
-    const events = untilShutdown(runtime.send(chat, message))
+    // The turn's span continues this request's (which continues a caller's `traceparent`).
+    const parentSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
+    const events = untilShutdown(runtime.send(chat, message, { parentSpan }))
     if (body.stream === true) {
       // The 200 waits for the turn's first output, so that a turn failing before any (a provider's
       // 429 on its first call, say) gets its real status, which clients back off on; once the answer

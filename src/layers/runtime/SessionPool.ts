@@ -17,6 +17,7 @@
 import { Cause, Clock, Duration, Effect, Exit, Fiber, FiberMap, Layer, Option, Queue, RcMap, Scope, Stream } from "effect"
 import { messageText } from "../../domain/message.ts"
 import * as Metrics from "../../domain/observability/metrics.ts"
+import * as Tracing from "../../domain/observability/tracing.ts"
 import { emptyUsage } from "../../domain/model/types.ts"
 import { SandboxFailure } from "../../domain/sandbox/errors.ts"
 import { workspaceIn } from "../../domain/sandbox/spec.ts"
@@ -424,6 +425,12 @@ export const make = (options: SessionPoolOptions = {}) =>
                 Metrics.turnDone({ agent: chat.agentId, channel: chat.platform, outcome: Exit.hasInterrupts(exit) ? "aborted" : outcome }, seconds)
             )
           ).pipe(
+            // The turn's span: the root of its trace, unless the channel continues one (SendOptions.parentSpan).
+            Effect.onExit((exit) => Effect.annotateCurrentSpan("anna.turn.outcome", Exit.hasInterrupts(exit) ? "aborted" : outcome)),
+            Effect.withSpan("turn", {
+              attributes: Tracing.turnAttributes(chat),
+              ...(options?.parentSpan === undefined ? { root: true } : { parent: options.parentSpan })
+            }),
             Effect.onInterrupt(() => emit({ type: "notice", text: "stopped" }).pipe(Effect.andThen(emit(done("aborted"))))),
             Effect.ensuring(Queue.end(queue))
           )

@@ -15,6 +15,7 @@ import type { ContentBlock, Message, ToolResultBlock, ToolUseBlock } from "../..
 import { collectResponse } from "../../domain/model/collect.ts"
 import type { ProviderError } from "../../domain/model/errors.ts"
 import { addUsage, type ChatResponse, emptyUsage, type StopReason, type Usage } from "../../domain/model/types.ts"
+import * as Tracing from "../../domain/observability/tracing.ts"
 import type { ToolCallContext } from "../../domain/tool.ts"
 import type { ChatModelClient } from "../../services/ChatModel.ts"
 import type { ToolRegistry } from "../../domain/tool.ts"
@@ -54,7 +55,7 @@ export interface LoopSetup<E> {
   readonly usage: UsageLog["Service"]
   readonly history: LoopHistory<E>
   readonly hooks?: LoopHooks | undefined
-  /** Span names: `${span}.model` per model call, `${span}.tool` per tool call. */
+  /** Which loop this is (`turn`, `agent`): the `anna.loop` attribute of its model and tool spans. */
   readonly span: string
   /** Output tokens asked of the model per call (default MAX_OUTPUT_TOKENS). */
   readonly maxTokens?: number | undefined
@@ -96,13 +97,20 @@ export const runLoop = <E>(setup: LoopSetup<E>, stats: { usage: Usage; modelCall
   const hooks = setup.hooks ?? {}
   let pending: ReadonlyArray<ToolUseBlock> = []
 
+  const maxTokens = setup.maxTokens ?? MAX_OUTPUT_TOKENS
+  // Each model call is a span as the OpenTelemetry GenAI conventions describe one (no text in it).
+  const chat = Tracing.chatSpan(setup.client, setup.model, maxTokens)
+
   const loop = Effect.gen(function*() {
     for (let round = 1; round <= setup.maxTurns; round++) {
       const messages = yield* setup.history.messages
       const response = yield* collectResponse(
-        setup.client.stream({ model: setup.model, system: setup.system, messages, tools: setup.tools.definitions, maxTokens: setup.maxTokens ?? MAX_OUTPUT_TOKENS }),
+        setup.client.stream({ model: setup.model, system: setup.system, messages, tools: setup.tools.definitions, maxTokens }),
         (event) => (event.type === "text_delta" && hooks.onText !== undefined ? hooks.onText(event.text) : Effect.void)
-      ).pipe(Effect.withSpan(`${setup.span}.model`, { attributes: { round } }))
+      ).pipe(
+        Effect.tap((r) => Effect.annotateCurrentSpan(Tracing.chatResult(r))),
+        Effect.withSpan(chat.name, { kind: "client", attributes: { ...chat.attributes, "anna.loop": setup.span, "anna.round": round } })
+      )
       stats.modelCalls++
       stats.usage = addUsage(stats.usage, response.usage)
       yield* setup.usage.record({
@@ -123,7 +131,7 @@ export const runLoop = <E>(setup: LoopSetup<E>, stats: { usage: Usage; modelCall
       }
       if (calls.length === 0) return response.stopReason
       const results = yield* runToolCalls(setup.tools, calls, setup.context, {
-        span: `${setup.span}.tool`,
+        span: setup.span,
         onStart: hooks.onToolStart,
         onEnd: hooks.onToolEnd
       })

@@ -151,6 +151,17 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
               text: `compacted the conversation: ${report.tokensBefore} → ${report.tokensAfter} tokens`
             })
         ),
+        Effect.tap((report) =>
+          Effect.annotateCurrentSpan(
+            report === undefined
+              ? { "anna.compaction.outcome": "not_worth_it" }
+              : {
+                "anna.compaction.outcome": report.compacted ? "compacted" : "unchanged",
+                "anna.compaction.tokens_before": report.tokensBefore,
+                "anna.compaction.tokens_after": report.tokensAfter
+              }
+          )
+        ),
         Effect.catch((e) => Effect.logWarning(`compaction before the turn failed, continuing with the full history: ${e.message}`)),
         Effect.withSpan("turn.compaction")
       )
@@ -172,7 +183,11 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       span: "turn",
       maxTokens: turnOutputTokens(setup),
       history: {
-        messages: Effect.map(memory.assemble(chat.sessionKey, { budget }), (a) => a.messages),
+        messages: memory.assemble(chat.sessionKey, { budget }).pipe(
+          Effect.tap((a) => Effect.annotateCurrentSpan({ "anna.context.budget": budget, "anna.context.messages": a.messages.length })),
+          Effect.map((a) => a.messages),
+          Effect.withSpan("turn.assemble")
+        ),
         // A reply over the stored-message limit is stored as several messages, so memory keeps all that was shown.
         append: (m) => {
           if (m.role === "assistant") answered = true
@@ -200,7 +215,7 @@ export const runTurn = (setup: TurnSetup, message: UserMessage) =>
       yield* emit({ type: "notice", text: `stopped after ${setup.maxTurns} model calls in one turn (the agent's max_turns)` })
     }
     return { ...ended, usage: stats.usage, modelCalls: stats.modelCalls, toolCalls: stats.toolCalls }
-  }).pipe(Effect.withSpan("turn", { attributes: { session: setup.chat.sessionKey } }))
+  })
 
 export type TurnOutcome = Effect.Success<ReturnType<typeof runTurn>>
 

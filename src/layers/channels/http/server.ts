@@ -95,6 +95,8 @@ const requestMetrics = HttpRouter.middleware((httpEffect) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const { route } = yield* HttpRouter.RouteContext
+    // The request's span (when traces are exported) says its route's pattern, never the path.
+    yield* Effect.annotateCurrentSpan("http.route", route.path)
     return yield* Metrics.timed(httpEffect, (seconds, exit) =>
       Effect.flatMap(
         Exit.isSuccess(exit) ? Effect.succeed(exit.value.status) : Effect.map(HttpServerError.causeResponse(exit.cause), ([response]) => response.status),

@@ -1,0 +1,153 @@
+/**
+ * The gateway's OpenTelemetry export (issue 27): traces, metrics and logs over OTLP/HTTP with
+ * effect/observability's exporters, as the standard `OTEL_*` variables ask (env.ts `otlpSetting`,
+ * domain/observability/otlp.ts). When they ask for nothing, `Telemetry` is `Layer.empty`: no
+ * tracer but Effect's own, no exporter fiber, nothing sent.
+ *
+ * - Spans are those of the code (`Effect.fn` names, the turn's tree in src/layers/runtime/); the HTTP
+ *   server opens a server span per request and continues a caller's W3C `traceparent`.
+ * - Metrics are the registry `/metrics` prints (domain/observability/metrics.ts).
+ * - Logs are the lines the gateway logs (at ANNA_LOG_LEVEL), with the span they happened in.
+ * - Spans hold no text (`privateSpans`): a failed span's exception event and status say the
+ *   error's type (its `_tag`, e.g. `ToolError`), not its message, which can quote what the model
+ *   asked a tool for (a path, a command) or what a tool answered; and the log lines written inside a
+ *   span are not copied into it as events (they name sessions and users): they are the logs signal,
+ *   which carries what the log lines on stderr carry, with the trace and span ids to join them. A
+ *   request's span has its route's pattern (`http.route`), not its path, which can hold a session key.
+ * - Sampling (`OTEL_TRACES_SAMPLER`): effect's tracer keeps every span and has no ratio sampler, so
+ *   it is decided here where a trace starts — a span without a parent (a turn, a request, a
+ *   background sweep), or one continuing a caller's trace — and a span not kept is not exported,
+ *   nor are its children (Effect passes the decision down).
+ * - Shutdown: the exporters are scoped; provided around the whole gateway, their scope closes last,
+ *   and each sends what it holds (up to 3 s) after the channels and turns have stopped.
+ *
+ * Why not `Otlp.layerFromConfig`: in effect 4.1 it exports nothing unless `OTEL_<SIGNAL>_EXPORTER`
+ * is set (the specification's default is `otlp`), has no `OTEL_EXPORTER_OTLP_PROTOCOL`, and dies
+ * without `OTEL_SERVICE_NAME`; and the environment is read in env.ts only.
+ */
+import { Cause, Duration, Effect, Exit, Layer, Option, Tracer } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { keepTrace, type OtlpProtocol, type OtlpSettings, type Sampler, type SignalExport } from "../domain/observability/otlp.ts"
+import { type InvalidEnvironment, otlpSetting } from "./env.ts"
+import { VERSION } from "./cli.ts"
+
+const serialization = (protocol: OtlpProtocol) => (protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf)
+
+/** Whether a trace anna starts is kept (a random draw is as good as its random trace id's bits). */
+const keepNew = (sampler: Sampler): boolean =>
+  sampler.root === "always_on" ? true : sampler.root === "always_off" ? false : Math.random() < sampler.ratio
+
+/**
+ * `tracer` with `sampler`'s decisions where a trace starts or enters: a span without a parent, or
+ * whose parent is a caller's (an `ExternalSpan`: parent-based samplers keep the caller's choice,
+ * which Effect has already applied). Spans under a local parent follow it.
+ */
+export const withSampler = (sampler: Sampler) => (tracer: Tracer.Tracer): Tracer.Tracer => {
+  if (sampler.root === "always_on" && sampler.parentBased) return tracer
+  return Tracer.make({
+    span(options) {
+      const parent = Option.getOrUndefined(options.parent)
+      if (parent?._tag === "Span") return tracer.span(options)
+      if (parent === undefined) return tracer.span({ ...options, sampled: options.sampled && keepNew(sampler) })
+      if (sampler.parentBased) return tracer.span(options)
+      const keep = sampler.root === "traceidratio" ? keepTrace(parent.traceId, sampler.ratio) : sampler.root === "always_on"
+      return tracer.span({ ...options, sampled: keep })
+    },
+    ...(tracer.context === undefined ? {} : { context: tracer.context })
+  })
+}
+
+/** A failure as telemetry shows it: its type only (no message, no stack). */
+class Failed extends Error {
+  constructor(type: string) {
+    super(type)
+    this.name = type
+    this.stack = type
+  }
+}
+
+const typeOf = (u: unknown): string => {
+  if (typeof u === "object" && u !== null) {
+    if ("_tag" in u && typeof u._tag === "string") return u._tag
+    if (u instanceof Error) return u.name
+  }
+  return "Error"
+}
+
+/** `cause` with each error and defect replaced by one that says only its type. */
+const typesOnly = (cause: Cause.Cause<unknown>): Cause.Cause<unknown> =>
+  Cause.fromReasons(cause.reasons.map((r) =>
+    Cause.isFailReason(r) ? Cause.makeFailReason(new Failed(typeOf(r.error))) : Cause.isDieReason(r) ? Cause.makeDieReason(new Failed(typeOf(r.defect))) : r
+  ))
+
+/**
+ * The request's path and query, which the HTTP server's spans would carry: a path can hold a session
+ * key (`/api/sessions/{key}/…`); the route's pattern (`http.route`) stands for it.
+ */
+const URL_ATTRIBUTES: ReadonlySet<string> = new Set(["url.full", "url.path", "url.query"])
+
+/**
+ * `tracer`'s spans, except that a span ending in failure is exported with its errors' types only
+ * (an error's message may quote a tool's arguments or output, or a provider's answer), and without
+ * events (Effect copies every log line written inside a span into it; those are the logs' to carry), nor a
+ * request's path and query (URL_ATTRIBUTES).
+ */
+export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer =>
+  Tracer.make({
+    span(options) {
+      const span = tracer.span(options)
+      const end = span.end.bind(span)
+      span.end = (endTime, exit) => end(endTime, Exit.isFailure(exit) ? Exit.failCause(typesOnly(exit.cause)) : exit)
+      span.event = () => {}
+      const attribute = span.attribute.bind(span)
+      span.attribute = (key, value) => (URL_ATTRIBUTES.has(key) ? undefined : attribute(key, value))
+      return span
+    },
+    ...(tracer.context === undefined ? {} : { context: tracer.context })
+  })
+
+/** Where a signal goes, as a log line may show it: no credentials of a URL's user part. */
+const shown = (url: string): string => {
+  const u = new URL(url)
+  u.username = ""
+  u.password = ""
+  return u.toString()
+}
+
+const common = (settings: OtlpSettings, to: SignalExport) => ({
+  url: to.url,
+  resource: { serviceName: settings.serviceName, serviceVersion: settings.serviceVersion },
+  headers: to.headers,
+  compression: to.compression,
+  exportInterval: to.intervalMs === undefined ? undefined : Duration.millis(to.intervalMs)
+})
+
+/** The exporters `settings` ask for, each signal with its own protocol, over fetch. */
+export const layerOtlp = (settings: OtlpSettings) => {
+  const { traces, metrics, logs } = settings
+  // Each signal's layer is kept whole: the tracer and the logger are what it provides.
+  const tracing = traces === undefined
+    ? Layer.empty
+    : Layer.effect(Tracer.Tracer, Effect.map(OtlpTracer.make(common(settings, traces)), (t) => withSampler(settings.sampler)(privateSpans(t)))).pipe(
+      Layer.provideMerge(OtlpExporter.layerFlusher),
+      Layer.provide(serialization(traces.protocol))
+    )
+  const metering = metrics === undefined
+    ? Layer.empty
+    : OtlpMetrics.layer({ ...common(settings, metrics), temporality: metrics.temporality }).pipe(Layer.provide(serialization(metrics.protocol)))
+  const logging = logs === undefined ? Layer.empty : OtlpLogger.layer(common(settings, logs)).pipe(Layer.provide(serialization(logs.protocol)))
+  const described = [["traces", traces], ["metrics", metrics], ["logs", logs]] as const
+  const started = Effect.logInfo(
+    `telemetry: exporting ${described.flatMap(([s, to]) => (to === undefined ? [] : [`${s} to ${shown(to.url)} (${to.protocol})`])).join(", ")}`
+  )
+  return Layer.mergeAll(tracing, metering, logging, Layer.effectDiscard(started)).pipe(Layer.provide(FetchHttpClient.layer))
+}
+
+/**
+ * What the gateway provides around everything it runs: the OTLP exporters when the `OTEL_*`
+ * variables ask for them, else nothing at all.
+ */
+export const Telemetry: Layer.Layer<never, InvalidEnvironment> = Layer.unwrap(
+  Effect.map(otlpSetting({ serviceName: "anna", serviceVersion: VERSION }), (settings) => (settings === undefined ? Layer.empty : layerOtlp(settings)))
+)

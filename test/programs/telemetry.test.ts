@@ -1,0 +1,74 @@
+/**
+ * The gateway's tracer wrappers (src/programs/telemetry.ts) over Effect's native tracer: the sampler
+ * decides where a trace starts (a span without a parent) or enters (a caller's span), children
+ * follow their parent; and a failed span ends with its errors' types only.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Exit, Option, Tracer } from "effect"
+import type { Sampler } from "../../src/domain/observability/otlp.ts"
+import { privateSpans, withSampler } from "../../src/programs/telemetry.ts"
+
+const sampledOf = (sampler: Sampler, parent?: Tracer.ExternalSpan) =>
+  Effect.gen(function*() {
+    const child = yield* Effect.withSpan(Effect.currentSpan, "child")
+    const root = yield* Effect.currentSpan
+    return [root.sampled, child.sampled]
+  }).pipe(
+    Effect.withSpan("root", parent === undefined ? { root: true } : { parent }),
+    Effect.withTracer(withSampler(sampler)(Tracer.nativeTracer))
+  )
+
+const caller = (sampled: boolean) => Tracer.externalSpan({ traceId: "0".repeat(32), spanId: "1".repeat(16), sampled })
+
+describe("withSampler", () => {
+  it.effect("parent-based ratio: a new trace by the ratio, a caller's as the caller decided, children as their parent", () =>
+    Effect.gen(function*() {
+      const none: Sampler = { root: "traceidratio", ratio: 0, parentBased: true }
+      const all: Sampler = { root: "traceidratio", ratio: 1, parentBased: true }
+      assert.deepStrictEqual(yield* sampledOf(none), [false, false])
+      assert.deepStrictEqual(yield* sampledOf(all), [true, true])
+      assert.deepStrictEqual(yield* sampledOf(none, caller(true)), [true, true])
+      assert.deepStrictEqual(yield* sampledOf(all, caller(false)), [false, false])
+    }))
+
+  it.effect("not parent-based: a caller's trace is decided by its id; always_off keeps nothing", () =>
+    Effect.gen(function*() {
+      // The trace id 000… is within any share above 0.
+      assert.deepStrictEqual(yield* sampledOf({ root: "traceidratio", ratio: 0.5, parentBased: false }, caller(false)), [true, true])
+      assert.deepStrictEqual(yield* sampledOf({ root: "always_off", ratio: 0, parentBased: false }, caller(true)), [false, false])
+      assert.deepStrictEqual(yield* sampledOf({ root: "always_off", ratio: 0, parentBased: true }), [false, false])
+    }))
+})
+
+describe("privateSpans", () => {
+  it("ends a failed span with its error's type, not its message, and copies no events", () => {
+    const ended: Array<Exit.Exit<unknown, unknown>> = []
+    const events: Array<string> = []
+    const inner = Tracer.make({
+      span: (options) => {
+        const span = Tracer.nativeTracer.span(options)
+        span.end = (_, exit) => ended.push(exit)
+        span.event = (name) => events.push(name)
+        return span
+      }
+    })
+    const span = privateSpans(inner).span({
+      name: "x",
+      parent: Option.none(),
+      annotations: Context.empty(),
+      links: [],
+      startTime: 0n,
+      kind: "internal",
+      root: true,
+      sampled: true
+    })
+    span.event("log line naming session alice", 0n)
+    span.end(1n, Exit.fail({ _tag: "ToolError", message: "cannot read /workspace/secret.txt" }))
+    assert.deepStrictEqual(events, [])
+    const exit = ended[0]
+    assert.isTrue(exit !== undefined && Exit.isFailure(exit))
+    const text = JSON.stringify(exit !== undefined && Exit.isFailure(exit) ? exit.cause.reasons.map((r) => (r._tag === "Fail" ? [String(r.error), (r.error as Error).name] : r._tag)) : [])
+    assert.include(text, "ToolError")
+    assert.notInclude(text, "secret")
+  })
+})
