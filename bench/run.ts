@@ -14,6 +14,7 @@
  * import times whole `anna memory import` processes of 100k transcript messages (dist/main.js, rebuilt
  * first): rate and peak RSS, against a raw-SQL floor.
  *
+ * otlp times turns with the OTLP export on (traces at 100 %, metrics, logs, to a local collector) against none (issue 27).
  * channels runs the Telegram channel end to end (fake Bot API, instant model) against the runtime alone.
  * admin times the admin API (issue 13) on 1,000 sessions / ~200k messages / 20k model calls against
  * raw SQL on the same file, and sizes the web console's first load (dist/web, rebuilt first).
@@ -29,7 +30,7 @@
  * entries compares what importing `anna/layers` and `anna/memory` loads (modules, RSS; issue 25; bench/entries.ts).
  * postgres (issue 26) runs the memory engine's hot paths on SQLite and on a throwaway local PostgreSQL side by side
  * (bench/postgres.ts; not in the default set: it needs Debian's postgresql).
- * BENCH_ONLY=search-size,postgres,append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,entries,reach,learning limits phases.
+ * BENCH_ONLY=search-size,postgres,append,import,assemble,search,retrieval,runtime,otlp,channels,admin,sandbox,startup,entries,reach,learning limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -46,6 +47,7 @@ import { runImport } from "./importCli.ts"
 import { runLearning } from "./learning.ts"
 import { runReach } from "./reach.ts"
 import { runRetrieval } from "./retrieval.ts"
+import { runOtlp } from "./otlp.ts"
 import { runRuntime } from "./runtime.ts"
 import { runSandboxOutput } from "./sandboxOutput.ts"
 import { runSearch, runSessionSize } from "./search.ts"
@@ -54,7 +56,7 @@ import { ratios } from "./support/common.ts"
 import { int, markRss, mib, print, rssMarks, seconds, section, table } from "./support/measure.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
-const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,channels,admin,sandbox,startup,entries,reach,learning").split(",").map((s) => s.trim()))
+const only = new Set((process.env["BENCH_ONLY"] ?? "append,import,assemble,search,retrieval,runtime,otlp,channels,admin,sandbox,startup,entries,reach,learning").split(",").map((s) => s.trim()))
 
 const sqliteVersion = (): string => {
   const db = new DatabaseSync(":memory:")
@@ -123,6 +125,10 @@ const main = async () => {
     if (only.has("runtime")) {
       await runRuntime(dir)
       markRss("after runtime")
+    }
+    if (only.has("otlp")) {
+      await runOtlp(dir)
+      markRss("after otlp")
     }
     if (only.has("channels")) {
       await runChannels(dir)

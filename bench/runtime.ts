@@ -101,13 +101,12 @@ const sessionsProcess = (
     )
   })
 
-export const runRuntime = async (dir: string) => {
-  const fake = await startFakeLlm()
-  fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "ok" }], usage: { input: 10, output: 1 } }))
+/** The agent runtime on a fresh home in `dir`, its one agent `bench` on the instant model at `modelUrl` (an OpenAI base URL). */
+export const benchRuntime = (dir: string, modelUrl: string) => {
   const provider: ProviderConfig = {
     id: "local",
     type: "openai",
-    baseUrl: fake.openAiUrl,
+    baseUrl: modelUrl,
     apiKey: "sk-bench",
     models: [],
     defaultModel: "fake-large",
@@ -121,12 +120,23 @@ export const runRuntime = async (dir: string) => {
     Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),
     Layer.provideMerge(Sqlite.layer(join(home, "anna.db")))
   )
+  /** The provider and the agent, then the runtime. */
+  const setUp = Effect.gen(function*() {
+    yield* (yield* ProviderStore).add(provider)
+    yield* (yield* AgentStore).create("bench", { providerId: "local", tools: ["memory"] })
+    return yield* RuntimeService
+  })
+  return { provider, layer, setUp }
+}
+
+export const runRuntime = async (dir: string) => {
+  const fake = await startFakeLlm()
+  fake.respondWith(() => ({ kind: "reply", parts: [{ type: "text", text: "ok" }], usage: { input: 10, output: 1 } }))
+  const { provider, layer, setUp } = benchRuntime(dir, fake.openAiUrl)
   const rows: Array<Array<string>> = []
   try {
     await Effect.runPromise(Effect.gen(function*() {
-      yield* (yield* ProviderStore).add(provider)
-      yield* (yield* AgentStore).create("bench", { providerId: "local", tools: ["memory"] })
-      const runtime = yield* RuntimeService
+      const runtime = yield* setUp
 
       // Floor: the same request straight through the SDK layer.
       const client = OpenAiChat.make(provider, transport)
