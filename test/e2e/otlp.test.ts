@@ -17,6 +17,7 @@ import { randomBytes } from "node:crypto"
 import type { ChildProcess } from "node:child_process"
 import { annaEnv, finish, newHome, start, waitForLine } from "../support/cli.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
+import { startFakeTelegram } from "../support/fakeTelegram/server.ts"
 import { type CollectedSpan, startOtlpCollector } from "../support/otlpCollector.ts"
 
 const suite = fakeLlmSuite({ reset: false })
@@ -197,6 +198,59 @@ describe("e2e: OTLP export from the gateway", () => {
         if (!stopped) gateway.child.kill("SIGTERM")
       }
     } finally {
+      await collector.close()
+    }
+  }, 120_000)
+
+  it("a platform's message is one trace: routing, the turn and the delivery under the message's span", async () => {
+    const collector = await startOtlpCollector()
+    const token = "515151:OtlpTraceTokenOtlpTraceTokenOtlpTr"
+    const tg = await startFakeTelegram({ token, botUsername: "otlp_bot" })
+    try {
+      const llm = { OPENAI_BASE_URL: suite.fake.openAiUrl, OPENAI_API_KEY: "sk-otlp", ...NO_DOCKER }
+      const { home } = await setUp(llm)
+      const cli = async (...args: Array<string>) => {
+        const r = await annaEnv(home, llm, ...args)
+        assert.strictEqual(r.code, 0, `anna ${args.join(" ")}: ${r.stderr}`)
+      }
+      await cli("channel", "set", "telegram", "--config", `token=${token}`, "--config", `base_url=${tg.apiRoot}`)
+      await cli("channel", "enable", "telegram")
+      const gateway = await startGateway(home, {
+        ...llm,
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+        OTEL_LOGS_EXPORTER: "none",
+        OTEL_METRICS_EXPORTER: "none"
+      })
+      try {
+        suite.fake.script({ kind: "reply", parts: [{ type: "text", text: REPLY }], usage: { input: 50, output: 9 } })
+        tg.sendUserMessage({ chatId: 918273645, chatType: "private", from: { id: 918273645 }, text: USER_TEXT })
+        await tg.waitFor(() => (tg.messages(918273645).some((m) => (m.text ?? "").includes("marigolds")) ? true : undefined), "the reply in the chat")
+        const spans = await collector.waitFor("the message's trace", () => {
+          const all = collector.spans()
+          const root = all.find((s) => s.name === "channel.message")
+          const trace = root === undefined ? [] : all.filter((s) => s.traceId === root.traceId)
+          return ["Runtime.resolve", "turn", "channel.deliver"].every((n) => trace.some((s) => s.name === n)) && trace.some((s) => s.name.startsWith("chat "))
+            ? all
+            : undefined
+        })
+        const root = spans.find((s) => s.name === "channel.message") as CollectedSpan
+        assert.isUndefined(root.parentSpanId || undefined, "the message's span is its trace's root")
+        assert.strictEqual(root.attributes["anna.channel"], "telegram")
+        assert.strictEqual(root.attributes["anna.message.outcome"], "accepted")
+        const named = (name: string) => spans.find((s) => s.traceId === root.traceId && s.name === name) as CollectedSpan
+        for (const name of ["Runtime.resolve", "turn", "channel.deliver"]) assert.isTrue(under(spans, named(name), root), `${name} is under the message's span`)
+        assert.strictEqual(named("turn").attributes["anna.channel"], "telegram")
+        const call = spans.find((s) => s.traceId === root.traceId && s.name.startsWith("chat ")) as CollectedSpan
+        assert.isTrue(under(spans, call, named("turn")), "the model call is under the turn")
+        const leaks = spans.map((item) => JSON.stringify(item)).filter((e) => [USER_TEXT, REPLY, "marigolds", "918273645"].some((t) => e.includes(t)))
+        assert.deepStrictEqual(leaks, [], "spans hold text or the Telegram user")
+      } finally {
+        await stop(gateway)
+      }
+    } finally {
+      await tg.close()
       await collector.close()
     }
   }, 120_000)

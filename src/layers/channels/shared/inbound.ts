@@ -22,7 +22,7 @@
  * A platform provides a `PlatformAdapter` and calls `accept` for every message its connection
  * delivers (after moving its cursor when it has one).
  */
-import { Clock, Duration, Effect, Exit, Fiber, Schedule, Semaphore, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Option, Schedule, Semaphore, Stream } from "effect"
 import * as Metrics from "../../../domain/observability/metrics.ts"
 import type { StorageError } from "../../../domain/storage/errors.ts"
 import type { ChatTarget, TurnEvent, UserMessage } from "../../../domain/runtime/types.ts"
@@ -126,23 +126,31 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
       Effect.gen(function*() {
         const incoming = yield* adapter.read(m)
         if (incoming === undefined) {
+          yield* Effect.annotateCurrentSpan("anna.message.outcome", "ignored")
           yield* Metrics.channelMessage(platform, "in", "ignored")
           return yield* ledger.answered(platform, key)
         }
         const writer = yield* adapter.reply(m, existing, (ids) => ledger.recordReply(platform, key, ids).pipe(Effect.ignore))
         // The reply is out when the writer has finished (`failed`: a platform call failed for good).
-        const finish = writer.finish.pipe(Effect.onExit((exit) => Metrics.channelMessage(platform, "out", Exit.isSuccess(exit) ? "sent" : "failed")))
+        const finish = writer.finish.pipe(
+          Effect.onExit((exit) => Metrics.channelMessage(platform, "out", Exit.isSuccess(exit) ? "sent" : "failed")),
+          Effect.withSpan("channel.deliver")
+        )
+        // Routing (`Runtime.resolve`), the turn and the delivery are children of this message's span.
+        const parentSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
         const resolved = yield* Effect.result(runtime.resolve(incoming.target))
         if (resolved._tag === "Failure") {
+          yield* Effect.annotateCurrentSpan("anna.message.outcome", "refused")
           yield* Metrics.channelMessage(platform, "in", "refused")
           yield* writer.event({ type: "notice", text: resolved.failure.message })
           yield* finish
           return yield* ledger.answered(platform, key)
         }
+        yield* Effect.annotateCurrentSpan("anna.message.outcome", "accepted")
         yield* Metrics.channelMessage(platform, "in", "accepted")
         const turn = Effect.gen(function*() {
           const typing = yield* Effect.forkChild(typingLoop(m))
-          yield* Stream.runForEach(runtime.send(resolved.success, incoming.message, { resumed }), writer.event).pipe(
+          yield* Stream.runForEach(runtime.send(resolved.success, incoming.message, { resumed, parentSpan }), writer.event).pipe(
             Effect.ensuring(Fiber.interrupt(typing))
           )
           yield* finish
@@ -150,6 +158,8 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
         })
         yield* isCommand(incoming.message) ? turn : chats.withLock(incoming.chatKey, turns.withPermits(1)(turn))
       }).pipe(
+        // One trace per message a platform delivered: its routing, turn and delivery (no text, no ids of users).
+        Effect.withSpan("channel.message", { root: true, attributes: { "anna.channel": platform, "anna.resumed": resumed } }),
         Effect.catchCause((cause) => Effect.logError(`${platform}: message ${key} was not answered`, cause)),
         Effect.asVoid
       )
