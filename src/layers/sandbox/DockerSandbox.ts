@@ -279,6 +279,12 @@ export const make = (client?: Docker, options: Options = {}) =>
             })
           )
           const note = yield* files.afterCommand
+          // The span (its own duration is the exec time) says how the command ended, never what it was or said.
+          yield* Effect.annotateCurrentSpan({
+            "process.exit.code": result.exitCode,
+            "anna.sandbox.timed_out": result.timedOut,
+            "anna.sandbox.duration_ms": result.durationMs
+          })
           return note === undefined ? result : { ...result, stderr: result.stderr === "" ? note : `${result.stderr}\n${note}` }
         }),
         startProcess: Effect.fn("SandboxSession.startProcess")(function*(command: ReadonlyArray<string>, options: ProcessOptions = {}) {
