@@ -17,6 +17,7 @@
  * text, tool arguments or output, a user id or a session key (its hash stands for it, so one
  * session's turns can be found together), nor a name the model made up (`unknown`).
  */
+import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import type { ProviderType } from "../model/types.ts"
 
@@ -63,3 +64,22 @@ export const toolSpan = (tool: string, callId: string) => ({
     "gen_ai.tool.call.id": /^[\w.:-]{1,128}$/.test(callId) ? callId : "unknown"
   }
 })
+
+/**
+ * A model call (`call`, collecting one response) as its span: `chat {model}`, kind client, the GenAI
+ * attributes known before it and those its answer tells; `extra` adds anna's own (`anna.purpose`,
+ * the loop and round). The turns' loop, the summarizer and reflection use it alike.
+ */
+export const tracedChat = (
+  client: { readonly type: ProviderType; readonly provider: string },
+  model: string,
+  maxTokens: number,
+  extra: Readonly<Record<string, string | number>>
+) =>
+<A extends Parameters<typeof chatResult>[0], E, R>(call: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  const span = chatSpan(client, model, maxTokens)
+  return call.pipe(
+    Effect.tap((r) => Effect.annotateCurrentSpan(chatResult(r))),
+    Effect.withSpan(span.name, { kind: "client", attributes: { ...span.attributes, ...extra } })
+  )
+}

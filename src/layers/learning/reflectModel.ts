@@ -8,6 +8,7 @@
  */
 import { Clock, Effect, Option, Result } from "effect"
 import { formatModelRef } from "../../domain/config/agent.ts"
+import * as Tracing from "../../domain/observability/tracing.ts"
 import { parseReflection, type Reflection, reflectionPrompt, retryMessage } from "../../domain/learning/reflectionPrompt.ts"
 import { collectResponse } from "../../domain/model/collect.ts"
 import type { Message } from "../../domain/message.ts"
@@ -56,7 +57,7 @@ export const reflectWithModel = Effect.fn("Learning.reflectWithModel")(function*
         messages,
         maxTokens: prompt.maxTokens,
         temperature: 0.2
-      })))
+      })).pipe(Tracing.tracedChat(client.success, model, prompt.maxTokens, { "anna.purpose": "reflection" })))
       if (Result.isFailure(result)) {
         yield* usage.record({ ...entry, usage: emptyUsage, error: result.failure.message }).pipe(Effect.ignore)
         return Result.fail(`${formatModelRef({ providerId: ref.providerId, model })}: ${result.failure.message}`)

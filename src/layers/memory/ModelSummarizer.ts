@@ -32,6 +32,7 @@ import { AgentStore } from "../../services/AgentStore.ts"
 import { MemoryStore } from "../../services/MemoryStore.ts"
 import { ProviderRegistry, type RetryLimits } from "../../services/ProviderRegistry.ts"
 import { ProviderStore } from "../../services/ProviderStore.ts"
+import * as Tracing from "../../domain/observability/tracing.ts"
 import { Summarizer, type SummaryRequest } from "../../services/Summarizer.ts"
 import { UsageLog } from "../../services/UsageLog.ts"
 import * as Breaker from "./summaryBreaker.ts"
@@ -181,7 +182,7 @@ export const make = (options: { readonly maxCallsOverride?: number | undefined }
         messages: [{ role: "user", content: prompt.user }],
         maxTokens: prompt.maxTokens,
         temperature: 0.2
-      })))
+      })).pipe(Tracing.tracedChat(client, model, prompt.maxTokens, { "anna.purpose": "summary" })))
       const entry = {
         providerId: ref.providerId,
         model,

@@ -98,8 +98,6 @@ export const runLoop = <E>(setup: LoopSetup<E>, stats: { usage: Usage; modelCall
   let pending: ReadonlyArray<ToolUseBlock> = []
 
   const maxTokens = setup.maxTokens ?? MAX_OUTPUT_TOKENS
-  // Each model call is a span as the OpenTelemetry GenAI conventions describe one (no text in it).
-  const chat = Tracing.chatSpan(setup.client, setup.model, maxTokens)
 
   const loop = Effect.gen(function*() {
     for (let round = 1; round <= setup.maxTurns; round++) {
@@ -108,8 +106,8 @@ export const runLoop = <E>(setup: LoopSetup<E>, stats: { usage: Usage; modelCall
         setup.client.stream({ model: setup.model, system: setup.system, messages, tools: setup.tools.definitions, maxTokens }),
         (event) => (event.type === "text_delta" && hooks.onText !== undefined ? hooks.onText(event.text) : Effect.void)
       ).pipe(
-        Effect.tap((r) => Effect.annotateCurrentSpan(Tracing.chatResult(r))),
-        Effect.withSpan(chat.name, { kind: "client", attributes: { ...chat.attributes, "anna.loop": setup.span, "anna.round": round } })
+        // Each model call is a span as the OpenTelemetry GenAI conventions describe one (no text in it).
+        Tracing.tracedChat(setup.client, setup.model, maxTokens, { "anna.purpose": "turn", "anna.loop": setup.span, "anna.round": round })
       )
       stats.modelCalls++
       stats.usage = addUsage(stats.usage, response.usage)

@@ -4,7 +4,7 @@
  * the summary provider's circuit breaker (TestClock: the transports here have no backoff to wait for).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Logger, Schema } from "effect"
+import { Effect, Fiber, Layer, Logger, Schema, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import { afterAll, beforeAll } from "vitest"
 import { SummarizerError } from "../../../src/domain/memory/errors.ts"
@@ -122,6 +122,40 @@ describe("ModelSummarizer", () => {
         ["local", "fake-small", "summary", calls.length, 0, 900 * calls.length, 40 * calls.length]
       ])
     }).pipe(Effect.provide(stack())))
+
+  it.effect("each summary call is a GenAI span (model, tokens, finish reason, purpose) holding no text", () => {
+    const spans: Array<Tracer.NativeSpan> = []
+    const tracer = Tracer.make({
+      span(options) {
+        const span = new Tracer.NativeSpan(options)
+        spans.push(span)
+        return span
+      }
+    })
+    return Effect.gen(function*() {
+      fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }], usage: { input: 900, output: 40 } }))
+      yield* setup()
+      const report = yield* (yield* Compactor).compact(KEY, { full: true, freshTail: 10 })
+      const calls = spans.filter((s) => s.name === "chat fake-small")
+      assert.strictEqual(calls.length, report.leafSummaries + report.condensedSummaries)
+      for (const c of calls) {
+        assert.deepStrictEqual(Object.fromEntries([...c.attributes].filter(([k]) => k.startsWith("gen_ai.") || k === "anna.purpose")), {
+          "gen_ai.operation.name": "chat",
+          "gen_ai.provider.name": "openai",
+          "gen_ai.request.model": "fake-small",
+          "gen_ai.request.max_tokens": c.attributes.get("gen_ai.request.max_tokens"),
+          "gen_ai.usage.input_tokens": 900,
+          "gen_ai.usage.output_tokens": 40,
+          "gen_ai.response.finish_reasons": ["end_turn"],
+          "anna.purpose": "summary"
+        })
+        assert.strictEqual(c.kind, "client")
+        assert.strictEqual(c.parent._tag === "Some" && c.parent.value._tag === "Span" ? c.parent.value.name : "", "Summarizer.call")
+      }
+      const said = JSON.stringify(spans.map((s) => [s.name, [...s.attributes]]))
+      for (const text of ["/srv/backups", "rotate weekly", "Expand for details"]) assert.notInclude(said, text)
+    }).pipe(Effect.provide(stack()), Effect.withTracer(tracer))
+  })
 
   it.effect("uses the main model when no summary tier is set, and the first provider when no agent exists", () =>
     Effect.gen(function*() {
