@@ -4,7 +4,7 @@
  * the summary provider's circuit breaker (TestClock: the transports here have no backoff to wait for).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Logger, Schema, Tracer } from "effect"
+import { Effect, Fiber, Layer, Logger, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { afterAll, beforeAll } from "vitest"
 import { SummarizerError } from "../../../src/domain/memory/errors.ts"
@@ -29,6 +29,7 @@ import { modelStores, sqliteTemp } from "../../support/db.ts"
 import type { RecordedRequest } from "../../support/fakeLlm/script.ts"
 import { type FakeLlm, startFakeLlm } from "../../support/fakeLlm/server.ts"
 import { fastTransport } from "../providers/contract.ts"
+import { recordingTracer } from "../../support/spans.ts"
 
 let fake: FakeLlm
 beforeAll(async () => {
@@ -124,14 +125,7 @@ describe("ModelSummarizer", () => {
     }).pipe(Effect.provide(stack())))
 
   it.effect("each summary call is a GenAI span (model, tokens, finish reason, purpose) holding no text", () => {
-    const spans: Array<Tracer.NativeSpan> = []
-    const tracer = Tracer.make({
-      span(options) {
-        const span = new Tracer.NativeSpan(options)
-        spans.push(span)
-        return span
-      }
-    })
+    const { tracer, spans } = recordingTracer()
     return Effect.gen(function*() {
       fake.respondWith((req) => ({ kind: "reply", parts: [{ type: "text", text: summaryText(req) }], usage: { input: 900, output: 40 } }))
       yield* setup()

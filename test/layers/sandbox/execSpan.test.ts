@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
-import { Effect, Tracer } from "effect"
+import { Effect } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -13,17 +13,11 @@ import { DEFAULT_LIMITS } from "../../../src/domain/sandbox/types.ts"
 import * as DockerSandbox from "../../../src/layers/sandbox/DockerSandbox.ts"
 import { removeTemp } from "../../support/cleanup.ts"
 import { dockerReady, TEST_IMAGE } from "../../support/docker.ts"
+import { recordingTracer } from "../../support/spans.ts"
 
 describe.skipIf(!dockerReady)("SandboxSession.exec's span (real Docker engine)", () => {
   it.live("holds the exit code and whether it timed out, not the command or its output", () => {
-    const spans: Array<Tracer.NativeSpan> = []
-    const tracer = Tracer.make({
-      span(options) {
-        const span = new Tracer.NativeSpan(options)
-        spans.push(span)
-        return span
-      }
-    })
+    const { tracer, spans } = recordingTracer()
     return Effect.gen(function*() {
       const workspace = yield* Effect.acquireRelease(
         Effect.sync(() => mkdtempSync(join(tmpdir(), "anna-exec-span-"))),
