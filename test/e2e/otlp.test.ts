@@ -224,7 +224,9 @@ describe("e2e: OTLP export from the gateway", () => {
         OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
         OTEL_BSP_SCHEDULE_DELAY: "100",
         OTEL_LOGS_EXPORTER: "none",
-        OTEL_METRICS_EXPORTER: "none"
+        // The metrics in the default protocol (what a collector gets when only the endpoint is set).
+        OTEL_EXPORTER_OTLP_METRICS_PROTOCOL: "http/protobuf",
+        OTEL_METRIC_EXPORT_INTERVAL: "300"
       })
       try {
         suite.fake.script({ kind: "reply", parts: [{ type: "text", text: REPLY }], usage: { input: 50, output: 9 } })
@@ -249,6 +251,12 @@ describe("e2e: OTLP export from the gateway", () => {
         assert.isTrue(under(spans, call, named("turn")), "the model call is under the turn")
         const leaks = spans.map((item) => JSON.stringify(item)).filter((e) => [USER_TEXT, REPLY, "marigolds", "918273645"].some((t) => e.includes(t)))
         assert.deepStrictEqual(leaks, [], "spans hold text or the Telegram user")
+        // Protobuf: an ExportMetricsServiceRequest (field 1, resource_metrics, length-delimited: 0x0a)
+        // naming the turn's counter (protobuf keeps strings as they are).
+        const metrics = await collector.waitFor("the metrics in protobuf", () =>
+          collector.requests().find((r) => r.path === "/v1/metrics" && r.body.includes("anna_turns_total")))
+        assert.strictEqual(metrics.contentType, "application/x-protobuf")
+        assert.strictEqual(metrics.body.charCodeAt(0), 0x0a)
       } finally {
         await stop(gateway)
       }
