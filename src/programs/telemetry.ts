@@ -89,11 +89,27 @@ const URL_ATTRIBUTES: ReadonlySet<string> = new Set(["url.full", "url.path", "ur
 
 /**
  * The hot inner spans left out of export: each SQL statement (the SQL client's spans, which carry
- * `db.system.name`) and transaction — about 85 of a turn's 180 spans, and what they would say is in
- * the store method's span above them (`MemoryStore.appendMessages`, …).
+ * `db.system.name`) and transaction — about 85 of a turn's 180 spans — and the lookups of the stores
+ * and the configuration (QUIET), another 75: a turn's trace keeps its ~20 spans that explain it
+ * (routing, assembly, model and tool calls, search, compaction, delivery). A quiet span's children
+ * hang from its nearest exported ancestor, so the tree stays whole.
  */
 const DB_SYSTEM = "db.system.name"
 const SQL_TRANSACTION = "sql.transaction"
+const QUIET = new RegExp(
+  `^(?:${
+    [
+      "MemoryStore", "ConfigStore", "JobStore", "Accounts", "ProviderStore", "PluginStore", "ChannelLedger", "UsageLog",
+      "RuleVotes", "SkillStats", "SessionManager", "AgentStore", "ToolCatalog", "McpServers", "LiveConfig", "ProfileStore",
+      "PlaybookFiles", "Skills", "AgentPresets", "AgentFiles", "ProviderRegistry", "LoginThrottle", "TokenLineage",
+      "Memory", "ToolRegistry", "AdminAuth", "Sandbox"
+    ].join("|")
+  })\\.|^(?:Playbook\\.(?:list|view)|HttpChannel\\.authenticate)$`
+)
+
+/** Whether a span is exported: not a quiet lookup (a server or client span always is, but for SQL's). */
+export const exported = (options: { readonly name: string; readonly kind: Tracer.SpanKind }): boolean =>
+  options.kind === "server" || options.kind === "client" || !QUIET.test(options.name)
 
 /**
  * `tracer`'s spans but the SQL client's (DB_SYSTEM), and a span ending in failure exported with its errors' types only
@@ -101,9 +117,19 @@ const SQL_TRANSACTION = "sql.transaction"
  * events (Effect copies every log line written inside a span into it; those are the logs' to carry), nor a
  * request's path and query (URL_ATTRIBUTES).
  */
-export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer =>
-  Tracer.make({
-    span(options) {
+export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer => {
+  /** Each quiet span's nearest exported ancestor (none: it is a root). */
+  const standsFor = new WeakMap<Tracer.AnySpan, Option.Option<Tracer.AnySpan>>()
+  return Tracer.make({
+    span(raw) {
+      const hidden = Option.isSome(raw.parent) ? standsFor.get(raw.parent.value) : undefined
+      const options = hidden === undefined ? raw : { ...raw, parent: hidden }
+      if (!exported(options)) {
+        // Never exported (Effect's own span, in the same trace), but its children are, under its exported ancestor.
+        const quiet = new Tracer.NativeSpan(options)
+        standsFor.set(quiet, options.parent)
+        return quiet
+      }
       // A SQL transaction is not exported, nor (sampled with it) its statements.
       const span = tracer.span(options.name === SQL_TRANSACTION ? { ...options, sampled: false } : options)
       const end = span.end.bind(span)
@@ -119,6 +145,7 @@ export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer =>
     },
     ...(tracer.context === undefined ? {} : { context: tracer.context })
   })
+}
 
 /** Where a signal goes, as a log line may show it: no credentials of a URL's user part. */
 const shown = (url: string): string => {

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Option, Tracer } from "effect"
 import type { Sampler } from "../../src/domain/observability/otlp.ts"
-import { privateSpans, withSampler } from "../../src/programs/telemetry.ts"
+import { exported, privateSpans, withSampler } from "../../src/programs/telemetry.ts"
 
 const sampledOf = (sampler: Sampler, parent?: Tracer.ExternalSpan) =>
   Effect.gen(function*() {
@@ -70,5 +70,44 @@ describe("privateSpans", () => {
     const text = JSON.stringify(exit !== undefined && Exit.isFailure(exit) ? exit.cause.reasons.map((r) => (r._tag === "Fail" ? [String(r.error), (r.error as Error).name] : r._tag)) : [])
     assert.include(text, "ToolError")
     assert.notInclude(text, "secret")
+  })
+})
+
+describe("privateSpans: quiet spans", () => {
+  it("leaves the stores' lookups out of export and hangs their children from the nearest exported span", () => {
+    const exportedSpans: Array<Tracer.Span> = []
+    const inner = Tracer.make({
+      span: (options) => {
+        const span = Tracer.nativeTracer.span(options)
+        exportedSpans.push(span)
+        return span
+      }
+    })
+    const tracer = privateSpans(inner)
+    const open = (name: string, parent: Tracer.AnySpan | undefined, kind: Tracer.SpanKind = "internal") =>
+      tracer.span({
+        name,
+        parent: parent === undefined ? Option.none() : Option.some(parent),
+        annotations: Context.empty(),
+        links: [],
+        startTime: 0n,
+        kind,
+        root: parent === undefined,
+        sampled: true
+      })
+    const turn = open("turn", undefined)
+    const store = open("MemoryStore.appendMessages", turn)
+    const deeper = open("Memory.render", store)
+    const search = open("Searcher.search", deeper)
+    const model = open("chat fake-large", store, "client")
+    assert.deepStrictEqual(exportedSpans.map((s) => s.name), ["turn", "Searcher.search", "chat fake-large"])
+    for (const child of [search, model]) {
+      assert.strictEqual(child.parent._tag === "Some" ? child.parent.value.spanId : "", turn.spanId)
+      assert.strictEqual(child.traceId, turn.traceId)
+    }
+    assert.strictEqual(store.traceId, turn.traceId, "a quiet span is still in its trace (log lines inside it say so)")
+    assert.deepStrictEqual(exported({ name: "SandboxSession.exec", kind: "internal" }), true)
+    assert.deepStrictEqual(exported({ name: "ConfigStore.snapshot", kind: "internal" }), false)
+    assert.deepStrictEqual(exported({ name: "POST", kind: "server" }), true)
   })
 })
