@@ -95,7 +95,6 @@ const URL_ATTRIBUTES: ReadonlySet<string> = new Set(["url.full", "url.path", "ur
  * hang from its nearest exported ancestor, so the tree stays whole.
  */
 const DB_SYSTEM = "db.system.name"
-const SQL_TRANSACTION = "sql.transaction"
 const QUIET = new RegExp(
   `^(?:${
     [
@@ -104,7 +103,7 @@ const QUIET = new RegExp(
       "PlaybookFiles", "Skills", "AgentPresets", "AgentFiles", "ProviderRegistry", "LoginThrottle", "TokenLineage",
       "Memory", "ToolRegistry", "AdminAuth", "Sandbox"
     ].join("|")
-  })\\.|^(?:Playbook\\.(?:list|view)|HttpChannel\\.authenticate)$`
+  })\\.|^(?:Playbook\\.(?:list|view)|HttpChannel\\.authenticate|sql\\.transaction)$`
 )
 
 /** Whether a span is exported: not a quiet lookup (a server or client span always is, but for SQL's). */
@@ -130,8 +129,7 @@ export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer => {
         standsFor.set(quiet, options.parent)
         return quiet
       }
-      // A SQL transaction is not exported, nor (sampled with it) its statements.
-      const span = tracer.span(options.name === SQL_TRANSACTION ? { ...options, sampled: false } : options)
+      const span = tracer.span(options)
       const end = span.end.bind(span)
       span.end = (endTime, exit) => end(endTime, Exit.isFailure(exit) ? Exit.failCause(typesOnly(exit.cause)) : exit)
       span.event = () => {}

@@ -36,6 +36,19 @@ export const httpMethod = (method: string): string => {
 /** A label value from the configuration (an id, a model name): kept when it looks like one, else `other`. */
 export const labelValue = (value: string): string => (/^[\w.:/@+-]{1,128}$/.test(value) ? value : OTHER)
 
+/** One event: counted by `counter` with `labels` and `extra`, its duration observed by `histogram` with `labels`. */
+const countAndTime = (
+  counter: Metric.Counter<number>,
+  histogram: Metric.Histogram<number>,
+  labels: Readonly<Record<string, string>>,
+  extra: Readonly<Record<string, string>>,
+  durationSeconds: number
+) =>
+  Effect.andThen(
+    Metric.update(Metric.withAttributes(counter, { ...labels, ...extra }), 1),
+    Metric.update(Metric.withAttributes(histogram, labels), durationSeconds)
+  )
+
 // Turns (src/layers/runtime/SessionPool.ts)
 
 export const turnsTotal = Metric.counter("anna_turns_total", {
@@ -49,13 +62,12 @@ export const turnDurationSeconds = Metric.histogram("anna_turn_duration_seconds"
 
 /** A finished turn. */
 export const turnDone = (labels: { readonly agent: string; readonly channel: string; readonly outcome: string }, durationSeconds: number) =>
-  Effect.andThen(
-    Metric.update(Metric.withAttributes(turnsTotal, {
-      agent: labelValue(labels.agent),
-      channel: knownChannel(labels.channel),
-      outcome: labelValue(labels.outcome)
-    }), 1),
-    Metric.update(Metric.withAttributes(turnDurationSeconds, { agent: labelValue(labels.agent), channel: knownChannel(labels.channel) }), durationSeconds)
+  countAndTime(
+    turnsTotal,
+    turnDurationSeconds,
+    { agent: labelValue(labels.agent), channel: knownChannel(labels.channel) },
+    { outcome: labelValue(labels.outcome) },
+    durationSeconds
   )
 
 // Model calls (src/layers/config/SqliteUsageLog.ts: every call's usage passes there)
@@ -101,10 +113,7 @@ export const toolCallDurationSeconds = Metric.histogram("anna_tool_call_duration
 })
 
 export const toolCallDone = (tool: string, outcome: "ok" | "error" | "aborted", durationSeconds: number) =>
-  Effect.andThen(
-    Metric.update(Metric.withAttributes(toolCallsTotal, { tool: labelValue(tool), outcome }), 1),
-    Metric.update(Metric.withAttributes(toolCallDurationSeconds, { tool: labelValue(tool) }), durationSeconds)
-  )
+  countAndTime(toolCallsTotal, toolCallDurationSeconds, { tool: labelValue(tool) }, { outcome }, durationSeconds)
 
 // Sandbox (src/layers/sandbox/admission.ts), compaction (src/layers/runtime), summarizer breaker (src/layers/memory/summaryBreaker.ts)
 
@@ -125,18 +134,14 @@ export const summarizerBreakerOpen = Metric.gauge("anna_summarizer_breaker_open"
 
 export const sandboxLive = (count: number) => Metric.update(sandboxContainers, count)
 
-export const compactionDone = (mode: "auto" | "manual", outcome: "compacted" | "unchanged" | "failed", durationSeconds: number) =>
-  Effect.andThen(
-    Metric.update(Metric.withAttributes(compactionsTotal, { mode, outcome }), 1),
-    Metric.update(compactionDurationSeconds, durationSeconds)
-  )
-
 /** Runs a compaction, counting and timing it: `auto` before a turn, `manual` when asked for (/compact). */
 export const compaction = <A extends { readonly compacted: boolean }, E, R>(mode: "auto" | "manual", effect: Effect.Effect<A, E, R>) =>
   timed(effect, (durationSeconds, exit) =>
-    compactionDone(
-      mode,
-      Exit.isSuccess(exit) ? (exit.value.compacted ? "compacted" : "unchanged") : "failed",
+    countAndTime(
+      compactionsTotal,
+      compactionDurationSeconds,
+      {},
+      { mode, outcome: Exit.isSuccess(exit) ? (exit.value.compacted ? "compacted" : "unchanged") : "failed" },
       durationSeconds
     ))
 
@@ -184,13 +189,12 @@ export const httpRequestDurationSeconds = Metric.histogram("anna_http_request_du
 })
 
 export const httpRequest = (labels: { readonly method: string; readonly route: string; readonly status: number }, durationSeconds: number) =>
-  Effect.andThen(
-    Metric.update(Metric.withAttributes(httpRequestsTotal, {
-      method: httpMethod(labels.method),
-      route: labels.route,
-      status: String(labels.status)
-    }), 1),
-    Metric.update(Metric.withAttributes(httpRequestDurationSeconds, { method: httpMethod(labels.method), route: labels.route }), durationSeconds)
+  countAndTime(
+    httpRequestsTotal,
+    httpRequestDurationSeconds,
+    { method: httpMethod(labels.method), route: labels.route },
+    { status: String(labels.status) },
+    durationSeconds
   )
 
 /** Runs `effect`, then `report`s how many seconds it took and how it ended (whatever the ending). */

@@ -17,15 +17,15 @@
  * text, tool arguments or output, a user id or a session key (its hash stands for it, so one
  * session's turns can be found together), nor a name the model made up (`unknown`).
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { ProviderType } from "../model/types.ts"
 
 /** A session key's stand-in: the first 16 hex digits of its SHA-256. */
-export const sessionHash = (sessionKey: string): string => createHash("sha256").update(sessionKey, "utf8").digest("hex").slice(0, 16)
+const sessionHash = (sessionKey: string): string => createHash("sha256").update(sessionKey, "utf8").digest("hex").slice(0, 16)
 
 /** `gen_ai.provider.name` of a provider type (the conventions' well-known names). */
-export const genAiProvider = (type: ProviderType): string => (type === "anthropic" ? "anthropic" : "openai")
+const genAiProvider = (type: ProviderType): string => (type === "anthropic" ? "anthropic" : "openai")
 
 /** The turn span's attributes, known when it starts. */
 export const turnAttributes = (chat: { readonly platform: string; readonly agentId: string; readonly sessionKey: string }) => ({
@@ -35,8 +35,11 @@ export const turnAttributes = (chat: { readonly platform: string; readonly agent
   "anna.session.hash": sessionHash(chat.sessionKey)
 })
 
+/** The span the caller runs in, for a turn to continue (`SendOptions.parentSpan`); undefined outside any. */
+export const currentSpan = Effect.map(Effect.option(Effect.currentParentSpan), Option.getOrUndefined)
+
 /** A model call's span name and the attributes known before it answers (kind client). */
-export const chatSpan = (client: { readonly type: ProviderType; readonly provider: string }, model: string, maxTokens: number) => ({
+const chatSpan = (client: { readonly type: ProviderType; readonly provider: string }, model: string, maxTokens: number) => ({
   name: `chat ${model}`,
   attributes: {
     "gen_ai.operation.name": "chat",
@@ -48,7 +51,7 @@ export const chatSpan = (client: { readonly type: ProviderType; readonly provide
 })
 
 /** What a model call's span learns from its answer. */
-export const chatResult = (response: { readonly stopReason: string; readonly usage: { readonly inputTokens: number; readonly outputTokens: number } }) => ({
+const chatResult = (response: { readonly stopReason: string; readonly usage: { readonly inputTokens: number; readonly outputTokens: number } }) => ({
   "gen_ai.usage.input_tokens": response.usage.inputTokens,
   "gen_ai.usage.output_tokens": response.usage.outputTokens,
   "gen_ai.response.finish_reasons": [response.stopReason]

@@ -33,6 +33,7 @@ import { ConfigStore } from "../../services/ConfigStore.ts"
 import { Runtime } from "../../services/Runtime.ts"
 import { withImages } from "../channels/shared/images.ts"
 import { storage } from "./SessionsApi.ts"
+import * as Tracing from "../../domain/observability/tracing.ts"
 
 const bodyTooLarge = () => TooLarge.of(`the request is larger than ${mib(MAX_CHAT_BODY_BYTES)} MiB; send fewer or smaller images`, "request_too_large")
 
@@ -126,7 +127,7 @@ export const layer = HttpApiBuilder.group(AdminApi, "chat", (handlers) =>
           const notices: Array<string> = []
           const start: ChatEvent = { type: "start", sessionKey: chat.sessionKey, agentId: chat.agentId, chat: chat.chatId }
           // The turn's span continues this request's.
-          const parentSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
+          const parentSpan = yield* Tracing.currentSpan
           return Stream.concat(
             Stream.succeed(start),
             runtime.send(chat, message, { parentSpan }).pipe(Stream.flatMap((e) => Stream.fromIterable(foldEvent(notices)(e))))

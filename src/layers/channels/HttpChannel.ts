@@ -66,6 +66,7 @@ import {
   type WireEvent
 } from "./http/openaiWire.ts"
 import { DEFAULT_HOST, DEFAULT_PORT, errorResponse, serve, type ServeOptions, ShutdownDeadline } from "./http/server.ts"
+import * as Tracing from "../../domain/observability/tracing.ts"
 
 export { DEFAULT_HOST, DEFAULT_PORT, type ServeOptions }
 
@@ -204,7 +205,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       model: body.model
     }
     // The turn's span continues this request's (which continues a caller's `traceparent`).
-    const parentSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
+    const parentSpan = yield* Tracing.currentSpan
     const events = untilShutdown(runtime.send(chat, message, { parentSpan }))
     if (body.stream === true) {
       // The 200 waits for the turn's first output, so that a turn failing before any (a provider's

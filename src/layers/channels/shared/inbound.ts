@@ -22,13 +22,14 @@
  * A platform provides a `PlatformAdapter` and calls `accept` for every message its connection
  * delivers (after moving its cursor when it has one).
  */
-import { Clock, Duration, Effect, Exit, Fiber, Option, Schedule, Semaphore, Stream } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Schedule, Semaphore, Stream } from "effect"
 import * as Metrics from "../../../domain/observability/metrics.ts"
 import type { StorageError } from "../../../domain/storage/errors.ts"
 import type { ChatTarget, TurnEvent, UserMessage } from "../../../domain/runtime/types.ts"
 import { ChannelLedger } from "../../../services/ChannelLedger.ts"
 import { Runtime } from "../../../services/Runtime.ts"
 import type { PlatformCallError } from "./calls.ts"
+import * as Tracing from "../../../domain/observability/tracing.ts"
 
 /** Unanswered messages older than this are not answered again after a restart. */
 export const RESUME_WINDOW_MS = 24 * 3600 * 1000
@@ -137,7 +138,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
           Effect.withSpan("channel.deliver")
         )
         // Routing (`Runtime.resolve`), the turn and the delivery are children of this message's span.
-        const parentSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
+        const parentSpan = yield* Tracing.currentSpan
         const resolved = yield* Effect.result(runtime.resolve(incoming.target))
         if (resolved._tag === "Failure") {
           yield* Effect.annotateCurrentSpan("anna.message.outcome", "refused")
