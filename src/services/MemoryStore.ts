@@ -27,6 +27,13 @@ export interface Conversation {
   readonly info: Readonly<Record<string, unknown>>
 }
 
+/** What `itemsNewest` read: the items newest first, and the content it read with them. */
+export interface NewestItems {
+  readonly items: ReadonlyArray<ItemMeta>
+  readonly messages: ReadonlyArray<StoredMessage>
+  readonly summaries: ReadonlyArray<StoredSummary>
+}
+
 export interface StoredMessage {
   readonly id: number
   readonly seq: number
@@ -244,13 +251,17 @@ export class MemoryStore extends Context.Service<MemoryStore, {
   readonly items: (conversationId: number) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
   /**
    * At most `limit` live items with position < `beforePosition` (all when null), newest first: an
-   * indexed range read, so assembly reads what the budget needs, not the whole live context.
+   * indexed range read, so assembly reads what the budget needs, not the whole live context. With
+   * `contentTokens`, the same statement also reads the content of the newest items whose tokens,
+   * summed from the newest, stay within it (what assembly will most likely choose): on PostgreSQL
+   * that saves assembly a round trip. Items past it come without content (read them by id).
    */
   readonly itemsNewest: (
     conversationId: number,
     beforePosition: number | null,
-    limit: number
-  ) => Effect.Effect<ReadonlyArray<ItemMeta>, StorageError>
+    limit: number,
+    contentTokens?: number
+  ) => Effect.Effect<NewestItems, StorageError>
   /**
    * The live summary items in position order, each with the last seq it covers (a summary item's
    * position is its first seq), from a partial index of summary items: cheap however long the session.

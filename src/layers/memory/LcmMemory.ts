@@ -26,7 +26,7 @@ import { CompactionEngine } from "../../services/CompactionEngine.ts"
 import { Compactor } from "../../services/Compactor.ts"
 import { Explorer } from "../../services/Explorer.ts"
 import { MemoryProvider } from "../../services/MemoryProvider.ts"
-import type { StoredSummary } from "../../services/MemoryStore.ts"
+import type { StoredMessage, StoredSummary } from "../../services/MemoryStore.ts"
 import { ProfileStore } from "../../services/ProfileStore.ts"
 import { ReviewSource } from "../../services/ReviewSource.ts"
 import { MAX_SEARCH_HITS, Searcher } from "../../services/Searcher.ts"
@@ -75,13 +75,22 @@ export const make = Effect.gen(function*() {
     const { budget, freshTail, tailTokens } = yield* validateAssemble(options)
     const conversation = yield* store.getConversation(sessionKey)
     const newestFirst: Array<ItemMeta> = []
+    const messages: Array<StoredMessage> = []
+    const summaries: Array<StoredSummary> = []
     let messageTokens = 0
+    let itemTokens = 0
     let before: number | null = null
     let complete = false
     for (let page = FIRST_PAGE;;) {
-      const rows: ReadonlyArray<ItemMeta> = yield* store.itemsNewest(conversation.id, before, page)
+      // With the items, the content of the newest within the budget (what is most likely chosen):
+      // the rest of what is chosen is read by id when rendering.
+      const newest = yield* store.itemsNewest(conversation.id, before, page, Math.max(0, budget - itemTokens))
+      const rows = newest.items
+      messages.push(...newest.messages)
+      summaries.push(...newest.summaries)
       for (const it of rows) {
         newestFirst.push(it)
+        itemTokens += it.tokens
         if (it.kind === "message") messageTokens += it.tokens
       }
       const oldest = newestFirst[newestFirst.length - 1]
@@ -99,7 +108,9 @@ export const make = Effect.gen(function*() {
     const read = newestFirst.reverse()
     const from = read[0]?.position ?? 0
     const older = complete ? [] : (yield* store.liveSummaries(conversation.id)).filter((s) => s.item.position < from)
-    const assembled = yield* shared.render(conversation.id, [...older.map((s) => s.item), ...read], budget, freshTail, tailTokens)
+    const assembled = yield* shared.render(conversation.id, [...older.map((s) => s.item), ...read], budget, freshTail, tailTokens, {
+      loaded: { messages, summaries }
+    })
     // Live items partition seqs 1..N in order, a summary item's position being its first seq: the
     // raw messages before `from` that were not read are the seqs there that no older summary covers.
     const unread = from - 1 - older.reduce((n, s) => n + s.lastSeq - s.item.position + 1, 0)

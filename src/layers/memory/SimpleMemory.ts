@@ -68,7 +68,7 @@ export const make = Effect.gen(function*() {
       onNone: () => [],
       onSome: (l): Array<ItemMeta> => [{ ...l.item, tokens: handoffContextTokens(l.summary) }]
     })
-    const assembled = yield* shared.render(conversation.id, [...head, ...suffix.metas], budget, freshTail, tailTokens, renderHandoff)
+    const assembled = yield* shared.render(conversation.id, [...head, ...suffix.metas], budget, freshTail, tailTokens, { summaryMessages: renderHandoff })
     // Seqs are 1..N without gaps: the view's messages older than the suffix are all unread.
     const unread = suffix.complete ? 0 : (suffix.metas[0]?.position ?? afterSeq + 1) - afterSeq - 1
     return { ...assembled, omittedItems: assembled.omittedItems + unread }

@@ -16,7 +16,7 @@ import type { SearchScope } from "../../domain/memory/types.ts"
 import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Role } from "../../domain/message.ts"
 import { MEMORY_CALL_MARK } from "../../domain/search/memoryCalls.ts"
 import type { SearchPlan } from "../../domain/search/query.ts"
-import { type Conversation, MemoryStore, type NewSummary, type SearchRequest } from "../../services/MemoryStore.ts"
+import { type Conversation, MemoryStore, type NewSummary, type SearchRequest, type StoredSummary } from "../../services/MemoryStore.ts"
 import * as Sqlite from "../sql/Sqlite.ts"
 import { isPostgres, jsonValues } from "../sql/dialect.ts"
 import { makeBrowse } from "./browse.ts"
@@ -491,13 +491,65 @@ export const make = Effect.gen(function*() {
   const itemsNewest = Effect.fn("MemoryStore.itemsNewest")(function*(
     conversationId: number,
     beforePosition: number | null,
-    limit: number
+    limit: number,
+    contentTokens = 0
   ) {
-    const rows = yield* sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
-      WHERE conversation_id = ${conversationId} AND position < ${beforePosition ?? Number.MAX_SAFE_INTEGER}
-      ORDER BY position DESC LIMIT ${limit}`.values
-    return rows.map(toItem)
-  }, Effect.mapError(storageError("read context")))
+    const before = beforePosition ?? Number.MAX_SAFE_INTEGER
+    if (contentTokens <= 0) {
+      const rows = yield* sql`SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
+        WHERE conversation_id = ${conversationId} AND position < ${before}
+        ORDER BY position DESC LIMIT ${limit}`.values.pipe(Effect.mapError(storageError("read context")))
+      return { items: rows.map(toItem), messages: [], summaries: [] }
+    }
+    // The page (an index range read), then the running sum of its tokens from the newest, then the
+    // content of the items within `contentTokens`: one statement, whatever the page's size.
+    const rows = yield* sql`SELECT w.position, w.message_id, w.summary_id, w.tokens, w.continues_unit, w.depth,
+        m.seq, m.role, m.blocks, CASE WHEN m.blocks IS NULL THEN m.text ELSE '' END, m.token_count, m.created_at,
+        s.kind, s.mode, s.content, s.token_count, s.source_token_count, s.earliest_at, s.latest_at,
+        s.first_seq, s.last_seq, s.created_at, c.session_key, c.user_id
+      FROM (SELECT p.*, sum(p.tokens) OVER (ORDER BY p.position DESC ROWS UNBOUNDED PRECEDING) AS running
+        FROM (SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
+          WHERE conversation_id = ${conversationId} AND position < ${before}
+          ORDER BY position DESC LIMIT ${limit}) p) w
+      LEFT JOIN ctx_messages m ON w.running <= ${contentTokens} AND m.id = w.message_id
+      LEFT JOIN ctx_summaries s ON w.running <= ${contentTokens} AND s.id = w.summary_id
+      LEFT JOIN ctx_conversations c ON c.id = s.conversation_id
+      ORDER BY w.position DESC`.values.pipe(Effect.mapError(storageError("read context")))
+    const messageRows: Array<MessageRow> = []
+    const summaries: Array<StoredSummary> = []
+    for (const r of rows) {
+      if (r[1] !== null && r[6] !== null) {
+        messageRows.push({
+          id: r[1] as number,
+          seq: r[6] as number,
+          role: r[7] as Role,
+          blocks: r[8] as string | null,
+          text: r[9] as string,
+          token_count: r[10] as number,
+          created_at: r[11] as number
+        })
+      } else if (r[2] !== null && r[12] !== null) {
+        summaries.push(toSummary({
+          id: r[2] as number,
+          conversation_id: conversationId,
+          session_key: r[22] as string,
+          user_id: r[23] as string,
+          kind: r[12] as SummaryRow["kind"],
+          depth: r[5] as number,
+          mode: r[13] as SummaryRow["mode"],
+          content: r[14] as string,
+          token_count: r[15] as number,
+          source_token_count: r[16] as number,
+          earliest_at: r[17] as number,
+          latest_at: r[18] as number,
+          first_seq: r[19] as number,
+          last_seq: r[20] as number,
+          created_at: r[21] as number
+        }))
+      }
+    }
+    return { items: rows.map(toItem), messages: yield* toStoredMessages(messageRows), summaries }
+  })
 
   // ctx_items_live_summaries (migrations/0011) holds exactly these columns of the summary items.
   const liveSummaries = Effect.fn("MemoryStore.liveSummaries")(function*(conversationId: number) {

@@ -19,10 +19,16 @@ import {
 } from "../../domain/memory/types.ts"
 import { estimateMessageTokens, type Message, type NewMessage } from "../../domain/message.ts"
 import type { MemoryProvider } from "../../services/MemoryProvider.ts"
-import { type Conversation, MemoryStore, type StoredSummary } from "../../services/MemoryStore.ts"
+import { type Conversation, MemoryStore, type StoredMessage, type StoredSummary } from "../../services/MemoryStore.ts"
 import type { ProfileStore } from "../../services/ProfileStore.ts"
 import type { SessionManager } from "../../services/SessionManager.ts"
 import { SessionLocks } from "../../services/SessionLocks.ts"
+
+export interface RenderOptions {
+  readonly summaryMessages?: (s: StoredSummary) => ReadonlyArray<Message>
+  /** Content already read (with the items, say): not read again. */
+  readonly loaded?: { readonly messages: ReadonlyArray<StoredMessage>; readonly summaries: ReadonlyArray<StoredSummary> }
+}
 
 /** Profiles are notes, not documents: 64 KiB is far beyond what a prompt should carry. */
 export const MAX_PROFILE_BYTES = 64 * 1024
@@ -110,11 +116,6 @@ export const makeShared = Effect.gen(function*() {
   })
 
   /**
-   * Loads the selected items (one query for messages, one for summaries) and renders them; a
-   * summary renders as LCM's delimited message unless `summaryMessages` says otherwise (Simple's
-   * summary + acknowledgement). The metas' tokens must be what their rendering costs.
-   */
-  /**
    * The chosen messages. A message item's position is its seq, and the raw messages assembly
    * chooses are mostly one run of seqs (the window before the tail, and the tail), so they are read
    * as a seq range — an index range scan — unless the range holds many messages that are not chosen.
@@ -133,26 +134,38 @@ export const makeShared = Effect.gen(function*() {
     return Effect.map(store.messagesBySeq(conversationId, lo, hi - lo + 1), (rows) => rows.filter((r) => wanted.has(r.id)))
   }
 
+  /**
+   * Loads the selected items (one query for messages, one for summaries, both skipped for what
+   * `loaded` already holds) and renders them; a summary renders as LCM's delimited message unless
+   * `summaryMessages` says otherwise (Simple's summary + acknowledgement). The metas' tokens must be
+   * what their rendering costs.
+   */
   const render = Effect.fn("Memory.render")(function*(
     conversationId: number,
     metas: ReadonlyArray<ItemMeta>,
     budget: number,
     freshTail: number,
     tailTokens: number,
-    summaryMessages: (s: StoredSummary) => ReadonlyArray<Message> = (s) => [renderSummary(s)]
+    options: RenderOptions = {}
   ) {
+    const summaryMessages = options.summaryMessages ?? ((s: StoredSummary) => [renderSummary(s)])
     const selection = selectForBudget(metas, budget, freshTail, tailTokens)
     const chosen = selection.indices.flatMap((i) => {
       const m = metas[i]
       return m === undefined ? [] : [m]
     })
-    // Both at once: on PostgreSQL each read is a round trip, on a connection of the pool of its own.
-    const [messages, summaries] = yield* Effect.all([
-      chosenMessages(conversationId, chosen.filter((m) => m.kind === "message")),
-      store.summariesByIds(chosen.filter((m) => m.kind === "summary").map((m) => m.refId))
-    ], { concurrency: 2 })
-    const messageById = new Map(messages.map((m) => [m.id, m.message]))
-    const summaryById = new Map(summaries.map((s) => [s.id, s]))
+    const messageById = new Map(options.loaded?.messages.map((m) => [m.id, m.message]))
+    const summaryById = new Map(options.loaded?.summaries.map((s) => [s.id, s]))
+    const missing = chosen.filter((m) => !(m.kind === "message" ? messageById.has(m.refId) : summaryById.has(m.refId)))
+    if (missing.length > 0) {
+      // Both at once: on PostgreSQL each read is a round trip, on a connection of the pool of its own.
+      const [messages, summaries] = yield* Effect.all([
+        chosenMessages(conversationId, missing.filter((m) => m.kind === "message")),
+        store.summariesByIds(missing.filter((m) => m.kind === "summary").map((m) => m.refId))
+      ], { concurrency: 2 })
+      for (const m of messages) messageById.set(m.id, m.message)
+      for (const s of summaries) summaryById.set(s.id, s)
+    }
     const tailCount = metas.length - selection.tailStart
     const list: Array<Message> = []
     // A stored message's tokens are its item's (estimated at append, and it comes back exactly as

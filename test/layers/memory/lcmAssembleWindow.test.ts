@@ -3,7 +3,8 @@
  * never from every live item (issue 11, part 4: O(window) reads): it must choose exactly what a
  * choice over the whole live context would, omitted count included, on a long session with tool
  * units straddling page edges, summaries older than the raw messages, and every budget from tiny
- * to more than the session holds. And it must read about a budget's worth of rows, not the session.
+ * to more than the session holds. And it must read about a budget's worth of rows, not the session,
+ * and the content of at most a budget's worth of them with the pages.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -26,8 +27,11 @@ import { chat, T0 } from "../../support/memory.ts"
 const KEY = "agent:test:alice:window"
 const session = sessionRefFromKey(KEY)
 
-/** What assembly read: full-context reads (must stay 0) and rows of newest-first pages. */
-const reads = { items: 0, newestRows: 0 }
+/**
+ * What assembly read: full-context reads (must stay 0), rows of newest-first pages, and the tokens
+ * of the items read with their content in those pages.
+ */
+const reads = { items: 0, newestRows: 0, contentTokens: 0 }
 
 /** The SQLite store, counting what is read. */
 const countingStore = Layer.effect(
@@ -36,7 +40,13 @@ const countingStore = Layer.effect(
     MemoryStore.of({
       ...store,
       items: (id) => Effect.tap(store.items(id), () => Effect.sync(() => reads.items++)),
-      itemsNewest: (id, before, limit) => Effect.tap(store.itemsNewest(id, before, limit), (rows) => Effect.sync(() => (reads.newestRows += rows.length)))
+      itemsNewest: (id, before, limit, contentTokens) =>
+        Effect.tap(store.itemsNewest(id, before, limit, contentTokens), (read) =>
+          Effect.sync(() => {
+            reads.newestRows += read.items.length
+            const loaded = new Set([...read.messages.map((m) => `message:${m.id}`), ...read.summaries.map((s) => `summary:${s.id}`)])
+            for (const it of read.items) if (loaded.has(`${it.kind}:${it.refId}`)) reads.contentTokens += it.tokens
+          }))
     }))
 )
 
@@ -86,6 +96,7 @@ describe("LcmMemory assembly reads a window, not the session", () => {
       ) {
         reads.items = 0
         reads.newestRows = 0
+        reads.contentTokens = 0
         const a = yield* memory.assemble(KEY, { budget, freshTail })
         const expected = selectForBudget(all, budget, freshTail, tailTokensOf(budget))
         const chosen = expected.indices.flatMap((i) => (all[i] === undefined ? [] : [all[i]]))
@@ -106,6 +117,10 @@ describe("LcmMemory assembly reads a window, not the session", () => {
         assert.strictEqual(a.omittedItems, expected.omitted, `omitted at ${at}`)
         assert.strictEqual(a.summaries, chosen.filter((it) => it.kind === "summary").length, `summaries at ${at}`)
         assert.strictEqual(reads.items, 0, `assembly read every live item at ${at}`)
+        // Content read with the pages is bounded by the budget (a page of huge messages is not read
+        // whole), and is most of what was chosen once the budget holds a few items.
+        assert.isAtMost(reads.contentTokens, budget, `content read with the pages at ${at}`)
+        if (budget >= 2_000) assert.isAbove(reads.contentTokens, 0, `no content read with the pages at ${at}`)
         if (budget < total / 2) {
           // A budget's worth of rows (messages here cost ≥ 10 tokens), plus at most a page of overshoot.
           assert.isAtMost(reads.newestRows, Math.ceil(budget / 10) + 4_096 / 2 + 256, `rows read at ${at}`)
