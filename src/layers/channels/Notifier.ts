@@ -1,15 +1,17 @@
 /**
  * The notification dispatcher over the gateway's running channels (services/Notifier.ts): picks the
  * channel (domain/channels/notify.ts `pickChannel`), keeps each user under NOTIFY_LIMIT
- * notifications per NOTIFY_WINDOW_MS (a sliding window on Effect's Clock), and delivers through
- * Channels.
+ * notifications per NOTIFY_WINDOW_MS (a sliding window on Effect's Clock, counted in the database:
+ * notifyLimit.ts), and delivers through Channels.
  */
 import { Clock, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { ChannelError } from "../../domain/channels/errors.ts"
 import { canPush, pickChannel } from "../../domain/channels/notify.ts"
 import { Channels } from "../../services/Channels.ts"
 import { ConfigStore } from "../../services/ConfigStore.ts"
 import { Notifier } from "../../services/Notifier.ts"
+import * as NotifyLimit from "./notifyLimit.ts"
 
 /** Notifications one user may get per window. */
 export const NOTIFY_LIMIT = 10
@@ -20,8 +22,7 @@ const refused = (reason: string) => new ChannelError({ channel: "notify", reason
 export const make = Effect.gen(function*() {
   const channels = yield* Channels
   const config = yield* ConfigStore
-  /** Per user: when their recent notifications went out (ms), oldest first. */
-  const sent = new Map<string, Array<number>>()
+  const slots = NotifyLimit.make(yield* SqlClient.SqlClient, NOTIFY_LIMIT, NOTIFY_WINDOW_MS)
 
   const running = Effect.map(channels.status, (all) => all.filter((c) => c.state === "running" && canPush(c.id)).map((c) => c.id))
 
@@ -29,14 +30,14 @@ export const make = Effect.gen(function*() {
   const admit = (userId: string) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const recent = (sent.get(userId) ?? []).filter((t) => t > now - NOTIFY_WINDOW_MS)
-      if (recent.length >= NOTIFY_LIMIT) {
-        sent.set(userId, recent)
-        const wait = Math.ceil(((recent[0] ?? now) + NOTIFY_WINDOW_MS - now) / 1000)
-        return yield* refused(`user ${userId} got ${NOTIFY_LIMIT} notifications in the last minute; the next can go in ${wait} s`)
+      const waitMs = yield* slots.take(userId, now).pipe(
+        Effect.mapError((e) => refused(`the notification limit could not be checked: ${e.message}`))
+      )
+      if (waitMs > 0) {
+        return yield* refused(
+          `user ${userId} got ${NOTIFY_LIMIT} notifications in the last minute; the next can go in ${Math.ceil(waitMs / 1000)} s`
+        )
       }
-      recent.push(now)
-      sent.set(userId, recent)
     })
 
   const notify = Effect.fn("Notifier.notify")(function*(userId: string, message: Parameters<Notifier["Service"]["notify"]>[1], options?: { readonly channel?: string | undefined }) {

@@ -92,6 +92,26 @@ describe("notify tool", () => {
       assert.notInclude(sent.map(([, , m]) => m.text), "one too many")
     }).pipe(Effect.provide(stores)))
 
+  it.effect("the limit is the user's across gateways on one database and across a restart (issue 28)", () =>
+    Effect.gen(function*() {
+      const config = yield* ConfigStore
+      const ann = yield* config.upsertUser("telegram", "651", "Ann")
+      const sent: Array<[string, ChannelTarget, OutboundMessage]> = []
+      const channels = channelsOf([{ id: "telegram", state: "running" }], sent)
+      // Two gateways (two dispatchers over one database) take turns with Ann's notifications.
+      const first = yield* notifierOf(channels, config)
+      const second = yield* notifierOf(channels, config)
+      for (let i = 0; i < Notifier.NOTIFY_LIMIT; i++) yield* (i % 2 === 0 ? first : second).notify(ann.id, { text: `n${i}` })
+      assert.include((yield* Effect.flip(second.notify(ann.id, { text: "over" }))).reason, "in the last minute; the next can go in 60 s")
+      yield* TestClock.adjust("30 seconds")
+      // A restarted gateway (a new dispatcher) still counts them, and says when the oldest leaves the window.
+      const restarted = yield* notifierOf(channels, config)
+      assert.include((yield* Effect.flip(restarted.notify(ann.id, { text: "over" }))).reason, "the next can go in 30 s")
+      yield* TestClock.adjust("31 seconds")
+      assert.strictEqual(yield* restarted.notify(ann.id, { text: "later" }), "telegram")
+      assert.strictEqual(sent.length, Notifier.NOTIFY_LIMIT + 1)
+    }).pipe(Effect.provide(stores)))
+
   it.effect("sends a workspace image read through the sandbox; refuses a file that is no image", () =>
     Effect.gen(function*() {
       const config = yield* ConfigStore
