@@ -12,13 +12,21 @@
  * - the letter pairs of each CJK run (FTS5's `cjk` column), at the position of their first letter:
  *   a pair never crosses two runs, so a CJK word is a phrase of pairs as on SQLite;
  * - the scope tokens `#c<conversation id>` and `#u<hex of the user id>` (no position): `#` is
- *   never in a word, so no text can match them.
+ *   never in a word, so no text can match them;
+ * - CAPPED_TOKEN `#p` (no position) when the row has more positions than the vector keeps (below).
  *
  * PostgreSQL's limits, and what they mean here: a position above 16,383 counts as 16,383 and a
- * lexeme keeps 256 positions, so a phrase is found within the first 16,383 words of a row (its
- * words anywhere); a lexeme is cut to MAX_LEXEME characters (the query's terms are cut the same
- * way); a vector holds at most 1 MB, so words first seen after VECTOR_BUDGET bytes of a row (a row
- * of hundreds of thousands of distinct words) are not indexed.
+ * lexeme keeps 256 positions, so the vector of a row with a word past position 16,383, or with a
+ * word more than 256 times, cannot tell where all its words are. Such a row gets CAPPED_TOKEN, and
+ * search (layers/memory/memorySearch.ts, `capSplit`) asks the index for a phrase — a quoted phrase,
+ * a CJK word of three letters or more (a phrase of letter pairs), and `NOT` of either — only in the
+ * rows without the token; in the rows with it, for the phrase's words anywhere
+ * (`looseTsqueryOfMatcher`), then checks the phrase against the row's text with every position
+ * (`textIndex`, `matcherMatches`): so a phrase is found wherever SQLite finds it. A word alone needs
+ * no position and is found anywhere. A lexeme is cut to MAX_LEXEME characters (the query's terms are
+ * cut the same way); a vector holds at most 1 MB, so words first seen after VECTOR_BUDGET bytes of a
+ * row (a row of hundreds of thousands of distinct words) are not indexed (nor found by the check).
+ * Vectors written before CAPPED_TOKEN got it from migrations/pg/0009.
  */
 import type { SearchText } from "./memoryCalls.ts"
 import type { Matcher } from "./query.ts"
@@ -60,25 +68,37 @@ export const scopeTokens = (conversationId: number, userId: string): ReadonlyArr
   return user === null ? [conversationToken(conversationId)] : [conversationToken(conversationId), user]
 }
 
+/**
+ * The token of a row whose text has more positions than its vector keeps (a lexeme past its 256th
+ * occurrence, or a word past position 16,383): its vector cannot answer a phrase, so a phrase is
+ * looked up in such rows by its words and checked against the row's text (`matcherMatches`). No
+ * position; `#` is never in a word, so no text can match it.
+ */
+export const CAPPED_TOKEN = "#p"
+
 /** What marks the lexemes of the memory tool's own calls and results (never in a word). */
 const MEMORY_MARK = "~"
 
-/** Lexemes with their positions, in the order first seen. */
-class Vector {
+/**
+ * Lexemes with all their positions (none dropped, none clamped), in the order first seen: what the
+ * vector is written from, and what a row is checked against when its vector cannot answer a
+ * phrase (`textIndex`).
+ */
+class Positions {
   readonly entries = new Map<string, Array<number>>()
   bytes = 0
 
   add(lexeme: string, position: number) {
-    const at = Math.min(Math.max(position, 1), MAX_POSITION)
     const list = this.entries.get(lexeme)
     if (list === undefined) {
+      // The budget counts what the vector holds: a lexeme, and up to MAX_POSITIONS positions of it.
       const size = Buffer.byteLength(lexeme) + 8
       if (this.bytes + size > VECTOR_BUDGET) return
       this.bytes += size
-      this.entries.set(lexeme, [at])
-    } else if (list.length < MAX_POSITIONS) {
-      this.bytes += 2
-      list.push(at)
+      this.entries.set(lexeme, [position])
+    } else {
+      if (list.length < MAX_POSITIONS) this.bytes += 2
+      list.push(position)
     }
   }
 
@@ -98,24 +118,78 @@ class Vector {
     }
     return position
   }
-
-  text(scope: ReadonlyArray<string>): string {
-    const parts: Array<string> = []
-    for (const [lexeme, positions] of this.entries) parts.push(`${quoteLexeme(lexeme)}:${positions.join(",")}`)
-    for (const s of scope) parts.push(quoteLexeme(s))
-    return parts.join(" ")
-  }
 }
 
-/** The `tsvector` input of a row: its searchable text split as memoryCalls.ts does, and its scope tokens. */
-export const tsvectorOf = (text: SearchText, scope: ReadonlyArray<string>): string => {
-  const v = new Vector()
+/** A row's searchable text as lexemes at their positions: the text's from 1, the memory tool's after a gap. */
+const positionsOf = (text: SearchText): Positions => {
+  const v = new Positions()
   const next = v.addText(text.body, 1, "")
   // The gap keeps a phrase from spanning the text and the memory tool's blocks.
   if (text.memory !== "") v.addText(text.memory, next + 1, MEMORY_MARK)
-  return v.text(scope)
+  return v
 }
 
+/** Whether a lexeme's positions are more than PostgreSQL keeps (positions in the vector are then not all true). */
+const capped = (positions: ReadonlyArray<number>): boolean =>
+  positions.length > MAX_POSITIONS || positions.some((p) => p > MAX_POSITION)
+
+/** The `tsvector` input of a row: its searchable text split as memoryCalls.ts does, and its scope tokens. */
+export const tsvectorOf = (text: SearchText, scope: ReadonlyArray<string>): string => {
+  const parts: Array<string> = []
+  let cut = false
+  for (const [lexeme, positions] of positionsOf(text).entries) {
+    cut ||= capped(positions)
+    const kept = positions.length > MAX_POSITIONS ? positions.slice(0, MAX_POSITIONS) : positions
+    parts.push(`${quoteLexeme(lexeme)}:${kept.map((p) => Math.min(Math.max(p, 1), MAX_POSITION)).join(",")}`)
+  }
+  if (cut) parts.push(quoteLexeme(CAPPED_TOKEN))
+  for (const s of scope) parts.push(quoteLexeme(s))
+  return parts.join(" ")
+}
+
+/**
+ * A row's text as the index would hold it without PostgreSQL's limits: every position of every
+ * lexeme. A row whose vector has the CAPPED_TOKEN is checked against it for the phrases of a query.
+ */
+export interface TextIndex {
+  readonly positions: ReadonlyMap<string, ReadonlyArray<number>>
+}
+
+export const textIndex = (text: SearchText): TextIndex => ({ positions: positionsOf(text).entries })
+
+/** Whether a matcher (`tsqueryOfMatcher`) matches a row of `index`: what PostgreSQL would answer with every position. */
+export const matcherMatches = (index: TextIndex, m: Matcher, memoryCalls: boolean): boolean =>
+  phraseIn(index, m, "") || (memoryCalls && phraseIn(index, m, MEMORY_MARK))
+
+/** The positions of `lexeme` in `index`, or of every lexeme it begins when `prefix`. */
+const positionsIn = (index: TextIndex, lexeme: string, prefix: boolean): ReadonlySet<number> => {
+  if (!prefix) return new Set(index.positions.get(lexeme) ?? [])
+  const out = new Set<number>()
+  for (const [l, ps] of index.positions) if (l.startsWith(lexeme)) for (const p of ps) out.add(p)
+  return out
+}
+
+const phraseIn = (index: TextIndex, m: Matcher, mark: string): boolean => {
+  const terms = indexTerms(m)
+  if (terms === null) return false
+  const last = terms.length - 1
+  const sets = terms.map((t, i) => positionsIn(index, mark + lexemeOf(t), m.prefix && i === last))
+  const [first, ...rest] = sets
+  if (first === undefined) return false
+  for (const p of first) if (rest.every((s, i) => s.has(p + i + 1))) return true
+  return false
+}
+
+/** A matcher's index terms (a CJK run's letter pairs), or null when one is empty (it matches nothing). */
+const indexTerms = (m: Matcher): ReadonlyArray<string> | null => {
+  const letters = m.terms
+  const run = m.cjkRun === true && letters.length > 1
+  const terms = run ? letters.slice(1).map((l, i) => `${letters[i] ?? ""}${l}`) : letters
+  return terms.some((t) => t === "") ? null : terms
+}
+
+/** Whether a matcher is a phrase (two index terms or more): a vector with the CAPPED_TOKEN cannot answer it. */
+export const isPhrase = (m: Matcher): boolean => (indexTerms(m)?.length ?? 0) > 1
 
 /** A `tsquery` no row matches: `#` alone is neither a word nor a scope token. */
 const NOTHING = "'#'"
@@ -124,17 +198,22 @@ const NOTHING = "'#'"
 export const tsqueryOfMatcher = (m: Matcher, memoryCalls: boolean): string =>
   memoryCalls ? `(${phrase(m, "")} | ${phrase(m, MEMORY_MARK)})` : phrase(m, "")
 
-/** A matcher as a `tsquery` of lexemes after `mark`. */
-const phrase = (m: Matcher, mark: string): string => {
-  const letters = m.terms
-  const run = m.cjkRun === true && letters.length > 1
-  const terms = run ? letters.slice(1).map((l, i) => `${letters[i] ?? ""}${l}`) : letters
-  const last = terms.length - 1
+/** A matcher as a `tsquery` of lexemes after `mark`: a phrase (`<->`), or its terms anywhere (`&`) when `loose`. */
+const phrase = (m: Matcher, mark: string, loose = false): string => {
+  const terms = indexTerms(m)
   // An empty term (a word of marks only) is no lexeme: the matcher finds nothing, as on SQLite.
-  if (terms.some((t) => t === "")) return NOTHING
+  if (terms === null) return NOTHING
+  const last = terms.length - 1
   const parts = terms.map((t, i) => `${quoteLexeme(mark + lexemeOf(t))}${m.prefix && i === last ? ":*" : ""}`)
-  return parts.length === 1 ? (parts[0] ?? "") : `(${parts.join(" <-> ")})`
+  return parts.length === 1 ? (parts[0] ?? "") : `(${parts.join(loose ? " & " : " <-> ")})`
 }
+
+/**
+ * A matcher as a `tsquery` that matches every row it matches, whatever the vector's positions:
+ * a phrase's terms anywhere in the row. The row is then checked in TypeScript (`matcherMatches`).
+ */
+export const looseTsqueryOfMatcher = (m: Matcher, memoryCalls: boolean): string =>
+  memoryCalls ? `(${phrase(m, "", true)} | ${phrase(m, MEMORY_MARK, true)})` : phrase(m, "", true)
 
 /** A group's alternatives (`a OR b`) as one `tsquery`. */
 export const tsqueryOfMatchers = (matchers: ReadonlyArray<Matcher>, memoryCalls: boolean): string => {

@@ -25,6 +25,10 @@
  *    A summary is ranked the same way with the summaries of its depth told before and after it in
  *    its conversation (`readSummaryWindows`); a summary is never a hit through its neighbours alone.
  *
+ * On PostgreSQL a row whose vector lost positions to PostgreSQL's limits (domain/search/tsvector.ts,
+ * CAPPED_TOKEN) cannot answer a phrase: stage 1 asks such rows for the phrase's words and checks the
+ * phrase against their text (`capSplit`, `recheck`), so the lists, counts and listings are SQLite's.
+ *
  * FTS5's own bm25() is not used: it counts every match of every term in the whole database on each
  * query (7 ms for a common word at 1M messages, whatever the scope). The scope is also checked on
  * the rows read in stage 2, so a hit outside it could not get through even with a wrong token.
@@ -56,7 +60,13 @@ import { snippetAround } from "../../domain/search/snippet.ts"
 import { isStopWord } from "../../domain/search/stopwords.ts"
 import { fold, tokenize } from "../../domain/search/text.ts"
 import {
+  CAPPED_TOKEN,
   conversationToken,
+  isPhrase,
+  looseTsqueryOfMatcher,
+  matcherMatches,
+  type TextIndex,
+  textIndex,
   tsqueryOfMatcher,
   tsqueryOfMatchers,
   tsqueryOfToken,
@@ -66,6 +76,7 @@ import {
 import { StorageError } from "../../domain/storage/errors.ts"
 import type { RawContextMessage, RawHit, SearchRequest } from "../../services/MemoryStore.ts"
 import { isPostgres, jsonIdsSql, placeholders } from "../sql/dialect.ts"
+import { blocksColumnsSql, messageSearchText } from "./searchIndex.ts"
 
 /** Newest matches of one term considered (a term with more is a common one; its idf says so). */
 const PER_TERM = 2000
@@ -105,6 +116,14 @@ const HOP_HITS = 2
 const HOP_AFTER = 5
 /** Characters of a turn read only as another one's context (or a hit found through its context). */
 const WINDOW_CHARS = 1000
+/** Rows read at once to check a phrase against their whole text (PostgreSQL, rows past its limits: tens of thousands of words each). */
+const RECHECK_BATCH = 16
+
+/** What a statement of stage 1 asks for: rows in scope matching every one of `groups` (of the plan), without its `NOT` terms when `exclude`. */
+interface Condition {
+  readonly groups: ReadonlyArray<number>
+  readonly exclude: boolean
+}
 
 interface Source {
   readonly kind: SearchKind
@@ -436,32 +455,157 @@ export const makeSearch = (sql: SqlClient) => {
     return [parts.map((p) => ` AND ${p}`).join(""), params]
   }
 
-  /** Rows of `src` in scope matching `match`: the newest `limit` ids. */
+  /**
+   * The statement of the newest `limit` ids of `src`'s rows in scope matching `match` and passing
+   * `filters` (older than `below` when given), as a subquery, with its parameters.
+   */
+  const idsSql = (
+    src: Source,
+    scope: Resolved,
+    filters: readonly [string, ReadonlyArray<unknown>],
+    match: string,
+    limit: number,
+    below?: number
+  ): readonly [string, ReadonlyArray<unknown>] => {
+    const [filter, filterParams] = filters
+    const joinScope = scope.token === null && scope.where !== "1 = 1"
+    const conditions = `${filter}${joinScope ? ` AND ${scope.where}` : ""}`
+    const older = below === undefined ? "" : ` AND f.${d.id} < ?`
+    const params = [match, ...(below === undefined ? [] : [below]), ...filterParams, ...(joinScope ? scope.params : [])]
+    const text = conditions === ""
+      ? `SELECT f.${d.id} AS id FROM ${src.fts} f WHERE ${d.match(src.fts)}${older} ORDER BY f.${d.id} DESC LIMIT ${limitSql(limit)}`
+      : `SELECT f.${d.id} AS id FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.${d.id}
+         WHERE ${d.match(src.fts)}${older}${conditions} ORDER BY f.${d.id} DESC LIMIT ${limitSql(limit)}`
+    return [text, params]
+  }
+
+  /** The lowest of ids (a list of up to DF_CAP: no spread into arguments). */
+  const oldestOf = (ids: ReadonlyArray<number>): number => ids.reduce((a, b) => Math.min(a, b), Number.POSITIVE_INFINITY)
+
+  /** Ids as one text (see `matching`), read back. */
+  const idsOf = (ids: string | null | undefined): Array<number> =>
+    ids === null || ids === undefined || ids === "" ? [] : ids.split(",").map(Number)
+
+  /** The rows of `src` a condition of stage 1 asks for: in scope, matching its groups, without the plan's `NOT` terms when asked. */
+  const expression = (plan: QueryPlan, scope: Resolved, cond: Condition): string =>
+    d.without(
+      and([...(scope.token === null ? [] : [scope.token]), ...cond.groups.map((g) => {
+        const group = plan.groups[g]
+        return group === undefined ? "" : d.group(group, plan)
+      })]),
+      cond.exclude ? d.exclude(plan) : []
+    )
+
+  /**
+   * PostgreSQL, when a condition has a phrase (a quoted phrase, a CJK word of three letters or
+   * more, `NOT` of either): a row whose vector has the CAPPED_TOKEN (domain/search/tsvector.ts)
+   * cannot answer a phrase, so the condition is asked in two parts. `exact`: the rows with every
+   * position, where the index answers as it is. `loose`: the rows without, where a phrase is its
+   * words anywhere and a `NOT` phrase leaves nothing out — every row that may match, checked in
+   * TypeScript against its text (`recheck`). Undefined on SQLite and for conditions without a phrase.
+   */
+  const capSplit = (plan: QueryPlan, scope: Resolved, cond: Condition): { readonly exact: string; readonly loose: string } | undefined => {
+    if (d !== TSVECTOR) return undefined
+    const memoryCalls = plan.filters.memoryCalls
+    const excluded = cond.exclude ? plan.excludeMatchers : []
+    const phrases = cond.groups.some((g) => plan.groups[g]?.matchers.some(isPhrase) === true) || excluded.some(isPhrase)
+    if (!phrases) return undefined
+    const capped = tsqueryOfToken(CAPPED_TOKEN)
+    const loose = cond.groups.map((g) => {
+      const parts = (plan.groups[g]?.matchers ?? []).map((m) => looseTsqueryOfMatcher(m, memoryCalls))
+      return parts.length === 1 ? (parts[0] ?? "") : `(${parts.join(" | ")})`
+    })
+    const words = excluded.filter((m) => !isPhrase(m)).map((m) => tsqueryOfMatcher(m, memoryCalls))
+    return {
+      exact: and([expression(plan, scope, cond), `!${capped}`]),
+      loose: d.without(and([capped, ...(scope.token === null ? [] : [scope.token]), ...loose]), words)
+    }
+  }
+
+  /** Whether a row's text (all of its positions) satisfies `cond`'s groups and `NOT` terms. */
+  const satisfies = (plan: QueryPlan, cond: Condition) => (index: TextIndex): boolean => {
+    const memoryCalls = plan.filters.memoryCalls
+    return cond.groups.every((g) => (plan.groups[g]?.matchers ?? []).some((m) => matcherMatches(index, m, memoryCalls))) &&
+      !(cond.exclude && plan.excludeMatchers.some((m) => matcherMatches(index, m, memoryCalls)))
+  }
+
+  /**
+   * The rows of `ids` whose whole text passes `test`: their text read again (all of it, in batches
+   * of RECHECK_BATCH: these are rows of tens of thousands of words) and cut as the index cuts it.
+   */
+  const recheck = (src: Source, ids: ReadonlyArray<number>, test: (index: TextIndex) => boolean) =>
+    Effect.gen(function*() {
+      const passed: Array<number> = []
+      for (let i = 0; i < ids.length; i += RECHECK_BATCH) {
+        const rows = yield* query<{ id: number; text: string; blocks: string | null; answered: string | null }>(
+          `SELECT t.id, t.${src.text} AS text${blocksColumnsSql(src.kind, true)} FROM ${src.table} t WHERE t.id IN (${idList})`,
+          [JSON.stringify(ids.slice(i, i + RECHECK_BATCH))]
+        )
+        for (const r of rows) {
+          const text = src.kind === "message" ? messageSearchText(r.text, r.blocks, r.answered) : { body: r.text, memory: "" }
+          if (test(textIndex(text))) passed.push(Number(r.id))
+        }
+      }
+      return passed
+    })
+
+  /**
+   * The newest `limit` rows of `loose`'s that pass the recheck, merged into `sure` (the newest
+   * `limit` of the others): `first` is loose's newest `limit`, older ones are read while they could
+   * still be among the newest `limit` of all.
+   */
+  const mergeChecked = (
+    src: Source,
+    scope: Resolved,
+    filters: readonly [string, ReadonlyArray<unknown>],
+    loose: string,
+    test: (index: TextIndex) => boolean,
+    sure: ReadonlyArray<number>,
+    first: ReadonlyArray<number>,
+    limit: number
+  ) =>
+    Effect.gen(function*() {
+      const found = [...sure]
+      let batch = first
+      while (batch.length > 0) {
+        found.push(...(yield* recheck(src, batch, test)))
+        found.sort((a, b) => b - a)
+        const oldest = oldestOf(batch)
+        if (batch.length < limit || (found.length >= limit && (found[limit - 1] ?? 0) > oldest)) break
+        const [text, params] = idsSql(src, scope, filters, loose, limit, oldest)
+        batch = idsOf((yield* query<{ ids: string | null }>(`SELECT ${d.concatIds} AS ids FROM (${text}) AS x`, params))[0]?.ids)
+      }
+      return found.slice(0, limit)
+    })
+
+  /** Rows of `src` in scope matching `cond`: the newest `limit` ids. */
   const matching = (
     src: Source,
     scope: Resolved,
     plan: QueryPlan,
-    match: string,
+    cond: Condition,
     limit: number
-  ) => {
-    const [filters, filterParams] = filterSql(plan, src)
-    const joinScope = scope.token === null && scope.where !== "1 = 1"
-    const conditions = `${filters}${joinScope ? ` AND ${scope.where}` : ""}`
-    const params = [match, ...filterParams, ...(joinScope ? scope.params : [])]
-    const inner = conditions === ""
-      ? `SELECT f.${d.id} AS id FROM ${src.fts} f WHERE ${d.match(src.fts)} ORDER BY f.${d.id} DESC LIMIT ${limitSql(limit)}`
-      : `SELECT f.${d.id} AS id FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.${d.id}
-         WHERE ${d.match(src.fts)}${conditions} ORDER BY f.${d.id} DESC LIMIT ${limitSql(limit)}`
-    // The ids as one text: up to PER_TERM rows as objects cost more than FTS5 finding them (0.5 ms a
-    // term in a user's scope at 1M messages). Their order is not relied on.
-    return Effect.map(
-      query<{ ids: string | null }>(`SELECT ${d.concatIds} AS ids FROM (${inner}) AS x`, params),
-      (rows) => {
-        const ids = rows[0]?.ids
-        return ids === null || ids === undefined || ids === "" ? [] : ids.split(",").map(Number)
+  ) =>
+    Effect.gen(function*() {
+      const filters = filterSql(plan, src)
+      const split = capSplit(plan, scope, cond)
+      if (split === undefined) {
+        const [inner, params] = idsSql(src, scope, filters, expression(plan, scope, cond), limit)
+        // The ids as one text: up to PER_TERM rows as objects cost more than FTS5 finding them (0.5 ms a
+        // term in a user's scope at 1M messages). Their order is not relied on.
+        return idsOf((yield* query<{ ids: string | null }>(`SELECT ${d.concatIds} AS ids FROM (${inner}) AS x`, params))[0]?.ids)
       }
-    )
-  }
+      // Both parts in one statement; the rows without every position are rechecked only when there are any.
+      const [exact, exactParams] = idsSql(src, scope, filters, split.exact, limit)
+      const [loose, looseParams] = idsSql(src, scope, filters, split.loose, limit)
+      const rows = yield* query<{ ids: string | null; maybe: string | null }>(
+        `SELECT (SELECT ${d.concatIds} FROM (${exact}) AS x) AS ids, (SELECT ${d.concatIds} FROM (${loose}) AS y) AS maybe`,
+        [...exactParams, ...looseParams]
+      )
+      const sure = idsOf(rows[0]?.ids)
+      const maybe = idsOf(rows[0]?.maybe)
+      return maybe.length === 0 ? sure : yield* mergeChecked(src, scope, filters, split.loose, satisfies(plan, cond), sure, maybe, limit)
+    })
 
   /**
    * Where the scope's rows are: per conversation, its first and last row id and how many rows it has
@@ -488,17 +632,42 @@ export const makeSearch = (sql: SqlClient) => {
   }
 
   /** Rows in scope matching `match`, counted up to `cap` (filters left out: they do not change a term's rarity). */
-  const countMatching = (src: Source, scope: Resolved, match: string, cap: number) => {
+  const countSql = (src: Source, scope: Resolved, match: string, cap: number): readonly [string, ReadonlyArray<unknown>] => {
     const joinScope = scope.token === null && scope.where !== "1 = 1"
     const text = joinScope
       ? `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} f JOIN ${src.table} t ON t.id = f.${d.id}
            WHERE ${d.match(src.fts)} AND ${scope.where} LIMIT ${limitSql(cap)}) AS x`
       : `SELECT count(*) AS n FROM (SELECT 1 FROM ${src.fts} f WHERE ${d.match(src.fts)} LIMIT ${limitSql(cap)}) AS x`
-    return Effect.map(
-      query<{ n: number }>(text, joinScope ? [match, ...scope.params] : [match]),
-      (rows) => Number(rows[0]?.n ?? 0)
-    )
+    return [text, joinScope ? [match, ...scope.params] : [match]]
   }
+
+  /** Rows in scope matching `cond` (no `NOT`), counted up to `cap`. */
+  const countMatching = (src: Source, scope: Resolved, plan: QueryPlan, cond: Condition, cap: number) =>
+    Effect.gen(function*() {
+      const split = capSplit(plan, scope, cond)
+      if (split === undefined) {
+        const [text, params] = countSql(src, scope, expression(plan, scope, cond), cap)
+        return Number((yield* query<{ n: number }>(text, params))[0]?.n ?? 0)
+      }
+      const none: readonly [string, ReadonlyArray<unknown>] = ["", []]
+      const [exact, exactParams] = countSql(src, scope, split.exact, cap)
+      const [loose, looseParams] = idsSql(src, scope, none, split.loose, cap)
+      const rows = yield* query<{ n: number; maybe: string | null }>(
+        `SELECT (${exact}) AS n, (SELECT ${d.concatIds} FROM (${loose}) AS y) AS maybe`,
+        [...exactParams, ...looseParams]
+      )
+      const sure = Number(rows[0]?.n ?? 0)
+      let batch = idsOf(rows[0]?.maybe)
+      let n = sure
+      // Rows without every position are read only while the count can still reach the cap.
+      while (batch.length > 0 && n < cap) {
+        n += (yield* recheck(src, batch, satisfies(plan, cond))).length
+        if (batch.length < cap || n >= cap) break
+        const [text, params] = idsSql(src, scope, none, split.loose, cap, oldestOf(batch))
+        batch = idsOf((yield* query<{ ids: string | null }>(`SELECT ${d.concatIds} AS ids FROM (${text}) AS x`, params))[0]?.ids)
+      }
+      return Math.min(n, cap)
+    })
 
   /**
    * How many rows the scope has: kept per conversation by triggers (migrations/0030) and read when
@@ -691,16 +860,9 @@ export const makeSearch = (sql: SqlClient) => {
   /** Stages 1 and 2 for one source. */
   const searchSource = (plan: QueryPlan, src: Source, scope: Resolved, limit: number, neighbours: boolean) =>
     Effect.gen(function*() {
-      const base = scope.token === null ? [] : [scope.token]
       const groups = plan.groups
       const required = groups.flatMap((g, i) => (g.required ? [i] : []))
       const optional = groups.flatMap((g, i) => (g.required ? [] : [i]))
-      const excluded = d.exclude(plan)
-      const not = (expr: string) => d.without(expr, excluded)
-      const match = (g: number) => {
-        const group = groups[g]
-        return group === undefined ? "" : d.group(group, plan)
-      }
       const matched = new Map<number, Array<number>>()
       const add = (ids: ReadonlyArray<number>, gs: ReadonlyArray<number>) => {
         for (const id of ids) {
@@ -709,19 +871,18 @@ export const makeSearch = (sql: SqlClient) => {
           else for (const g of gs) if (!seen.includes(g)) seen.push(g)
         }
       }
-      const requiredMatch = required.map(match)
       const df: Array<number | undefined> = groups.map(() => undefined)
       const simple = required.length === 0 && plan.exclude.length === 0 && filterSql(plan, src)[0] === ""
       const full: Array<readonly [number, ReadonlyArray<number>]> = []
       if (optional.length === 0) {
-        add(yield* matching(src, scope, plan, not(and([...base, ...requiredMatch])), PER_TERM), required)
+        add(yield* matching(src, scope, plan, { groups: required, exclude: true }, PER_TERM), required)
       } else {
-        if (required.length > 0) add(yield* matching(src, scope, plan, not(and([...base, ...requiredMatch])), PER_TERM), required)
+        if (required.length > 0) add(yield* matching(src, scope, plan, { groups: required, exclude: true }, PER_TERM), required)
         // Each term's list is its own statement: PostgreSQL runs them side by side on the pool's
         // connections (a round trip each); they are merged in the query's order.
         const lists = yield* Effect.forEach(
           optional,
-          (g) => matching(src, scope, plan, not(and([...base, ...requiredMatch, match(g)])), PER_TERM),
+          (g) => matching(src, scope, plan, { groups: [...required, g], exclude: true }, PER_TERM),
           { concurrency: d.concurrency }
         )
         for (const [k, g] of optional.entries()) {
@@ -743,7 +904,10 @@ export const makeSearch = (sql: SqlClient) => {
         groups,
         (_, g) => {
           const known = df[g]
-          return Effect.map(known === undefined ? countMatching(src, scope, and([...base, match(g)]), DF_CAP) : Effect.succeed(known), (count) => idf(count, n))
+          return Effect.map(
+            known === undefined ? countMatching(src, scope, plan, { groups: [g], exclude: false }, DF_CAP) : Effect.succeed(known),
+            (count) => idf(count, n)
+          )
         },
         { concurrency: d.concurrency }
       )
@@ -782,22 +946,49 @@ export const makeSearch = (sql: SqlClient) => {
       const exclude = plan.exclude.length === 0
         ? ""
         : ` AND t.id NOT IN (SELECT f.${d.id} FROM ${src.fts} f WHERE ${d.match(src.fts)})`
-      const excludeParams = plan.exclude.length === 0
-        ? []
-        : [and([...(scope.token === null ? [] : [scope.token]), d.exclude(plan).join(d === FTS5 ? " OR " : " | ")])]
+      const excluded = and([...(scope.token === null ? [] : [scope.token]), d.exclude(plan).join(d === FTS5 ? " OR " : " | ")])
+      // PostgreSQL, a `NOT` phrase: the index leaves out the rows with every position that hold it;
+      // a listed row without them (CAPPED_TOKEN) that may hold it is checked against its text, and
+      // the list read again without the rows that do (see capSplit).
+      const phrases = d === TSVECTOR && plan.excludeMatchers.some(isPhrase)
+      const capped = tsqueryOfToken(CAPPED_TOKEN)
+      const excludeParams = plan.exclude.length === 0 ? [] : [phrases ? and([excluded, `!${capped}`]) : excluded]
       // Messages that are nothing but memory tool calls or results have no text of their own to list.
       const onlyMemory = src.searchText !== undefined && !plan.filters.memoryCalls
         ? " AND NOT EXISTS (SELECT 1 FROM ctx_message_search_text s WHERE s.message_id = t.id AND s.body = '')"
         : ""
       // A session's messages come newest first from its (conversation, seq) index.
       const order = src.kind === "message" && scope.sessionConversation !== null ? "t.seq DESC" : "t.id DESC"
-      const ids = yield* Effect.map(
-        query<{ id: number }>(
-          `SELECT t.id FROM ${src.table} t WHERE ${scope.where}${filters}${exclude}${onlyMemory} ORDER BY ${order} LIMIT ?`,
-          [...scope.params, ...filterParams, ...excludeParams, limit]
-        ),
-        (rows) => rows.map((r) => r.id)
-      )
+      const dropped: Array<number> = []
+      const kept = new Set<number>()
+      let ids: ReadonlyArray<number> = []
+      for (;;) {
+        const drop = dropped.length === 0 ? "" : ` AND t.id NOT IN (${idList})`
+        ids = yield* Effect.map(
+          query<{ id: number }>(
+            `SELECT t.id FROM ${src.table} t WHERE ${scope.where}${filters}${exclude}${onlyMemory}${drop} ORDER BY ${order} LIMIT ?`,
+            [...scope.params, ...filterParams, ...excludeParams, ...(dropped.length === 0 ? [] : [JSON.stringify(dropped)]), limit]
+          ),
+          (rows) => rows.map((r) => Number(r.id))
+        )
+        const unknown = phrases ? ids.filter((id) => !kept.has(id)) : []
+        if (unknown.length === 0) break
+        const memoryCalls = plan.filters.memoryCalls
+        const loose = and([capped, plan.excludeMatchers.map((m) => looseTsqueryOfMatcher(m, memoryCalls)).join(" | ")])
+        const maybe = yield* Effect.map(
+          query<{ id: number }>(
+            `SELECT f.${d.id} AS id FROM ${src.fts} f WHERE f.${d.id} IN (${idList}) AND ${d.match(src.fts)}`,
+            [JSON.stringify(unknown), loose]
+          ),
+          (rows) => rows.map((r) => Number(r.id))
+        )
+        const holding = new Set(
+          yield* recheck(src, maybe, (index) => plan.excludeMatchers.some((m) => matcherMatches(index, m, memoryCalls)))
+        )
+        for (const id of unknown) if (!holding.has(id)) kept.add(id)
+        if (holding.size === 0) break
+        dropped.push(...holding)
+      }
       const rows = yield* readRows(plan, src, scope, ids)
       return rows.map((row): Ranked<Found> => ({
         candidate: {

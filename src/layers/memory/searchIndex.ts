@@ -60,7 +60,7 @@ export const messageSearchText = (text: string, blocks: string | null, answered:
  * The `blocks` and `answered` columns read to index rows of `source` (`t`): a message's blocks, and
  * those of the assistant message its results answer, when it may hold memory tool calls or results.
  */
-const blocksColumnsSql = (source: "message" | "summary", postgres: boolean): string =>
+export const blocksColumnsSql = (source: "message" | "summary", postgres: boolean): string =>
   source === "message"
     ? `, CASE WHEN ${mayHoldMemoryCallsSql("t", postgres)} THEN t.blocks END AS blocks,
        CASE WHEN t.has_tool_results = 1 AND ${mayHoldMemoryCallsSql("t", postgres)} THEN (SELECT p.blocks FROM ctx_messages p
