@@ -3,28 +3,17 @@
  * at once): the overhead of a turn (routing, storage, assembly, prompt, tools list, usage) over the
  * bare SDK call, turns per second across sessions, and memory with 1,000 live sessions (measured in a child process that holds only the runtime).
  */
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Stream } from "effect"
 import { execFile } from "node:child_process"
 import { build } from "esbuild"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { ProviderConfig, TransportOptions } from "../src/domain/model/types.ts"
-import * as DeterministicSummarizer from "../src/layers/memory/DeterministicSummarizer.ts"
-import * as LcmMemory from "../src/layers/memory/LcmMemory.ts"
 import * as OpenAiChat from "../src/layers/providers/OpenAiChat.ts"
-import * as ProviderClients from "../src/layers/providers/SdkProviderRegistry.ts"
 import { collectResponse } from "../src/domain/model/collect.ts"
-import * as Compose from "../src/programs/compose.ts"
-import * as Sqlite from "../src/layers/sql/Sqlite.ts"
-import * as SqliteRuntimeConfig from "../src/layers/config/SqliteConfigStore.ts"
-import { AgentStore } from "../src/services/AgentStore.ts"
-import { ProviderStore } from "../src/services/ProviderStore.ts"
-import { Runtime as RuntimeService } from "../src/services/Runtime.ts"
 import { startFakeLlm } from "../test/support/fakeLlm/server.ts"
+import { benchRuntime, transport } from "./support/benchRuntime.ts"
 import { int, mib, ms, progress, rate, section, summarize, table } from "./support/measure.ts"
-
-const transport: TransportOptions = { timeoutMs: 30_000, maxRetries: 0, baseBackoffMs: 10, maxBackoffMs: 1_000 }
 
 interface SessionsReport {
   readonly startRss: number
@@ -39,11 +28,11 @@ interface SessionsReport {
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)))
 
-/** bench/sessionsChild.ts bundled as dist/ is (no TypeScript stripping at run time), into node_modules/.cache. */
-const bundleChild = async (): Promise<string> => {
-  const outfile = join(ROOT, "node_modules", ".cache", "anna-bench", "sessionsChild.mjs")
+/** bench/{name}.ts (a child process's script) bundled as dist/ is (no TypeScript stripping at run time), into node_modules/.cache. */
+export const bundleChild = async (name = "sessionsChild"): Promise<string> => {
+  const outfile = join(ROOT, "node_modules", ".cache", "anna-bench", `${name}.mjs`)
   await build({
-    entryPoints: [join(ROOT, "bench", "sessionsChild.ts")],
+    entryPoints: [join(ROOT, "bench", `${name}.ts`)],
     outfile,
     bundle: true,
     format: "esm",
@@ -79,7 +68,7 @@ export const startSettings = (script: string): { readonly env: Record<string, st
  * RSS of `count` live sessions in a process that holds only the runtime (bench/sessionsChild.ts),
  * as a gateway would: the fake server, the earlier phases and their garbage stay in this process.
  */
-const describeSettings = (s: ReturnType<typeof startSettings>): string =>
+export const describeSettings = (s: ReturnType<typeof startSettings>): string =>
   [...Object.entries(s.env).map(([k, v]) => `${k}=${v}`), ...s.flags].join(" ") || "no settings"
 
 const sessionsProcess = (
@@ -100,34 +89,6 @@ const sessionsProcess = (
       }
     )
   })
-
-/** The agent runtime on a fresh home in `dir`, its one agent `bench` on the instant model at `modelUrl` (an OpenAI base URL). */
-export const benchRuntime = (dir: string, modelUrl: string) => {
-  const provider: ProviderConfig = {
-    id: "local",
-    type: "openai",
-    baseUrl: modelUrl,
-    apiKey: "sk-bench",
-    models: [],
-    defaultModel: "fake-large",
-    headers: {},
-    enabled: true
-  }
-  const home = mkdtempSync(join(dir, "runtime-"))
-  const layer = Compose.agentRuntime().pipe(
-    Layer.provide(ProviderClients.layer(transport)),
-    Layer.provideMerge(LcmMemory.layerSqlite.pipe(Layer.provide(DeterministicSummarizer.layer))),
-    Layer.provideMerge(SqliteRuntimeConfig.layerWithStores(home)),
-    Layer.provideMerge(Sqlite.layer(join(home, "anna.db")))
-  )
-  /** The provider and the agent, then the runtime. */
-  const setUp = Effect.gen(function*() {
-    yield* (yield* ProviderStore).add(provider)
-    yield* (yield* AgentStore).create("bench", { providerId: "local", tools: ["memory"] })
-    return yield* RuntimeService
-  })
-  return { provider, layer, setUp }
-}
 
 export const runRuntime = async (dir: string) => {
   const fake = await startFakeLlm()

@@ -5,6 +5,7 @@
  */
 import { type Duration, Layer } from "effect"
 import * as CachedLiveConfig from "../layers/config/CachedLiveConfig.ts"
+import * as SessionHash from "../layers/config/SessionHash.ts"
 import * as ReflectiveLearning from "../layers/learning/ReflectiveLearning.ts"
 import * as SqliteDiary from "../layers/learning/SqliteDiary.ts"
 import * as SqliteSkillStats from "../layers/learning/SqliteSkillStats.ts"
@@ -62,14 +63,14 @@ export const learning = ReflectiveLearning.layer.pipe(
  */
 export const agentRuntime = (options: RuntimeOptions = {}) =>
   Runtime.layer.pipe(
-    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(tools))),
+    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(tools), Layer.provide(SessionHash.layer))),
     Layer.provideMerge(CachedLiveConfig.layer({ pollInterval: options.configPoll }))
   )
 
 /** `agentRuntime` with the self-improving memory: also provides Learning, Diary, Playbook and SkillStats. */
 export const learningRuntime = (options: RuntimeOptions = {}) =>
   Runtime.layer.pipe(
-    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(toolsWithPlaybook))),
+    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(toolsWithPlaybook), Layer.provide(SessionHash.layer))),
     Layer.provideMerge(CachedLiveConfig.layer({ pollInterval: options.configPoll })),
     Layer.provideMerge(learning)
   )

@@ -106,9 +106,77 @@ const QUIET = new RegExp(
   })\\.|^(?:Playbook\\.(?:list|view)|HttpChannel\\.authenticate|sql\\.transaction)$`
 )
 
+/** Span names already judged quiet or not (the names are the code's, a few hundred; the cache is capped all the same). */
+const quietNames = new Map<string, boolean>()
+
+const quiet = (name: string): boolean => {
+  let q = quietNames.get(name)
+  if (q === undefined) {
+    q = QUIET.test(name)
+    if (quietNames.size >= 4096) quietNames.clear()
+    quietNames.set(name, q)
+  }
+  return q
+}
+
 /** Whether a span is exported: not a quiet lookup (a server or client span always is, but for SQL's). */
 export const exported = (options: { readonly name: string; readonly kind: Tracer.SpanKind }): boolean =>
-  options.kind === "server" || options.kind === "client" || !QUIET.test(options.name)
+  options.kind === "server" || options.kind === "client" || !quiet(options.name)
+
+/**
+ * An exported span as privateSpans shows it to the code: `span`'s own, but that its end says the
+ * errors' types only, it takes no events, nor a request's path and query, and a SQL statement's
+ * span (DB_SYSTEM) turns itself unsampled. One object per span, not a closure per method.
+ */
+class PrivateSpan implements Tracer.Span {
+  readonly _tag = "Span"
+  readonly span: Tracer.Span
+  constructor(span: Tracer.Span) {
+    this.span = span
+  }
+  get name() {
+    return this.span.name
+  }
+  get spanId() {
+    return this.span.spanId
+  }
+  get traceId() {
+    return this.span.traceId
+  }
+  get parent() {
+    return this.span.parent
+  }
+  get annotations() {
+    return this.span.annotations
+  }
+  get status() {
+    return this.span.status
+  }
+  get attributes() {
+    return this.span.attributes
+  }
+  get links() {
+    return this.span.links
+  }
+  get sampled() {
+    return this.span.sampled
+  }
+  get kind() {
+    return this.span.kind
+  }
+  end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    this.span.end(endTime, Exit.isFailure(exit) ? Exit.failCause(typesOnly(exit.cause)) : exit)
+  }
+  attribute(key: string, value: unknown): void {
+    // A SQL statement's span (named after the database) says so first: it is not exported.
+    if (key === DB_SYSTEM) (this.span as { sampled: boolean }).sampled = false
+    if (!URL_ATTRIBUTES.has(key)) this.span.attribute(key, value)
+  }
+  event(): void {}
+  addLinks(links: ReadonlyArray<Tracer.SpanLink>): void {
+    this.span.addLinks(links)
+  }
+}
 
 /**
  * `tracer`'s spans but the SQL client's (DB_SYSTEM), and a span ending in failure exported with its errors' types only
@@ -129,17 +197,7 @@ export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer => {
         standsFor.set(quiet, options.parent)
         return quiet
       }
-      const span = tracer.span(options)
-      const end = span.end.bind(span)
-      span.end = (endTime, exit) => end(endTime, Exit.isFailure(exit) ? Exit.failCause(typesOnly(exit.cause)) : exit)
-      span.event = () => {}
-      const attribute = span.attribute.bind(span)
-      span.attribute = (key, value) => {
-        // A SQL statement's span (named after the database) says so first: it is not exported.
-        if (key === DB_SYSTEM) (span as { sampled: boolean }).sampled = false
-        return URL_ATTRIBUTES.has(key) ? undefined : attribute(key, value)
-      }
-      return span
+      return new PrivateSpan(tracer.span(options))
     },
     ...(tracer.context === undefined ? {} : { context: tracer.context })
   })

@@ -193,6 +193,12 @@ export class ConfigStore extends Context.Service<ConfigStore, {
 
   readonly getSetting: (key: string) => Effect.Effect<Option.Option<string>, StorageError>
   readonly setSetting: (key: string, value: string) => Effect.Effect<void, StorageError>
+  /**
+   * The stored value of `key`; when there is none, `make()`'s is stored first. The first writer wins:
+   * processes starting together on one home all get the value stored (state generated once, such as
+   * a secret).
+   */
+  readonly settingOnce: (key: string, make: () => string) => Effect.Effect<string, StorageError>
   /** Removes a stored setting (its default applies again). */
   readonly deleteSetting: (key: string) => Effect.Effect<void, StorageError>
 

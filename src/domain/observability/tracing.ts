@@ -15,20 +15,30 @@
  *
  * What an attribute may hold: ids and names from the configuration, counts, outcomes. Never message
  * text, tool arguments or output, a user id or a session key (its hash stands for it, so one
- * session's turns can be found together), nor a name the model made up (`unknown`).
+ * session's turns can be found together: keyed with the home's secret, see `sessionHasher`), nor a
+ * name the model made up (`unknown`).
  */
 import { Effect, Option } from "effect"
-import { createHash } from "node:crypto"
+import { createHmac } from "node:crypto"
 import type { ProviderType } from "../model/types.ts"
 
-/** A session key's stand-in: the first 16 hex digits of its SHA-256. */
-const sessionHash = (sessionKey: string): string => createHash("sha256").update(sessionKey, "utf8").digest("hex").slice(0, 16)
+/**
+ * A session key's stand-in, keyed with the home's secret (`secret`, SessionHash): the first 16 hex
+ * digits of its HMAC-SHA256. Unkeyed, a session key (agent, platform, user id, chat) could be
+ * guessed back from its hash; keyed, the hash only finds one session's turns together, and differs
+ * between homes.
+ */
+export const sessionHasher = (secret: string) => (sessionKey: string): string =>
+  createHmac("sha256", secret).update(sessionKey, "utf8").digest("hex").slice(0, 16)
 
 /** `gen_ai.provider.name` of a provider type (the conventions' well-known names). */
 const genAiProvider = (type: ProviderType): string => (type === "anthropic" ? "anthropic" : "openai")
 
-/** The turn span's attributes, known when it starts. */
-export const turnAttributes = (chat: { readonly platform: string; readonly agentId: string; readonly sessionKey: string }) => ({
+/** The turn span's attributes, known when it starts; `sessionHash` is the home's (`sessionHasher`). */
+export const turnAttributes = (
+  chat: { readonly platform: string; readonly agentId: string; readonly sessionKey: string },
+  sessionHash: (sessionKey: string) => string
+) => ({
   "gen_ai.operation.name": "invoke_agent",
   "gen_ai.agent.id": chat.agentId,
   "anna.channel": chat.platform,

@@ -527,6 +527,13 @@ export const make = Effect.gen(function*() {
       yield* sql`INSERT INTO settings ${sql.insert({ key, value })} ON CONFLICT (key) DO UPDATE SET value = excluded.value`
     }, storage("set setting"))
 
+    const settingOnce = Effect.fn("ConfigStore.settingOnce")(function*(key: string, make: () => string) {
+      yield* sql`INSERT INTO settings ${sql.insert({ key, value: make() })} ON CONFLICT (key) DO NOTHING`
+      const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = ${key}`
+      const stored = rows[0]?.value
+      return stored === undefined ? yield* Effect.die(new Error(`setting ${key} vanished`)) : stored
+    }, storage("read setting"))
+
     const deleteSetting = Effect.fn("ConfigStore.deleteSetting")(function*(key: string) {
       yield* sql`DELETE FROM settings WHERE key = ${key}`
     }, storage("delete setting"))
@@ -601,6 +608,7 @@ export const make = Effect.gen(function*() {
       setChatState,
       getSetting,
       setSetting,
+      settingOnce,
       deleteSetting,
       snapshot,
       version,

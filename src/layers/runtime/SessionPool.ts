@@ -36,6 +36,7 @@ import { MemoryProvider } from "../../services/MemoryProvider.ts"
 import { ProfileStore } from "../../services/ProfileStore.ts"
 import { ProviderRegistry } from "../../services/ProviderRegistry.ts"
 import { Sandbox, type SandboxSession } from "../../services/Sandbox.ts"
+import { SessionHash } from "../../services/SessionHash.ts"
 import { SessionLocks } from "../../services/SessionLocks.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
 import { Skills } from "../../services/Skills.ts"
@@ -117,6 +118,7 @@ export const make = (options: SessionPoolOptions = {}) =>
     const usage = yield* UsageLog
     const sandbox = yield* Effect.serviceOption(Sandbox)
     const locks = yield* SessionLocks
+    const sessionHash = yield* SessionHash
     const files = yield* AgentFiles.make
     const toolsOff = yield* ToolsOff.make
     const skills = yield* Effect.serviceOption(Skills)
@@ -428,7 +430,7 @@ export const make = (options: SessionPoolOptions = {}) =>
             // The turn's span: the root of its trace, unless the channel continues one (SendOptions.parentSpan).
             Effect.onExit((exit) => Effect.annotateCurrentSpan("anna.turn.outcome", Exit.hasInterrupts(exit) ? "aborted" : outcome)),
             Effect.withSpan("turn", {
-              attributes: Tracing.turnAttributes(chat),
+              attributes: Tracing.turnAttributes(chat, sessionHash.of),
               ...(options?.parentSpan === undefined ? { root: true } : { parent: options.parentSpan })
             }),
             Effect.onInterrupt(() => emit({ type: "notice", text: "stopped" }).pipe(Effect.andThen(emit(done("aborted"))))),

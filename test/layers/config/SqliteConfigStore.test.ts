@@ -200,6 +200,17 @@ for (const db of testDatabases(sqliteTemp)) {
           assert.strictEqual(Option.getOrUndefined(yield* config.getSetting("other")), "")
         })
       ))
+
+    it.effect("stores a setting once: the first value stays, whoever asks after", () =>
+      withStore(db, () =>
+        Effect.gen(function*() {
+          const config = yield* ConfigStore
+          const values = yield* Effect.all([config.settingOnce("once", () => "a"), config.settingOnce("once", () => "b")], { concurrency: "unbounded" })
+          assert.strictEqual(values[0], values[1])
+          assert.strictEqual(yield* config.settingOnce("once", () => "c"), values[0])
+          assert.strictEqual(Option.getOrUndefined(yield* config.getSetting("once")), values[0])
+        })
+      ))
   })
 
   describe(`SqliteRuntimeConfig: snapshot (${db.name})`, () => {
