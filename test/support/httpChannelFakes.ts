@@ -14,6 +14,7 @@ import { type ChatTarget, type ResolvedChat, sessionKeyOf, type TurnEvent, type 
 import { AgentStore } from "../../src/services/AgentStore.ts"
 import { ConfigStore, type User } from "../../src/services/ConfigStore.ts"
 import { Runtime } from "../../src/services/Runtime.ts"
+import { sqliteTemp } from "./db.ts"
 
 export const recorded = {
   targets: [] as Array<ChatTarget>,
@@ -157,6 +158,7 @@ export const fakeConfig = Layer.succeed(ConfigStore, ConfigStore.of({
   setChatState: () => unused,
   getSetting: (key) => Effect.sync(() => Option.fromUndefinedOr(fakeSettings.get(key))),
   setSetting: () => unused,
+  settingOnce: () => unused,
   deleteSetting: () => unused,
   snapshot: () => unused,
   version: unused
@@ -203,4 +205,5 @@ export const fakeAgents = Layer.succeed(AgentStore, AgentStore.of({
   remove: () => unused
 }))
 
-export const fakeServices = Layer.mergeAll(fakeRuntime, fakeConfig, fakeAgents)
+/** With a database for what the channel keeps itself (Idempotency-Key claims). */
+export const fakeServices = Layer.mergeAll(fakeRuntime, fakeConfig, fakeAgents, sqliteTemp)

@@ -37,10 +37,11 @@
  * - The gateway serves the admin API (`/api`) and the web console on this same server:
  *   `definitionWith(routes, { notFound })` (see src/programs/layers.ts `GatewayChannels`).
  */
-import { ByteSize, Clock, Effect, Layer, Option, Sink, Stream } from "effect"
+import { ByteSize, type Cause, Clock, Effect, Exit, Layer, Option, Queue, Sink, Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import { Headers, HttpIncomingMessage, HttpRouter, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ServeError } from "effect/http/HttpServerError"
-import { randomUUID } from "node:crypto"
+import { createHash, randomUUID } from "node:crypto"
 import { EVERYONE, mayUse } from "../../domain/access/policy.ts"
 import { ChannelError, ChannelStartFailed } from "../../domain/channels/errors.ts"
 import type { Agent } from "../../domain/config/agent.ts"
@@ -52,6 +53,7 @@ import { ConfigStore, type User } from "../../services/ConfigStore.ts"
 import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
 import { HttpAddress } from "../../services/HttpAddress.ts"
 import { Runtime } from "../../services/Runtime.ts"
+import * as HttpTurns from "./http/idempotency.ts"
 import { FETCH_SETTING, HOSTS_SETTING, imageUrlPolicy, resolveImageUrls } from "./http/imageUrls.ts"
 import { newestUserMessage, parseChatRequest, sessionName } from "./http/openaiRequest.ts"
 import {
@@ -78,6 +80,9 @@ export const PLATFORM = "http"
 
 /** The header that selects the session (chat) context; the body's `user` field is the fallback. */
 export const SESSION_HEADER = "x-anna-session"
+
+/** The header that makes a request's turn run once however often it is sent (http/idempotency.ts). */
+export const IDEMPOTENCY_HEADER = "idempotency-key"
 
 const storage = (e: { readonly message: string }) => ApiError.server(`anna could not read its configuration: ${e.message}`)
 
@@ -110,6 +115,9 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const config = yield* ConfigStore
   const agents = yield* AgentStore
   const deadline = yield* Effect.serviceOption(ShutdownDeadline)
+  const turns = HttpTurns.make(yield* SqlClient.SqlClient)
+  /** The channel's scope: what answers a claimed turn outlives its request, not the channel. */
+  const channelScope = yield* Effect.scope
 
   /**
    * A turn's events, cut by a `shutdown` event when the server is shutting down and the turn has
@@ -188,9 +196,80 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       })
     )
 
+  /**
+   * A claimed turn's events, read to their end by a fiber of the channel's own whatever becomes of
+   * the request (a client that disconnects does not leave its claim running until the deadline):
+   * when the turn is done, its answer is stored for retries; when it fails, the key is released.
+   */
+  const answerOnce = (userId: string, key: string, meta: CompletionMeta, events: Stream.Stream<WireEvent>) =>
+    Effect.gen(function*() {
+      const queue = yield* Queue.unbounded<WireEvent, Cause.Done>()
+      const kept: Array<WireEvent> = []
+      yield* Stream.runForEach(events, (event) => {
+        if (HttpTurns.replayable(event)) kept.push(event)
+        return Queue.offer(queue, event)
+      }).pipe(
+        Effect.onExit((exit) => {
+          const done = kept.findLast((e) => e.type === "done")
+          const answered = Exit.isSuccess(exit) && done?.type === "done" && turnError({ done, shutdown: false, notices: [] }) === undefined
+          return (answered ? turns.finish(userId, key, { meta, events: kept }) : turns.release(userId, key)).pipe(
+            Effect.catch((e) => Effect.logWarning(`HTTP channel: the answer to Idempotency-Key ${key} could not be stored: ${e.message}`))
+          )
+        }),
+        Effect.ensuring(Queue.end(queue)),
+        Effect.forkIn(channelScope)
+      )
+      return Stream.fromQueue(queue)
+    })
+
+  /**
+   * The turn's events for this request: with an `Idempotency-Key`, the first request's (claimed now,
+   * or replayed when done), else a fresh turn's.
+   */
+  const turnEvents = Effect.fn("HttpChannel.turnEvents")(function*(
+    request: HttpServerRequest.HttpServerRequest,
+    raw: string,
+    user: User,
+    agent: Agent,
+    run: (meta: CompletionMeta) => Stream.Stream<WireEvent>,
+    meta: CompletionMeta
+  ) {
+    const key = header(request, IDEMPOTENCY_HEADER)
+    if (key === undefined) return { events: run(meta), replayed: false }
+    const problem = HttpTurns.keyProblem(key)
+    if (problem !== undefined) return yield* ApiError.badRequest(problem)
+    const hash = createHash("sha256").update(header(request, SESSION_HEADER) ?? "").update("\0").update(raw).digest("hex")
+    const now = yield* Clock.currentTimeMillis
+    const claim = yield* turns.claim(user.id, key, hash, now, now + (agent.turnTimeoutSeconds + 60) * 1000).pipe(Effect.mapError(storage))
+    switch (claim._tag) {
+      case "Mismatch":
+        return yield* new ApiError({
+          status: 422,
+          errorType: "invalid_request_error",
+          code: "idempotency_key_reused",
+          param: null,
+          reason: "This Idempotency-Key was used with another request (a key names one request); send a new key for a new request."
+        })
+      case "Running":
+        return yield* new ApiError({
+          status: 409,
+          errorType: "invalid_request_error",
+          code: "idempotency_key_in_use",
+          param: null,
+          reason: "The request with this Idempotency-Key is still being answered; retry with the same key to get its answer.",
+          retryAfterSeconds: 5
+        })
+      case "Replay":
+        return { events: Stream.fromIterable(claim.answer.events), replayed: true, meta: claim.answer.meta }
+      case "Claimed":
+        return { events: yield* answerOnce(user.id, key, meta, run(meta)), replayed: false }
+    }
+  })
+
   const chatCompletions = Effect.fn("HttpChannel.chatCompletions")(function*(request: HttpServerRequest.HttpServerRequest) {
     const user = yield* authenticate(request)
-    const body = yield* parseChatRequest(yield* readBody(request))
+    const raw = yield* readBody(request)
+    const body = yield* parseChatRequest(raw)
     const parsed = yield* newestUserMessage(body)
     const agent = yield* enabledAgent(body.model)
     const sessionHeader = header(request, SESSION_HEADER)?.trim()
@@ -199,14 +278,17 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     yield* Metrics.channelMessage(PLATFORM, "in", "accepted")
     // Only for a user who may use the agent: fetching is work done on their behalf.
     const message = yield* resolveImageUrls(parsed, imageSettings)
-    const meta: CompletionMeta = {
+    const fresh: CompletionMeta = {
       id: `chatcmpl-${randomUUID().replace(/-/g, "")}`,
       created: Math.floor((yield* Clock.currentTimeMillis) / 1000),
       model: body.model
     }
     // The turn's span continues this request's (which continues a caller's `traceparent`).
     const parentSpan = yield* Tracing.currentSpan
-    const events = untilShutdown(runtime.send(chat, message, { parentSpan }))
+    const turn = yield* turnEvents(request, raw, user, agent, () => runtime.send(chat, message, { parentSpan }), fresh)
+    const meta = turn.meta ?? fresh
+    const replayHeaders = turn.replayed ? { "idempotent-replayed": "true" } : {}
+    const events = untilShutdown(turn.events)
     if (body.stream === true) {
       // The 200 waits for the turn's first output, so that a turn failing before any (a provider's
       // 429 on its first call, say) gets its real status, which clients back off on; once the answer
@@ -228,14 +310,14 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       )
       return HttpServerResponse.stream(frames, {
         contentType: "text/event-stream; charset=utf-8",
-        headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
+        headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...replayHeaders }
       })
     }
     const collected = yield* collectTurn(events)
     const failed = turnError(collected)
     yield* Metrics.channelMessage(PLATFORM, "out", failed === undefined ? "sent" : "failed")
     if (failed !== undefined) return yield* failed
-    return HttpServerResponse.jsonUnsafe(completionBody(meta, collected))
+    return HttpServerResponse.jsonUnsafe(completionBody(meta, collected), { headers: replayHeaders })
   }, answerErrors)
 
   yield* router.add("GET", "/health", HttpServerResponse.jsonUnsafe({ ok: true }))
@@ -246,10 +328,10 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
 
 /**
  * The channel on its own server: `HttpChannel.layer({ host, port })` (defaults 127.0.0.1:8787;
- * port 0 picks a free port). Needs Runtime, ConfigStore and AgentStore; provides the bound
+ * port 0 picks a free port). Needs Runtime, ConfigStore, AgentStore and SqlClient; provides the bound
  * `HttpAddress`. Listening starts when the layer is built and stops when its scope closes.
  */
-export const layer = (options: ServeOptions = {}): Layer.Layer<HttpAddress, ServeError, Runtime | ConfigStore | AgentStore> =>
+export const layer = (options: ServeOptions = {}): Layer.Layer<HttpAddress, ServeError, Runtime | ConfigStore | AgentStore | SqlClient.SqlClient> =>
   serve(routes, options)
 
 /**
@@ -275,7 +357,8 @@ const channelService = (withConsole: boolean) => Layer.effect(Channel, Effect.ge
  * The HTTP channel as the gateway runs it: settings decoded by `HttpSettings` (host, port and the
  * request limits), the server started when the layer is built.
  */
-export const definition: ChannelDefinition<Settings, ChannelStartFailed, Runtime | ConfigStore | AgentStore> = definitionWith(Layer.empty)
+export const definition: ChannelDefinition<Settings, ChannelStartFailed, Runtime | ConfigStore | AgentStore | SqlClient.SqlClient> =
+  definitionWith(Layer.empty)
 
 /**
  * The channel with `extra` routes on its server (see `layerWith`): rebuilt with the channel when its

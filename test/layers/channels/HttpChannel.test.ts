@@ -418,6 +418,114 @@ layer(ChannelLayer, { excludeTestServices: true })("HttpChannel", (it) => {
       const res = yield* call(() => client(base).chat.completions.create({ model: "default", messages: [{ role: "user", content: "after" }] }))
       assert.strictEqual(res.choices[0]?.message.content, "alice|default|default: after")
     }))
+
+  describe("Idempotency-Key (issue 28: a retried request runs its turn once)", () => {
+    const post = (base: string, key: string | undefined, content: string, options: { stream?: boolean; token?: string; signal?: AbortSignal } = {}) =>
+      fetch(`${base}/v1/chat/completions`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${options.token ?? "tok-alice"}`,
+          "content-type": "application/json",
+          ...(key === undefined ? {} : { "idempotency-key": key })
+        },
+        body: JSON.stringify({ model: "default", messages: [{ role: "user", content }], ...(options.stream === true ? { stream: true } : {}) }),
+        ...(options.signal === undefined ? {} : { signal: options.signal })
+      })
+    const completion = (res: Response) =>
+      call(() => res.json() as Promise<{ id: string; choices: ReadonlyArray<{ message: { content: string } }> }>).pipe(
+        Effect.map((body) => ({ status: res.status, replayed: res.headers.get("idempotent-replayed"), id: body.id, content: body.choices[0]?.message.content }))
+      )
+    /** The content a streamed answer's deltas spell, and its completion id. */
+    const streamed = (res: Response) =>
+      call(() => res.text()).pipe(Effect.map((text) => {
+        const chunks = text.split("\n\n").filter((e) => e.startsWith("data: {")).map((e) => JSON.parse(e.slice(6)) as ChatCompletionChunk)
+        return { id: chunks[0]?.id, content: chunks.map((c) => c.choices[0]?.delta.content ?? "").join(""), done: text.endsWith("data: [DONE]\n\n") }
+      }))
+
+    it.effect("a retry with the same key gets the first answer again (same id), and the turn ran once", () =>
+      Effect.gen(function*() {
+        resetRecorded()
+        const base = yield* url
+        const first = yield* completion(yield* call(() => post(base, "k-once-1", "hello once")))
+        const again = yield* completion(yield* call(() => post(base, "k-once-1", "hello once")))
+        assert.deepStrictEqual(first, { status: 200, replayed: null, id: first.id, content: "alice|default|default: hello once" })
+        assert.deepStrictEqual(again, { ...first, replayed: "true" })
+        assert.strictEqual(recorded.sends.length, 1)
+        // Without a key, or with another one, each request is a turn of its own.
+        yield* call(() => post(base, undefined, "hello once"))
+        yield* call(() => post(base, "k-once-2", "hello once"))
+        assert.strictEqual(recorded.sends.length, 3)
+        // Keys are the user's: Bob's "k-once-1" is not Alice's.
+        const bob = yield* completion(yield* call(() => post(base, "k-once-1", "hello once", { token: "tok-bob" })))
+        assert.strictEqual(bob.content, "bob|default|default: hello once")
+        assert.strictEqual(recorded.sends.length, 4)
+      }))
+
+    it.effect("streamed: a retry replays the stream; another body under the key is refused (422); a bad key is 400", () =>
+      Effect.gen(function*() {
+        resetRecorded()
+        const base = yield* url
+        const first = yield* streamed(yield* call(() => post(base, "k-stream", "stream once", { stream: true })))
+        const again = yield* streamed(yield* call(() => post(base, "k-stream", "stream once", { stream: true })))
+        assert.deepStrictEqual(first, { id: first.id, content: "alice|default|default: stream once", done: true })
+        assert.deepStrictEqual(again, first)
+        assert.strictEqual(recorded.sends.length, 1)
+        const other = yield* errorOf(yield* call(() => post(base, "k-stream", "something else")))
+        assert.deepStrictEqual([other.status, other.code], [422, "idempotency_key_reused"])
+        for (const bad of ["x".repeat(256), "two words"]) {
+          const refused = yield* errorOf(yield* call(() => post(base, bad, "hi")))
+          assert.strictEqual(refused.status, 400)
+          assert.include(refused.message, "Idempotency-Key")
+        }
+        assert.strictEqual(recorded.sends.length, 1)
+      }))
+
+    it.effect("while the first is answered a retry gets 409 + Retry-After; a client gone mid-answer still leaves the whole answer for its retry", () =>
+      Effect.gen(function*() {
+        resetRecorded()
+        const base = yield* url
+        control.gate = Deferred.makeUnsafe<void>()
+        const abort = new AbortController()
+        const res = yield* call(() => post(base, "k-gate", "gate", { stream: true, signal: abort.signal }))
+        assert.strictEqual(res.status, 200)
+        const busy = yield* call(() => post(base, "k-gate", "gate", { stream: true }))
+        assert.strictEqual(busy.status, 409)
+        assert.strictEqual(busy.headers.get("retry-after"), "5")
+        assert.strictEqual((yield* errorOf(busy)).code, "idempotency_key_in_use")
+        // The client goes away before the answer ends; the turn ends after. A keyless request gone
+        // right after it is the barrier: when its turn's stream has stopped, the server has handled
+        // both disconnects (in the order the sockets closed), and only then does the turn go on.
+        control.stopped = Deferred.makeUnsafe<void>()
+        const second = new AbortController()
+        const hung = yield* call(() => post(base, undefined, "hang", { stream: true, signal: second.signal }))
+        assert.strictEqual(hung.status, 200)
+        abort.abort()
+        second.abort()
+        yield* Deferred.await(control.stopped)
+        yield* Deferred.succeed(control.gate, undefined)
+        const replay = yield* Effect.gen(function*() {
+          const r = yield* call(() => post(base, "k-gate", "gate", { stream: true }))
+          if (r.status === 409) return yield* Effect.fail("still answering")
+          return yield* streamed(r)
+        }).pipe(Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 250 }))
+        assert.deepStrictEqual(replay.content, "beforeafter")
+        assert.isTrue(replay.done)
+        assert.strictEqual(recorded.sends.filter((x) => x.message === "gate").length, 1)
+      }))
+
+    it.effect("a turn that failed gives its key back: the retry runs it again", () =>
+      Effect.gen(function*() {
+        resetRecorded()
+        const base = yield* url
+        // "notice" ends unavailable (the sandbox was down): an error, not an answer.
+        const failed = yield* call(() => post(base, "k-failed", "notice"))
+        assert.strictEqual(failed.status, 503)
+        const retried = yield* call(() => post(base, "k-failed", "notice"))
+        assert.strictEqual(retried.status, 503)
+        assert.isNull(retried.headers.get("idempotent-replayed"))
+        assert.strictEqual(recorded.sends.length, 2)
+      }))
+  })
 })
 
 describe("HttpChannel on the real SQLite config", () => {

@@ -19,6 +19,7 @@ import * as OpenAiChat from "../../../../src/layers/providers/OpenAiChat.ts"
 import { HttpAddress } from "../../../../src/services/HttpAddress.ts"
 import { Runtime } from "../../../../src/services/Runtime.ts"
 import { fakeAgents, fakeConfig } from "../../../support/httpChannelFakes.ts"
+import { sqliteTemp } from "../../../support/db.ts"
 import { type FakeLlm, startFakeLlm } from "../../../support/fakeLlm/server.ts"
 
 let fake: FakeLlm
@@ -84,7 +85,7 @@ const runtime = Layer.succeed(Runtime, Runtime.of({
   abort: () => Effect.succeed(false)
 }))
 
-const ChannelLayer = HttpChannel.layer({ port: 0 }).pipe(Layer.provide(Layer.mergeAll(runtime, fakeConfig, fakeAgents)))
+const ChannelLayer = HttpChannel.layer({ port: 0 }).pipe(Layer.provide(Layer.mergeAll(runtime, fakeConfig, fakeAgents, sqliteTemp)))
 
 const post = (content: string, stream = false) =>
   Effect.gen(function*() {
