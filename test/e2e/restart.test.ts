@@ -1,7 +1,8 @@
 /**
  * The gateway as a user runs it (`anna gateway`, real process): an OpenAI client talks to an agent,
  * the gateway is stopped with SIGTERM (exit 0) and started again, and the same session resumes with
- * its history — on the SQLite file and on PostgreSQL (ANNA_DATABASE_URL, issue 26).
+ * its history — on the SQLite file and on PostgreSQL (ANNA_DATABASE_URL, issue 26); a request sent
+ * with an Idempotency-Key before the restart is replayed after it, not run again (issue 28).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync, rmSync } from "node:fs"
@@ -54,6 +55,17 @@ describe.each(processDatabases())("e2e: gateway restart on $name", (db) => {
       return r.choices[0]?.message.content
     }
     assert.strictEqual(await ask(first.url, "We are planning a trip to Lisbon."), "reply #1")
+    // A request with an Idempotency-Key (issue 28): its answer outlives the process.
+    const keyed = (url: string) =>
+      fetch(`${url}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": "book-hotel-1" },
+        body: JSON.stringify({ model: "default", user: "trip-planning", messages: [{ role: "user", content: "Book the hotel." }] })
+      })
+    const booked = await keyed(first.url)
+    const bookedBody = (await booked.json()) as { id: string; choices: Array<{ message: { content: string } }> }
+    assert.deepStrictEqual([booked.status, bookedBody.choices[0]?.message.content], [200, "reply #2"])
+    const modelCalls = fake.requests.length
     first.child.kill("SIGTERM")
     const firstRun = await first.done
     assert.strictEqual(firstRun.code, 0)
@@ -64,7 +76,12 @@ describe.each(processDatabases())("e2e: gateway restart on $name", (db) => {
 
     const second = await startGateway(home, env)
     try {
-      assert.strictEqual(await ask(second.url, "Which city were we planning for?"), "reply #2")
+      // The retry after the restart replays the stored answer: no model call, the message stored once.
+      const again = await keyed(second.url)
+      assert.strictEqual(again.headers.get("idempotent-replayed"), "true")
+      assert.deepStrictEqual(await again.json(), bookedBody)
+      assert.strictEqual(fake.requests.length, modelCalls)
+      assert.strictEqual(await ask(second.url, "Which city were we planning for?"), "reply #3")
       const body = JSON.stringify(fake.requests[fake.requests.length - 1]?.body ?? "")
       assert.include(body, "We are planning a trip to Lisbon.")
       assert.include(body, "reply #1")
