@@ -3,6 +3,7 @@ CREATE TABLE http_turns (
   user_id TEXT NOT NULL,
   idempotency_key TEXT NOT NULL,
   request_hash TEXT NOT NULL,
+  claim TEXT NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('running', 'done')),
   answer TEXT,
   created_at BIGINT NOT NULL,

@@ -201,7 +201,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
    * the request (a client that disconnects does not leave its claim running until the deadline):
    * when the turn is done, its answer is stored for retries; when it fails, the key is released.
    */
-  const answerOnce = (userId: string, key: string, meta: CompletionMeta, events: Stream.Stream<WireEvent>) =>
+  const answerOnce = (userId: string, key: string, claim: string, meta: CompletionMeta, events: Stream.Stream<WireEvent>) =>
     Effect.gen(function*() {
       const queue = yield* Queue.unbounded<WireEvent, Cause.Done>()
       const kept: Array<WireEvent> = []
@@ -212,7 +212,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
         Effect.onExit((exit) => {
           const done = kept.findLast((e) => e.type === "done")
           const answered = Exit.isSuccess(exit) && done?.type === "done" && turnError({ done, shutdown: false, notices: [] }) === undefined
-          return (answered ? turns.finish(userId, key, { meta, events: kept }) : turns.release(userId, key)).pipe(
+          return (answered ? turns.finish(userId, key, claim, { meta, events: kept }) : turns.release(userId, key, claim)).pipe(
             Effect.catch((e) => Effect.logWarning(`HTTP channel: the answer to Idempotency-Key ${key} could not be stored: ${e.message}`))
           )
         }),
@@ -262,7 +262,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       case "Replay":
         return { events: Stream.fromIterable(claim.answer.events), replayed: true, meta: claim.answer.meta }
       case "Claimed":
-        return { events: yield* answerOnce(user.id, key, meta, run(meta)), replayed: false }
+        return { events: yield* answerOnce(user.id, key, claim.id, meta, run(meta)), replayed: false }
     }
   })
 

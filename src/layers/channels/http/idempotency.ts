@@ -10,6 +10,7 @@
  * died is taken over once the turn's deadline has passed. Claims and answers are kept a day.
  */
 import { Effect, Schema } from "effect"
+import { randomUUID } from "node:crypto"
 import type { SqlClient } from "effect/sql"
 import * as Sqlite from "../../sql/Sqlite.ts"
 import type { CompletionMeta, WireEvent } from "./openaiWire.ts"
@@ -39,7 +40,8 @@ const Answer = Schema.fromJsonString(Schema.Struct({
 const decodeAnswer = Schema.decodeUnknownResult(Answer)
 
 export type Claim =
-  | { readonly _tag: "Claimed" }
+  /** This request's to answer; `id` fences what it stores (a claim taken over is no longer its). */
+  | { readonly _tag: "Claimed"; readonly id: string }
   | { readonly _tag: "Replay"; readonly answer: StoredAnswer }
   | { readonly _tag: "Running" }
   | { readonly _tag: "Mismatch" }
@@ -65,21 +67,22 @@ export const make = (sql: SqlClient.SqlClient) => {
       if (row !== undefined && row.state === "running" && row.expires_at > now) return { _tag: "Running" } as const
       // New, or abandoned by a gateway that died (its deadline passed), or an answer that no longer reads: this request's now.
       yield* sql`DELETE FROM http_turns WHERE user_id = ${userId} AND idempotency_key = ${key}`
-      yield* sql`INSERT INTO http_turns (user_id, idempotency_key, request_hash, state, answer, created_at, expires_at)
-        VALUES (${userId}, ${key}, ${requestHash}, 'running', NULL, ${now}, ${expiresAt})`
-      return { _tag: "Claimed" } as const
+      const id = randomUUID()
+      yield* sql`INSERT INTO http_turns (user_id, idempotency_key, request_hash, claim, state, answer, created_at, expires_at)
+        VALUES (${userId}, ${key}, ${requestHash}, ${id}, 'running', NULL, ${now}, ${expiresAt})`
+      return { _tag: "Claimed", id } as const
     }))
   })
 
-  /** The claimed turn is done: its answer is what retries get. */
-  const finish = Effect.fn("HttpTurns.finish")(function*(userId: string, key: string, answer: StoredAnswer) {
+  /** Claim `claim`'s turn is done: its answer is what retries get (unless the claim was taken over meanwhile). */
+  const finish = Effect.fn("HttpTurns.finish")(function*(userId: string, key: string, claim: string, answer: StoredAnswer) {
     yield* sql`UPDATE http_turns SET state = 'done', answer = ${JSON.stringify(answer)}
-      WHERE user_id = ${userId} AND idempotency_key = ${key} AND state = 'running'`
+      WHERE user_id = ${userId} AND idempotency_key = ${key} AND claim = ${claim} AND state = 'running'`
   })
 
-  /** The claimed turn failed (or was cut off): the key is free for a retry. */
-  const release = Effect.fn("HttpTurns.release")(function*(userId: string, key: string) {
-    yield* sql`DELETE FROM http_turns WHERE user_id = ${userId} AND idempotency_key = ${key} AND state = 'running'`
+  /** Claim `claim`'s turn failed (or was cut off): the key is free for a retry. */
+  const release = Effect.fn("HttpTurns.release")(function*(userId: string, key: string, claim: string) {
+    yield* sql`DELETE FROM http_turns WHERE user_id = ${userId} AND idempotency_key = ${key} AND claim = ${claim} AND state = 'running'`
   })
 
   return { claim, finish, release }
