@@ -502,19 +502,34 @@ export const make = Effect.gen(function*() {
       return { items: rows.map(toItem), messages: [], summaries: [] }
     }
     // The page (an index range read), then the running sum of its tokens from the newest, then the
-    // content of the items within `contentTokens`: one statement, whatever the page's size.
-    const rows = yield* sql`SELECT w.position, w.message_id, w.summary_id, w.tokens, w.continues_unit, w.depth,
-        m.seq, m.role, m.blocks, CASE WHEN m.blocks IS NULL THEN m.text ELSE '' END, m.token_count, m.created_at,
-        s.kind, s.mode, s.content, s.token_count, s.source_token_count, s.earliest_at, s.latest_at,
-        s.first_seq, s.last_seq, s.created_at, c.session_key, c.user_id
-      FROM (SELECT p.*, sum(p.tokens) OVER (ORDER BY p.position DESC ROWS UNBOUNDED PRECEDING) AS running
+    // content of the items within `contentTokens`: one statement, whatever the page's size. Each
+    // item's content is read by its key: SQLite joins that way; PostgreSQL is made to by LATERAL
+    // subqueries with a LIMIT (with plain joins its generic plan, the LIMIT unknown, hashed whole tables).
+    const page = sql`(SELECT p.*, sum(p.tokens) OVER (ORDER BY p.position DESC ROWS UNBOUNDED PRECEDING) AS running
         FROM (SELECT position, message_id, summary_id, tokens, continues_unit, depth FROM ctx_items
           WHERE conversation_id = ${conversationId} AND position < ${before}
-          ORDER BY position DESC LIMIT ${limit}) p) w
-      LEFT JOIN ctx_messages m ON w.running <= ${contentTokens} AND m.id = w.message_id
-      LEFT JOIN ctx_summaries s ON w.running <= ${contentTokens} AND s.id = w.summary_id
-      LEFT JOIN ctx_conversations c ON c.id = s.conversation_id
-      ORDER BY w.position DESC`.values.pipe(Effect.mapError(storageError("read context")))
+          ORDER BY position DESC LIMIT ${limit}) p) w`
+    const rows = yield* (postgres
+      ? sql`SELECT w.position, w.message_id, w.summary_id, w.tokens, w.continues_unit, w.depth,
+          m.seq, m.role, m.blocks, m.text, m.token_count, m.created_at,
+          s.kind, s.mode, s.content, s.token_count, s.source_token_count, s.earliest_at, s.latest_at,
+          s.first_seq, s.last_seq, s.created_at, s.session_key, s.user_id
+        FROM ${page}
+        LEFT JOIN LATERAL (SELECT m.seq, m.role, m.blocks, CASE WHEN m.blocks IS NULL THEN m.text ELSE '' END AS text,
+          m.token_count, m.created_at FROM ctx_messages m WHERE m.id = w.message_id AND w.running <= ${contentTokens} LIMIT 1) m ON TRUE
+        LEFT JOIN LATERAL (SELECT s.kind, s.mode, s.content, s.token_count, s.source_token_count, s.earliest_at, s.latest_at,
+          s.first_seq, s.last_seq, s.created_at, c.session_key, c.user_id FROM ctx_summaries s JOIN ctx_conversations c ON c.id = s.conversation_id
+          WHERE s.id = w.summary_id AND w.running <= ${contentTokens} LIMIT 1) s ON TRUE
+        ORDER BY w.position DESC`
+      : sql`SELECT w.position, w.message_id, w.summary_id, w.tokens, w.continues_unit, w.depth,
+          m.seq, m.role, m.blocks, CASE WHEN m.blocks IS NULL THEN m.text ELSE '' END, m.token_count, m.created_at,
+          s.kind, s.mode, s.content, s.token_count, s.source_token_count, s.earliest_at, s.latest_at,
+          s.first_seq, s.last_seq, s.created_at, c.session_key, c.user_id
+        FROM ${page}
+        LEFT JOIN ctx_messages m ON w.running <= ${contentTokens} AND m.id = w.message_id
+        LEFT JOIN ctx_summaries s ON w.running <= ${contentTokens} AND s.id = w.summary_id
+        LEFT JOIN ctx_conversations c ON c.id = s.conversation_id
+        ORDER BY w.position DESC`).values.pipe(Effect.mapError(storageError("read context")))
     const messageRows: Array<MessageRow> = []
     const summaries: Array<StoredSummary> = []
     for (const r of rows) {
