@@ -252,9 +252,10 @@ export class MemoryStore extends Context.Service<MemoryStore, {
   /**
    * At most `limit` live items with position < `beforePosition` (all when null), newest first: an
    * indexed range read, so assembly reads what the budget needs, not the whole live context. With
-   * `contentTokens`, the same statement also reads the content of the newest items whose tokens,
-   * summed from the newest, stay within it (what assembly will most likely choose): on PostgreSQL
-   * that saves assembly a round trip. Items past it come without content (read them by id).
+   * `contentTokens`, the same statement also reads the content of the newest items (a few dozen at
+   * most) whose tokens, summed from the newest, stay within it (what assembly will most likely
+   * choose): on PostgreSQL that saves assembly a round trip when they are all it needs (a compacted
+   * session). Items past them come without content (read them by id or seq range).
    */
   readonly itemsNewest: (
     conversationId: number,

@@ -78,19 +78,17 @@ export const make = Effect.gen(function*() {
     const messages: Array<StoredMessage> = []
     const summaries: Array<StoredSummary> = []
     let messageTokens = 0
-    let itemTokens = 0
     let before: number | null = null
     let complete = false
     for (let page = FIRST_PAGE;;) {
-      // With the items, the content of the newest within the budget (what is most likely chosen):
-      // the rest of what is chosen is read by id when rendering.
-      const newest = yield* store.itemsNewest(conversation.id, before, page, Math.max(0, budget - itemTokens))
+      // With the first page, the content of its newest items within the budget (what is most likely
+      // chosen; after a compaction, often all of it): the rest is read when rendering, by seq range.
+      const newest = yield* store.itemsNewest(conversation.id, before, page, before === null ? budget : 0)
       const rows = newest.items
       messages.push(...newest.messages)
       summaries.push(...newest.summaries)
       for (const it of rows) {
         newestFirst.push(it)
-        itemTokens += it.tokens
         if (it.kind === "message") messageTokens += it.tokens
       }
       const oldest = newestFirst[newestFirst.length - 1]

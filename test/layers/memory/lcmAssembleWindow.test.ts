@@ -4,7 +4,7 @@
  * choice over the whole live context would, omitted count included, on a long session with tool
  * units straddling page edges, summaries older than the raw messages, and every budget from tiny
  * to more than the session holds. And it must read about a budget's worth of rows, not the session,
- * and the content of at most a budget's worth of them with the pages.
+ * and the content of at most a budget's worth (and CONTENT_ITEMS) of them with the pages.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -31,7 +31,7 @@ const session = sessionRefFromKey(KEY)
  * What assembly read: full-context reads (must stay 0), rows of newest-first pages, and the tokens
  * of the items read with their content in those pages.
  */
-const reads = { items: 0, newestRows: 0, contentTokens: 0 }
+const reads = { items: 0, newestRows: 0, contentTokens: 0, contentItems: 0 }
 
 /** The SQLite store, counting what is read. */
 const countingStore = Layer.effect(
@@ -46,6 +46,7 @@ const countingStore = Layer.effect(
             reads.newestRows += read.items.length
             const loaded = new Set([...read.messages.map((m) => `message:${m.id}`), ...read.summaries.map((s) => `summary:${s.id}`)])
             for (const it of read.items) if (loaded.has(`${it.kind}:${it.refId}`)) reads.contentTokens += it.tokens
+            reads.contentItems = Math.max(reads.contentItems, loaded.size)
           }))
     }))
 )
@@ -97,6 +98,7 @@ describe("LcmMemory assembly reads a window, not the session", () => {
         reads.items = 0
         reads.newestRows = 0
         reads.contentTokens = 0
+        reads.contentItems = 0
         const a = yield* memory.assemble(KEY, { budget, freshTail })
         const expected = selectForBudget(all, budget, freshTail, tailTokensOf(budget))
         const chosen = expected.indices.flatMap((i) => (all[i] === undefined ? [] : [all[i]]))
@@ -120,6 +122,7 @@ describe("LcmMemory assembly reads a window, not the session", () => {
         // Content read with the pages is bounded by the budget (a page of huge messages is not read
         // whole), and is most of what was chosen once the budget holds a few items.
         assert.isAtMost(reads.contentTokens, budget, `content read with the pages at ${at}`)
+        assert.isAtMost(reads.contentItems, SqliteMemoryStore.CONTENT_ITEMS, `items read with their content at ${at}`)
         if (budget >= 2_000) assert.isAbove(reads.contentTokens, 0, `no content read with the pages at ${at}`)
         if (budget < total / 2) {
           // A budget's worth of rows (messages here cost ≥ 10 tokens), plus at most a page of overshoot.
