@@ -10,6 +10,7 @@
  * No test framework and no Effect here: spawnAnna.ts and globalSetup.ts use it too.
  */
 import { execFileSync } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { binDir } from "./pgServer.ts"
@@ -57,7 +58,9 @@ export const homeDatabaseUrl = (home: string): string | undefined => {
   if (known !== undefined) return known
   const adminUrl = process.env["ANNA_TEST_DATABASE_URL"]
   if (adminUrl === undefined) throw new Error("ANNA_TEST_DATABASE=postgres, but no server: the run's global setup sets ANNA_TEST_DATABASE_URL")
-  const name = `${HOME_DATABASE_PREFIX}${process.env["ANNA_TEST_RUN_TAG"] ?? "x"}_${process.pid}_${homes.size + 1}`
+  // Random, not the worker's pid and a count: a long run reuses pids, and a worker's databases live
+  // until the run ends (one test file met "already exists" 27 minutes into a whole run on PostgreSQL).
+  const name = `${HOME_DATABASE_PREFIX}${process.env["ANNA_TEST_RUN_TAG"] ?? "x"}_${randomBytes(6).toString("hex")}`
   psqlStatement(adminUrl, `CREATE DATABASE ${name}`)
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
