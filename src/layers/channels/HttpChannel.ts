@@ -231,11 +231,11 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     raw: string,
     user: User,
     agent: Agent,
-    run: (meta: CompletionMeta) => Stream.Stream<WireEvent>,
+    run: () => Stream.Stream<WireEvent>,
     meta: CompletionMeta
   ) {
     const key = header(request, IDEMPOTENCY_HEADER)
-    if (key === undefined) return { events: run(meta), replayed: false }
+    if (key === undefined) return { events: run(), replayed: false, meta }
     const problem = HttpTurns.keyProblem(key)
     if (problem !== undefined) return yield* ApiError.badRequest(problem)
     const hash = createHash("sha256").update(header(request, SESSION_HEADER) ?? "").update("\0").update(raw).digest("hex")
@@ -243,26 +243,13 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     const claim = yield* turns.claim(user.id, key, hash, now, now + (agent.turnTimeoutSeconds + 60) * 1000).pipe(Effect.mapError(storage))
     switch (claim._tag) {
       case "Mismatch":
-        return yield* new ApiError({
-          status: 422,
-          errorType: "invalid_request_error",
-          code: "idempotency_key_reused",
-          param: null,
-          reason: "This Idempotency-Key was used with another request (a key names one request); send a new key for a new request."
-        })
+        return yield* ApiError.idempotencyKeyReused()
       case "Running":
-        return yield* new ApiError({
-          status: 409,
-          errorType: "invalid_request_error",
-          code: "idempotency_key_in_use",
-          param: null,
-          reason: "The request with this Idempotency-Key is still being answered; retry with the same key to get its answer.",
-          retryAfterSeconds: 5
-        })
+        return yield* ApiError.idempotencyKeyInUse()
       case "Replay":
         return { events: Stream.fromIterable(claim.answer.events), replayed: true, meta: claim.answer.meta }
       case "Claimed":
-        return { events: yield* answerOnce(user.id, key, claim.id, meta, run(meta)), replayed: false }
+        return { events: yield* answerOnce(user.id, key, claim.id, meta, run()), replayed: false, meta }
     }
   })
 
@@ -286,7 +273,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     // The turn's span continues this request's (which continues a caller's `traceparent`).
     const parentSpan = yield* Tracing.currentSpan
     const turn = yield* turnEvents(request, raw, user, agent, () => runtime.send(chat, message, { parentSpan }), fresh)
-    const meta = turn.meta ?? fresh
+    const meta = turn.meta
     const replayHeaders = turn.replayed ? { "idempotent-replayed": "true" } : {}
     const events = untilShutdown(turn.events)
     if (body.stream === true) {

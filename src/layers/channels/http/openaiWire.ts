@@ -109,6 +109,29 @@ export class ApiError extends Schema.TaggedError<ApiError>()("ApiError", {
   }
 
   /** The server shut down while the turn ran (the gateway stopping, or the channel restarting). */
+  /** An `Idempotency-Key` already used with another request body (http/idempotency.ts). */
+  static idempotencyKeyReused(): ApiError {
+    return new ApiError({
+      status: 422,
+      errorType: "invalid_request_error",
+      code: "idempotency_key_reused",
+      param: null,
+      reason: "This Idempotency-Key was used with another request (a key names one request); send a new key for a new request."
+    })
+  }
+
+  /** The request with this `Idempotency-Key` is still being answered. */
+  static idempotencyKeyInUse(): ApiError {
+    return new ApiError({
+      status: 409,
+      errorType: "invalid_request_error",
+      code: "idempotency_key_in_use",
+      param: null,
+      reason: "The request with this Idempotency-Key is still being answered; retry with the same key to get its answer.",
+      retryAfterSeconds: 5
+    })
+  }
+
   static shuttingDown(): ApiError {
     return new ApiError({
       status: 503,
