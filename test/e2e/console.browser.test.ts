@@ -225,7 +225,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     const links = await carol.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()
     assert.includeMembers(links, ["My rules", "My diary"])
     assert.notInclude(links, "Playbook")
-    await carol.getByLabel("Agent").selectOption("seer")
+    await carol.getByLabel("Agent", { exact: true }).selectOption("seer")
     const attach = carol.getByLabel("Attach images")
     const waiting = carol.getByRole("list", { name: "Images to send" })
     await attach.setInputFiles({ name: "pixel.png", mimeType: "image/png", buffer: Buffer.from(PNG, "base64") })
@@ -269,7 +269,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     })
     // Back later: the images are in the conversation, from memory.
     await carol.reload()
-    await carol.getByLabel("Agent").selectOption("seer")
+    await carol.getByLabel("Agent", { exact: true }).selectOption("seer")
     await carol.locator(".bubble.user").filter({ hasText: "what is in these?" }).getByRole("img").nth(1).waitFor()
 
     // ── Reflection on that burst: her diary entry and a rule of hers, with markup a model might write.
@@ -463,7 +463,7 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     const links = await bob.getByRole("navigation", { name: "Console" }).getByRole("link").allInnerTexts()
     assert.deepStrictEqual(links, ["Chat", "Sessions", "Usage", "My rules", "My diary", "Schedules", "Skills", "API tokens", "Profile"])
     await bob.getByRole("button", { name: "Menu" }).click()
-    assert.strictEqual(await bob.getByLabel("Agent").inputValue(), "helper")
+    assert.strictEqual(await bob.getByLabel("Agent", { exact: true }).inputValue(), "helper")
 
     // A reply that stalls half-way: its first words show while the turn still runs, then Stop ends it.
     suite.fake.script({ kind: "disconnect", parts: [{ type: "text", text: "Once upon a time, a gateway streamed its answers word by word." }], afterEvents: 4, stall: true })
@@ -607,7 +607,9 @@ describe.runIf(runIt)("e2e: the web console in Chromium", () => {
     await admin.getByRole("status").filter({ hasText: "Agent helper saved." }).waitFor()
     const history = admin.waitForResponse((r) => r.url().includes("/api/sessions?") && r.url().includes("platform=web"))
     await nav(admin, "Chat")
-    assert.strictEqual(await admin.getByLabel("Agent").inputValue(), "helper")
+    // The page switched first: until then the agent's page, titled "Agent helper", is what is shown.
+    await admin.getByRole("heading", { level: 1, name: "Chat" }).waitFor()
+    assert.strictEqual(await admin.getByLabel("Agent", { exact: true }).inputValue(), "helper")
     assert.include((await history).url(), "user=admin")
     await admin.getByText("Say hello. Type / for commands.").waitFor()
     assert.strictEqual(await admin.locator(".chat-log .bubble").count(), 0, "bob's conversation is not the admin's")
