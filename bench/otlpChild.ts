@@ -40,11 +40,13 @@ export interface Answer {
 
 const [modelUrl = "", dir = "", collectorUrl = ""] = process.argv.slice(2)
 
-const to = (signal: string): SignalExport => ({ url: `${collectorUrl}/v1/${signal}`, protocol: "http/protobuf", headers: {}, compression: "none" })
+const to = (signal: string): SignalExport => ({ url: `${collectorUrl}/v1/${signal}`, protocol: "http/protobuf", headers: {}, compression: "none", timeoutMs: 10_000 })
+/** BENCH_OTLP_SIGNALS (e.g. `traces,logs`): only those signals are exported (all three by default), to see each one's share. */
+const signals = new Set((process.env["BENCH_OTLP_SIGNALS"] ?? "traces,metrics,logs").split(","))
 const settings: OtlpSettings = {
-  traces: to("traces"),
-  metrics: to("metrics"),
-  logs: to("logs"),
+  ...(signals.has("traces") ? { traces: to("traces") } : {}),
+  ...(signals.has("metrics") ? { metrics: to("metrics") } : {}),
+  ...(signals.has("logs") ? { logs: to("logs") } : {}),
   serviceName: "anna-bench",
   serviceVersion: "bench",
   sampler: { root: "always_on", ratio: 1, parentBased: true }

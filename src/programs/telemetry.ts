@@ -26,13 +26,28 @@
  * without `OTEL_SERVICE_NAME`; and the environment is read in env.ts only.
  */
 import { Cause, Duration, Effect, Exit, Layer, Option, Tracer } from "effect"
-import { FetchHttpClient } from "effect/http"
+import { HttpBody, HttpClient, HttpClientError } from "effect/http"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
+import { encodeLogs, encodeTraces } from "../domain/observability/otlpProtobuf.ts"
 import { keepTrace, type OtlpProtocol, type OtlpSettings, type Sampler, type SignalExport } from "../domain/observability/otlp.ts"
 import { type InvalidEnvironment, otlpSetting } from "./env.ts"
 import { VERSION } from "./cli.ts"
 
-const serialization = (protocol: OtlpProtocol) => (protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf)
+/**
+ * OTLP/protobuf bodies: traces and logs by anna's one-pass encoder (domain/observability/otlpProtobuf.ts,
+ * the same bytes as effect's at a fraction of the cost), metrics (once an interval) by effect's.
+ */
+const protobuf = Layer.effect(
+  OtlpSerialization.OtlpSerialization,
+  Effect.map(Effect.service(OtlpSerialization.OtlpSerialization), (effects) => ({
+    traces: (data) => HttpBody.uint8Array(encodeTraces(data), "application/x-protobuf"),
+    metrics: effects.metrics,
+    logs: (data) => HttpBody.uint8Array(encodeLogs(data), "application/x-protobuf")
+  }))
+).pipe(Layer.provide(OtlpSerialization.layerProtobuf))
+
+const serialization = (protocol: OtlpProtocol) => (protocol === "http/json" ? OtlpSerialization.layerJson : protobuf)
 
 /** Whether a trace anna starts is kept (a random draw is as good as its random trace id's bits). */
 const keepNew = (sampler: Sampler): boolean =>
@@ -178,30 +193,32 @@ class PrivateSpan implements Tracer.Span {
   }
 }
 
+/** A quiet span (not exported: Effect's own span, in the same trace), and its nearest exported ancestor (none: it is a root). */
+class QuietSpan extends Tracer.NativeSpan {
+  readonly standsFor: Option.Option<Tracer.AnySpan>
+  constructor(options: ConstructorParameters<typeof Tracer.NativeSpan>[0]) {
+    super(options)
+    this.standsFor = options.parent
+  }
+}
+
 /**
  * `tracer`'s spans but the SQL client's (DB_SYSTEM), and a span ending in failure exported with its errors' types only
  * (an error's message may quote a tool's arguments or output, or a provider's answer), and without
  * events (Effect copies every log line written inside a span into it; those are the logs' to carry), nor a
  * request's path and query (URL_ATTRIBUTES).
  */
-export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer => {
-  /** Each quiet span's nearest exported ancestor (none: it is a root). */
-  const standsFor = new WeakMap<Tracer.AnySpan, Option.Option<Tracer.AnySpan>>()
-  return Tracer.make({
-    span(raw) {
-      const hidden = Option.isSome(raw.parent) ? standsFor.get(raw.parent.value) : undefined
-      const options = hidden === undefined ? raw : { ...raw, parent: hidden }
-      if (!exported(options)) {
-        // Never exported (Effect's own span, in the same trace), but its children are, under its exported ancestor.
-        const quiet = new Tracer.NativeSpan(options)
-        standsFor.set(quiet, options.parent)
-        return quiet
-      }
-      return new PrivateSpan(tracer.span(options))
+export const privateSpans = (tracer: Tracer.Tracer): Tracer.Tracer =>
+  Tracer.make({
+    span(options) {
+      // A quiet parent is not exported: its children hang from its nearest exported ancestor. (The
+      // options are a fresh object Effect builds for this one call.)
+      const parent = options.parent
+      if (parent._tag === "Some" && parent.value instanceof QuietSpan) (options as { parent: Option.Option<Tracer.AnySpan> }).parent = parent.value.standsFor
+      return exported(options) ? new PrivateSpan(tracer.span(options)) : new QuietSpan(options)
     },
     ...(tracer.context === undefined ? {} : { context: tracer.context })
   })
-}
 
 /** Where a signal goes, as a log line may show it: no credentials of a URL's user part. */
 const shown = (url: string): string => {
@@ -216,10 +233,36 @@ const common = (settings: OtlpSettings, to: SignalExport) => ({
   resource: { serviceName: settings.serviceName, serviceVersion: settings.serviceVersion },
   headers: to.headers,
   compression: to.compression,
-  exportInterval: to.intervalMs === undefined ? undefined : Duration.millis(to.intervalMs)
+  exportInterval: to.intervalMs === undefined ? undefined : Duration.millis(to.intervalMs),
+  maxBatchSize: to.maxBatchSize
 })
 
-/** The exporters `settings` ask for, each signal with its own protocol, over fetch. */
+/**
+ * The HTTP client a signal's exporter sends with: Node's (node:http, no web streams per request),
+ * each request given up after the signal's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which the
+ * exporter then treats as any failed export (retried, then left alone for a minute). Without it a
+ * collector that takes the connection and never answers would hold each batch forever.
+ */
+const clientFor = (to: SignalExport) =>
+  Layer.effect(
+    HttpClient.HttpClient,
+    Effect.map(
+      Effect.service(HttpClient.HttpClient),
+      HttpClient.transform((response, request) =>
+        Effect.timeoutOrElse(response, {
+          duration: Duration.millis(to.timeoutMs),
+          orElse: () =>
+            Effect.fail(
+              new HttpClientError.HttpClientError({
+                reason: new HttpClientError.TransportError({ request, description: `no answer within ${to.timeoutMs} ms (OTEL_EXPORTER_OTLP_TIMEOUT)` })
+              })
+            )
+        })
+      )
+    )
+  ).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))
+
+/** The exporters `settings` ask for, each signal with its own protocol, HTTP client and timeout. */
 export const layerOtlp = (settings: OtlpSettings) => {
   const { traces, metrics, logs } = settings
   // Each signal's layer is kept whole: the tracer and the logger are what it provides.
@@ -227,17 +270,19 @@ export const layerOtlp = (settings: OtlpSettings) => {
     ? Layer.empty
     : Layer.effect(Tracer.Tracer, Effect.map(OtlpTracer.make(common(settings, traces)), (t) => withSampler(settings.sampler)(privateSpans(t)))).pipe(
       Layer.provideMerge(OtlpExporter.layerFlusher),
-      Layer.provide(serialization(traces.protocol))
+      Layer.provide([serialization(traces.protocol), clientFor(traces)])
     )
   const metering = metrics === undefined
     ? Layer.empty
-    : OtlpMetrics.layer({ ...common(settings, metrics), temporality: metrics.temporality }).pipe(Layer.provide(serialization(metrics.protocol)))
-  const logging = logs === undefined ? Layer.empty : OtlpLogger.layer(common(settings, logs)).pipe(Layer.provide(serialization(logs.protocol)))
+    : OtlpMetrics.layer({ ...common(settings, metrics), temporality: metrics.temporality }).pipe(
+      Layer.provide([serialization(metrics.protocol), clientFor(metrics)])
+    )
+  const logging = logs === undefined ? Layer.empty : OtlpLogger.layer(common(settings, logs)).pipe(Layer.provide([serialization(logs.protocol), clientFor(logs)]))
   const described = [["traces", traces], ["metrics", metrics], ["logs", logs]] as const
   const started = Effect.logInfo(
     `telemetry: exporting ${described.flatMap(([s, to]) => (to === undefined ? [] : [`${s} to ${shown(to.url)} (${to.protocol})`])).join(", ")}`
   )
-  return Layer.mergeAll(tracing, metering, logging, Layer.effectDiscard(started)).pipe(Layer.provide(FetchHttpClient.layer))
+  return Layer.mergeAll(tracing, metering, logging, Layer.effectDiscard(started))
 }
 
 /**

@@ -4,9 +4,12 @@
  * follow their parent; and a failed span ends with its errors' types only.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Option, Tracer } from "effect"
+import { Context, Effect, Exit, Layer, Option, Tracer } from "effect"
+import { OtlpExporter } from "effect/observability"
+import { createServer, type IncomingMessage } from "node:http"
+import type { AddressInfo } from "node:net"
 import type { Sampler } from "../../src/domain/observability/otlp.ts"
-import { exported, privateSpans, withSampler } from "../../src/programs/telemetry.ts"
+import { exported, layerOtlp, privateSpans, withSampler } from "../../src/programs/telemetry.ts"
 
 const sampledOf = (sampler: Sampler, parent?: Tracer.ExternalSpan) =>
   Effect.gen(function*() {
@@ -110,4 +113,36 @@ describe("privateSpans: quiet spans", () => {
     assert.deepStrictEqual(exported({ name: "ConfigStore.snapshot", kind: "internal" }), false)
     assert.deepStrictEqual(exported({ name: "POST", kind: "server" }), true)
   })
+})
+
+describe("layerOtlp: a collector that never answers", () => {
+  it.live("gives each export request up after the signal's timeout (OTEL_EXPORTER_OTLP_TIMEOUT) instead of holding it forever", () =>
+    Effect.gen(function*() {
+      const requests: Array<IncomingMessage> = []
+      const closed: Array<number> = []
+      // Takes every request and never answers.
+      const server = createServer((req) => {
+        const i = requests.push(req) - 1
+        req.socket.once("close", () => closed.push(i))
+        req.resume()
+      })
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((ok) => server.listen(0, "127.0.0.1", () => ok()))),
+        () => Effect.sync(() => server.close())
+      )
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`
+      const layer = layerOtlp({
+        traces: { url, protocol: "http/protobuf", headers: {}, compression: "none", intervalMs: 3_600_000, timeoutMs: 300 },
+        serviceName: "anna-test",
+        serviceVersion: "0",
+        sampler: { root: "always_on", ratio: 1, parentBased: true }
+      })
+      const context = yield* Layer.build(layer)
+      yield* Effect.void.pipe(Effect.withSpan("turn"), Effect.provideContext(context))
+      // Sends what it holds and returns: the first request and its retries each end at the timeout.
+      yield* OtlpExporter.Flusher.pipe(Effect.flatMap((f) => f.flush), Effect.provideContext(context))
+      assert.isAtLeast(requests.length, 2, "the request timed out and was retried")
+      yield* Effect.promise(() => new Promise<void>((ok) => (closed.length >= requests.length ? ok() : requests.at(-1)?.socket.once("close", () => ok()))))
+      assert.strictEqual(closed.length, requests.length, "every request it gave up on was closed")
+    }).pipe(Effect.scoped), 30_000)
 })

@@ -16,6 +16,9 @@
  *   other attributes effect's exporters add themselves).
  * - `OTEL_BSP_SCHEDULE_DELAY`, `OTEL_BLRP_SCHEDULE_DELAY`, `OTEL_METRIC_EXPORT_INTERVAL` (ms) and
  *   `OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE` (`cumulative` or `delta`).
+ * - `OTEL_EXPORTER_OTLP[_SIGNAL]_TIMEOUT` (ms, default 10000): how long one export request may take.
+ * - `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`, `OTEL_BLRP_MAX_EXPORT_BATCH_SIZE`: spans or log records held
+ *   before an export is sent early (effect's exporters' 1000 when unset).
  * - `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio` and their `parentbased_`
  *   forms, default `parentbased_always_on`) with `OTEL_TRACES_SAMPLER_ARG` (the ratio, 0..1).
  *
@@ -37,7 +40,14 @@ export interface SignalExport {
   readonly compression: "gzip" | "none"
   /** Milliseconds between exports (the exporters' default when absent). */
   readonly intervalMs?: number | undefined
+  /** Milliseconds one export request may take. */
+  readonly timeoutMs: number
+  /** Items held before an export is sent early (the exporters' default when absent; metrics have none). */
+  readonly maxBatchSize?: number | undefined
 }
+
+/** `OTEL_EXPORTER_OTLP_TIMEOUT`'s default (the specification's). */
+export const DEFAULT_TIMEOUT_MS = 10_000
 
 /** Which traces are kept: decided where a trace starts (a span without a parent, or a caller's). */
 export interface Sampler {
@@ -74,8 +84,10 @@ export const otlpVariables: ReadonlyArray<string> = [
   "OTEL_BLRP_SCHEDULE_DELAY",
   "OTEL_METRIC_EXPORT_INTERVAL",
   "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",
+  "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+  "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE",
   ...["", ...SIGNALS.map((s) => `${upper(s)}_`)].flatMap((p) =>
-    ["ENDPOINT", "PROTOCOL", "HEADERS", "COMPRESSION"].map((v) => `OTEL_EXPORTER_OTLP_${p}${v}`)
+    ["ENDPOINT", "PROTOCOL", "HEADERS", "COMPRESSION", "TIMEOUT"].map((v) => `OTEL_EXPORTER_OTLP_${p}${v}`)
   ),
   ...SIGNALS.map((s) => `OTEL_${upper(s)}_EXPORTER`)
 ]
@@ -125,11 +137,24 @@ const resourceServiceName = (raw: string | undefined): string | undefined => {
   return undefined
 }
 
+/** A timeout in milliseconds: more than 0 (0 would fail every request). */
+const timeout = (env: Env, name: string): number | undefined => {
+  const n = milliseconds(env, name)
+  return n === 0 ? fail(`${name}=0 is not a timeout: give the milliseconds one export may take`) : n
+}
+
 const milliseconds = (env: Env, name: string): number | undefined => {
   const raw = env(name)
   if (raw === undefined) return undefined
   const n = Number(raw)
   return Number.isInteger(n) && n >= 0 ? n : fail(`${name}=${JSON.stringify(raw)} is not a whole number of milliseconds`)
+}
+
+const count = (env: Env, name: string): number | undefined => {
+  const raw = env(name)
+  if (raw === undefined) return undefined
+  const n = Number(raw)
+  return Number.isInteger(n) && n >= 1 ? n : fail(`${name}=${JSON.stringify(raw)} is not a whole number of 1 or more`)
 }
 
 const oneOf = <A extends string>(env: Env, name: string, allowed: ReadonlyArray<A>): A | undefined => {
@@ -174,6 +199,12 @@ const INTERVALS: Readonly<Record<Signal, string>> = {
   logs: "OTEL_BLRP_SCHEDULE_DELAY"
 }
 
+const BATCH_SIZES: Readonly<Record<Signal, string | undefined>> = {
+  traces: "OTEL_BSP_MAX_EXPORT_BATCH_SIZE",
+  metrics: undefined,
+  logs: "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE"
+}
+
 const signalExport = (env: Env, signal: Signal): SignalExport | undefined => {
   const at = endpoint(env, signal)
   if (at === undefined || !exporterOn(env, signal)) return undefined
@@ -186,7 +217,9 @@ const signalExport = (env: Env, signal: Signal): SignalExport | undefined => {
     protocol: protocol(env, own("PROTOCOL")) ?? protocol(env, base("PROTOCOL")) ?? "http/protobuf",
     headers: headersRaw === undefined ? {} : parseHeaders(headersRaw, headersName),
     compression: oneOf(env, own("COMPRESSION"), ["gzip", "none"] as const) ?? oneOf(env, base("COMPRESSION"), ["gzip", "none"] as const) ?? "none",
-    intervalMs: milliseconds(env, INTERVALS[signal])
+    intervalMs: milliseconds(env, INTERVALS[signal]),
+    timeoutMs: (env(own("TIMEOUT")) !== undefined ? timeout(env, own("TIMEOUT")) : timeout(env, base("TIMEOUT"))) ?? DEFAULT_TIMEOUT_MS,
+    maxBatchSize: BATCH_SIZES[signal] === undefined ? undefined : count(env, BATCH_SIZES[signal])
   }
 }
 

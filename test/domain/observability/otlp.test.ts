@@ -75,6 +75,21 @@ describe("otlpSettings", () => {
     assert.strictEqual(settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SERVICE_NAME: "svc", OTEL_RESOURCE_ATTRIBUTES: "service.name=r" })?.serviceName, "svc")
   })
 
+  it("reads each signal's request timeout (10 s by default) and the batch sizes of spans and log records", () => {
+    const plain = settings({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" })
+    assert.deepStrictEqual([plain?.traces?.timeoutMs, plain?.metrics?.timeoutMs, plain?.logs?.timeoutMs], [10_000, 10_000, 10_000])
+    assert.deepStrictEqual([plain?.traces?.maxBatchSize, plain?.logs?.maxBatchSize], [undefined, undefined])
+    const s = settings({
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+      OTEL_EXPORTER_OTLP_TIMEOUT: "2500",
+      OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: "700",
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "512",
+      OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: "64"
+    })
+    assert.deepStrictEqual([s?.traces?.timeoutMs, s?.metrics?.timeoutMs, s?.logs?.timeoutMs], [2500, 2500, 700])
+    assert.deepStrictEqual([s?.traces?.maxBatchSize, s?.metrics?.maxBatchSize, s?.logs?.maxBatchSize], [512, undefined, 64])
+  })
+
   it("refuses what it cannot use in one line naming the variable, never a header's value", () => {
     const base = { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318" }
     assert.include(problem({ ...base, OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }), "OTEL_EXPORTER_OTLP_PROTOCOL=grpc is not supported")
@@ -83,6 +98,10 @@ describe("otlpSettings", () => {
     assert.include(problem({ ...base, OTEL_TRACES_SAMPLER: "sometimes" }), "OTEL_TRACES_SAMPLER")
     assert.include(problem({ ...base, OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "2" }), "OTEL_TRACES_SAMPLER_ARG")
     assert.include(problem({ ...base, OTEL_BSP_SCHEDULE_DELAY: "soon" }), "OTEL_BSP_SCHEDULE_DELAY")
+    assert.include(problem({ ...base, OTEL_EXPORTER_OTLP_TIMEOUT: "0" }), "OTEL_EXPORTER_OTLP_TIMEOUT=0 is not a timeout")
+    assert.include(problem({ ...base, OTEL_EXPORTER_OTLP_TRACES_TIMEOUT: "-5" }), "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+    assert.include(problem({ ...base, OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "0" }), "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
+    assert.include(problem({ ...base, OTEL_BLRP_MAX_EXPORT_BATCH_SIZE: "many" }), "OTEL_BLRP_MAX_EXPORT_BATCH_SIZE")
     const headers = problem({ ...base, OTEL_EXPORTER_OTLP_HEADERS: "api-key-s3cr3t-without-equals" })
     assert.include(headers, "OTEL_EXPORTER_OTLP_HEADERS")
     assert.notInclude(headers, "s3cr3t")
