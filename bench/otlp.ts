@@ -29,7 +29,7 @@ import { ratios } from "./support/common.ts"
 import { int, ms, progress, rate, section, summarize, table } from "./support/measure.ts"
 
 /** Alternating blocks: of one-session turns, and of turns across SESSIONS sessions in parallel. */
-const ROUNDS = Number(process.env["BENCH_OTLP_ROUNDS"] ?? 3)
+const ROUNDS = Number(process.env["BENCH_OTLP_ROUNDS"] ?? 6)
 const SERIAL_PAIRS = 6
 const TURNS_PER_BLOCK = 20
 const PARALLEL_PAIRS = Number(process.env["BENCH_OTLP_PAIRS"] ?? 16)
