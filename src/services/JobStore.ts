@@ -41,6 +41,16 @@ export class JobStore extends Context.Service<JobStore, {
   readonly requestRun: (id: string) => Effect.Effect<Job, JobNotFound | StorageError>
   /** Sets the next due time and clears a run request. */
   readonly setNext: (id: string, nextRunAt: number | null) => Effect.Effect<void, StorageError>
+  /**
+   * Takes the job's due run: sets its next due time and clears a run request only if both are still
+   * as `seen` (what the caller read); true when this caller took it. Two schedulers that saw the same
+   * due time (two gateways, or one that froze past its turn and woke) take it once between them.
+   */
+  readonly claim: (
+    id: string,
+    seen: { readonly nextRunAt: number | null; readonly runRequested: boolean },
+    nextRunAt: number | null
+  ) => Effect.Effect<boolean, StorageError>
   /** Records a run that starts now (status running); its id. */
   readonly startRun: (jobId: string, trigger: RunTrigger) => Effect.Effect<number, StorageError>
   /** Records how a run ended (now) and drops runs past KEEP_RUNS. */

@@ -140,7 +140,10 @@ describe("layerOtlp: a collector that never answers", () => {
       const context = yield* Layer.build(layer)
       yield* Effect.void.pipe(Effect.withSpan("turn"), Effect.provideContext(context))
       // Sends what it holds and returns: the first request and its retries each end at the timeout.
-      yield* OtlpExporter.Flusher.pipe(Effect.flatMap((f) => f.flush), Effect.provideContext(context))
+      yield* Effect.serviceOption(OtlpExporter.Flusher).pipe(
+        Effect.flatMap(Option.match({ onNone: () => Effect.die("layerOtlp gave no flusher"), onSome: (f) => f.flush })),
+        Effect.provideContext(context)
+      )
       assert.isAtLeast(requests.length, 2, "the request timed out and was retried")
       yield* Effect.promise(() => new Promise<void>((ok) => (closed.length >= requests.length ? ok() : requests.at(-1)?.socket.once("close", () => ok()))))
       assert.strictEqual(closed.length, requests.length, "every request it gave up on was closed")

@@ -7,6 +7,11 @@
  * another process are seen) or until `wake`, and run what is due. Each run is its own fiber;
  * a job whose previous run is still going when it is due again gets a `skipped` run instead of a
  * second one. A one-shot (`at`) job is removed once it has run; its history stays.
+ *
+ * A due run is taken in the database before it starts (`JobStore.claim`: the next due time moves
+ * only if it is still the one this scheduler read), so two schedulers on one database — two
+ * gateways, or one frozen past a job's time that wakes while another has taken over — run each
+ * due time once between them.
  */
 import { Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
 import * as Metrics from "../../domain/observability/metrics.ts"
@@ -59,7 +64,8 @@ export const make = (options: SchedulerOptions = {}) =>
         // counts as that one); a scheduled one moves it past now.
         const overdue = job.nextRunAt !== null && job.nextRunAt <= now
         const next = trigger === "manual" && !overdue ? job.nextRunAt : job.kind === "at" ? null : nextAfter(job, now)
-        yield* store.setNext(job.id, next)
+        // Another scheduler (a second gateway, or this one's earlier self frozen past the time) took this run.
+        if (!(yield* store.claim(job.id, job, next))) return
         if (running.has(job.id)) {
           yield* Metrics.schedulerRun("skipped")
           yield* store.recordRun(job.id, trigger, { status: "skipped", error: "the previous run was still going" })
@@ -81,10 +87,10 @@ export const make = (options: SchedulerOptions = {}) =>
           yield* fire(job, "catch_up", now)
           continue
         }
+        if (!(yield* store.claim(job.id, job, job.kind === "at" ? null : nextAfter(job, now)))) continue
         yield* Metrics.schedulerRun("skipped")
         yield* store.recordRun(job.id, "catch_up", { status: "skipped", error: "missed while the gateway was down (catch-up: skip)" })
         if (job.kind === "at") yield* store.retire(job.id)
-        else yield* store.setNext(job.id, nextAfter(job, now))
       }
     })
 

@@ -172,6 +172,18 @@ export const make = Effect.gen(function*() {
     yield* sql`UPDATE scheduler_jobs SET next_run_at = ${nextRunAt}, run_requested = 0 WHERE id = ${id}`.pipe(fail("set a job's next run"))
   })
 
+  const claim = Effect.fn("JobStore.claim")(function*(
+    id: string,
+    seen: { readonly nextRunAt: number | null; readonly runRequested: boolean },
+    nextRunAt: number | null
+  ) {
+    // IS NOT DISTINCT FROM: equal, or both NULL (SQLite ≥ 3.39 and PostgreSQL alike).
+    const rows = yield* sql<{ id: string }>`UPDATE scheduler_jobs SET next_run_at = ${nextRunAt}, run_requested = 0
+      WHERE id = ${id} AND next_run_at IS NOT DISTINCT FROM ${seen.nextRunAt} AND run_requested = ${seen.runRequested ? 1 : 0}
+      RETURNING id`.pipe(fail("take a job's due run"))
+    return rows.length > 0
+  })
+
   const prune = (jobId: string) =>
     sql`DELETE FROM scheduler_runs WHERE job_id = ${jobId} AND id NOT IN
       (SELECT id FROM scheduler_runs WHERE job_id = ${jobId} ORDER BY id DESC LIMIT ${KEEP_RUNS})`
@@ -229,7 +241,7 @@ export const make = Effect.gen(function*() {
     return rows.length
   }).pipe(Effect.withSpan("JobStore.interruptRunning"))
 
-  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, startRun, finishRun, recordRun, history, moveUserHistory, interruptRunning })
+  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, claim, startRun, finishRun, recordRun, history, moveUserHistory, interruptRunning })
 })
 
 export const layer = Layer.effect(JobStore, make)

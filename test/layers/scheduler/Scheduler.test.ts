@@ -11,6 +11,7 @@ import { LiveConfig } from "../../../src/services/LiveConfig.ts"
 import { Notifier } from "../../../src/services/Notifier.ts"
 import { Runtime } from "../../../src/services/Runtime.ts"
 import { sqliteTemp } from "../../support/db.ts"
+import { testDatabases } from "../../support/postgres.ts"
 import { eventually } from "../../support/eventually.ts"
 import { done } from "../../support/fakeRuntime.ts"
 
@@ -269,3 +270,39 @@ describe("Scheduler", () => {
       expect(yield* reason(job({ every: "1h", prompt: "x".repeat(4_001) }))).toContain("longer than 4000")
     })))
 })
+
+// Two schedulers on one database (issue 28: two gateways, or one frozen past a job's time that wakes
+// while another has taken over): each due time runs once between them, taken in the database.
+for (const db of testDatabases(sqliteTemp)) {
+  describe(`Scheduler: two on one database (${db.name})`, () => {
+    it.effect("run each due time once between them, and a catch-up once", () =>
+      Effect.gen(function*() {
+        const store = yield* JobStore
+        const a = fakeRuntime((_, n) => Effect.succeed(reply(`a ${n}`)))
+        const b = fakeRuntime((_, n) => Effect.succeed(reply(`b ${n}`)))
+        const every = yield* store.add(job({ every: "2m", deliverUser: undefined }))
+        const missed = yield* store.add(job({ every: "1h", deliverUser: undefined }))
+        yield* TestClock.adjust(HOUR + MIN) // both were down past `missed`'s time (and `every`'s)
+        const schedulers = [yield* start(a.service, undefined, "run"), yield* start(b.service, undefined, "run")]
+        const ok = (n: number) => eventually(Effect.map(store.history(every.id), (runs) => expect(runs.filter((r) => r.status === "ok")).toHaveLength(n)))
+        yield* ok(1)
+        for (let n = 2; n <= 5; n++) {
+          yield* TestClock.adjust(2 * MIN)
+          // A loop still busy with its last look (PostgreSQL answers in real time) looks again at once.
+          for (const s of schedulers) yield* s.wake
+          yield* ok(n)
+        }
+        const runs = yield* store.history(every.id)
+        // The catch-up at start, then one run per two minutes: no due time twice, none skipped as "still going".
+        expect(runs.map((r) => [r.trigger, r.startedAt])).toEqual([
+          ["schedule", HOUR + 9 * MIN],
+          ["schedule", HOUR + 7 * MIN],
+          ["schedule", HOUR + 5 * MIN],
+          ["schedule", HOUR + 3 * MIN],
+          ["catch_up", HOUR + MIN]
+        ])
+        expect((yield* store.history(missed.id)).map((r) => r.trigger)).toEqual(["catch_up"])
+        expect(a.turns() + b.turns()).toBe(6)
+      }).pipe(Effect.provide(SqliteJobStore.layer.pipe(Layer.provideMerge(db.layer)))))
+  })
+}
