@@ -95,8 +95,8 @@ describe("e2e: OTLP export from the gateway", () => {
       const { home, token, model } = await setUp(llm)
       const gateway = await startGateway(home, {
         ...llm,
+        // Every signal in the default protocol, http/protobuf (the next test sends traces as JSON).
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-        OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
         OTEL_SERVICE_NAME: "anna-under-test",
         OTEL_BSP_SCHEDULE_DELAY: "100",
         OTEL_METRIC_EXPORT_INTERVAL: "300",
@@ -185,7 +185,9 @@ describe("e2e: OTLP export from the gateway", () => {
 
         const { stderr } = await stop(gateway)
         stopped = true
-        assert.include(stderr, `telemetry: exporting traces to ${collector.url}/v1/traces (http/json), metrics to`)
+        assert.include(stderr, `telemetry: exporting traces to ${collector.url}/v1/traces (http/protobuf), metrics to`)
+        // All of it came as protobuf, which the collector read (and would have refused, broken).
+        assert.deepStrictEqual([...new Set(collector.requests().map((r) => r.contentType))], ["application/x-protobuf"])
         // The logs held back were sent as the gateway stopped, its last line among them.
         const logs = await collector.waitFor("the gateway's logs", () => {
           const all = collector.logs()

@@ -3,9 +3,12 @@
  * JSON bodies (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`) at POST /v1/traces, /v1/metrics and
  * /v1/logs, as a collector's `otlp` receiver on 4318 does, and keeping every request for the test
  * to read: spans flattened out of resourceSpans → scopeSpans → spans with their attributes as plain
- * values, metric names, log records. A body that is not JSON (protobuf) is kept as a count only.
+ * values, metric names, log records — from JSON bodies (`OTEL_EXPORTER_OTLP_PROTOCOL=http/json`) and
+ * protobuf ones (`http/protobuf`, the default) alike: a protobuf body is read by ./otlpProtobufReader.ts
+ * into the shape JSON gives, and one that breaks the wire format is answered 400, as a collector would.
  */
 import { createServer, type IncomingMessage } from "node:http"
+import { readLogs, readMetrics, readTraces } from "./otlpProtobufReader.ts"
 
 /** An OTLP AnyValue (`{ stringValue }`, `{ intValue }`, …) as JSON carries it. */
 export interface AnyValue {
@@ -114,13 +117,20 @@ interface LogsJson {
   }>
 }
 
-const readBody = (request: IncomingMessage): Promise<string> =>
+const readBody = (request: IncomingMessage): Promise<Buffer> =>
   new Promise((resolve, reject) => {
     const chunks: Array<Buffer> = []
     request.on("data", (c: Buffer) => chunks.push(c))
-    request.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")))
+    request.on("end", () => resolve(Buffer.concat(chunks)))
     request.on("error", reject)
   })
+
+/** A request's body as OTLP/JSON gives it: parsed JSON, or protobuf read into that shape; undefined for another content type. */
+const decoded = (path: string, contentType: string, raw: Buffer): unknown => {
+  if (contentType.startsWith("application/json")) return JSON.parse(raw.toString("utf8"))
+  if (!contentType.startsWith("application/x-protobuf")) return undefined
+  return path === "/v1/traces" ? readTraces(raw) : path === "/v1/metrics" ? readMetrics(raw) : readLogs(raw)
+}
 
 /** Starts a collector on `port` (default: a free one). */
 export const startOtlpCollector = async (port = 0): Promise<OtlpCollector> => {
@@ -130,9 +140,9 @@ export const startOtlpCollector = async (port = 0): Promise<OtlpCollector> => {
   const logs: Array<CollectedLog> = []
   const waiters = new Set<() => void>()
 
-  const take = (path: string, body: string) => {
+  const take = (path: string, body: unknown) => {
     if (path === "/v1/traces") {
-      for (const rs of (JSON.parse(body) as TracesJson).resourceSpans ?? []) {
+      for (const rs of (body as TracesJson).resourceSpans ?? []) {
         const resource = attributesOf(rs.resource?.attributes)
         for (const ss of rs.scopeSpans ?? []) {
           for (const s of ss.spans ?? []) {
@@ -151,11 +161,11 @@ export const startOtlpCollector = async (port = 0): Promise<OtlpCollector> => {
         }
       }
     } else if (path === "/v1/metrics") {
-      for (const rm of (JSON.parse(body) as MetricsJson).resourceMetrics ?? []) {
+      for (const rm of (body as MetricsJson).resourceMetrics ?? []) {
         for (const sm of rm.scopeMetrics ?? []) for (const m of sm.metrics ?? []) metricNames.add(m.name)
       }
     } else if (path === "/v1/logs") {
-      for (const rl of (JSON.parse(body) as LogsJson).resourceLogs ?? []) {
+      for (const rl of (body as LogsJson).resourceLogs ?? []) {
         for (const sl of rl.scopeLogs ?? []) {
           for (const r of sl.logRecords ?? []) {
             logs.push({ body: plain(r.body), severityText: r.severityText, traceId: r.traceId, spanId: r.spanId, attributes: attributesOf(r.attributes) })
@@ -166,7 +176,8 @@ export const startOtlpCollector = async (port = 0): Promise<OtlpCollector> => {
   }
 
   const server = createServer((request, response) => {
-    void readBody(request).then((body) => {
+    void readBody(request).then((raw) => {
+      const body = raw.toString("utf8")
       const path = (request.url ?? "/").split("?")[0] ?? "/"
       const contentType = request.headers["content-type"] ?? ""
       if (request.method !== "POST" || !["/v1/traces", "/v1/metrics", "/v1/logs"].includes(path)) {
@@ -174,13 +185,12 @@ export const startOtlpCollector = async (port = 0): Promise<OtlpCollector> => {
         return
       }
       requests.push({ path, contentType, body })
-      if (contentType.startsWith("application/json")) {
-        try {
-          take(path, body)
-        } catch {
-          response.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ message: "not OTLP JSON" }))
-          return
-        }
+      try {
+        const data = decoded(path, contentType, raw)
+        if (data !== undefined) take(path, data)
+      } catch (e) {
+        response.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify({ message: `not OTLP: ${String(e)}` }))
+        return
       }
       // An OTLP/HTTP success: an empty ExportServiceResponse.
       response.writeHead(200, { "content-type": "application/json" }).end("{}")

@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, Schema } from "effect"
 import { OtlpSerialization } from "effect/observability"
+import { readLogs, readTraces } from "../../support/otlpProtobufReader.ts"
 import { encodeLogs, encodeTraces, type AnyValue, type KeyValue, type LogsData, type Span, type TracesData } from "../../../src/domain/observability/otlpProtobuf.ts"
 
 const reference = Effect.runSync(Effect.provide(Effect.service(OtlpSerialization.OtlpSerialization), OtlpSerialization.layerProtobuf))
@@ -104,6 +105,24 @@ describe("OTLP/protobuf encoding", () => {
   it.prop("logs: the bytes effect's encoder writes", { data: logs }, ({ data }) => {
     same(encodeLogs(data), bodyOf(reference.logs(data as never)))
   }, { arbitrary: { runs: 300 } })
+
+  it.prop("traces: read back by a reader of the wire format, what was written", { data: traces }, ({ data }) => {
+    const spans = data.resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans))
+    const read = readTraces(encodeTraces(data)).resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans))
+    // A lone surrogate is written as U+FFFD, as UTF-8 has no other way to say it.
+    const shape = (s: { traceId: string; spanId: string; parentSpanId?: string | undefined; name: string; kind: number; startTimeUnixNano: unknown; attributes: ReadonlyArray<KeyValue> }) =>
+      [s.traceId, s.spanId, s.parentSpanId, s.name.toWellFormed(), s.kind, String(s.startTimeUnixNano), s.attributes.map((a) => a.key.toWellFormed())]
+    assert.deepStrictEqual(read.map(shape), spans.map(shape))
+  }, { arbitrary: { runs: 100 } })
+
+  it.prop("logs: read back by a reader of the wire format, what was written", { data: logs }, ({ data }) => {
+    const records = data.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords ?? []))
+    const read = readLogs(encodeLogs(data)).resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords))
+    assert.deepStrictEqual(
+      read.map((r) => [r.severityText === undefined ? "" : r.severityText, r.traceId, r.spanId, r.attributes.map((a) => a.key)]),
+      records.map((r) => [r.severityText?.toWellFormed(), r.traceId, r.spanId, r.attributes.map((a) => a.key.toWellFormed())])
+    )
+  }, { arbitrary: { runs: 100 } })
 
   it("a batch of a thousand spans, whose lengths take three bytes", () => {
     const s: Span = {
