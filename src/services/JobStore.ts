@@ -51,6 +51,12 @@ export class JobStore extends Context.Service<JobStore, {
     seen: { readonly nextRunAt: number | null; readonly runRequested: boolean },
     nextRunAt: number | null
   ) => Effect.Effect<boolean, StorageError>
+  /**
+   * Takes a heartbeat's beat at `now` (job `heartbeat:{agent}:{user}`): true unless that workspace
+   * already had one less than `gapMs` ago, whoever gave it — two gateways (or a frozen one that
+   * woke) give a workspace one beat per interval between them.
+   */
+  readonly claimBeat: (jobId: string, now: number, gapMs: number) => Effect.Effect<boolean, StorageError>
   /** Records a run that starts now (status running); its id. */
   readonly startRun: (jobId: string, trigger: RunTrigger) => Effect.Effect<number, StorageError>
   /** Records how a run ended (now) and drops runs past KEEP_RUNS. */

@@ -231,8 +231,18 @@ export const make = Effect.gen(function*() {
         WHERE job_id = ${job_id} RETURNING id`
       moved += rows.length
     }
+    // A later user of the same id gets their first beat on time.
+    yield* sql`DELETE FROM heartbeat_beats WHERE substr(job_id, 1, 10) = 'heartbeat:' AND length(job_id) > ${suffix.length + 10}
+      AND substr(job_id, length(job_id) - ${suffix.length - 1}) = ${suffix}`
     return moved
   }, fail("move a removed user's run history"))
+
+  const claimBeat = Effect.fn("JobStore.claimBeat")(function*(jobId: string, now: number, gapMs: number) {
+    const rows = yield* sql<{ job_id: string }>`INSERT INTO heartbeat_beats (job_id, beat_at) VALUES (${jobId}, ${now})
+      ON CONFLICT (job_id) DO UPDATE SET beat_at = excluded.beat_at WHERE heartbeat_beats.beat_at <= ${now - gapMs}
+      RETURNING job_id`.pipe(fail("take a heartbeat's beat"))
+    return rows.length > 0
+  })
 
   const interruptRunning = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
@@ -241,7 +251,7 @@ export const make = Effect.gen(function*() {
     return rows.length
   }).pipe(Effect.withSpan("JobStore.interruptRunning"))
 
-  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, claim, startRun, finishRun, recordRun, history, moveUserHistory, interruptRunning })
+  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, claim, claimBeat, startRun, finishRun, recordRun, history, moveUserHistory, interruptRunning })
 })
 
 export const layer = Layer.effect(JobStore, make)

@@ -5,7 +5,8 @@
  * the file with its own tools and acts on it. Its answer goes to that user through the Notifier —
  * unless it is HEARTBEAT_OK or empty (nothing to report: nobody hears anything). Each turn is
  * recorded in the run history as job `heartbeat:{agent}:{user}`. Agents with a `shared` workspace
- * have no heartbeat (whom it would speak for is not defined).
+ * have no heartbeat (whom it would speak for is not defined). A beat is taken in the database first
+ * (JobStore.claimBeat): gateways sharing a database give each workspace one beat per interval.
  *
  * SECURITY: the host never opens anything in a user workspace (a user may plant a symlink or a FIFO
  * there): the check is one `lstat` of HEARTBEAT.md (no link followed, no open), and only a regular
@@ -81,8 +82,11 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
       Effect.orElseSucceed(() => "auto" as const)
     )
 
-    const beat = (agentId: string, userId: string) =>
+    const beat = (agentId: string, userId: string, intervalMs: number) =>
       Effect.gen(function*() {
+        // Another gateway on this database beat this workspace less than half an interval ago.
+        const now = yield* Clock.currentTimeMillis
+        if (!(yield* store.claimBeat(heartbeatJobId(agentId, userId), now, intervalMs / 2))) return
         const runId = yield* store.startRun(heartbeatJobId(agentId, userId), "heartbeat")
         const target = { platform: SCHEDULER_PLATFORM, externalUserId: userId, userId, agentId, chatId: "heartbeat" }
         const turn = yield* runTurn(runtime, target, HEARTBEAT_PROMPT)
@@ -98,7 +102,7 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
         yield* store.finishRun(runId, outcome)
       })
 
-    const cycle = Effect.gen(function*() {
+    const cycle = (intervalMs: number) => Effect.gen(function*() {
       for (const agent of yield* agents.list) {
         if (!agent.enabled || agent.sandboxWorkspace !== "user") continue
         const bound = yield* diskBound
@@ -109,7 +113,7 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
           )
         for (const userId of yield* withHeartbeat(home, agent.id, ready)) {
           // The workspace of a user removed since is left alone.
-          if (Option.isSome(yield* config.getUser(userId))) yield* beat(agent.id, userId)
+          if (Option.isSome(yield* config.getUser(userId))) yield* beat(agent.id, userId, intervalMs)
         }
       }
     }).pipe(Effect.catch((e) => Effect.logError(`heartbeat: ${e.message}`)))
@@ -126,7 +130,7 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     // Beats run one after another, so two never overlap; `off` is looked at again each minute, and
     // once more when a sleep ends (turned off meanwhile: no beat). The interval runs from the start,
     // then from the end of each beat — not from the end of the read of the setting, which takes time.
-    const beatIfOn = Effect.flatMap(interval, (ms) => (ms === undefined ? Effect.void : cycle))
+    const beatIfOn = Effect.flatMap(interval, (ms) => (ms === undefined ? Effect.void : cycle(ms)))
     let since = yield* Clock.currentTimeMillis
     yield* Effect.gen(function*() {
       const ms = yield* interval

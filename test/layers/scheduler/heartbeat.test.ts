@@ -115,4 +115,28 @@ describe("heartbeat", () => {
       expect(rt.prompts).toHaveLength(2)
     }).pipe(Effect.provide(stack(home)), Effect.ensuring(Effect.sync(() => rmSync(home, { recursive: true, force: true }))))
   })
+
+  it.effect("two gateways on one database give a workspace one beat per interval between them", () => {
+    const home = tempDir("anna-heartbeat-two-")
+    return Effect.gen(function*() {
+      yield* (yield* ProviderStore).add({
+        id: "local", type: "openai", baseUrl: "http://127.0.0.1:9/v1", apiKey: "x", models: [], defaultModel: "m", headers: {}, enabled: true
+      })
+      yield* (yield* AgentStore).create("a1", { providerId: "local" })
+      yield* (yield* ConfigStore).createUser("alice", "alice")
+      const users = join(home, "workspaces", "a1", "users")
+      mkdirSync(join(users, "alice"), { recursive: true })
+      writeFileSync(join(users, "alice", "HEARTBEAT.md"), "- check the backups\n")
+      const one = scripted([])
+      const two = scripted([])
+      const store = yield* JobStore
+      for (const rt of [one, two]) yield* Layer.build(Scheduler.layer({ notifier, recheck: "1 hour" }).pipe(Layer.provide(Layer.succeed(Runtime, rt.service))))
+      const alice = heartbeatJobId("a1", "alice")
+      for (let n = 1; n <= 3; n++) {
+        yield* TestClock.adjust(30 * MIN)
+        yield* eventually(Effect.map(store.history(alice), (runs) => expect(runs).toHaveLength(n)))
+      }
+      expect(one.prompts.length + two.prompts.length).toBe(3)
+    }).pipe(Effect.provide(stack(home)), Effect.ensuring(Effect.sync(() => rmSync(home, { recursive: true, force: true }))))
+  })
 })

@@ -59,6 +59,12 @@ for (const db of testDatabases(sqliteTemp)) {
         assert.isTrue(yield* store.claim(c.id, { nextRunAt: 20_000, runRequested: true }, 20_000))
         assert.deepInclude(Option.getOrUndefined(yield* store.get(c.id)), { nextRunAt: 20_000, runRequested: false })
         assert.isFalse(yield* store.claim("no-such-job", { nextRunAt: null, runRequested: false }, 1))
+        // A heartbeat's beat is taken once per gap, by whoever comes first.
+        assert.isTrue(yield* store.claimBeat("heartbeat:a1:alice", 100_000, 50_000))
+        assert.isFalse(yield* store.claimBeat("heartbeat:a1:alice", 149_999, 50_000))
+        assert.isTrue(yield* store.claimBeat("heartbeat:a1:bob", 149_999, 50_000))
+        assert.isTrue(yield* store.claimBeat("heartbeat:a1:alice", 150_000, 50_000))
+        assert.isFalse(yield* store.claimBeat("heartbeat:a1:alice", 150_000, 50_000))
         yield* store.retire(b.id)
         yield* store.remove(a.id)
         assert.deepStrictEqual((yield* store.list()).map((j) => j.id), [c.id])
