@@ -26,8 +26,7 @@
  * without `OTEL_SERVICE_NAME`; and the environment is read in env.ts only.
  */
 import { Cause, Duration, Effect, Exit, Layer, Option, Tracer } from "effect"
-import { HttpBody, HttpClient, HttpClientError } from "effect/http"
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { FetchHttpClient, HttpBody, HttpClient, HttpClientError } from "effect/http"
 import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
 import { encodeLogs, encodeTraces } from "../domain/observability/otlpProtobuf.ts"
 import { keepTrace, type OtlpProtocol, type OtlpSettings, type Sampler, type SignalExport } from "../domain/observability/otlp.ts"
@@ -238,8 +237,8 @@ const common = (settings: OtlpSettings, to: SignalExport) => ({
 })
 
 /**
- * The HTTP client a signal's exporter sends with: Node's (node:http, no web streams per request),
- * each request given up after the signal's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which the
+ * The HTTP client a signal's exporter sends with (fetch; @effect/platform-node's node:http client
+ * would bundle the undici package, which reads its own folder at load), each request given up after the signal's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which the
  * exporter then treats as any failed export (retried, then left alone for a minute). Without it a
  * collector that takes the connection and never answers would hold each batch forever.
  */
@@ -260,7 +259,7 @@ const clientFor = (to: SignalExport) =>
         })
       )
     )
-  ).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))
+  ).pipe(Layer.provide(FetchHttpClient.layer))
 
 /** The exporters `settings` ask for, each signal with its own protocol, HTTP client and timeout. */
 export const layerOtlp = (settings: OtlpSettings) => {
