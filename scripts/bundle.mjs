@@ -18,7 +18,9 @@ import { join, relative, sep } from "node:path"
 
 // ANNA_BUNDLE_OUT: another output folder (the test of the bundle builds one of its own).
 const out = process.env.ANNA_BUNDLE_OUT ?? "dist"
-const external = ["openai", "@anthropic-ai/sdk", "dockerode", "@larksuiteoapi/node-sdk", "grammy"]
+// undici (a dependency of @effect/platform-node) is imported only by its undici HTTP client, which anna
+// does not use (telemetry sends with its node:http client); bundled, it would read its own folder at load.
+const external = ["openai", "@anthropic-ai/sdk", "dockerode", "@larksuiteoapi/node-sdk", "grammy", "undici"]
 rmSync(`${out}/chunks`, { recursive: true, force: true })
 const result = await build({
   entryPoints: { main: "src/main.ts" },

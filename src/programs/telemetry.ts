@@ -26,7 +26,8 @@
  * without `OTEL_SERVICE_NAME`; and the environment is read in env.ts only.
  */
 import { Cause, Duration, Effect, Exit, Layer, Option, Tracer } from "effect"
-import { FetchHttpClient, HttpBody, HttpClient, HttpClientError } from "effect/http"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
+import { HttpBody, HttpClient, HttpClientError } from "effect/http"
 import { OtlpExporter, OtlpLogger, OtlpMetrics, OtlpSerialization, OtlpTracer } from "effect/observability"
 import { encodeLogs, encodeTraces } from "../domain/observability/otlpProtobuf.ts"
 import { keepTrace, type OtlpProtocol, type OtlpSettings, type Sampler, type SignalExport } from "../domain/observability/otlp.ts"
@@ -237,8 +238,9 @@ const common = (settings: OtlpSettings, to: SignalExport) => ({
 })
 
 /**
- * The HTTP client a signal's exporter sends with (fetch; @effect/platform-node's node:http client
- * would bundle the undici package, which reads its own folder at load), each request given up after the signal's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which the
+ * The HTTP client a signal's exporter sends with: Node's node:http (fetch's web streams, abort
+ * signals and per-request objects cost more CPU per export), each request given up after the
+ * signal's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which the
  * exporter then treats as any failed export (retried, then left alone for a minute). Without it a
  * collector that takes the connection and never answers would hold each batch forever.
  */
@@ -259,7 +261,7 @@ const clientFor = (to: SignalExport) =>
         })
       )
     )
-  ).pipe(Layer.provide(FetchHttpClient.layer))
+  ).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))
 
 /** The exporters `settings` ask for, each signal with its own protocol, HTTP client and timeout. */
 export const layerOtlp = (settings: OtlpSettings) => {
