@@ -240,9 +240,9 @@ const common = (settings: OtlpSettings, to: SignalExport) => ({
 /**
  * The HTTP client a signal's exporter sends with: Node's node:http (fetch's web streams, abort
  * signals and per-request objects cost more CPU per export), each request given up after the
- * signal's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which the
- * exporter then treats as any failed export (retried, then left alone for a minute). Without it a
- * collector that takes the connection and never answers would hold each batch forever.
+ * signal's timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`), which the exporter then handles like every
+ * failed export (retried, then left alone for a minute). Without it a collector that takes the
+ * connection and never answers would hold each batch forever.
  */
 const clientFor = (to: SignalExport) =>
   Layer.effect(

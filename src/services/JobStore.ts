@@ -39,8 +39,6 @@ export class JobStore extends Context.Service<JobStore, {
   readonly retire: (id: string) => Effect.Effect<void, StorageError>
   /** Asks the running gateway to run the job at its next look. */
   readonly requestRun: (id: string) => Effect.Effect<Job, JobNotFound | StorageError>
-  /** Sets the next due time and clears a run request. */
-  readonly setNext: (id: string, nextRunAt: number | null) => Effect.Effect<void, StorageError>
   /**
    * Takes the job's due run: sets its next due time and clears a run request only if both are still
    * as `seen` (what the caller read); true when this caller took it. Two schedulers that saw the same

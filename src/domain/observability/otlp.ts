@@ -47,7 +47,7 @@ export interface SignalExport {
 }
 
 /** `OTEL_EXPORTER_OTLP_TIMEOUT`'s default (the specification's). */
-export const DEFAULT_TIMEOUT_MS = 10_000
+const DEFAULT_TIMEOUT_MS = 10_000
 
 /** Which traces are kept: decided where a trace starts (a span without a parent, or a caller's). */
 export interface Sampler {
@@ -218,7 +218,7 @@ const signalExport = (env: Env, signal: Signal): SignalExport | undefined => {
     headers: headersRaw === undefined ? {} : parseHeaders(headersRaw, headersName),
     compression: oneOf(env, own("COMPRESSION"), ["gzip", "none"] as const) ?? oneOf(env, base("COMPRESSION"), ["gzip", "none"] as const) ?? "none",
     intervalMs: milliseconds(env, INTERVALS[signal]),
-    timeoutMs: (env(own("TIMEOUT")) !== undefined ? timeout(env, own("TIMEOUT")) : timeout(env, base("TIMEOUT"))) ?? DEFAULT_TIMEOUT_MS,
+    timeoutMs: timeout(env, own("TIMEOUT")) ?? timeout(env, base("TIMEOUT")) ?? DEFAULT_TIMEOUT_MS,
     maxBatchSize: BATCH_SIZES[signal] === undefined ? undefined : count(env, BATCH_SIZES[signal])
   }
 }

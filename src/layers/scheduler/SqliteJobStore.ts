@@ -168,10 +168,6 @@ export const make = Effect.gen(function*() {
     return yield* Option.match(job, { onNone: () => Effect.fail(new JobNotFound({ id })), onSome: Effect.succeed })
   })
 
-  const setNext = Effect.fn("JobStore.setNext")(function*(id: string, nextRunAt: number | null) {
-    yield* sql`UPDATE scheduler_jobs SET next_run_at = ${nextRunAt}, run_requested = 0 WHERE id = ${id}`.pipe(fail("set a job's next run"))
-  })
-
   const claim = Effect.fn("JobStore.claim")(function*(
     id: string,
     seen: { readonly nextRunAt: number | null; readonly runRequested: boolean },
@@ -230,10 +226,9 @@ export const make = Effect.gen(function*() {
       const rows = yield* sql<{ id: number }>`UPDATE scheduler_runs SET job_id = ${`heartbeat:${agentId}:${removedAs}`}
         WHERE job_id = ${job_id} RETURNING id`
       moved += rows.length
+      // A later user of the same id gets their first beat on time.
+      yield* sql`DELETE FROM heartbeat_beats WHERE job_id = ${job_id}`
     }
-    // A later user of the same id gets their first beat on time.
-    yield* sql`DELETE FROM heartbeat_beats WHERE substr(job_id, 1, 10) = 'heartbeat:' AND length(job_id) > ${suffix.length + 10}
-      AND substr(job_id, length(job_id) - ${suffix.length - 1}) = ${suffix}`
     return moved
   }, fail("move a removed user's run history"))
 
@@ -251,7 +246,7 @@ export const make = Effect.gen(function*() {
     return rows.length
   }).pipe(Effect.withSpan("JobStore.interruptRunning"))
 
-  return JobStore.of({ add, list, get, remove, retire, requestRun, setNext, claim, claimBeat, startRun, finishRun, recordRun, history, moveUserHistory, interruptRunning })
+  return JobStore.of({ add, list, get, remove, retire, requestRun, claim, claimBeat, startRun, finishRun, recordRun, history, moveUserHistory, interruptRunning })
 })
 
 export const layer = Layer.effect(JobStore, make)

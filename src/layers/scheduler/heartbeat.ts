@@ -85,9 +85,9 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     const beat = (agentId: string, userId: string, intervalMs: number) =>
       Effect.gen(function*() {
         // Another gateway on this database beat this workspace less than half an interval ago.
-        const now = yield* Clock.currentTimeMillis
-        if (!(yield* store.claimBeat(heartbeatJobId(agentId, userId), now, intervalMs / 2))) return
-        const runId = yield* store.startRun(heartbeatJobId(agentId, userId), "heartbeat")
+        const jobId = heartbeatJobId(agentId, userId)
+        if (!(yield* store.claimBeat(jobId, yield* Clock.currentTimeMillis, intervalMs / 2))) return
+        const runId = yield* store.startRun(jobId, "heartbeat")
         const target = { platform: SCHEDULER_PLATFORM, externalUserId: userId, userId, agentId, chatId: "heartbeat" }
         const turn = yield* runTurn(runtime, target, HEARTBEAT_PROMPT)
         if (turn.error !== undefined) return yield* store.finishRun(runId, { status: "error", reply: turn.reply || null, error: turn.error })

@@ -46,9 +46,9 @@ for (const db of testDatabases(sqliteTemp)) {
         assert.deepStrictEqual((yield* store.list({ userId: "alice", agentId: "other" })).map((j) => j.id), [c.id])
         assert.deepStrictEqual(Option.getOrUndefined(yield* store.get(a.id)), a)
         assert.isTrue((yield* store.requestRun(c.id)).runRequested)
-        yield* store.setNext(c.id, 12_345)
+        yield* store.claim(c.id, { nextRunAt: c.nextRunAt, runRequested: true }, 12_345)
         assert.deepInclude(Option.getOrUndefined(yield* store.get(c.id)), { nextRunAt: 12_345, runRequested: false })
-        yield* store.setNext(c.id, null)
+        yield* store.claim(c.id, { nextRunAt: 12_345, runRequested: false }, null)
         assert.isNull(Option.getOrUndefined(yield* store.get(c.id))?.nextRunAt)
         // A due run is taken once: only while the job is still as the taker read it (NULL included).
         assert.isTrue(yield* store.claim(c.id, { nextRunAt: null, runRequested: false }, 20_000))
