@@ -48,6 +48,7 @@ const GROUPS = {
   playbook: () => import("./playbookCommands.ts").then((m) => m.playbookCommand),
   diary: () => import("./diaryCommands.ts").then((m) => m.diaryCommand),
   db: () => import("./dbCommands.ts").then((m) => m.dbCommand),
+  cluster: () => import("./clusterCommands.ts").then((m) => m.clusterCommand),
   doctor: () => import("./doctor.ts").then((m) => m.doctorCommand)
 } as const
 

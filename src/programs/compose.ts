@@ -4,6 +4,8 @@
  * storage, memory, providers and the sandbox to the caller.
  */
 import { type Duration, Layer } from "effect"
+import type { SqlClient } from "effect/sql"
+import type { SessionPool as SessionPoolService } from "../services/SessionPool.ts"
 import * as CachedLiveConfig from "../layers/config/CachedLiveConfig.ts"
 import * as SessionHash from "../layers/config/SessionHash.ts"
 import * as ReflectiveLearning from "../layers/learning/ReflectiveLearning.ts"
@@ -26,7 +28,16 @@ export interface RuntimeOptions {
   readonly runnerIdle?: Duration.Input | undefined
   /** How often configuration changes are looked for between turns (default 1 s; every turn also checks). */
   readonly configPoll?: Duration.Input | undefined
+  /**
+   * The SessionPool the runtime uses instead of its own, built over it (the cluster's, which sends
+   * each call to the session's owner and runs the calls it owns on the local pool: issue 28).
+   */
+  readonly pool?: Layer.Layer<SessionPoolService, unknown, SessionPoolService | SqlClient.SqlClient> | undefined
 }
+
+/** The local pool, or `options.pool` over it (which then is what the runtime and the rest see). */
+const poolOver = <A, E, R>(local: Layer.Layer<A | SessionPoolService, E, R>, options: RuntimeOptions) =>
+  options.pool === undefined ? local : options.pool.pipe(Layer.provideMerge(local))
 
 /**
  * The ToolCatalog with anna's built-in sources: the workspace tools (when a Sandbox is provided), the
@@ -63,14 +74,14 @@ export const learning = ReflectiveLearning.layer.pipe(
  */
 export const agentRuntime = (options: RuntimeOptions = {}) =>
   Runtime.layer.pipe(
-    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(tools), Layer.provide(SessionHash.layer))),
+    Layer.provideMerge(poolOver(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(tools), Layer.provide(SessionHash.layer)), options)),
     Layer.provideMerge(CachedLiveConfig.layer({ pollInterval: options.configPoll }))
   )
 
 /** `agentRuntime` with the self-improving memory: also provides Learning, Diary, Playbook and SkillStats. */
 export const learningRuntime = (options: RuntimeOptions = {}) =>
   Runtime.layer.pipe(
-    Layer.provideMerge(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(toolsWithPlaybook), Layer.provide(SessionHash.layer))),
+    Layer.provideMerge(poolOver(SessionPool.layer({ runnerIdle: options.runnerIdle }).pipe(Layer.provideMerge(toolsWithPlaybook), Layer.provide(SessionHash.layer)), options)),
     Layer.provideMerge(CachedLiveConfig.layer({ pollInterval: options.configPoll })),
     Layer.provideMerge(learning)
   )

@@ -13,7 +13,7 @@
 import { Cause, Config, Context, Data, Effect, Layer, type LogLevel, Redacted, Result } from "effect"
 import { AppConfig, pathsAt } from "../services/AppConfig.ts"
 import { existsSync, mkdirSync, statSync } from "node:fs"
-import { homedir } from "node:os"
+import { homedir, hostname } from "node:os"
 import { join, parse, resolve } from "node:path"
 import type { SqlClient } from "effect/sql"
 import type { MigrationError } from "effect/sql/Migrator"
@@ -21,6 +21,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import * as Postgres from "../layers/sql/Postgres.ts"
 import * as Sqlite from "../layers/sql/Sqlite.ts"
 import { type OtlpSettings, otlpSettings, otlpVariables } from "../domain/observability/otlp.ts"
+import { type ClusterSettings, clusterSettings, clusterVariables } from "../domain/cluster/settings.ts"
 
 export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
 
@@ -77,6 +78,22 @@ export const otlpSetting = (defaults: { readonly serviceName: string; readonly s
       onFailure: (message) => Effect.fail(new InvalidEnvironment({ message }))
     })
   })
+
+/**
+ * The cluster settings (`ANNA_RUNNER_ADDRESS` and the rest: domain/cluster/settings.ts), or undefined
+ * when this gateway is not a node of a cluster. A value anna cannot use fails in one line (exit 2).
+ */
+export const clusterSetting: Effect.Effect<ClusterSettings | undefined, InvalidEnvironment> = Effect.gen(function*() {
+  const values = new Map<string, string>()
+  for (const name of clusterVariables) {
+    const value = yield* Effect.orDie(optionalString(name))
+    if (value !== undefined) values.set(name, value)
+  }
+  return yield* Result.match(clusterSettings((name) => values.get(name), hostname()), {
+    onSuccess: (settings) => Effect.succeed(settings),
+    onFailure: (message) => Effect.fail(new InvalidEnvironment({ message }))
+  })
+})
 
 /** Where anna's state is: the SQLite file under `$ANNA_HOME`, or a PostgreSQL database. */
 export type DatabaseLocation =

@@ -26,12 +26,13 @@ import { AppConfig } from "../services/AppConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { ToolCatalog } from "../services/ToolCatalog.ts"
+import { NodeRegistry } from "../layers/cluster/NodeRegistry.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 import { VERSION } from "./cli.ts"
 import { databaseLabel, databaseLocation, DatabaseUrlFlag, InvalidEnvironment, parseDatabaseUrl } from "./env.ts"
 import { databaseUrl, host, port } from "./gatewayFlags.ts"
 import { type GatewayPresence, holdGatewayLock } from "./gatewayPresence.ts"
-import { AgentRuntime, AppConfigLive, GatewayChannels } from "./layers.ts"
+import { AppConfigLive, GatewayChannels, GatewayRuntime } from "./layers.ts"
 import { onboardOnFirstStart } from "./onboard.ts"
 import { Telemetry } from "./telemetry.ts"
 
@@ -79,6 +80,11 @@ const serve = (options: GatewayOptions, presence: GatewayPresence) =>
     const memoryPlugin = yield* (yield* PluginStore).enabledMemory
     const sessions = yield* (yield* MemoryStore).listConversations({})
     yield* Effect.logInfo(`anna gateway: database ${where} ready; memory plugin ${memoryPlugin}; ${sessions.length} session(s) stored`)
+    const node = yield* Effect.serviceOption(NodeRegistry)
+    if (Option.isSome(node)) {
+      const up = (yield* node.value.nodes).filter((n) => n.up)
+      yield* Effect.logInfo(`cluster: joined as node ${node.value.nodeId}; ${up.length} node(s) up: ${up.map((n) => `${n.nodeId} (${n.address})`).join(", ")}`)
+    }
     // The command line's --host/--port win over the http channel's stored settings (restarts included).
     const http: Record<string, unknown> = {}
     if (options.host !== undefined) http.host = options.host
@@ -118,7 +124,7 @@ const serve = (options: GatewayOptions, presence: GatewayPresence) =>
         Effect.logInfo("anna gateway: stopping").pipe(Effect.andThen(Effect.sync(() => (process.exitCode = 0))))
       )
     )
-  }).pipe(Effect.scoped, Effect.provide(AgentRuntime))
+  }).pipe(Effect.scoped, Effect.provide(GatewayRuntime(VERSION)))
 
 /**
  * The gateway: the lock first (before migrations, Docker or a port: a second gateway is refused for

@@ -19,6 +19,7 @@
  *   Sandbox        the Docker sandbox (lazy)
  *   AgentRuntime   Memory + Runtime, SessionPool and LiveConfig over the sandbox, with the
  *                  self-improving memory (Learning and its stores; lazy; see ./compose.ts)
+ *   GatewayRuntime AgentRuntime, as a node of a cluster when ANNA_RUNNER_ADDRESS is set (issue 28)
  *   GatewayChannels  the channels the gateway runs, over AgentRuntime (lazy)
  */
 import { Deferred, Effect, Layer, Option } from "effect"
@@ -39,7 +40,7 @@ import type { Runtime } from "../services/Runtime.ts"
 import type { Accounts } from "../services/Accounts.ts"
 import { type ChannelStatus, Channels } from "../services/Channels.ts"
 import type { AdminServices } from "../layers/admin/routes.ts"
-import { database, layerFromEnv } from "./env.ts"
+import { clusterSetting, database, databaseLocation, InvalidEnvironment, layerFromEnv } from "./env.ts"
 
 /** A layer from a module loaded on first use (a chunk of its own in the bundled CLI). */
 const lazy = <M, A, E, R>(load: () => Promise<M>, pick: (m: M) => Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
@@ -104,6 +105,29 @@ export const AgentRuntime = lazy(() => import("./compose.ts"), (m) => m.learning
   Layer.provideMerge(Sandbox),
   Layer.provideMerge(Memory)
 )
+
+/**
+ * The gateway's runtime: AgentRuntime, or — when `ANNA_RUNNER_ADDRESS` makes this gateway a node of a
+ * cluster — the same over the cluster's SessionPool (each session's calls run on the node that owns
+ * it). A cluster needs PostgreSQL: on SQLite the start is refused in one line. Only the gateway joins:
+ * other commands (`anna chat`) never take shards.
+ */
+export const GatewayRuntime = (version: string) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const settings = yield* clusterSetting
+    if (settings === undefined) return AgentRuntime
+    const where = yield* databaseLocation
+    if (where._tag === "Sqlite") {
+      return yield* new InvalidEnvironment({
+        message: "ANNA_RUNNER_ADDRESS is set, but a cluster of gateways needs PostgreSQL: set ANNA_DATABASE_URL=postgres://… (the same on every node), or unset ANNA_RUNNER_ADDRESS"
+      })
+    }
+    const ClusterNode = yield* Effect.promise(() => import("../layers/cluster/ClusterNode.ts"))
+    return lazy(() => import("./compose.ts"), (m) => m.learningRuntime({ pool: ClusterNode.layer(settings, where.url, version) })).pipe(
+      Layer.provideMerge(Sandbox),
+      Layer.provideMerge(Memory)
+    )
+  }))
 
 /**
  * The gateway's channels (ChannelSupervisor over the channel kinds anna can run). A new channel is

@@ -107,7 +107,7 @@ describe("anna CLI", () => {
       [
         ["nosuch"],
         "anna: Unknown subcommand \"nosuch\" for \"anna\"",
-        "usage: anna [--host HOST] [--port N] [--database-url DATABASE_URL] | anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|playbook|diary|db|doctor>",
+        "usage: anna [--host HOST] [--port N] [--database-url DATABASE_URL] | anna <gateway|chat|onboard|provider|agent|user|admin|channel|sandbox|memory|plugin|settings|notify|schedule|skill|mcp|playbook|diary|db|cluster|doctor>",
         "run `anna --help` for more"
       ],
       [

@@ -1,0 +1,139 @@
+/**
+ * The cluster's nodes as the database knows them (issue 28): every few seconds each node writes its
+ * row of `cluster_nodes` (migrations/pg/0013_cluster_nodes.sql) — its runner address, how many shards
+ * it holds, its live sessions — and deletes it when it stops. A row not written for three periods is
+ * a node that died (or froze); it is left out of `live` and shown as such by `anna cluster status`.
+ *
+ * Clocks: every time is the database's (`now()`), so nodes with skewed clocks agree.
+ */
+import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { ShardId, Sharding } from "effect/cluster"
+import { SqlClient } from "effect/sql"
+import type { ClusterSettings } from "../../domain/cluster/settings.ts"
+import { formatHostPort } from "../../domain/cluster/settings.ts"
+import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
+
+/** How often a node writes its row. */
+export const PUBLISH_SECONDS = 2
+/** A row older than this is a node that is gone. */
+export const STALE_SECONDS = 3 * PUBLISH_SECONDS
+
+export interface NodeRow {
+  readonly nodeId: string
+  readonly address: string
+  readonly version: string
+  readonly startedAt: string
+  /** Seconds since the node last wrote its row (by the database's clock). */
+  readonly ageSeconds: number
+  readonly up: boolean
+  readonly shards: number
+  readonly singletons: ReadonlyArray<string>
+  readonly live: ReadonlyArray<LiveSession>
+}
+
+export class NodeRegistry extends Context.Service<NodeRegistry, {
+  readonly nodeId: string
+  /** Every node's live sessions (this node's as of now, the others' as last written). */
+  readonly live: Effect.Effect<ReadonlyArray<LiveSession>>
+  /** The nodes' rows, this node's first. */
+  readonly nodes: Effect.Effect<ReadonlyArray<NodeRow>>
+  /** Names a singleton this node runs now (until the returned effect is run). */
+  readonly runs: (singleton: string) => Effect.Effect<Effect.Effect<void>>
+}>()("anna/cluster/NodeRegistry") {}
+
+interface Raw {
+  readonly node_id: string
+  readonly address: string
+  readonly version: string
+  readonly started_at: Date | string
+  readonly age: number | string
+  readonly shards: number
+  readonly singletons: unknown
+  readonly live: unknown
+}
+
+const toRow = (r: Raw): NodeRow => {
+  const age = Number(r.age)
+  return {
+    nodeId: r.node_id,
+    address: r.address,
+    version: r.version,
+    startedAt: r.started_at instanceof Date ? r.started_at.toISOString() : String(r.started_at),
+    ageSeconds: Math.round(age * 10) / 10,
+    up: age <= STALE_SECONDS,
+    shards: r.shards,
+    singletons: Array.isArray(r.singletons) ? r.singletons.map(String) : [],
+    live: Array.isArray(r.live) ? (r.live as ReadonlyArray<LiveSession>) : []
+  }
+}
+
+/** The rows of `cluster_nodes`, `first`'s first, then by node id. */
+export const readNodes = (sql: SqlClient.SqlClient, first = "") =>
+  Effect.map(
+    sql<Raw>`SELECT node_id, address, version, started_at, extract(epoch FROM now() - seen_at) AS age, shards, singletons, live
+      FROM cluster_nodes ORDER BY node_id <> ${first}, node_id`,
+    (rows) => rows.map(toRow)
+  )
+
+/** The shards of the default group this node holds now. */
+const shardsHeld = (sharding: Sharding.Sharding["Service"], shards: number): number => {
+  let n = 0
+  for (let i = 1; i <= shards; i++) if (sharding.hasShardId(ShardId.make("default", i))) n++
+  return n
+}
+
+/**
+ * NodeRegistry for this node; needs anna's SqlClient (PostgreSQL), Sharding and this node's own
+ * SessionPool (the local one: what it publishes). Its row is written at once, then every
+ * PUBLISH_SECONDS, and deleted when the layer closes.
+ */
+export const layer = (settings: ClusterSettings, version: string) =>
+  Layer.effect(
+    NodeRegistry,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const sharding = yield* Sharding.Sharding
+      const local = yield* SessionPool
+      const singletons = new Set<string>()
+      const address = formatHostPort(settings.address)
+      const publish = Effect.gen(function*() {
+        const live = JSON.stringify(yield* local.live)
+        const held = shardsHeld(sharding, settings.shards)
+        const running = JSON.stringify([...singletons].sort())
+        yield* sql`INSERT INTO cluster_nodes (node_id, address, version, shards, singletons, live)
+          VALUES (${settings.nodeId}, ${address}, ${version}, ${held}, ${running}::jsonb, ${live}::jsonb)
+          ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, version = excluded.version, seen_at = now(),
+            shards = excluded.shards, singletons = excluded.singletons, live = excluded.live`
+      })
+      // A node that restarts under the same id starts its row afresh (its start time is this one's).
+      yield* sql`DELETE FROM cluster_nodes WHERE node_id = ${settings.nodeId}`
+      yield* publish
+      yield* publish.pipe(
+        Effect.catchCause((c) => Effect.logWarning(`cluster: could not write this node's row: ${Cause.pretty(c)}`)),
+        Effect.repeat(Schedule.spaced(Duration.seconds(PUBLISH_SECONDS))),
+        Effect.forkScoped
+      )
+      yield* Effect.addFinalizer(() => sql`DELETE FROM cluster_nodes WHERE node_id = ${settings.nodeId}`.pipe(Effect.ignore))
+      const nodes = readNodes(sql, settings.nodeId)
+      return NodeRegistry.of({
+        nodeId: settings.nodeId,
+        nodes: Effect.orDie(nodes),
+        live: Effect.gen(function*() {
+          const own = yield* local.live
+          const others = yield* sql<{ live: unknown }>`SELECT live FROM cluster_nodes
+            WHERE node_id <> ${settings.nodeId} AND seen_at > now() - make_interval(secs => ${STALE_SECONDS})`.pipe(
+            Effect.catchCause((c) => Effect.logWarning(`cluster: could not read the other nodes' sessions: ${Cause.pretty(c)}`).pipe(Effect.as([])))
+          )
+          const all = [...own, ...others.flatMap((r) => (Array.isArray(r.live) ? (r.live as ReadonlyArray<LiveSession>) : []))]
+          return all.sort((a, b) => b.lastTurnAt - a.lastTurnAt)
+        }),
+        runs: (singleton) =>
+          Effect.sync(() => {
+            singletons.add(singleton)
+            return Effect.sync(() => {
+              singletons.delete(singleton)
+            })
+          })
+      })
+    })
+  )

@@ -1,0 +1,151 @@
+/**
+ * Sessions as cluster entities (issue 28): each session is owned by the one node that holds its
+ * shard; its turns, `/abort` and release run there, on that node's own SessionPool. Every node offers
+ * the same `SessionPool` contract to the runtime, channels and admin API (`ClusterSessionPool`), and
+ * sends each call to the owner through effect/cluster.
+ *
+ * - The entity id is the SHA-256 of the session key (hex, 64 characters): effect/cluster keeps ids in
+ *   `VARCHAR(255)` and anna's session keys have no such bound.
+ * - A turn streams its events back with the owner's attempt id. When the owner dies mid-turn the
+ *   library re-sends the call to the new owner, whose stream starts again: the caller sees a new
+ *   attempt id and ends the turn it shows with an `unavailable` error naming the move (the HTTP
+ *   client retries with its Idempotency-Key; a chat platform's message is rewritten by the next
+ *   answer) — never a silently repeated prefix.
+ * - Handlers run concurrently (an `/abort` must reach an entity whose turn is running); the owner's
+ *   SessionPool still runs one turn of a session at a time.
+ * - `live` is every node's live sessions, read from `cluster_nodes` (./NodeRegistry.ts): each node
+ *   publishes its own there.
+ */
+import { createHash, randomUUID } from "node:crypto"
+import { Cause, Effect, Layer, Schema, Stream, Tracer } from "effect"
+import { Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { emptyUsage } from "../../domain/model/types.ts"
+import * as Tracing from "../../domain/observability/tracing.ts"
+import type { ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
+import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
+import { NodeRegistry } from "./NodeRegistry.ts"
+
+/** The entity id of a session: SHA-256 of its key, in hex. */
+export const entityIdOf = (sessionKey: string): string => createHash("sha256").update(sessionKey).digest("hex")
+
+/** One event of a turn as it travels between nodes: which attempt of the turn sent it. */
+const TurnChunk = Schema.Struct({ attempt: Schema.String, event: Schema.Unknown })
+
+export const Turn = Rpc.make("Turn", {
+  payload: {
+    chat: Schema.Unknown,
+    message: Schema.Unknown,
+    resumed: Schema.Boolean
+  },
+  success: TurnChunk,
+  stream: true
+})
+
+export const Abort = Rpc.make("Abort", { payload: { sessionKey: Schema.String }, success: Schema.Boolean })
+
+export const Release = Rpc.make("Release", { payload: { sessionKey: Schema.String, reason: Schema.String }, success: Schema.Boolean })
+
+export const Session = Entity.make("Session", [Turn, Abort, Release])
+
+/** What the caller is told when a turn could not reach its owner or was moved mid-way. */
+const unavailable = (text: string): ReadonlyArray<TurnEvent> => [
+  { type: "notice", text },
+  { type: "done", stopReason: "unavailable", usage: emptyUsage, modelCalls: 0, toolCalls: 0, error: { kind: "unavailable" } }
+]
+
+export const MOVED_NOTICE = "This conversation moved to another gateway node mid-answer (a node stopped); send the message again."
+export const UNREACHABLE_NOTICE = "This conversation's gateway node could not be reached; send the message again."
+
+/**
+ * The entity's handlers, on the node that owns the session: they call this node's own pool (`local`).
+ */
+export const handlers = (local: SessionPool["Service"]) =>
+  Session.toLayer(
+    Session.of({
+      Turn: ({ payload }) =>
+        Stream.unwrap(Effect.gen(function*() {
+          const attempt = randomUUID()
+          // The turn's span continues the caller's: effect/cluster carries the trace across nodes.
+          const parentSpan = yield* Tracing.currentSpan
+          const options: SendOptions = { resumed: payload.resumed, ...(parentSpan === undefined ? {} : { parentSpan }) }
+          return local.send(payload.chat as ResolvedChat, payload.message as UserMessage, options).pipe(
+            Stream.map((event) => ({ attempt, event }))
+          )
+        })),
+      Abort: ({ payload }) => local.abort(payload.sessionKey),
+      Release: ({ payload }) => local.release(payload.sessionKey, payload.reason)
+    }),
+    // An /abort must reach a session whose turn is running: calls of one entity run side by side.
+    { concurrency: "unbounded" }
+  )
+
+/**
+ * A turn's events from its owner's chunks: the first attempt's events up to its done. A chunk of
+ * another attempt (the owner changed and the new one started over) ends the turn as unavailable
+ * instead of showing its events; a stream that fails or ends without a done ends with one.
+ */
+export const followAttempts = <E, R>(chunks: Stream.Stream<{ readonly attempt: string; readonly event: unknown }, E, R>): Stream.Stream<TurnEvent, never, R> => {
+  let attempt: string | undefined
+  let ended = false
+  const end = (text: string) => {
+    if (ended) return []
+    ended = true
+    return unavailable(text)
+  }
+  return chunks.pipe(
+    Stream.map((chunk): ReadonlyArray<TurnEvent> => {
+      if (ended) return []
+      // The owner changed mid-turn and the new one started over: say so and stop here.
+      if (attempt !== undefined && chunk.attempt !== attempt) return end(MOVED_NOTICE)
+      attempt = chunk.attempt
+      const event = chunk.event as TurnEvent
+      if (event.type === "done") ended = true
+      return [event]
+    }),
+    Stream.flattenIterable,
+    Stream.takeUntil((event) => event.type === "done"),
+    Stream.catchCause(() => Stream.fromIterable(end(UNREACHABLE_NOTICE))),
+    // A stream that ended without its done event (the call was cut) still ends the turn for the channel.
+    Stream.concat(Stream.suspend(() => Stream.fromIterable(end(MOVED_NOTICE))))
+  )
+}
+
+/**
+ * The SessionPool every node offers: each call goes to the session's owner (maybe this node).
+ * Needs Sharding (the cluster) and NodeRegistry (for `live`).
+ */
+export const clusterPool = Effect.gen(function*() {
+  const makeClient = yield* Session.client
+  const registry = yield* NodeRegistry
+  const client = (sessionKey: string) => makeClient(entityIdOf(sessionKey))
+
+  const send = (chat: ResolvedChat, message: UserMessage, options?: SendOptions): Stream.Stream<TurnEvent> =>
+    followAttempts(
+      client(chat.sessionKey).Turn({ chat, message, resumed: options?.resumed === true }).pipe(
+        Stream.tapCause((cause) => Effect.logWarning(`cluster: a turn of ${chat.sessionKey} could not reach its node: ${Cause.pretty(cause)}`))
+      )
+    ).pipe(options?.parentSpan === undefined ? (s) => s : Stream.provideService(Tracer.ParentSpan, options.parentSpan))
+
+  const quietly = <A>(what: string, sessionKey: string, effect: Effect.Effect<A, unknown>, fallback: A) =>
+    effect.pipe(
+      Effect.catchCause((cause) =>
+        Effect.logWarning(`cluster: ${what} of ${sessionKey} could not reach its node: ${Cause.pretty(cause)}`).pipe(Effect.as(fallback))
+      )
+    )
+
+  return SessionPool.of({
+    send,
+    abort: (sessionKey) => quietly("abort", sessionKey, client(sessionKey).Abort({ sessionKey }), false),
+    release: (sessionKey, reason) => quietly("release", sessionKey, client(sessionKey).Release({ sessionKey, reason }), false),
+    live: Effect.map(registry.live, (all): ReadonlyArray<LiveSession> => all)
+  })
+})
+
+/**
+ * The cluster's SessionPool over this node's own (`SessionPool` in the context, the local one): the
+ * entity's handlers are registered with it and the pool provided out sends every call to the owner.
+ */
+export const layer = Layer.effect(SessionPool, clusterPool).pipe(
+  Layer.provideMerge(Layer.unwrap(Effect.map(Effect.service(SessionPool), handlers)))
+)
