@@ -13,6 +13,7 @@ import OpenAI from "openai"
 import { afterAll, beforeAll } from "vitest"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { psqlStatement } from "../support/suiteDatabase.ts"
 import { freePort } from "../support/ports.ts"
 import { postgresEnabled } from "../support/postgres.ts"
 import { DB_PASSWORD, freshDatabaseUrl } from "../support/processDatabases.ts"
@@ -28,6 +29,9 @@ afterAll(async () => {
 })
 
 const SHARDS = 60
+
+/** How long the join test's turns run: past effect/cluster's default entityTerminationTimeout (15 s). */
+const LONG_TURN_MS = 16_000
 
 interface Node {
   readonly id: string
@@ -54,69 +58,107 @@ const until = async <A>(what: string, check: () => Promise<A | undefined>, timeo
   }
 }
 
+/** A cluster's environment on `database`: three-second leases, so failover is quick. */
+const clusterEnv = (database: string) => ({
+  ANNA_DATABASE_URL: database,
+  OPENAI_BASE_URL: fake.openAiUrl,
+  OPENAI_API_KEY: "sk-cluster",
+  ANNA_CLUSTER_SHARDS: String(SHARDS),
+  ANNA_CLUSTER_LEASE_SECONDS: "3",
+  ANNA_CLUSTER_SHUTDOWN_SECONDS: "10"
+})
+
+/** A gateway node of the cluster on `base.ANNA_DATABASE_URL`, started and listening. */
+const startNode = async (base: Record<string, string>, id: string): Promise<Node> => {
+  const home = newHome()
+  homes.push(home)
+  const env = { ...base, ANNA_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`, ANNA_NODE_ID: id }
+  const child = start(home, ["gateway", "--port", "0"], "info", env)
+  let out = ""
+  child.stdout?.on("data", (d: Buffer) => (out += d.toString()))
+  child.stderr?.on("data", (d: Buffer) => (out += d.toString()))
+  const done = finish(child)
+  await waitForOutput(child, "press Ctrl+C")
+  const url = /HTTP channel \(OpenAI-compatible\) on (\S+);/.exec(out)?.[1]
+  if (url === undefined) throw new Error(`no HTTP channel address in:\n${out}`)
+  assert.include(out, `cluster: joined as node ${id}`)
+  return { id, home, url, child, done, out: () => out }
+}
+
+/** `anna cluster status --json` on the database. */
+const status = async (home: string, database: string): Promise<Status> => {
+  const r = await annaEnv(home, { ANNA_DATABASE_URL: database }, "cluster", "status", "--json")
+  assert.strictEqual(r.code, 0, r.stderr)
+  return JSON.parse(r.stdout) as Status
+}
+
+/** The first node (it onboards from the environment), the agent with the memory tool only, and a user's token. */
+const firstNode = async (base: Record<string, string>) => {
+  const first = await startNode(base, "n1")
+  assert.strictEqual((await annaEnv(first.home, base, "agent", "set", "default", "--tools", "memory")).code, 0)
+  assert.strictEqual((await annaEnv(first.home, base, "user", "add", "gina")).code, 0)
+  const token = (await annaEnv(first.home, base, "user", "token", "gina")).stdout.trim()
+  return { first, token }
+}
+
+/** One turn through a node's HTTP channel (streamed or not), with an Idempotency-Key when given. */
+const ask = async (node: Node, token: string, session: string, content: string, stream: boolean, key?: string): Promise<string> => {
+  const client = new OpenAI({ baseURL: node.url, apiKey: token, maxRetries: 0, ...(key === undefined ? {} : { defaultHeaders: { "idempotency-key": key } }) })
+  if (!stream) {
+    const r = await client.chat.completions.create({ model: "default", user: session, messages: [{ role: "user", content }] })
+    return r.choices[0]?.message.content ?? ""
+  }
+  let text = ""
+  const s = await client.chat.completions.create({ model: "default", user: session, stream: true, messages: [{ role: "user", content }] })
+  for await (const chunk of s) text += chunk.choices[0]?.delta.content ?? ""
+  return text
+}
+
+/** Answers `reply #N`, N the number of user messages the model was given. */
+const countingReplies = (req: { readonly body: unknown }) => {
+  const messages = (req.body as { messages?: Array<{ role: string }> }).messages ?? []
+  return { kind: "reply" as const, parts: [{ type: "text" as const, text: `reply #${messages.filter((m) => m.role === "user").length}` }] }
+}
+
+/** The text of the last user message a model request carried. */
+const lastUser = (req: { readonly body: unknown }): string => {
+  const messages = (req.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? []
+  const m = messages.findLast((x) => x.role === "user")
+  return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content ?? "")
+}
+
+/** Which node's `cluster_nodes` row lists gina's HTTP session `session` as live. */
+const ownerOf = (database: string, session: string): string =>
+  psqlStatement(database, `SELECT node_id FROM cluster_nodes WHERE live::text LIKE '%"default:http:gina:${session}"%'`).trim()
+
+/** The session's stored messages, role and text, in order. */
+const storedMessages = (database: string, session: string): Array<string> =>
+  psqlStatement(database, `SELECT m.role || ': ' || m.text FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
+    WHERE c.session_key = 'default:http:gina:${session}' ORDER BY m.seq`).trim().split("\n")
+
+/** A promise and its resolver. */
+const gate = () => {
+  let open = () => {}
+  const opened = new Promise<void>((r) => (open = r))
+  return { opened, open }
+}
+
 if (postgresEnabled()) {
   describe("e2e: three gateways as one cluster on PostgreSQL", () => {
     it("spreads sessions over the nodes, one owner each; a killed node's sessions move with their history", async () => {
       const database = await freshDatabaseUrl()
-      const base = {
-        ANNA_DATABASE_URL: database,
-        OPENAI_BASE_URL: fake.openAiUrl,
-        OPENAI_API_KEY: "sk-cluster",
-        ANNA_CLUSTER_SHARDS: String(SHARDS),
-        ANNA_CLUSTER_LEASE_SECONDS: "3",
-        ANNA_CLUSTER_SHUTDOWN_SECONDS: "10"
-      }
-      fake.respondWith((req) => {
-        const messages = (req.body as { messages?: Array<{ role: string }> }).messages ?? []
-        return { kind: "reply", parts: [{ type: "text", text: `reply #${messages.filter((m) => m.role === "user").length}` }] }
-      })
-      const startNode = async (id: string): Promise<Node> => {
-        const home = newHome()
-        homes.push(home)
-        const env = { ...base, ANNA_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`, ANNA_NODE_ID: id }
-        const child = start(home, ["gateway", "--port", "0"], "info", env)
-        let out = ""
-        child.stdout?.on("data", (d: Buffer) => (out += d.toString()))
-        child.stderr?.on("data", (d: Buffer) => (out += d.toString()))
-        const done = finish(child)
-        await waitForOutput(child, "press Ctrl+C")
-        const url = /HTTP channel \(OpenAI-compatible\) on (\S+);/.exec(out)?.[1]
-        if (url === undefined) throw new Error(`no HTTP channel address in:\n${out}`)
-        assert.include(out, `cluster: joined as node ${id}`)
-        return { id, home, url, child, done, out: () => out }
-      }
-      const status = async (home: string): Promise<Status> => {
-        const r = await annaEnv(home, { ANNA_DATABASE_URL: database }, "cluster", "status", "--json")
-        assert.strictEqual(r.code, 0, r.stderr)
-        return JSON.parse(r.stdout) as Status
-      }
-
-      // The first node onboards from the environment; the others find the provider and agent there.
-      const first = await startNode("n1")
-      assert.strictEqual((await annaEnv(first.home, base, "agent", "set", "default", "--tools", "memory")).code, 0)
-      assert.strictEqual((await annaEnv(first.home, base, "user", "add", "gina")).code, 0)
-      const token = (await annaEnv(first.home, base, "user", "token", "gina")).stdout.trim()
-      const nodes = [first, await startNode("n2"), await startNode("n3")]
+      const base = clusterEnv(database)
+      fake.respondWith(countingReplies)
+      const { first, token } = await firstNode(base)
+      const nodes = [first, await startNode(base, "n2"), await startNode(base, "n3")]
       const running = new Set(nodes)
       try {
         // Every shard is held, by all three.
         const joined = await until("three nodes holding every shard", async () => {
-          const s = await status(first.home)
+          const s = await status(first.home, database)
           return s.up === 3 && s.shards === SHARDS && s.nodes.every((n) => n.shards > 0) ? s : undefined
         })
         assert.deepStrictEqual(joined.nodes.map((n) => n.node), ["n1", "n2", "n3"])
-
-        const ask = async (node: Node, session: string, content: string, stream: boolean): Promise<string> => {
-          const client = new OpenAI({ baseURL: node.url, apiKey: token, maxRetries: 0 })
-          if (!stream) {
-            const r = await client.chat.completions.create({ model: "default", user: session, messages: [{ role: "user", content }] })
-            return r.choices[0]?.message.content ?? ""
-          }
-          let text = ""
-          const s = await client.chat.completions.create({ model: "default", user: session, stream: true, messages: [{ role: "user", content }] })
-          for await (const chunk of s) text += chunk.choices[0]?.delta.content ?? ""
-          return text
-        }
 
         // 30 sessions × 3 turns, each turn entering another node; the second turn streamed.
         const sessions = Array.from({ length: 30 }, (_, i) => `trip-${i}`)
@@ -124,7 +166,7 @@ if (postgresEnabled()) {
         await Promise.all(sessions.map(async (session, i) => {
           for (let turn = 0; turn < 3; turn++) {
             const node = nodes[(i + turn) % 3] as Node
-            assert.strictEqual(await ask(node, session, `message ${turn + 1} of ${session}`, turn === 1), `reply #${turn + 1}`, `${session} turn ${turn + 1} on ${node.id}`)
+            assert.strictEqual(await ask(node, token, session, `message ${turn + 1} of ${session}`, turn === 1), `reply #${turn + 1}`, `${session} turn ${turn + 1} on ${node.id}`)
           }
         }))
         // Each turn asked the model once.
@@ -132,7 +174,7 @@ if (postgresEnabled()) {
 
         // Each session is live on exactly one node, and the sessions are spread over the nodes.
         const owners = await until("every session live on one node", async () => {
-          const s = await status(first.home)
+          const s = await status(first.home, database)
           const total = s.nodes.reduce((n, x) => n + x.sessions, 0)
           return total === sessions.length ? s : undefined
         }, 15_000)
@@ -150,7 +192,7 @@ if (postgresEnabled()) {
         await Promise.all(sessions.map(async (session, i) => {
           const t0 = Date.now()
           const node = survivors[i % 2] as Node
-          assert.strictEqual(await ask(node, session, `message 4 of ${session}`, i % 3 === 0), "reply #4", `${session} after the kill, on ${node.id}`)
+          assert.strictEqual(await ask(node, token, session, `message 4 of ${session}`, i % 3 === 0), "reply #4", `${session} after the kill, on ${node.id}`)
           slowest = Math.max(slowest, Date.now() - t0)
         }))
         console.log(`cluster e2e: ${victim.id} (${owners.nodes.find((n) => n.node === victim.id)?.sessions} sessions) killed; every session answered again within ${((Date.now() - killedAt) / 1000).toFixed(1)} s (slowest turn ${(slowest / 1000).toFixed(1)} s)`)
@@ -161,7 +203,7 @@ if (postgresEnabled()) {
 
         // The survivors hold every shard; the dead node is reported down.
         const after = await until("two nodes holding every shard, the dead one down", async () => {
-          const s = await status(first === victim ? (survivors[0] as Node).home : first.home)
+          const s = await status(first === victim ? (survivors[0] as Node).home : first.home, database)
           return s.up === 2 && s.shards === SHARDS && s.nodes.some((n) => n.node === victim.id && !n.up) ? s : undefined
         })
         assert.strictEqual(after.nodes.length, 3)
@@ -176,5 +218,107 @@ if (postgresEnabled()) {
         }
       }
     }, 240_000)
+
+    it("a session's owner frozen past its lease (SIGSTOP, then SIGCONT) ends with one answer: the thawed node's writes are fenced off", async () => {
+      const database = await freshDatabaseUrl()
+      const base = clusterEnv(database)
+      const held = gate()
+      let heldOnce = false
+      fake.respondWith(async (req) => {
+        if (lastUser(req) === "the frozen question" && !heldOnce) {
+          heldOnce = true
+          await held.opened
+        }
+        return countingReplies(req)
+      })
+      const { first, token } = await firstNode(base)
+      const second = await startNode(base, "n2")
+      const nodes = [first, second]
+      const running = new Set(nodes)
+      try {
+        await until("both nodes holding shards", async () => {
+          const s = await status(first.home, database)
+          return s.up === 2 && s.shards === SHARDS && s.nodes.every((n) => n.shards > 0) ? s : undefined
+        })
+        // A session owned by n2, entered through n1.
+        let session = ""
+        for (let i = 0; session === ""; i++) {
+          assert.strictEqual(await ask(first, token, `freeze-${i}`, "hello", false), "reply #1")
+          const owner = await until("the session's owner listed", async () => ownerOf(database, `freeze-${i}`) || undefined, 10_000)
+          if (owner === "n2") session = `freeze-${i}`
+        }
+        const before = fake.requests.length
+        const answer = ask(first, token, session, "the frozen question", false, "frozen-1").catch((e: unknown) => `failed: ${String(e)}`)
+        await fake.when(() => fake.requests.length > before, { what: "the owner's model call" })
+        second.child.kill("SIGSTOP")
+        // n1 takes n2's shards once n2's lease has run out.
+        await until("n1 holding every shard", async () => {
+          const s = await status(first.home, database)
+          return s.nodes.find((n) => n.node === "n1")?.shards === SHARDS ? s : undefined
+        })
+        // The user writes again: n1 now owns the session and answers (the frozen question is stored, unanswered).
+        assert.strictEqual(await ask(first, token, session, "are you there?", false), "reply #3")
+        // The zombie thaws and its held model call answers: its write of that answer is refused, and
+        // the request it was answering fails (the client may retry it).
+        second.child.kill("SIGCONT")
+        held.open()
+        assert.match(await answer, /^failed/)
+        assert.deepStrictEqual(storedMessages(database, session), [
+          "user: hello",
+          "assistant: reply #1",
+          "user: the frozen question",
+          "user: are you there?",
+          "assistant: reply #3"
+        ])
+        const verify = await annaEnv(first.home, { ANNA_DATABASE_URL: database }, "memory", "verify")
+        assert.strictEqual(verify.code, 0, verify.stdout + verify.stderr)
+      } finally {
+        held.open()
+        second.child.kill("SIGCONT")
+        for (const node of running) node.child.kill("SIGTERM")
+        for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
+      }
+    }, 180_000)
+
+    it("a node joining while turns run lets them finish where they run: each answered once", async () => {
+      const database = await freshDatabaseUrl()
+      // Turns may run up to a minute past a shard's move (effect/cluster's own default is 15 s).
+      const base = { ...clusterEnv(database), ANNA_CLUSTER_SHUTDOWN_SECONDS: "60" }
+      const held = gate()
+      fake.respondWith(async (req) => {
+        if (lastUser(req).startsWith("long ")) await held.opened
+        return countingReplies(req)
+      })
+      const { first, token } = await firstNode(base)
+      const running = new Set([first])
+      try {
+        await until("n1 holding every shard", async () => ((await status(first.home, database)).shards === SHARDS ? true : undefined))
+        const sessions = Array.from({ length: 12 }, (_, i) => `join-${i}`)
+        const before = fake.requests.length
+        const startedAt = Date.now()
+        const answers = Promise.all(sessions.map((s, i) => ask(first, token, s, `long ${s}`, i % 2 === 0)))
+        await fake.when(() => fake.requests.length - before === sessions.length, { what: "every long turn's model call" })
+        // Two nodes join mid-turn: shards move to them, but the turns running on n1 are not moved.
+        const joined = [await startNode(base, "n2"), await startNode(base, "n3")]
+        for (const n of joined) running.add(n)
+        await until("three nodes holding shards", async () => {
+          const s = await status(first.home, database)
+          return s.up === 3 && s.nodes.every((n) => n.shards > 0) ? s : undefined
+        })
+        // The turns are long ones: longer than effect/cluster's default 15 s for an entity to finish.
+        await new Promise((r) => setTimeout(r, Math.max(0, LONG_TURN_MS - (Date.now() - startedAt))))
+        held.open()
+        assert.deepStrictEqual(await answers, sessions.map(() => "reply #1"))
+        // Each long turn asked the model once: none was restarted on a new owner.
+        assert.strictEqual(fake.requests.length - before, sessions.length)
+        for (const s of sessions) assert.deepStrictEqual(storedMessages(database, s), [`user: long ${s}`, "assistant: reply #1"])
+        // The sessions now answer on whichever node owns them, with their history.
+        for (const [i, s] of sessions.entries()) assert.strictEqual(await ask(joined[i % 2] as Node, token, s, "again", false), "reply #2")
+      } finally {
+        held.open()
+        for (const node of running) node.child.kill("SIGTERM")
+        for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
+      }
+    }, 180_000)
   })
 }

@@ -79,6 +79,12 @@ export interface SendOptions {
    * `traceparent`). Without one, the turn is a trace of its own (a platform's message, a job).
    */
   readonly parentSpan?: Tracer.AnySpan | undefined
+  /**
+   * The turn's id, the same for every delivery of one turn: a chat platform's message (its ledger
+   * key), an HTTP request's Idempotency-Key, a scheduled job's run. On a cluster a turn whose id was
+   * started before runs as `resumed` (issue 28); without an id, each send is a turn of its own.
+   */
+  readonly turnId?: string | undefined
 }
 
 /** One option of a command's picker (/model, /agent). */

@@ -231,11 +231,11 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     raw: string,
     user: User,
     agent: Agent,
-    run: () => Stream.Stream<WireEvent>,
+    run: (turnId: string | undefined) => Stream.Stream<WireEvent>,
     meta: CompletionMeta
   ) {
     const key = header(request, IDEMPOTENCY_HEADER)
-    if (key === undefined) return { events: run(), replayed: false, meta }
+    if (key === undefined) return { events: run(undefined), replayed: false, meta }
     const problem = HttpTurns.keyProblem(key)
     if (problem !== undefined) return yield* ApiError.badRequest(problem)
     const hash = createHash("sha256").update(header(request, SESSION_HEADER) ?? "").update("\0").update(raw).digest("hex")
@@ -249,7 +249,9 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       case "Replay":
         return { events: Stream.fromIterable(claim.answer.events), replayed: true, meta: claim.answer.meta }
       case "Claimed":
-        return { events: yield* answerOnce(user.id, key, claim.id, meta, run()), replayed: false, meta }
+        // The key is the turn's id: a retry that reaches a turn still going or half done (on a cluster,
+        // after its node died) resumes it rather than running a second one.
+        return { events: yield* answerOnce(user.id, key, claim.id, meta, run(`http:${user.id}:${key}`)), replayed: false, meta }
     }
   })
 
@@ -272,7 +274,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     }
     // The turn's span continues this request's (which continues a caller's `traceparent`).
     const parentSpan = yield* Tracing.currentSpan
-    const turn = yield* turnEvents(request, raw, user, agent, () => runtime.send(chat, message, { parentSpan }), fresh)
+    const turn = yield* turnEvents(request, raw, user, agent, (turnId) => runtime.send(chat, message, { parentSpan, turnId }), fresh)
     const meta = turn.meta
     const replayHeaders = turn.replayed ? { "idempotent-replayed": "true" } : {}
     const events = untilShutdown(turn.events)

@@ -27,7 +27,7 @@ const reason = (cause: Cause.Cause<unknown>): string => {
 }
 
 export const layer = (settings: ClusterSettings, url: Redacted.Redacted<string>, version: string) =>
-  SessionEntity.layer.pipe(
+  SessionEntity.layer(settings.nodeId).pipe(
     Layer.provideMerge(NodeRegistry.layer(settings, version)),
     Layer.provideMerge(Cluster.layer(settings, url)),
     Layer.catchCause((cause) =>

@@ -12,9 +12,12 @@ import { SqlClient } from "effect/sql"
 import type { ClusterSettings } from "../../domain/cluster/settings.ts"
 import { formatHostPort } from "../../domain/cluster/settings.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
+import * as SessionFences from "./SessionFences.ts"
 
 /** How often a node writes its row. */
 export const PUBLISH_SECONDS = 2
+/** How often old turn ids and dead nodes' rows are deleted. */
+export const PRUNE_MINUTES = 10
 /** A row older than this is a node that is gone. */
 export const STALE_SECONDS = 3 * PUBLISH_SECONDS
 
@@ -114,6 +117,14 @@ export const layer = (settings: ClusterSettings, version: string) =>
         Effect.forkScoped
       )
       yield* Effect.addFinalizer(() => sql`DELETE FROM cluster_nodes WHERE node_id = ${settings.nodeId}`.pipe(Effect.ignore))
+      // Pruning, by every node (each statement is harmless twice): turn ids past their day, and the
+      // rows of nodes gone for a day (`anna cluster status` shows a dead node as down until then).
+      const fences = SessionFences.make(sql, settings.nodeId)
+      yield* Effect.andThen(fences.prune, sql`DELETE FROM cluster_nodes WHERE seen_at < now() - interval '1 day'`).pipe(
+        Effect.catchCause((c) => Effect.logWarning(`cluster: pruning failed: ${Cause.pretty(c)}`)),
+        Effect.repeat(Schedule.spaced(Duration.minutes(PRUNE_MINUTES))),
+        Effect.forkScoped
+      )
       const nodes = readNodes(sql, settings.nodeId)
       return NodeRegistry.of({
         nodeId: settings.nodeId,

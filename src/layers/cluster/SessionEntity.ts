@@ -19,12 +19,16 @@
 import { createHash, randomUUID } from "node:crypto"
 import { Cause, Effect, Layer, Schema, Stream, Tracer } from "effect"
 import { Entity } from "effect/cluster"
+import { SqlClient } from "effect/sql"
+import { CurrentFence } from "../../domain/cluster/fence.ts"
 import { Rpc } from "effect/rpc"
 import { emptyUsage } from "../../domain/model/types.ts"
 import * as Tracing from "../../domain/observability/tracing.ts"
 import type { ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
 import { NodeRegistry } from "./NodeRegistry.ts"
+import * as SessionFences from "./SessionFences.ts"
+import type { SessionFences as Fences } from "./SessionFences.ts"
 
 /** The entity id of a session: SHA-256 of its key, in hex. */
 export const entityIdOf = (sessionKey: string): string => createHash("sha256").update(sessionKey).digest("hex")
@@ -36,7 +40,9 @@ export const Turn = Rpc.make("Turn", {
   payload: {
     chat: Schema.Unknown,
     message: Schema.Unknown,
-    resumed: Schema.Boolean
+    resumed: Schema.Boolean,
+    /** The turn's id: the same for every delivery of one turn (SendOptions.turnId, or made by the caller). */
+    turnId: Schema.String
   },
   success: TurnChunk,
   stream: true
@@ -59,22 +65,39 @@ export const UNREACHABLE_NOTICE = "This conversation's gateway node could not be
 
 /**
  * The entity's handlers, on the node that owns the session: they call this node's own pool (`local`).
+ * Each start of the entity here takes the session's fence (a new epoch): from then on, writes made
+ * for a turn of a former owner fail. A turn whose id was started before (a retry, or effect/cluster
+ * re-sending it after its owner died) runs as resumed: its stored answer is given again, or its
+ * stored message answered, never a second turn.
  */
-export const handlers = (local: SessionPool["Service"]) =>
+export const handlers = (local: SessionPool["Service"], fences: Fences) =>
   Session.toLayer(
-    Session.of({
-      Turn: ({ payload }) =>
-        Stream.unwrap(Effect.gen(function*() {
-          const attempt = randomUUID()
-          // The turn's span continues the caller's: effect/cluster carries the trace across nodes.
-          const parentSpan = yield* Tracing.currentSpan
-          const options: SendOptions = { resumed: payload.resumed, ...(parentSpan === undefined ? {} : { parentSpan }) }
-          return local.send(payload.chat as ResolvedChat, payload.message as UserMessage, options).pipe(
-            Stream.map((event) => ({ attempt, event }))
-          )
-        })),
-      Abort: ({ payload }) => local.abort(payload.sessionKey),
-      Release: ({ payload }) => local.release(payload.sessionKey, payload.reason)
+    Effect.gen(function*() {
+      const entityId = (yield* Entity.CurrentAddress).entityId
+      const epoch = yield* fences.take(entityId).pipe(Effect.orDie)
+      const fence = { entityId, epoch }
+      return Session.of({
+        Turn: ({ payload }) =>
+          Stream.unwrap(Effect.gen(function*() {
+            const attempt = randomUUID()
+            const first = yield* fences.firstStart(payload.turnId, entityId).pipe(
+              Effect.catchCause((c) => Effect.logWarning(`cluster: could not record turn ${payload.turnId}: ${Cause.pretty(c)}`).pipe(Effect.as(true)))
+            )
+            // The turn's span continues the caller's: effect/cluster carries the trace across nodes.
+            const parentSpan = yield* Tracing.currentSpan
+            const options: SendOptions = {
+              resumed: payload.resumed || !first,
+              turnId: payload.turnId,
+              ...(parentSpan === undefined ? {} : { parentSpan })
+            }
+            return local.send(payload.chat as ResolvedChat, payload.message as UserMessage, options).pipe(
+              Stream.map((event) => ({ attempt, event })),
+              Stream.provideService(CurrentFence, fence)
+            )
+          })),
+        Abort: ({ payload }) => local.abort(payload.sessionKey),
+        Release: ({ payload }) => local.release(payload.sessionKey, payload.reason)
+      })
     }),
     // An /abort must reach a session whose turn is running: calls of one entity run side by side.
     { concurrency: "unbounded" }
@@ -122,7 +145,7 @@ export const clusterPool = Effect.gen(function*() {
 
   const send = (chat: ResolvedChat, message: UserMessage, options?: SendOptions): Stream.Stream<TurnEvent> =>
     followAttempts(
-      client(chat.sessionKey).Turn({ chat, message, resumed: options?.resumed === true }).pipe(
+      client(chat.sessionKey).Turn({ chat, message, resumed: options?.resumed === true, turnId: options?.turnId ?? randomUUID() }).pipe(
         Stream.tapCause((cause) => Effect.logWarning(`cluster: a turn of ${chat.sessionKey} could not reach its node: ${Cause.pretty(cause)}`))
       )
     ).pipe(options?.parentSpan === undefined ? (s) => s : Stream.provideService(Tracer.ParentSpan, options.parentSpan))
@@ -146,6 +169,9 @@ export const clusterPool = Effect.gen(function*() {
  * The cluster's SessionPool over this node's own (`SessionPool` in the context, the local one): the
  * entity's handlers are registered with it and the pool provided out sends every call to the owner.
  */
-export const layer = Layer.effect(SessionPool, clusterPool).pipe(
-  Layer.provideMerge(Layer.unwrap(Effect.map(Effect.service(SessionPool), handlers)))
-)
+export const layer = (nodeId: string) =>
+  Layer.effect(SessionPool, clusterPool).pipe(
+    Layer.provideMerge(Layer.unwrap(Effect.gen(function*() {
+      return handlers(yield* SessionPool, SessionFences.make(yield* SqlClient.SqlClient, nodeId))
+    })))
+  )

@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql"
 import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import { InvalidInput, SessionNotFound, StaleContext } from "../../domain/memory/errors.ts"
 import { StorageError } from "../../domain/storage/errors.ts"
+import { CurrentFence, type Fence, FENCED_REASON, FENCED_SQLSTATE } from "../../domain/cluster/fence.ts"
 import type { SessionRef } from "../../domain/memory/session.ts"
 import type { SearchScope } from "../../domain/memory/types.ts"
 import { continuesUnit, estimateMessageTokens, hasCjk, type NewMessage, type Role } from "../../domain/message.ts"
@@ -64,13 +65,39 @@ const ANALYZE_AFTER = 1_000
 /** Items `itemsNewest` reads the content of, at most (the newest of the page within its tokens). */
 export const CONTENT_ITEMS = 64
 
+/** A write refused by the session's fence. */
+const fenced = new StorageError({ operation: "write to the conversation", reason: FENCED_REASON })
+
+/** Whether a driver error is the fence's refusal (anna_append_fenced's SQLSTATE). */
+const isFenced = (e: unknown): boolean => {
+  for (let x: unknown = e, depth = 0; x !== null && typeof x === "object" && depth < 6; depth++) {
+    if ((x as { code?: unknown }).code === FENCED_SQLSTATE) return true
+    x = (x as { cause?: unknown }).cause
+  }
+  return false
+}
+
 /** Conversation ids never change once created; the cache is bounded so a long-lived gateway stays small. */
 const CACHE_LIMIT = 10_000
 
 export const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const immediate = Sqlite.immediate(sql)
   const postgres = isPostgres(sql)
+  const locked = Sqlite.immediate(sql)
+  /**
+   * A write under the write lock; on a cluster, inside a session's turn (CurrentFence), refused when
+   * another node has taken the session since (src/domain/cluster/fence.ts).
+   */
+  const immediate = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    Effect.flatMap(Effect.service(CurrentFence), (fence) =>
+      fence === undefined || !postgres
+        ? locked(self)
+        : locked(Effect.andThen(
+          sql<{ ok: number }>`SELECT 1 AS ok FROM session_fences WHERE entity_id = ${fence.entityId} AND epoch = ${fence.epoch}`.pipe(
+            Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(fenced) : Effect.void)
+          ),
+          self
+        )))
   const searchIndex = makeSearchIndex(sql)
   const ids = (list: ReadonlyArray<number>) => jsonValues(sql, JSON.stringify(list), "bigint")
   /** Multi-row INSERT (nothing for no rows); `returning` adds a RETURNING clause. */
@@ -284,7 +311,8 @@ export const make = Effect.gen(function*() {
     const tail = tails.get(conversationId)
     const sessionKey = keyById.get(conversationId)
     tails.delete(conversationId)
-    const fast = tail === undefined || sessionKey === undefined ? undefined : yield* appendAfter(conversationId, sessionKey, tail, encoded, now)
+    const fence = yield* CurrentFence
+    const fast = tail === undefined || sessionKey === undefined ? undefined : yield* appendAfter(conversationId, sessionKey, tail, encoded, now, fence)
     const { range, before } = fast !== undefined && tail !== undefined
       ? { range: fast, before: tail }
       : yield* appendLocked(conversationId, encoded, now)
@@ -299,7 +327,14 @@ export const make = Effect.gen(function*() {
    * when the append needs the locked path (vectors that only the search queue can make, timestamps
    * that are not whole milliseconds, more rows than one statement takes).
    */
-  const appendAfter = (conversationId: number, sessionKey: string, tail: Tail, encoded: ReadonlyArray<EncodedMessage>, now: number) =>
+  const appendAfter = (
+    conversationId: number,
+    sessionKey: string,
+    tail: Tail,
+    encoded: ReadonlyArray<EncodedMessage>,
+    now: number,
+    fence: Fence | undefined
+  ) =>
     Effect.suspend(() => {
       const firstSeq = tail.seq + 1
       const vectors = inlineVectors(encoded, firstSeq, conversationId, tail.userId, tail.answersMemory)
@@ -314,14 +349,17 @@ export const make = Effect.gen(function*() {
       })
       // Every number of an int8 array as a bigint: the driver types a small number int4 and refuses mixed arrays.
       const int8 = (ns: ReadonlyArray<number>) => ns.map((n) => BigInt(n))
-      return sql<{ appended: boolean }>`SELECT anna_append_messages(
+      const call = fence === undefined
+        ? sql`anna_append_messages(`
+        : sql`anna_append_fenced(${fence.entityId}, ${BigInt(fence.epoch)}, `
+      return sql<{ appended: boolean }>`SELECT ${call}
           ${BigInt(conversationId)}, ${sessionKey}, ${tail.userId}, ${BigInt(tail.seq)}, ${BigInt(now)},
           ${int8(encoded.map((_, i) => firstSeq + i))}, ${encoded.map((e) => e.role)}, ${encoded.map((e) => e.blocks ?? "")},
           ${encoded.map((e) => e.text)}, ${int8(encoded.map((e) => e.tokens))}, ${encoded.map((e) => (e.hasToolResults ? 1 : 0))},
           ${continues}, ${encoded.map((e) => (e.hasCjk ? 1 : 0))}, ${int8(encoded.map((e) => e.createdAt))},
           ${int8(vectors.map((v) => v.seq))}, ${vectors.map((v) => v.terms)}) AS appended`.pipe(
         Effect.map((rows) => (rows[0]?.appended === true ? { firstSeq, lastSeq: firstSeq + encoded.length - 1 } : undefined)),
-        Effect.mapError(storageError("append messages"))
+        Effect.mapError((e) => (isFenced(e) ? fenced : storageError("append messages")(e)))
       )
     })
 
@@ -835,7 +873,8 @@ export const make = Effect.gen(function*() {
 
   const retireRows = makeRetireUser(sql, searchIndex.indexQueued)
   const retireUser = Effect.fn("MemoryStore.retireUser")(function*(userId: string, removedAs: string) {
-    const retired = yield* immediate(retireRows(userId, removedAs)).pipe(Effect.mapError(storageError("move a removed user's sessions")))
+    // Not a turn's write: a user's removal is the operator's, never fenced.
+    const retired = yield* locked(retireRows(userId, removedAs)).pipe(Effect.mapError(storageError("move a removed user's sessions")))
     for (const s of retired.sessions) forget(s.from)
     return retired
   })
@@ -849,7 +888,7 @@ export const make = Effect.gen(function*() {
 
   // Rows queued for the search index by migration 0010 (or inserted by something other than this
   // store) are indexed before the store is used; a failure leaves them queued for the next append.
-  yield* searchIndex.drainQueue(immediate).pipe(
+  yield* searchIndex.drainQueue(locked).pipe(
     Effect.catch((e) => Effect.logWarning(`memory: could not index queued rows for search: ${e.message}`))
   )
 

@@ -89,7 +89,7 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
         if (!(yield* store.claimBeat(jobId, yield* Clock.currentTimeMillis, intervalMs / 2))) return
         const runId = yield* store.startRun(jobId, "heartbeat")
         const target = { platform: SCHEDULER_PLATFORM, externalUserId: userId, userId, agentId, chatId: "heartbeat" }
-        const turn = yield* runTurn(runtime, target, HEARTBEAT_PROMPT)
+        const turn = yield* runTurn(runtime, target, HEARTBEAT_PROMPT, `heartbeat:${jobId}:${runId}`)
         if (turn.error !== undefined) return yield* store.finishRun(runId, { status: "error", reply: turn.reply || null, error: turn.error })
         if (isQuiet(turn.reply)) return yield* store.finishRun(runId, { status: "ok", reply: turn.reply })
         if (notifier === undefined) {

@@ -20,11 +20,11 @@ export interface TurnResult {
 }
 
 /** Runs one turn and collects its answer (text events) or its failure (notices before a failed `done`). */
-export const runTurn = (runtime: Runtime["Service"], target: ChatTarget, prompt: string) =>
+export const runTurn = (runtime: Runtime["Service"], target: ChatTarget, prompt: string, turnId?: string) =>
   Effect.gen(function*() {
     const chat = yield* runtime.resolve(target)
     const state = { text: "", notices: [] as Array<string>, stop: "" }
-    yield* runtime.send(chat, prompt).pipe(
+    yield* runtime.send(chat, prompt, { turnId }).pipe(
       Stream.runForEach((e) =>
         Effect.sync(() => {
           if (e.type === "text") state.text += e.text
@@ -53,7 +53,7 @@ export const runJob = (runtime: Runtime["Service"], notifier: Notifier["Service"
       agentId: job.agentId,
       chatId: chatOf(job, runId)
     }
-    const turn = yield* runTurn(runtime, target, job.prompt)
+    const turn = yield* runTurn(runtime, target, job.prompt, `job:${job.id}:${runId}`)
     if (turn.error !== undefined) return { status: "error", reply: turn.reply || null, error: turn.error } satisfies RunOutcome
     if (job.deliverUser === null) return { status: "ok", reply: turn.reply } satisfies RunOutcome
     if (turn.reply === "") return { status: "ok", reply: "", error: "the reply was empty, so nothing was delivered" } satisfies RunOutcome

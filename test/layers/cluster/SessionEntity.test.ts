@@ -12,6 +12,7 @@ import { emptyUsage } from "../../../src/domain/model/types.ts"
 import type { ResolvedChat, TurnEvent } from "../../../src/domain/runtime/types.ts"
 import * as ClusterNode from "../../../src/layers/cluster/ClusterNode.ts"
 import { NodeRegistry } from "../../../src/layers/cluster/NodeRegistry.ts"
+import { CurrentFence } from "../../../src/domain/cluster/fence.ts"
 import { entityIdOf, followAttempts, MOVED_NOTICE } from "../../../src/layers/cluster/SessionEntity.ts"
 import { type LiveSession, SessionPool } from "../../../src/services/SessionPool.ts"
 import { postgresEnabled, tempDatabaseUrl } from "../../support/postgres.ts"
@@ -22,6 +23,9 @@ interface Call {
   readonly node: string
   readonly op: "turn" | "abort" | "release"
   readonly sessionKey: string
+  readonly resumed?: boolean | undefined
+  /** The fence the turn ran under (its node's epoch of the session). */
+  readonly epoch?: number | undefined
 }
 
 const chatOf = (sessionKey: string): ResolvedChat => ({
@@ -42,9 +46,10 @@ const done: TurnEvent = { type: "done", stopReason: "end_turn", usage: emptyUsag
 const recorder = (node: string, calls: Array<Call>): SessionPool["Service"] => {
   const live: Array<LiveSession> = []
   return SessionPool.of({
-    send: (chat, message) =>
-      Stream.fromEffect(Effect.sync(() => {
-        calls.push({ node, op: "turn", sessionKey: chat.sessionKey })
+    send: (chat, message, options) =>
+      Stream.fromEffect(Effect.gen(function*() {
+        const fence = yield* CurrentFence
+        calls.push({ node, op: "turn", sessionKey: chat.sessionKey, resumed: options?.resumed, epoch: fence?.epoch })
         if (!live.some((s) => s.sessionKey === chat.sessionKey)) {
           live.push({ sessionKey: chat.sessionKey, agentId: chat.agentId, userId: chat.userId, running: false, sandbox: false, lastTurnAt: Date.now() })
         }
@@ -151,6 +156,13 @@ if (postgresEnabled()) {
         expect([...owners.values()].every((s) => s.size === 1)).toBe(true)
         const byNode = new Set([...owners.values()].flatMap((s) => [...s]))
         expect(byNode).toEqual(new Set(["node-a", "node-b"]))
+        // Every turn ran under its owner's fence; a turn id delivered again runs as resumed, on either node.
+        expect(calls.every((c) => c.op !== "turn" || (c.epoch !== undefined && c.epoch >= 1))).toBe(true)
+        expect(calls.every((c) => c.op !== "turn" || c.resumed === false)).toBe(true)
+        const retried = keys[5] ?? ""
+        yield* Stream.runCollect(a.pool.send(chatOf(retried), "once", { turnId: "http:u:retry-1" }))
+        yield* Stream.runCollect(b.pool.send(chatOf(retried), "once", { turnId: "http:u:retry-1" }))
+        expect(calls.filter((c) => c.sessionKey === retried).slice(-2).map((c) => c.resumed)).toEqual([false, true])
         // /abort and release entered on either node reach the owner.
         const key = keys[3] ?? ""
         const owner = [...(owners.get(key) ?? [])][0]
@@ -165,12 +177,16 @@ if (postgresEnabled()) {
         // Node b stops: its sessions move to a, whose next turns run them.
         const onB = keys.filter((k) => owners.get(k)?.has("node-b"))
         yield* b.stop
+        const epochsOnB = new Map<string, number>()
+        for (const c of calls) if (c.node === "node-b" && c.epoch !== undefined) epochsOnB.set(c.sessionKey, c.epoch)
         calls.length = 0
         for (const k of onB) {
           const events = yield* Stream.runCollect(a.pool.send(chatOf(k), "again"))
           expect(textOf(events)).toBe("node-a:again")
         }
         expect(calls.every((c) => c.node === "node-a")).toBe(true)
+        // The new owner took each moved session at a later epoch: the old owner's writes would be refused.
+        for (const c of calls) expect(c.epoch).toBeGreaterThan(epochsOnB.get(c.sessionKey) ?? 0)
         expect((yield* a.registry.nodes).map((n) => n.nodeId)).toEqual(["node-a"])
         yield* a.stop
       }), 90_000)

@@ -151,7 +151,7 @@ export const makeInbound = <M>(adapter: PlatformAdapter<M>, options: InboundOpti
         yield* Metrics.channelMessage(platform, "in", "accepted")
         const turn = Effect.gen(function*() {
           const typing = yield* Effect.forkChild(typingLoop(m))
-          yield* Stream.runForEach(runtime.send(resolved.success, incoming.message, { resumed, parentSpan }), writer.event).pipe(
+          yield* Stream.runForEach(runtime.send(resolved.success, incoming.message, { resumed, parentSpan, turnId: `${platform}:${key}` }), writer.event).pipe(
             Effect.ensuring(Fiber.interrupt(typing))
           )
           yield* finish
