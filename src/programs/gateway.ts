@@ -26,7 +26,7 @@ import { AppConfig } from "../services/AppConfig.ts"
 import { AgentStore } from "../services/AgentStore.ts"
 import { ProviderStore } from "../services/ProviderStore.ts"
 import { ToolCatalog } from "../services/ToolCatalog.ts"
-import { NodeRegistry } from "../layers/cluster/NodeRegistry.ts"
+import { NodeRegistry } from "../services/NodeRegistry.ts"
 import type { ProviderConfig } from "../domain/model/types.ts"
 import { VERSION } from "./cli.ts"
 import { databaseLabel, databaseLocation, DatabaseUrlFlag, InvalidEnvironment, parseDatabaseUrl } from "./env.ts"
@@ -91,26 +91,33 @@ const serve = (options: GatewayOptions, presence: GatewayPresence) =>
     if (options.port !== undefined) http.port = options.port
     const published = (status: ReadonlyArray<ChannelStatus>) =>
       presence.publish(status.find((c) => c.id === "http" && c.state === "running")?.address)
-    const channels = Context.get(yield* Layer.build(GatewayChannels({ http }, published)), Channels)
+    const channels = Context.get(yield* Layer.build(GatewayChannels({ http }, published, Option.getOrUndefined(node))), Channels)
     // The notify tool needs the running channels, which need the runtime: it joins the catalog now,
     // for every session runner started from here on (it is offered only while a channel can push).
     const [notify, Notifier] = yield* Effect.promise(() => Promise.all([import("../layers/tools/notify.ts"), import("../layers/channels/Notifier.ts")]))
     const notifier = yield* Notifier.make.pipe(Effect.provideService(Channels, channels))
     yield* (yield* ToolCatalog).register(notify.notifySource(notifier))
+    // Work that runs once per deployment: here, or on a cluster on one node at a time (issue 28).
+    const once = <E, R>(name: string, run: Effect.Effect<void, E, R>) =>
+      Option.isSome(node) ? node.value.singleton(name, run) : Effect.asVoid(Effect.forkScoped(run))
     // The scheduler delivers through the Notifier, so it starts once the channels run (issue 14).
     const [Scheduler, SqliteJobStore] = yield* Effect.promise(() => Promise.all([import("../layers/scheduler/Scheduler.ts"), import("../layers/scheduler/SqliteJobStore.ts")]))
-    yield* Layer.build(Scheduler.layer({ notifier }).pipe(Layer.provide(SqliteJobStore.layer)))
+    const scheduler = Scheduler.layer({ notifier }).pipe(Layer.provide(SqliteJobStore.layer))
+    if (Option.isSome(node)) yield* once("scheduler", Layer.launch(scheduler))
+    else yield* Layer.build(scheduler)
     // Bursts that ended while no gateway ran are reflected on now, in the background (issue 15).
     const { catchUp } = yield* Effect.promise(() => import("../layers/learning/catchUp.ts"))
-    const caught = yield* catchUp().pipe(Effect.catchCause((c) => Effect.logWarning(`learning: catch-up failed: ${Cause.pretty(c)}`).pipe(Effect.as(0))))
-    if (caught > 0) yield* Effect.logInfo(`learning: reflecting on ${caught} session(s) whose work ended while the gateway was down`)
+    yield* once("learning-catch-up", Effect.gen(function*() {
+      const caught = yield* catchUp().pipe(Effect.catchCause((c) => Effect.logWarning(`learning: catch-up failed: ${Cause.pretty(c)}`).pipe(Effect.as(0))))
+      if (caught > 0) yield* Effect.logInfo(`learning: reflecting on ${caught} session(s) whose work ended while the gateway was down`)
+    }))
     // Dense retrieval (issue 25): agents with an embedding model get their rows embedded in the
     // background; without one the worker reads the agents every few seconds and does nothing else.
     const EmbeddingWorker = yield* Effect.promise(() => import("../layers/memory/EmbeddingWorker.ts"))
-    yield* Effect.forkScoped((yield* EmbeddingWorker.make()).loop)
+    yield* once("embeddings", (yield* EmbeddingWorker.make()).loop)
     // The playbooks' maintenance sweep, at start and once a day.
     const { sweepDaily } = yield* Effect.promise(() => import("../layers/learning/sweepDaily.ts"))
-    yield* Effect.forkScoped(sweepDaily)
+    yield* once("daily-sweep", sweepDaily)
     const running = (yield* channels.status).flatMap((c) => (c.state === "running" && c.description !== undefined ? [c.description] : []))
     yield* Effect.logInfo(
       running.length === 0

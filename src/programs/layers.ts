@@ -22,7 +22,7 @@
  *   GatewayRuntime AgentRuntime, as a node of a cluster when ANNA_RUNNER_ADDRESS is set (issue 28)
  *   GatewayChannels  the channels the gateway runs, over AgentRuntime (lazy)
  */
-import { Deferred, Effect, Layer, Option } from "effect"
+import { Cause, Deferred, Duration, Effect, Layer, Option, type Scope } from "effect"
 import { formatModelRef } from "../domain/config/agent.ts"
 import * as SqliteConfigStore from "../layers/config/SqliteConfigStore.ts"
 import * as SqlitePluginStore from "../layers/config/SqlitePluginStore.ts"
@@ -39,6 +39,11 @@ import type { ConfigStore } from "../services/ConfigStore.ts"
 import type { Runtime } from "../services/Runtime.ts"
 import type { Accounts } from "../services/Accounts.ts"
 import { type ChannelStatus, Channels } from "../services/Channels.ts"
+import type { Channel, ChannelTarget, OutboundMessage } from "../services/Channel.ts"
+import { ConfigStore as ConfigStoreTag } from "../services/ConfigStore.ts"
+import type { NodeRegistry } from "../services/NodeRegistry.ts"
+import type { LiveConfig } from "../services/LiveConfig.ts"
+import { ChannelError } from "../domain/channels/errors.ts"
 import type { AdminServices } from "../layers/admin/routes.ts"
 import { clusterSetting, database, databaseLocation, InvalidEnvironment, layerFromEnv } from "./env.ts"
 
@@ -138,7 +143,8 @@ export const GatewayRuntime = (version: string) =>
  */
 export const GatewayChannels = (
   overrides: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
-  onStatus?: (status: ReadonlyArray<ChannelStatus>) => Effect.Effect<void>
+  onStatus?: (status: ReadonlyArray<ChannelStatus>) => Effect.Effect<void>,
+  node?: NodeRegistry["Service"]
 ) =>
   lazy(
     () =>
@@ -167,14 +173,13 @@ export const GatewayChannels = (
             status: Effect.flatMap(Deferred.await(handle), (c) => c.status),
             notify: (id, target, message) => Effect.flatMap(Deferred.await(handle), (c) => c.notify(id, target, message))
           })
-          const channels = yield* Supervisor.make<GatewayServices | Channels>({
-            channels: [
-              Supervisor.runnable(HttpChannel.definitionWith(AdminRoutes.layer(), { notFound: AdminRoutes.notFound() })),
-              ...platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))
-            ],
-            overrides,
-            onStatus
-          }).pipe(Effect.provideService(Channels, later))
+          const http = Supervisor.runnable(HttpChannel.definitionWith(AdminRoutes.layer(), { notFound: AdminRoutes.notFound() }))
+          const chatPlatforms = platforms.PLATFORM_IDS.map((id) => Supervisor.runnable(platforms.lazyDefinition(id)))
+          const supervise = (channels: ReadonlyArray<ReturnType<typeof Supervisor.runnable<unknown, unknown, GatewayServices | Channels>>>, listen?: typeof onStatus) =>
+            Supervisor.make<GatewayServices | Channels>({ channels, overrides, onStatus: listen }).pipe(Effect.provideService(Channels, later))
+          const channels = node === undefined
+            ? yield* supervise([http, ...chatPlatforms], onStatus)
+            : yield* clustered(node, yield* supervise([http], onStatus), supervise(chatPlatforms), platforms.loadPlatform)
           yield* Deferred.succeed(handle, channels)
           return channels
         })
@@ -190,6 +195,74 @@ export const GatewayChannels = (
         SkillRanking.layer
       )))
   )
+
+/**
+ * The channels of a cluster's node (issue 28): the HTTP channel (with the admin API and console) on
+ * every node; the chat platforms' channels — Telegram's getUpdates, the WeChat, QQ and Feishu
+ * connections — on one node at a time, the singleton `channels` (a platform allows one poller or
+ * connection per bot). On the other nodes `status` shows them as the running node published them,
+ * and a delivery (`notify`: the scheduler, the notify tool) goes through the platform's sender.
+ * A start that fails is tried again every 30 s.
+ */
+const clustered = (
+  node: NodeRegistry["Service"],
+  local: Channels["Service"],
+  platformsHere: Effect.Effect<Channels["Service"], unknown, Scope.Scope | GatewayServices | LiveConfig>,
+  loadPlatform: (id: string) => Effect.Effect<{ readonly sender: (config: Readonly<Record<string, unknown>>) => Effect.Effect<Channel["Service"], string, ConfigStore> } | undefined>
+) =>
+  Effect.gen(function*() {
+    let here: Channels["Service"] | undefined
+    const attempt = Effect.scoped(Effect.gen(function*() {
+      const started = yield* platformsHere
+      here = started
+      yield* node.reportChannels(started.status)
+      yield* Effect.addFinalizer(() =>
+        Effect.andThen(
+          Effect.sync(() => {
+            here = undefined
+          }),
+          node.reportChannels(undefined)
+        )
+      )
+      return yield* Effect.never
+    }))
+    yield* node.singleton(
+      "channels",
+      attempt.pipe(
+        Effect.catchCause((c) => Effect.logError(`channels: the chat platforms could not start here: ${Cause.pretty(c)}; trying again in 30 s`)),
+        Effect.andThen(Effect.sleep(Duration.seconds(30))),
+        Effect.forever
+      )
+    )
+    const config = yield* ConfigStoreTag
+    const senders = new Map<string, { readonly config: string; readonly channel: Channel["Service"] }>()
+    /** A delivery from a node that does not run the platform: its sender, from the stored settings. */
+    const viaSender = (id: string, target: ChannelTarget, message: OutboundMessage) =>
+      Effect.gen(function*() {
+        const stored = (yield* config.listChannels.pipe(Effect.mapError((e) => new ChannelError({ channel: id, reason: e.message })))).find((c) => c.id === id)
+        if (stored === undefined || !stored.enabled) return yield* new ChannelError({ channel: id, reason: "it is not enabled on this gateway" })
+        const key = JSON.stringify(stored.config)
+        let sender = senders.get(id)
+        if (sender === undefined || sender.config !== key) {
+          const platform = yield* loadPlatform(id)
+          if (platform === undefined) return yield* new ChannelError({ channel: id, reason: "it cannot deliver messages" })
+          const channel = yield* platform.sender(stored.config).pipe(Effect.mapError((reason) => new ChannelError({ channel: id, reason })))
+          sender = { config: key, channel }
+          senders.set(id, sender)
+        }
+        return yield* sender.channel.notify(target, message)
+      }).pipe(Effect.provideService(ConfigStoreTag, config))
+    return Channels.of({
+      status: Effect.gen(function*() {
+        const own = yield* local.status
+        if (here !== undefined) return [...own, ...(yield* here.status)]
+        const remote = yield* node.remoteChannels
+        return [...own, ...remote.map((r) => ({ ...r.status, description: `${r.status.description ?? r.status.state} (on node ${r.node})` }))]
+      }),
+      notify: (id, target, message) =>
+        id === "http" ? local.notify(id, target, message) : here !== undefined ? here.notify(id, target, message) : viaSender(id, target, message)
+    })
+  })
 
 /** What the gateway's channels (and the admin API on the HTTP channel's server) use of the runtime. */
 type GatewayServices = Runtime | ConfigStore | AgentStore | ChannelLedger | Accounts | AdminServices

@@ -14,6 +14,7 @@ import { afterAll, beforeAll } from "vitest"
 import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { psqlStatement } from "../support/suiteDatabase.ts"
+import { startFakeTelegram } from "../support/fakeTelegram/server.ts"
 import { freePort } from "../support/ports.ts"
 import { postgresEnabled } from "../support/postgres.ts"
 import { DB_PASSWORD, freshDatabaseUrl } from "../support/processDatabases.ts"
@@ -29,6 +30,7 @@ afterAll(async () => {
 })
 
 const SHARDS = 60
+const TG_TOKEN = "777001:ClusterTestTokenClusterTestToken"
 
 /** How long the join test's turns run: past effect/cluster's default entityTerminationTimeout (15 s). */
 const LONG_TURN_MS = 16_000
@@ -43,7 +45,13 @@ interface Node {
 }
 
 interface Status {
-  readonly nodes: ReadonlyArray<{ readonly node: string; readonly up: boolean; readonly shards: number; readonly sessions: number }>
+  readonly nodes: ReadonlyArray<{
+    readonly node: string
+    readonly up: boolean
+    readonly shards: number
+    readonly sessions: number
+    readonly singletons: ReadonlyArray<string>
+  }>
   readonly up: number
   readonly shards: number
 }
@@ -116,13 +124,13 @@ const ask = async (node: Node, token: string, session: string, content: string, 
 
 /** Answers `reply #N`, N the number of user messages the model was given. */
 const countingReplies = (req: { readonly body: unknown }) => {
-  const messages = (req.body as { messages?: Array<{ role: string }> }).messages ?? []
+  const messages = (req.body as { messages?: Array<{ role: string }> } | null)?.messages ?? []
   return { kind: "reply" as const, parts: [{ type: "text" as const, text: `reply #${messages.filter((m) => m.role === "user").length}` }] }
 }
 
 /** The text of the last user message a model request carried. */
 const lastUser = (req: { readonly body: unknown }): string => {
-  const messages = (req.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? []
+  const messages = (req.body as { messages?: Array<{ role: string; content: unknown }> } | null)?.messages ?? []
   const m = messages.findLast((x) => x.role === "user")
   return typeof m?.content === "string" ? m.content : JSON.stringify(m?.content ?? "")
 }
@@ -145,11 +153,16 @@ const gate = () => {
 
 if (postgresEnabled()) {
   describe("e2e: three gateways as one cluster on PostgreSQL", () => {
-    it("spreads sessions over the nodes, one owner each; a killed node's sessions move with their history", async () => {
+    it("spreads sessions over the nodes, one owner each; Telegram polled and a job run by one node; a killed node's work moves with nothing lost or doubled", async () => {
       const database = await freshDatabaseUrl()
       const base = clusterEnv(database)
       fake.respondWith(countingReplies)
+      const tg = await startFakeTelegram({ token: TG_TOKEN, botUsername: "cluster_bot" })
       const { first, token } = await firstNode(base)
+      const cli = async (...args: Array<string>) => assert.strictEqual((await annaEnv(first.home, base, ...args)).code, 0, args.join(" "))
+      await cli("channel", "set", "telegram", "--config", `token=${TG_TOKEN}`, "--config", `base_url=${tg.apiRoot}`)
+      await cli("channel", "enable", "telegram")
+      await cli("schedule", "add", "--agent", "default", "--every", "2s", "--prompt", "tick", "--user", "gina")
       const nodes = [first, await startNode(base, "n2"), await startNode(base, "n3")]
       const running = new Set(nodes)
       try {
@@ -160,9 +173,14 @@ if (postgresEnabled()) {
         })
         assert.deepStrictEqual(joined.nodes.map((n) => n.node), ["n1", "n2", "n3"])
 
+        // Telegram: 10 chats write to the bot; one node polls, each message is answered once.
+        const chats = Array.from({ length: 10 }, (_, i) => 5000 + i)
+        for (const chat of chats) tg.sendUserMessage({ chatId: chat, chatType: "private", from: { id: chat }, text: `question 1 from ${chat}` })
+        await tg.waitFor(() => chats.every((c) => tg.messages(c).length === 1), "every chat's first answer", 30_000)
+
         // 30 sessions × 3 turns, each turn entering another node; the second turn streamed.
         const sessions = Array.from({ length: 30 }, (_, i) => `trip-${i}`)
-        const before = fake.requests.length
+        const httpTurns = () => fake.requests.filter((r) => /^message \d of trip-/.test(lastUser(r))).length
         await Promise.all(sessions.map(async (session, i) => {
           for (let turn = 0; turn < 3; turn++) {
             const node = nodes[(i + turn) % 3] as Node
@@ -170,18 +188,20 @@ if (postgresEnabled()) {
           }
         }))
         // Each turn asked the model once.
-        assert.strictEqual(fake.requests.length - before, sessions.length * 3)
+        assert.strictEqual(httpTurns(), sessions.length * 3)
 
-        // Each session is live on exactly one node, and the sessions are spread over the nodes.
+        // Each session is live on exactly one node (the HTTP ones, the Telegram chats' and the job's),
+        // and the sessions are spread over the nodes.
         const owners = await until("every session live on one node", async () => {
           const s = await status(first.home, database)
           const total = s.nodes.reduce((n, x) => n + x.sessions, 0)
-          return total === sessions.length ? s : undefined
+          return total === sessions.length + chats.length + 1 ? s : undefined
         }, 15_000)
         assert.isAtLeast(owners.nodes.filter((n) => n.sessions > 0).length, 2, JSON.stringify(owners))
 
-        // The node with the most sessions dies.
-        const victimId = [...owners.nodes].sort((a, b) => b.sessions - a.sessions)[0]?.node
+        // The node polling Telegram dies (with its sessions, and whatever else it ran).
+        const victimId = owners.nodes.find((n) => n.singletons.includes("channels"))?.node
+        assert.isDefined(victimId, JSON.stringify(owners))
         const victim = nodes.find((n) => n.id === victimId) as Node
         victim.child.kill("SIGKILL")
         await victim.done
@@ -196,10 +216,19 @@ if (postgresEnabled()) {
           slowest = Math.max(slowest, Date.now() - t0)
         }))
         console.log(`cluster e2e: ${victim.id} (${owners.nodes.find((n) => n.node === victim.id)?.sessions} sessions) killed; every session answered again within ${((Date.now() - killedAt) / 1000).toFixed(1)} s (slowest turn ${(slowest / 1000).toFixed(1)} s)`)
-        assert.strictEqual(fake.requests.length - before, sessions.length * 4)
+        assert.strictEqual(httpTurns(), sessions.length * 4)
+        // Telegram moved to a survivor: the second round of messages is answered once each.
+        for (const chat of chats) tg.sendUserMessage({ chatId: chat, chatType: "private", from: { id: chat }, text: `question 2 from ${chat}` })
+        await tg.waitFor(() => chats.every((c) => tg.messages(c).length === 2), "every chat's second answer", 30_000)
+        for (const chat of chats) assert.deepStrictEqual(tg.messages(chat).map((m) => m.text), ["reply #1", "reply #2"], `chat ${chat}`)
+        // Never two pollers at once: Telegram ends the older getUpdates with 409 when a second one comes.
+        assert.deepStrictEqual(tg.callsTo("getUpdates").filter((c) => c.status === 409).length, 0)
         // The history of each session is whole: the model saw its three earlier turns.
-        const lastBody = JSON.stringify(fake.requests.at(-1)?.body ?? "")
-        assert.match(lastBody, /message 3 of trip-\d+/)
+        for (const r of fake.requests.filter((x) => lastUser(x).startsWith("message 4 of "))) {
+          const session = lastUser(r).replace("message 4 of ", "")
+          const body = JSON.stringify(r.body)
+          for (const n of [1, 2, 3]) assert.include(body, `message ${n} of ${session}`)
+        }
 
         // The survivors hold every shard; the dead node is reported down.
         const after = await until("two nodes holding every shard, the dead one down", async () => {
@@ -209,7 +238,14 @@ if (postgresEnabled()) {
         assert.strictEqual(after.nodes.length, 3)
         const verify = await annaEnv((survivors[0] as Node).home, { ANNA_DATABASE_URL: database }, "memory", "verify")
         assert.strictEqual(verify.code, 0, verify.stdout + verify.stderr)
+        // The job every 2 s ran once per tick across the cluster, before and after the kill: no two
+        // runs started within half an interval of each other.
+        const starts = psqlStatement(database, "SELECT started_at FROM scheduler_runs WHERE trigger <> 'heartbeat' ORDER BY started_at").trim().split("\n").map(Number)
+        assert.isAtLeast(starts.length, 5)
+        const gaps = starts.slice(1).map((t, i) => t - (starts[i] ?? 0))
+        assert.isTrue(gaps.every((g) => g >= 1_000), `runs' gaps: ${gaps.join(", ")}`)
       } finally {
+        await tg.close()
         for (const node of running) node.child.kill("SIGTERM")
         for (const node of running) {
           const exit = await node.done

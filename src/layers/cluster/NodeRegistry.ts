@@ -6,12 +6,14 @@
  *
  * Clocks: every time is the database's (`now()`), so nodes with skewed clocks agree.
  */
-import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Cause, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { ShardId, Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import type { ClusterSettings } from "../../domain/cluster/settings.ts"
 import { formatHostPort } from "../../domain/cluster/settings.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
+import { NodeRegistry, type NodeRow } from "../../services/NodeRegistry.ts"
+import type { ChannelStatus } from "../../services/Channels.ts"
 import * as SessionFences from "./SessionFences.ts"
 
 /** How often a node writes its row. */
@@ -20,29 +22,6 @@ export const PUBLISH_SECONDS = 2
 export const PRUNE_MINUTES = 10
 /** A row older than this is a node that is gone. */
 export const STALE_SECONDS = 3 * PUBLISH_SECONDS
-
-export interface NodeRow {
-  readonly nodeId: string
-  readonly address: string
-  readonly version: string
-  readonly startedAt: string
-  /** Seconds since the node last wrote its row (by the database's clock). */
-  readonly ageSeconds: number
-  readonly up: boolean
-  readonly shards: number
-  readonly singletons: ReadonlyArray<string>
-  readonly live: ReadonlyArray<LiveSession>
-}
-
-export class NodeRegistry extends Context.Service<NodeRegistry, {
-  readonly nodeId: string
-  /** Every node's live sessions (this node's as of now, the others' as last written). */
-  readonly live: Effect.Effect<ReadonlyArray<LiveSession>>
-  /** The nodes' rows, this node's first. */
-  readonly nodes: Effect.Effect<ReadonlyArray<NodeRow>>
-  /** Names a singleton this node runs now (until the returned effect is run). */
-  readonly runs: (singleton: string) => Effect.Effect<Effect.Effect<void>>
-}>()("anna/cluster/NodeRegistry") {}
 
 interface Raw {
   readonly node_id: string
@@ -90,6 +69,8 @@ const shardsHeld = (sharding: Sharding.Sharding["Service"], shards: number): num
  * SessionPool (the local one: what it publishes). Its row is written at once, then every
  * PUBLISH_SECONDS, and deleted when the layer closes.
  */
+export { NodeRegistry }
+
 export const layer = (settings: ClusterSettings, version: string) =>
   Layer.effect(
     NodeRegistry,
@@ -98,15 +79,17 @@ export const layer = (settings: ClusterSettings, version: string) =>
       const sharding = yield* Sharding.Sharding
       const local = yield* SessionPool
       const singletons = new Set<string>()
+      let channels: Effect.Effect<ReadonlyArray<ChannelStatus>> | undefined
       const address = formatHostPort(settings.address)
       const publish = Effect.gen(function*() {
         const live = JSON.stringify(yield* local.live)
         const held = shardsHeld(sharding, settings.shards)
         const running = JSON.stringify([...singletons].sort())
-        yield* sql`INSERT INTO cluster_nodes (node_id, address, version, shards, singletons, live)
-          VALUES (${settings.nodeId}, ${address}, ${version}, ${held}, ${running}::jsonb, ${live}::jsonb)
+        const channelsNow = JSON.stringify(channels === undefined ? [] : yield* channels)
+        yield* sql`INSERT INTO cluster_nodes (node_id, address, version, shards, singletons, channels, live)
+          VALUES (${settings.nodeId}, ${address}, ${version}, ${held}, ${running}::jsonb, ${channelsNow}::jsonb, ${live}::jsonb)
           ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, version = excluded.version, seen_at = now(),
-            shards = excluded.shards, singletons = excluded.singletons, live = excluded.live`
+            shards = excluded.shards, singletons = excluded.singletons, channels = excluded.channels, live = excluded.live`
       })
       // A node that restarts under the same id starts its row afresh (its start time is this one's).
       yield* sql`DELETE FROM cluster_nodes WHERE node_id = ${settings.nodeId}`
@@ -138,13 +121,30 @@ export const layer = (settings: ClusterSettings, version: string) =>
           const all = [...own, ...others.flatMap((r) => (Array.isArray(r.live) ? (r.live as ReadonlyArray<LiveSession>) : []))]
           return all.sort((a, b) => b.lastTurnAt - a.lastTurnAt)
         }),
-        runs: (singleton) =>
-          Effect.sync(() => {
-            singletons.add(singleton)
-            return Effect.sync(() => {
-              singletons.delete(singleton)
-            })
-          })
+        reportChannels: (status) =>
+          Effect.andThen(
+            Effect.sync(() => {
+              channels = status
+            }),
+            publish.pipe(Effect.ignore)
+          ),
+        remoteChannels: sql<{ node_id: string; channels: unknown }>`SELECT node_id, channels FROM cluster_nodes
+          WHERE node_id <> ${settings.nodeId} AND seen_at > now() - make_interval(secs => ${STALE_SECONDS})
+          ORDER BY seen_at DESC`.pipe(
+          Effect.map((rows) =>
+            rows.flatMap((r) => (Array.isArray(r.channels) ? (r.channels as ReadonlyArray<ChannelStatus>).map((status) => ({ node: r.node_id, status })) : []))
+          ),
+          Effect.catchCause((c) => Effect.logWarning(`cluster: could not read the other nodes' channels: ${Cause.pretty(c)}`).pipe(Effect.as([])))
+        ),
+        singleton: <E, R>(name: string, run: Effect.Effect<void, E, R>): Effect.Effect<void, never, R | Scope.Scope> =>
+          sharding.registerSingleton(
+            name,
+            Effect.acquireUseRelease(
+              Effect.sync(() => singletons.add(name)),
+              () => Effect.andThen(Effect.logInfo(`cluster: this node runs ${name} now`), run),
+              () => Effect.sync(() => singletons.delete(name))
+            ).pipe(Effect.catchCause((c) => Cause.hasInterruptsOnly(c) ? Effect.failCause(c) : Effect.logError(`cluster: ${name} failed: ${Cause.pretty(c)}`)))
+          )
       })
     })
   )

@@ -26,7 +26,7 @@ import { emptyUsage } from "../../domain/model/types.ts"
 import * as Tracing from "../../domain/observability/tracing.ts"
 import type { ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
-import { NodeRegistry } from "./NodeRegistry.ts"
+import { NodeRegistry } from "../../services/NodeRegistry.ts"
 import * as SessionFences from "./SessionFences.ts"
 import type { SessionFences as Fences } from "./SessionFences.ts"
 
