@@ -30,7 +30,9 @@
  * entries compares what importing `anna/layers` and `anna/memory` loads (modules, RSS; issue 25; bench/entries.ts).
  * postgres (issue 26) runs the memory engine's hot paths on SQLite and on a throwaway local PostgreSQL side by side
  * (bench/postgres.ts; not in the default set: it needs Debian's postgresql).
- * BENCH_ONLY=search-size,postgres,append,import,assemble,search,retrieval,runtime,otlp,channels,admin,sandbox,startup,entries,reach,learning limits phases.
+ * cluster (issue 28) runs 1, 2 and 3 gateway processes on one throwaway PostgreSQL: turns per second, p50/p95,
+ * CPU and peak RSS per node (bench/cluster.ts; not in the default set either).
+ * BENCH_ONLY=search-size,postgres,cluster,append,import,assemble,search,retrieval,runtime,otlp,channels,admin,sandbox,startup,entries,reach,learning limits phases.
  */
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -42,6 +44,7 @@ import { runAppend } from "./append.ts"
 import { runAssemble } from "./assemble.ts"
 import { runPostgres } from "./postgres.ts"
 import { runChannels } from "./channels.ts"
+import { runCluster } from "./cluster.ts"
 import { runEntries } from "./entries.ts"
 import { runImport } from "./importCli.ts"
 import { runLearning } from "./learning.ts"
@@ -113,6 +116,10 @@ const main = async () => {
     if (only.has("postgres")) {
       await runPostgres(dir)
       markRss("after postgres")
+    }
+    if (only.has("cluster")) {
+      await runCluster()
+      markRss("after cluster")
     }
     if (only.has("import")) {
       await runImport(dir)

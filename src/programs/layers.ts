@@ -24,6 +24,7 @@
  */
 import { Cause, Deferred, Duration, Effect, Layer, Option, type Scope } from "effect"
 import { formatModelRef } from "../domain/config/agent.ts"
+import { CLUSTER_POLL_MS, PollFiles } from "../domain/config/filePolling.ts"
 import * as SqliteConfigStore from "../layers/config/SqliteConfigStore.ts"
 import * as SqlitePluginStore from "../layers/config/SqlitePluginStore.ts"
 import * as DeterministicSummarizer from "../layers/memory/DeterministicSummarizer.ts"
@@ -129,6 +130,8 @@ export const GatewayRuntime = (version: string) =>
     }
     const ClusterNode = yield* Effect.promise(() => import("../layers/cluster/ClusterNode.ts"))
     return lazy(() => import("./compose.ts"), (m) => m.learningRuntime({ pool: ClusterNode.layer(settings, where.url, version) })).pipe(
+      // Workspaces (agents' files, skills) may be a shared volume: read them by polling, not inotify.
+      Layer.provide(Layer.succeed(PollFiles, CLUSTER_POLL_MS)),
       Layer.provideMerge(Sandbox),
       Layer.provideMerge(Memory)
     )

@@ -356,5 +356,49 @@ if (postgresEnabled()) {
         for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
       }
     }, 180_000)
+
+    it("a node stopped with SIGTERM while its sessions' turns run lets them finish, then hands the sessions over (a rolling restart)", async () => {
+      const database = await freshDatabaseUrl()
+      const base = { ...clusterEnv(database), ANNA_CLUSTER_SHUTDOWN_SECONDS: "60" }
+      const held = gate()
+      fake.respondWith(async (req) => {
+        if (lastUser(req).startsWith("long ")) await held.opened
+        return countingReplies(req)
+      })
+      const { first, token } = await firstNode(base)
+      const second = await startNode(base, "n2")
+      const running = new Set([first, second])
+      try {
+        await until("both nodes holding shards", async () => {
+          const s = await status(first.home, database)
+          return s.up === 2 && s.shards === SHARDS && s.nodes.every((n) => n.shards > 0) ? s : undefined
+        })
+        // Sessions owned by n2, each started with one turn through n1.
+        const owned: Array<string> = []
+        for (let i = 0; owned.length < 4 && i < 40; i++) {
+          assert.strictEqual(await ask(first, token, `roll-${i}`, "hello", false), "reply #1")
+          if ((await until("the owner listed", async () => ownerOf(database, `roll-${i}`) || undefined, 10_000)) === "n2") owned.push(`roll-${i}`)
+        }
+        assert.strictEqual(owned.length, 4)
+        const before = fake.requests.length
+        const answers = Promise.all(owned.map((s, i) => ask(first, token, s, `long ${s}`, i % 2 === 0)))
+        await fake.when(() => fake.requests.length - before === owned.length, { what: "the long turns' model calls" })
+        // n2 is asked to stop mid-turn: it waits for them.
+        second.child.kill("SIGTERM")
+        await until("n2 stopping", async () => (second.out().includes("anna gateway: stopping") ? true : undefined), 10_000)
+        held.open()
+        assert.deepStrictEqual(await answers, owned.map(() => "reply #2"))
+        assert.strictEqual((await second.done).code, 0, second.out())
+        running.delete(second)
+        // Each long turn ran once; the sessions answer on n1 now, with their history.
+        assert.strictEqual(fake.requests.length - before, owned.length)
+        for (const s of owned) assert.strictEqual(await ask(first, token, s, "again", false), "reply #3")
+        for (const s of owned) assert.deepStrictEqual(storedMessages(database, s), ["user: hello", "assistant: reply #1", `user: long ${s}`, "assistant: reply #2", "user: again", "assistant: reply #3"])
+      } finally {
+        held.open()
+        for (const node of running) node.child.kill("SIGTERM")
+        for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
+      }
+    }, 180_000)
   })
 }

@@ -28,7 +28,6 @@ import type { ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../../do
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
 import { NodeRegistry } from "../../services/NodeRegistry.ts"
 import * as SessionFences from "./SessionFences.ts"
-import type { SessionFences as Fences } from "./SessionFences.ts"
 
 /** The entity id of a session: SHA-256 of its key, in hex. */
 export const entityIdOf = (sessionKey: string): string => createHash("sha256").update(sessionKey).digest("hex")
@@ -70,7 +69,7 @@ export const UNREACHABLE_NOTICE = "This conversation's gateway node could not be
  * re-sending it after its owner died) runs as resumed: its stored answer is given again, or its
  * stored message answered, never a second turn.
  */
-export const handlers = (local: SessionPool["Service"], fences: Fences) =>
+export const handlers = (local: SessionPool["Service"], fences: SessionFences.SessionFences) =>
   Session.toLayer(
     Effect.gen(function*() {
       const entityId = (yield* Entity.CurrentAddress).entityId

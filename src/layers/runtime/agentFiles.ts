@@ -7,11 +7,13 @@
  * workspaces inside the agent's folder are not, so what sandboxed code does there costs nothing here.
  *
  * Where a watch cannot be set up (no inotify left, an unusual filesystem), the files are read on
- * every turn instead, with one warning: slower, never stale.
+ * every turn instead, with one warning: slower, never stale. With PollFiles set (a cluster, whose
+ * workspaces are a shared volume) nothing is watched: what was read is kept that long.
  */
-import { Effect, Scope } from "effect"
+import { Clock, Effect, Scope } from "effect"
 import { existsSync, type FSWatcher, watch } from "node:fs"
 import { dirname, join } from "node:path"
+import { PollFiles } from "../../domain/config/filePolling.ts"
 import { readSmallFile } from "./smallFile.ts"
 import { folderSource, loadPresets, type Preset } from "./presets.ts"
 
@@ -32,6 +34,8 @@ interface Entry {
   readonly watchers: Array<FSWatcher>
   /** Watching failed: read every time. */
   unwatched: boolean
+  /** When `value` was read (polling mode). */
+  readAt: number
 }
 
 const read = (folder: string) =>
@@ -51,6 +55,7 @@ const read = (folder: string) =>
 export const make = Effect.gen(function*() {
   const entries = new Map<string, Entry>()
   let reads = 0
+  const poll = yield* PollFiles
 
   const closeAll = (entry: Entry) => {
     for (const w of entry.watchers.splice(0)) w.close()
@@ -97,8 +102,16 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       let entry = entries.get(folder)
       if (entry === undefined) {
-        entry = { value: undefined, generation: 0, watchers: [], unwatched: false }
+        entry = { value: undefined, generation: 0, watchers: [], unwatched: false, readAt: 0 }
         entries.set(folder, entry)
+      }
+      if (poll !== undefined) {
+        const now = yield* Clock.currentTimeMillis
+        if (entry.value !== undefined && now - entry.readAt < poll) return entry.value
+        reads++
+        entry.value = yield* read(folder)
+        entry.readAt = now
+        return entry.value
       }
       if (entry.value !== undefined && !entry.unwatched) return entry.value
       // Watch before reading (again: the folder may have appeared), so a change made while reading is seen.

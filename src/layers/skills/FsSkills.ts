@@ -6,13 +6,15 @@
  * watches on the two skills folders (or, while one is missing, on its nearest existing parent for
  * that folder's appearance only) and on each installed skill's folder drop every cached list on any
  * event, so a turn reads no file when nothing changed. Where a watch cannot be set up, the folders are read every time (one warning).
+ * With PollFiles set (a cluster, whose `$ANNA_HOME` folders are shared) nothing is watched: a list is kept that long.
  */
-import { Effect, Layer, Option, Scope } from "effect"
+import { Clock, Effect, Layer, Option, Scope } from "effect"
 import { existsSync, type FSWatcher, promises as fs, watch } from "node:fs"
 import { basename, dirname, join } from "node:path"
 import { SkillExists, SkillNotFound } from "../../domain/skills/errors.ts"
 import { nameProblem, packagesIn, type SkillMeta } from "../../domain/skills/skill.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
+import { PollFiles } from "../../domain/config/filePolling.ts"
 import { type InstalledSkill, Skills } from "../../services/Skills.ts"
 import { exists, type FolderSkill, otherFiles, skillsIn, writeSkill } from "./installed.ts"
 import { readSource } from "./sources.ts"
@@ -22,6 +24,8 @@ export const agentRoot = (workspaces: string, agentId: string) => join(workspace
 
 export const make = Effect.gen(function*() {
   const config = yield* AppConfig
+  const poll = yield* PollFiles
+  const polled = new Map<string, { readonly value: ReadonlyArray<SkillMeta>; readonly readAt: number }>()
   const global = globalRoot(config.home)
   const own = (agentId: string) => agentRoot(config.workspaces, agentId)
   const scopeName = (agentId: string | undefined) => (agentId === undefined ? "global" : `agent ${agentId}`)
@@ -93,6 +97,7 @@ export const make = Effect.gen(function*() {
   const invalidate = () => {
     generation++
     cached.clear()
+    polled.clear()
   }
   yield* Scope.addFinalizer(yield* Effect.scope, Effect.sync(() => {
     for (const w of watchers.values()) w.close()
@@ -133,6 +138,15 @@ export const make = Effect.gen(function*() {
   }
 
   const forPrompt = Effect.fn("Skills.forPrompt")(function*(agentId: string) {
+    if (poll !== undefined) {
+      const now = yield* Clock.currentTimeMillis
+      const kept = polled.get(agentId)
+      if (kept !== undefined && now - kept.readAt < poll) return kept.value
+      const value = (yield* visible(agentId)).map((s): SkillMeta => ({ name: s.name, description: s.description }))
+      polled.set(agentId, { value, readAt: now })
+      reads++
+      return value as ReadonlyArray<SkillMeta>
+    }
     const hit = cached.get(agentId)
     if (hit !== undefined && hit.generation === generation && !unwatched) return hit.value
     const before = generation

@@ -18,6 +18,7 @@ import * as DeterministicSummarizer from "../../../src/layers/memory/Determinist
 import * as LcmMemory from "../../../src/layers/memory/LcmMemory.ts"
 import * as ProviderClients from "../../../src/layers/providers/SdkProviderRegistry.ts"
 import * as AgentFiles from "../../../src/layers/runtime/agentFiles.ts"
+import { PollFiles } from "../../../src/domain/config/filePolling.ts"
 import * as Compose from "../../../src/programs/compose.ts"
 import { AgentStore } from "../../../src/services/AgentStore.ts"
 import { ProviderStore } from "../../../src/services/ProviderStore.ts"
@@ -163,6 +164,24 @@ describe("SessionPool", () => {
       assert.deepStrictEqual(tools(3), ["bash", "read", "write", "edit", "memory", "skills", "search_skills", "create_skill", "scheduler", "webfetch", "agent"])
       assert.strictEqual(started.count, 1)
     }).pipe(Effect.provide(stack(home, started)))
+  })
+
+  it.effect("on a shared volume (PollFiles: a cluster) the agent's files are kept for the interval, then read again", () => {
+    const home = tempDir("anna-pool-")
+    return Effect.gen(function*() {
+      const folder = join(home, "workspaces", "a1")
+      mkdirSync(folder, { recursive: true })
+      writeFileSync(join(folder, "SYSTEM.md"), "version one")
+      const cache = yield* AgentFiles.make.pipe(Effect.provideService(PollFiles, 2_000))
+      assert.strictEqual((yield* cache.files(folder)).systemMd, "version one")
+      writeFileSync(join(folder, "SYSTEM.md"), "version two")
+      yield* TestClock.adjust(1_999)
+      assert.strictEqual((yield* cache.files(folder)).systemMd, "version one")
+      assert.strictEqual(yield* cache.reads, 1)
+      yield* TestClock.adjust(1)
+      assert.strictEqual((yield* cache.files(folder)).systemMd, "version two")
+      assert.strictEqual(yield* cache.reads, 2)
+    }).pipe(Effect.scoped)
   })
 
   it.effect("the agent's own files are read once, not on every turn, and again after they change", () => {

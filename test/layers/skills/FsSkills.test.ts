@@ -6,6 +6,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { TestClock } from "effect/testing"
+import { PollFiles } from "../../../src/domain/config/filePolling.ts"
 import { execFileSync } from "node:child_process"
 import { createServer, type Server } from "node:http"
 import { chmodSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, watch, writeFileSync } from "node:fs"
@@ -207,6 +209,26 @@ describe("scopes and the prompt's list", () => {
       assert.deepStrictEqual((yield* skills.forPrompt("ops")).map((s) => s.description), ["Global deploy", "Take better notes"])
       assert.strictEqual((yield* Effect.flip(skills.remove("deploy", "ops")))._tag, "SkillNotFound")
       assert.strictEqual((yield* Effect.flip(skills.remove("../skills", undefined)))._tag, "SkillNotFound")
+    }))
+})
+
+describe("the prompt list on a shared volume (PollFiles: a cluster)", () => {
+  it.effect("watches nothing: a list is kept for the interval, then read again", () =>
+    Effect.gen(function*() {
+      const home = yield* scopedDir("anna-skills-")
+      const src = yield* scopedDir("anna-skill-src-")
+      const skills = yield* FsSkills.make.pipe(Effect.provide(AppConfig.at(home)), Effect.provideService(PollFiles, 2_000))
+      yield* skills.install(folderWith(join(src, "n"), { "SKILL.md": skillMd("notes", "Take notes") }), { force: false })
+      assert.deepStrictEqual((yield* skills.forPrompt("ops")).map((s) => s.description), ["Take notes"])
+      const first = yield* skills.reads
+      // Another machine edits the skill: not seen (nor read) within the interval, seen after it.
+      writeFileSync(join(home, "skills/notes/SKILL.md"), skillMd("notes", "Take better notes"))
+      yield* TestClock.adjust(1_999)
+      assert.deepStrictEqual((yield* skills.forPrompt("ops")).map((s) => s.description), ["Take notes"])
+      assert.strictEqual(yield* skills.reads, first)
+      yield* TestClock.adjust(1)
+      assert.deepStrictEqual((yield* skills.forPrompt("ops")).map((s) => s.description), ["Take better notes"])
+      assert.strictEqual(yield* skills.reads, first + 1)
     }))
 })
 
