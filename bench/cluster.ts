@@ -49,13 +49,16 @@ const startGateway = async (env: Record<string, string>, id: string | undefined)
   const home = newHome()
   const child = startEntry(MAIN, home, ["gateway", "--port", "0"], "info", {
     ...env,
-    ...(id === undefined ? {} : { ANNA_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`, ANNA_NODE_ID: id })
+    ...(id === undefined ? {} : { ANNA_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`, ANNA_NODE_ID: id, ANNA_CLUSTER_LEASE_SECONDS: "5" })
   })
   let out = ""
   child.stdout?.on("data", (d: Buffer) => (out += d.toString()))
   child.stderr?.on("data", (d: Buffer) => (out += d.toString()))
   const done = finish(child)
-  await waitForOutput(child, "press Ctrl+C")
+  const exited = done.then((r) => {
+    throw new Error(`the gateway exited (${r.code ?? r.signal}) before it was up:\n${out}`)
+  })
+  await Promise.race([waitForOutput(child, "press Ctrl+C"), exited])
   const url = /HTTP channel \(OpenAI-compatible\) on (\S+);/.exec(out)?.[1]
   if (url === undefined) throw new Error(`no HTTP address in:\n${out}`)
   return { child, url, done }
@@ -90,8 +93,7 @@ export const runCluster = async (): Promise<void> => {
       const env = {
         ANNA_DATABASE_URL: url.toString(),
         OPENAI_BASE_URL: fake.openAiUrl,
-        OPENAI_API_KEY: "sk-bench",
-        ANNA_CLUSTER_LEASE_SECONDS: "5"
+        OPENAI_API_KEY: "sk-bench"
       }
       await cli(env, "onboard", "--from-env")
       await cli(env, "agent", "set", "default", "--tools", "memory")

@@ -10,6 +10,11 @@ import { Context, type Effect, type Scope } from "effect"
 import type { ChannelStatus } from "./Channels.ts"
 import type { LiveSession } from "./SessionPool.ts"
 
+/** How often a node writes its row of `cluster_nodes`. */
+export const PUBLISH_SECONDS = 2
+/** A row older than this is a node that is gone (died, froze, or was cut off). */
+export const STALE_SECONDS = 3 * PUBLISH_SECONDS
+
 export interface NodeRow {
   readonly nodeId: string
   readonly address: string

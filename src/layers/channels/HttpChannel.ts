@@ -54,6 +54,7 @@ import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
 import { HttpAddress } from "../../services/HttpAddress.ts"
 import { Runtime } from "../../services/Runtime.ts"
 import * as HttpTurns from "./http/idempotency.ts"
+import { NodeRegistry } from "../../services/NodeRegistry.ts"
 import { FETCH_SETTING, HOSTS_SETTING, imageUrlPolicy, resolveImageUrls } from "./http/imageUrls.ts"
 import { newestUserMessage, parseChatRequest, sessionName } from "./http/openaiRequest.ts"
 import {
@@ -115,7 +116,9 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const config = yield* ConfigStore
   const agents = yield* AgentStore
   const deadline = yield* Effect.serviceOption(ShutdownDeadline)
-  const turns = HttpTurns.make(yield* SqlClient.SqlClient)
+  // On a cluster, claims carry this node's id: a retry takes over a claim whose node died at once.
+  const node = yield* Effect.serviceOption(NodeRegistry)
+  const turns = HttpTurns.make(yield* SqlClient.SqlClient, Option.isSome(node) ? node.value.nodeId : undefined)
   /** The channel's scope: what answers a claimed turn outlives its request, not the channel. */
   const channelScope = yield* Effect.scope
 

@@ -12,16 +12,12 @@ import { SqlClient } from "effect/sql"
 import type { ClusterSettings } from "../../domain/cluster/settings.ts"
 import { formatHostPort } from "../../domain/cluster/settings.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
-import { NodeRegistry, type NodeRow } from "../../services/NodeRegistry.ts"
+import { NodeRegistry, type NodeRow, PUBLISH_SECONDS, STALE_SECONDS } from "../../services/NodeRegistry.ts"
 import type { ChannelStatus } from "../../services/Channels.ts"
 import * as SessionFences from "./SessionFences.ts"
 
-/** How often a node writes its row. */
-export const PUBLISH_SECONDS = 2
 /** How often old turn ids and dead nodes' rows are deleted. */
 export const PRUNE_MINUTES = 10
-/** A row older than this is a node that is gone. */
-export const STALE_SECONDS = 3 * PUBLISH_SECONDS
 
 interface Raw {
   readonly node_id: string
@@ -69,7 +65,7 @@ const shardsHeld = (sharding: Sharding.Sharding["Service"], shards: number): num
  * SessionPool (the local one: what it publishes). Its row is written at once, then every
  * PUBLISH_SECONDS, and deleted when the layer closes.
  */
-export { NodeRegistry }
+export { NodeRegistry, PUBLISH_SECONDS, STALE_SECONDS }
 
 export const layer = (settings: ClusterSettings, version: string) =>
   Layer.effect(

@@ -52,6 +52,24 @@ for (const db of testDatabases(sqliteTemp)) {
         assert.strictEqual((yield* turns.claim("ann", "k1", "changed", dayLater, dayLater + 60_000))._tag, "Claimed")
       }).pipe(Effect.provide(db.layer)))
 
+    if (db.name === "PostgreSQL") {
+      it.effect("on a cluster, a claim whose node is gone is taken over at once; a live node's holds until its deadline", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const a = HttpTurns.make(sql, "node-a")
+          const b = HttpTurns.make(sql, "node-b")
+          yield* sql`INSERT INTO cluster_nodes (node_id, address, version) VALUES ('node-a', '10.0.0.1:1', 't')`
+          assert.strictEqual((yield* a.claim("ann", "k1", "h1", T, T + 900_000))._tag, "Claimed")
+          // node-a is up (it wrote its row just now): its claim holds.
+          assert.deepStrictEqual(yield* b.claim("ann", "k1", "h1", T + 1, T + 900_001), { _tag: "Running" })
+          // node-a stops writing its row (it died): a retry on node-b takes the claim, long before the deadline.
+          yield* sql`UPDATE cluster_nodes SET seen_at = now() - interval '1 minute' WHERE node_id = 'node-a'`
+          assert.strictEqual((yield* b.claim("ann", "k1", "h1", T + 2, T + 900_002))._tag, "Claimed")
+          // node-b's own claim (its row missing here too) is still its own.
+          assert.deepStrictEqual(yield* b.claim("ann", "k1", "h1", T + 3, T + 900_003), { _tag: "Running" })
+        }).pipe(Effect.provide(db.layer)))
+    }
+
     it("keys: 1–255 visible ASCII characters", () => {
       assert.isUndefined(HttpTurns.keyProblem("0b1f6c1e-4f0e-4a39-9a55-2f7e1f0c9d11"))
       for (const bad of ["", "x".repeat(256), "with space", "tab\there", "ключ"]) assert.isDefined(HttpTurns.keyProblem(bad), bad)

@@ -7,12 +7,14 @@
  * or 409 while it is still being answered; with another body, 422 (a key names one request). The
  * claim is in the database, so it holds across a restart and across gateways sharing a PostgreSQL
  * database. A turn that failed gives its claim back (a retry runs it afresh); a claim whose gateway
- * died is taken over once the turn's deadline has passed. Claims and answers are kept a day.
+ * died is taken over once the turn's deadline has passed — on a cluster as soon as the node that holds
+ * it is gone (its `cluster_nodes` row not written for STALE_SECONDS). Claims and answers are kept a day.
  */
 import { Effect, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import type { SqlClient } from "effect/sql"
 import * as Sqlite from "../../sql/Sqlite.ts"
+import { STALE_SECONDS } from "../../../services/NodeRegistry.ts"
 import type { CompletionMeta, WireEvent } from "./openaiWire.ts"
 
 /** How long a key and its answer are kept (as Stripe and the IETF draft suggest: a day). */
@@ -49,27 +51,37 @@ export type Claim =
 /** The events a replay needs: the answer's text and notices, and the turn's end. */
 export const replayable = (event: WireEvent): boolean => event.type === "text" || event.type === "notice" || event.type === "done"
 
-export const make = (sql: SqlClient.SqlClient) => {
+/** `nodeId`: this gateway's node id on a cluster (its claims carry it), else undefined. */
+export const make = (sql: SqlClient.SqlClient, nodeId?: string | undefined) => {
   const immediate = Sqlite.immediate(sql)
+  /** Whether the node holding a claim is up (no node: a single gateway's claim, up until its deadline). */
+  const holderUp = (holder: string | null) =>
+    holder === null || holder === nodeId
+      ? Effect.succeed(true)
+      : Effect.map(
+        sql<{ up: number }>`SELECT 1 AS up FROM cluster_nodes WHERE node_id = ${holder} AND seen_at > now() - make_interval(secs => ${STALE_SECONDS})`,
+        (rows) => rows.length > 0
+      )
 
   /** Claims (user, key) for a request whose body hashes to `requestHash`, its turn due by `expiresAt`. */
   const claim = Effect.fn("HttpTurns.claim")(function*(userId: string, key: string, requestHash: string, now: number, expiresAt: number) {
     return yield* immediate(Effect.gen(function*() {
       yield* sql`DELETE FROM http_turns WHERE created_at <= ${now - KEEP_MS}`
-      const rows = yield* sql<{ request_hash: string; state: string; answer: string | null; expires_at: number }>`SELECT
-          request_hash, state, answer, expires_at FROM http_turns WHERE user_id = ${userId} AND idempotency_key = ${key}`
+      const rows = yield* sql<{ request_hash: string; state: string; answer: string | null; expires_at: number; node_id: string | null }>`SELECT
+          request_hash, state, answer, expires_at, node_id FROM http_turns WHERE user_id = ${userId} AND idempotency_key = ${key}`
       const row = rows[0]
       if (row !== undefined && row.request_hash !== requestHash) return { _tag: "Mismatch" } as const
       if (row !== undefined && row.state === "done") {
         const answer = decodeAnswer(row.answer)
         if (answer._tag === "Success") return { _tag: "Replay", answer: answer.success as StoredAnswer } as const
       }
-      if (row !== undefined && row.state === "running" && row.expires_at > now) return { _tag: "Running" } as const
-      // New, or abandoned by a gateway that died (its deadline passed), or an answer that no longer reads: this request's now.
+      if (row !== undefined && row.state === "running" && row.expires_at > now && (yield* holderUp(row.node_id))) return { _tag: "Running" } as const
+      // New, or abandoned by a gateway that died (its deadline passed, or its cluster node is gone), or an
+      // answer that no longer reads: this request's now.
       yield* sql`DELETE FROM http_turns WHERE user_id = ${userId} AND idempotency_key = ${key}`
       const id = randomUUID()
-      yield* sql`INSERT INTO http_turns (user_id, idempotency_key, request_hash, claim, state, answer, created_at, expires_at)
-        VALUES (${userId}, ${key}, ${requestHash}, ${id}, 'running', NULL, ${now}, ${expiresAt})`
+      yield* sql`INSERT INTO http_turns (user_id, idempotency_key, request_hash, claim, state, answer, created_at, expires_at, node_id)
+        VALUES (${userId}, ${key}, ${requestHash}, ${id}, 'running', NULL, ${now}, ${expiresAt}, ${nodeId ?? null})`
       return { _tag: "Claimed", id } as const
     }))
   })
