@@ -3,31 +3,23 @@
  * (the built dist/main.js), each with its own ANNA_HOME, on one throwaway PostgreSQL, joined as a
  * cluster by ANNA_RUNNER_ADDRESS. An OpenAI client spreads sessions' turns over the three HTTP
  * channels: each session's turns run on the one node that owns it, in order, each once; `anna
- * cluster status` shows the nodes and their shards. Then the node holding the most sessions is
- * killed (`kill -9`): its sessions move, their next turns are answered with their history whole,
- * and the survivors stop cleanly on SIGTERM.
+ * cluster status` shows the nodes and their shards. The node polling Telegram is killed (`kill -9`)
+ * half way through 2,000 turns: its sessions and singletons move, nothing is lost or doubled, and the
+ * survivors stop cleanly on SIGTERM. Then: an owner frozen past its lease, nodes joining while turns
+ * run, an owner stopped mid-turn.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { rmSync } from "node:fs"
 import OpenAI from "openai"
-import { afterAll, beforeAll } from "vitest"
-import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
-import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
+import { annaEnv, newHome } from "../support/cli.ts"
+import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
+import { type Gateway, startGateway } from "../support/gateway.ts"
 import { psqlStatement } from "../support/suiteDatabase.ts"
 import { startFakeTelegram } from "../support/fakeTelegram/server.ts"
 import { freePort } from "../support/ports.ts"
 import { postgresEnabled } from "../support/postgres.ts"
 import { DB_PASSWORD, freshDatabaseUrl } from "../support/processDatabases.ts"
 
-let fake: FakeLlm
-const homes: Array<string> = []
-beforeAll(async () => {
-  fake = await startFakeLlm()
-})
-afterAll(async () => {
-  await fake.close()
-  for (const h of homes) rmSync(h, { recursive: true, force: true })
-})
+const suite = fakeLlmSuite()
 
 const SHARDS = 60
 /** The big run: sessions, turns each, sessions at a time (the HTTP channel takes 64 connections per client address). */
@@ -39,13 +31,9 @@ const TG_TOKEN = "777001:ClusterTestTokenClusterTestToken"
 /** How long the join test's turns run: past effect/cluster's default entityTerminationTimeout (15 s). */
 const LONG_TURN_MS = 16_000
 
-interface Node {
+interface Node extends Gateway {
   readonly id: string
   readonly home: string
-  readonly url: string
-  readonly child: ReturnType<typeof start>
-  readonly done: ReturnType<typeof finish>
-  out: () => string
 }
 
 interface Status {
@@ -73,7 +61,7 @@ const until = async <A>(what: string, check: () => Promise<A | undefined>, timeo
 /** A cluster's environment on `database`: three-second leases, so failover is quick. */
 const clusterEnv = (database: string) => ({
   ANNA_DATABASE_URL: database,
-  OPENAI_BASE_URL: fake.openAiUrl,
+  OPENAI_BASE_URL: suite.fake.openAiUrl,
   OPENAI_API_KEY: "sk-cluster",
   ANNA_CLUSTER_SHARDS: String(SHARDS),
   ANNA_CLUSTER_LEASE_SECONDS: "3",
@@ -82,19 +70,26 @@ const clusterEnv = (database: string) => ({
 
 /** A gateway node of the cluster on `base.ANNA_DATABASE_URL`, started and listening. */
 const startNode = async (base: Record<string, string>, id: string): Promise<Node> => {
-  const home = newHome()
-  homes.push(home)
-  const env = { ...base, ANNA_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`, ANNA_NODE_ID: id }
-  const child = start(home, ["gateway", "--port", "0"], "info", env)
-  let out = ""
-  child.stdout?.on("data", (d: Buffer) => (out += d.toString()))
-  child.stderr?.on("data", (d: Buffer) => (out += d.toString()))
-  const done = finish(child)
-  await waitForOutput(child, "press Ctrl+C")
-  const url = /HTTP channel \(OpenAI-compatible\) on (\S+);/.exec(out)?.[1]
-  if (url === undefined) throw new Error(`no HTTP channel address in:\n${out}`)
-  assert.include(out, `cluster: joined as node ${id}`)
-  return { id, home, url, child, done, out: () => out }
+  const home = suite.keep(newHome())
+  const gateway = await startGateway(home, { ...base, ANNA_RUNNER_ADDRESS: `127.0.0.1:${await freePort()}`, ANNA_NODE_ID: id })
+  assert.include(gateway.out(), `cluster: joined as node ${id}`)
+  return { ...gateway, id, home }
+}
+
+/** Stops the nodes still running (SIGTERM): each must exit 0. */
+const stopAll = async (running: ReadonlySet<Node>) => {
+  for (const node of running) node.child.kill("SIGTERM")
+  for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
+}
+
+/** The model holds every turn whose message starts with "long " until the gate opens; others answer at once. */
+const holdLongTurns = () => {
+  const held = gate()
+  suite.fake.respondWith(async (req) => {
+    if (lastUser(req).startsWith("long ")) await held.opened
+    return countingReplies(req)
+  })
+  return held
 }
 
 /** `anna cluster status --json` on the database. */
@@ -160,7 +155,7 @@ if (postgresEnabled()) {
     it("spreads sessions over the nodes, one owner each; Telegram polled and a job run by one node; a killed node's work moves with nothing lost or doubled", async () => {
       const database = await freshDatabaseUrl()
       const base = clusterEnv(database)
-      fake.respondWith(countingReplies)
+      suite.fake.respondWith(countingReplies)
       const tg = await startFakeTelegram({ token: TG_TOKEN, botUsername: "cluster_bot" })
       const { first, token } = await firstNode(base)
       const cli = async (...args: Array<string>) => assert.strictEqual((await annaEnv(first.home, base, ...args)).code, 0, args.join(" "))
@@ -245,7 +240,7 @@ if (postgresEnabled()) {
           assert.strictEqual(history, want, key)
         }
         // The model was asked once per turn, but for turns cut by the kill (at most one per session running then).
-        const asked = fake.requests.filter((r) => /^message \d+ of trip-/.test(lastUser(r))).length
+        const asked = suite.fake.requests.filter((r) => /^message \d+ of trip-/.test(lastUser(r))).length
         assert.isAtLeast(asked, HTTP_SESSIONS * TURNS)
         assert.isAtMost(asked - HTTP_SESSIONS * TURNS, PARALLEL)
 
@@ -272,12 +267,8 @@ if (postgresEnabled()) {
         assert.isTrue(gaps.every((g) => g >= 1_000), `runs' gaps: ${gaps.join(", ")}`)
       } finally {
         await tg.close()
-        for (const node of running) node.child.kill("SIGTERM")
-        for (const node of running) {
-          const exit = await node.done
-          assert.strictEqual(exit.code, 0, `${node.id}: ${node.out()}`)
-          assert.notInclude(node.out(), DB_PASSWORD)
-        }
+        await stopAll(running)
+        for (const node of running) assert.notInclude(node.out(), DB_PASSWORD)
       }
     }, 400_000)
 
@@ -286,7 +277,7 @@ if (postgresEnabled()) {
       const base = clusterEnv(database)
       const held = gate()
       let heldOnce = false
-      fake.respondWith(async (req) => {
+      suite.fake.respondWith(async (req) => {
         if (lastUser(req) === "the frozen question" && !heldOnce) {
           heldOnce = true
           await held.opened
@@ -309,9 +300,9 @@ if (postgresEnabled()) {
           const owner = await until("the session's owner listed", async () => ownerOf(database, `freeze-${i}`) || undefined, 10_000)
           if (owner === "n2") session = `freeze-${i}`
         }
-        const before = fake.requests.length
+        const before = suite.fake.requests.length
         const answer = ask(first, token, session, "the frozen question", false, "frozen-1").catch((e: unknown) => `failed: ${String(e)}`)
-        await fake.when(() => fake.requests.length > before, { what: "the owner's model call" })
+        await suite.fake.when(() => suite.fake.requests.length > before, { what: "the owner's model call" })
         second.child.kill("SIGSTOP")
         // n1 takes n2's shards once n2's lease has run out.
         await until("n1 holding every shard", async () => {
@@ -337,8 +328,7 @@ if (postgresEnabled()) {
       } finally {
         held.open()
         second.child.kill("SIGCONT")
-        for (const node of running) node.child.kill("SIGTERM")
-        for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
+        await stopAll(running)
       }
     }, 180_000)
 
@@ -346,20 +336,16 @@ if (postgresEnabled()) {
       const database = await freshDatabaseUrl()
       // Turns may run up to a minute past a shard's move (effect/cluster's own default is 15 s).
       const base = { ...clusterEnv(database), ANNA_CLUSTER_SHUTDOWN_SECONDS: "60" }
-      const held = gate()
-      fake.respondWith(async (req) => {
-        if (lastUser(req).startsWith("long ")) await held.opened
-        return countingReplies(req)
-      })
+      const held = holdLongTurns()
       const { first, token } = await firstNode(base)
       const running = new Set([first])
       try {
         await until("n1 holding every shard", async () => ((await status(first.home, database)).shards === SHARDS ? true : undefined))
         const sessions = Array.from({ length: 12 }, (_, i) => `join-${i}`)
-        const before = fake.requests.length
+        const before = suite.fake.requests.length
         const startedAt = Date.now()
         const answers = Promise.all(sessions.map((s, i) => ask(first, token, s, `long ${s}`, i % 2 === 0)))
-        await fake.when(() => fake.requests.length - before === sessions.length, { what: "every long turn's model call" })
+        await suite.fake.when(() => suite.fake.requests.length - before === sessions.length, { what: "every long turn's model call" })
         // Two nodes join mid-turn: shards move to them, but the turns running on n1 are not moved.
         const joined = [await startNode(base, "n2"), await startNode(base, "n3")]
         for (const n of joined) running.add(n)
@@ -372,25 +358,20 @@ if (postgresEnabled()) {
         held.open()
         assert.deepStrictEqual(await answers, sessions.map(() => "reply #1"))
         // Each long turn asked the model once: none was restarted on a new owner.
-        assert.strictEqual(fake.requests.length - before, sessions.length)
+        assert.strictEqual(suite.fake.requests.length - before, sessions.length)
         for (const s of sessions) assert.deepStrictEqual(storedMessages(database, s), [`user: long ${s}`, "assistant: reply #1"])
         // The sessions now answer on whichever node owns them, with their history.
         for (const [i, s] of sessions.entries()) assert.strictEqual(await ask(joined[i % 2] as Node, token, s, "again", false), "reply #2")
       } finally {
         held.open()
-        for (const node of running) node.child.kill("SIGTERM")
-        for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
+        await stopAll(running)
       }
     }, 180_000)
 
     it("a node stopped with SIGTERM while its sessions' turns run lets them finish, then hands the sessions over (a rolling restart)", async () => {
       const database = await freshDatabaseUrl()
       const base = { ...clusterEnv(database), ANNA_CLUSTER_SHUTDOWN_SECONDS: "60" }
-      const held = gate()
-      fake.respondWith(async (req) => {
-        if (lastUser(req).startsWith("long ")) await held.opened
-        return countingReplies(req)
-      })
+      const held = holdLongTurns()
       const { first, token } = await firstNode(base)
       const second = await startNode(base, "n2")
       const running = new Set([first, second])
@@ -406,9 +387,9 @@ if (postgresEnabled()) {
           if ((await until("the owner listed", async () => ownerOf(database, `roll-${i}`) || undefined, 10_000)) === "n2") owned.push(`roll-${i}`)
         }
         assert.strictEqual(owned.length, 4)
-        const before = fake.requests.length
+        const before = suite.fake.requests.length
         const answers = Promise.all(owned.map((s, i) => ask(first, token, s, `long ${s}`, i % 2 === 0)))
-        await fake.when(() => fake.requests.length - before === owned.length, { what: "the long turns' model calls" })
+        await suite.fake.when(() => suite.fake.requests.length - before === owned.length, { what: "the long turns' model calls" })
         // n2 is asked to stop mid-turn: it waits for them.
         second.child.kill("SIGTERM")
         await until("n2 stopping", async () => (second.out().includes("anna gateway: stopping") ? true : undefined), 10_000)
@@ -417,13 +398,12 @@ if (postgresEnabled()) {
         assert.strictEqual((await second.done).code, 0, second.out())
         running.delete(second)
         // Each long turn ran once; the sessions answer on n1 now, with their history.
-        assert.strictEqual(fake.requests.length - before, owned.length)
+        assert.strictEqual(suite.fake.requests.length - before, owned.length)
         for (const s of owned) assert.strictEqual(await ask(first, token, s, "again", false), "reply #3")
         for (const s of owned) assert.deepStrictEqual(storedMessages(database, s), ["user: hello", "assistant: reply #1", `user: long ${s}`, "assistant: reply #2", "user: again", "assistant: reply #3"])
       } finally {
         held.open()
-        for (const node of running) node.child.kill("SIGTERM")
-        for (const node of running) assert.strictEqual((await node.done).code, 0, `${node.id}: ${node.out()}`)
+        await stopAll(running)
       }
     }, 180_000)
   })

@@ -9,7 +9,8 @@ import { existsSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import OpenAI from "openai"
 import { afterAll, beforeAll } from "vitest"
-import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
+import { annaEnv, newHome } from "../support/cli.ts"
+import { startGateway } from "../support/gateway.ts"
 import { type FakeLlm, startFakeLlm } from "../support/fakeLlm/server.ts"
 import { DB_PASSWORD, processDatabases } from "../support/processDatabases.ts"
 
@@ -23,17 +24,6 @@ afterAll(async () => {
   for (const h of homes) rmSync(h, { recursive: true, force: true })
 })
 
-const startGateway = async (home: string, env: Record<string, string>) => {
-  const child = start(home, ["gateway", "--port", "0"], "info", env)
-  let out = ""
-  child.stdout?.on("data", (d: Buffer) => (out += d.toString()))
-  child.stderr?.on("data", (d: Buffer) => (out += d.toString()))
-  const done = finish(child)
-  await waitForOutput(child, "press Ctrl+C")
-  const url = /HTTP channel \(OpenAI-compatible\) on (\S+);/.exec(out)?.[1]
-  if (url === undefined) throw new Error(`no HTTP channel address in:\n${out}`)
-  return { child, done, url }
-}
 
 describe.each(processDatabases())("e2e: gateway restart on $name", (db) => {
   it("a session resumes with its history after the gateway restarts", async () => {

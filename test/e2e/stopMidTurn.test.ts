@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 
-import { annaEnv, finish, newHome, start, waitForOutput } from "../support/cli.ts"
+import { annaEnv, newHome } from "../support/cli.ts"
+import { startGateway } from "../support/gateway.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 
 const suite = fakeLlmSuite({ reset: false })
@@ -20,14 +21,7 @@ describe("e2e: the gateway stops during a turn", () => {
     assert.strictEqual((await annaEnv(home, env, "user", "add", "gina")).code, 0)
     const token = (await annaEnv(home, env, "user", "token", "gina")).stdout.trim()
 
-    const child = start(home, ["gateway", "--port", "0"], "info", env)
-    let out = ""
-    child.stdout?.on("data", (d: Buffer) => (out += d.toString()))
-    child.stderr?.on("data", (d: Buffer) => (out += d.toString()))
-    const done = finish(child)
-    await waitForOutput(child, "press Ctrl+C")
-    const url = /HTTP channel \(OpenAI-compatible\) on (\S+);/.exec(out)?.[1]
-    assert.isDefined(url, out)
+    const { child, url, done, out } = await startGateway(home, env)
 
     // A plain request whose model call never answers; a streamed one whose answer stalls after
     // its first words (so its 200 and those words are out when the gateway stops).
@@ -64,7 +58,7 @@ describe("e2e: the gateway stops during a turn", () => {
       sse += decoder.decode(chunk.value, { stream: true })
     }
     const p = await plain
-    assert.strictEqual((await done).code, 0, out)
+    assert.strictEqual((await done).code, 0, out())
 
     // Nothing sent yet: 503 with an OpenAI error body.
     assert.strictEqual(p.status, 503, JSON.stringify(p))
