@@ -138,6 +138,9 @@ export const Chat = () => {
       case "text":
         setLines((ls) => ls.map((l) => (l.id === answerId ? { ...l, text: l.text + ev.text } : l)))
         break
+      case "restart":
+        setLines((ls) => ls.map((l) => (l.id === answerId ? { ...l, text: "" } : l)))
+        break
       case "notice":
       case "status":
         push({ kind: ev.type, text: ev.text })

@@ -114,6 +114,13 @@ export type TurnEvent =
   | { readonly type: "notice"; readonly text: string; readonly status?: boolean | undefined }
   /** A command's picker, after its text (channels without a picker ignore it: the text lists the same, numbered). */
   | { readonly type: "choices"; readonly choices: Choices }
+  /**
+   * The turn started over (issue 28: the cluster node answering it stopped mid-answer, and the
+   * session's new owner runs it again, resumed): what came before is void, the events after it are
+   * the whole answer. A channel that can rewrite what it showed does (a chat platform's message, the
+   * web chat's bubble); one that cannot take it back ends the turn as unavailable (see restart.ts).
+   */
+  | { readonly type: "restart" }
   | {
     readonly type: "done"
     readonly stopReason: StopReason | "aborted" | "max_turns" | "command" | "unavailable"

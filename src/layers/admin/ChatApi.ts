@@ -91,6 +91,10 @@ export const foldEvent = (notices: Array<string>) => (e: TurnEvent): ReadonlyArr
     case "tool_end":
     case "choices":
       return []
+    // The turn started over on another gateway node (restart.ts): the page drops the answer so far.
+    case "restart":
+      notices.length = 0
+      return [{ type: "restart" }]
   }
 }
 

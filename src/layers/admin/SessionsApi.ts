@@ -11,6 +11,7 @@
  * - Describe, expand and search need the memory plugin's capabilities (memory/lcm has them); without
  *   one the answer is 400 `not_supported`.
  */
+import { lastAttempt } from "../../domain/runtime/restart.ts"
 import { Effect, Option, Stream } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { AdminApi } from "../../domain/admin/api.ts"
@@ -248,7 +249,7 @@ export const layer = HttpApiBuilder.group(AdminApi, "sessions", (handlers) =>
           }
           // The chat's own /new: the same state change and answer as typing it on that channel.
           const events = yield* Stream.runCollect(runtime.send(chat, "/new"))
-          const text = events.flatMap((e) => (e.type === "text" ? [e.text] : [])).join("")
+          const text = lastAttempt(events).flatMap((e) => (e.type === "text" ? [e.text] : [])).join("")
           return { previous: c.sessionKey, text }
         }))
       .handle("abort", ({ params }) =>

@@ -53,6 +53,7 @@ import { ConfigStore, type User } from "../../services/ConfigStore.ts"
 import { Channel, type ChannelDefinition } from "../../services/Channel.ts"
 import { HttpAddress } from "../../services/HttpAddress.ts"
 import { Runtime } from "../../services/Runtime.ts"
+import { endAtRestart } from "../../domain/runtime/restart.ts"
 import * as HttpTurns from "./http/idempotency.ts"
 import { NodeRegistry } from "../../services/NodeRegistry.ts"
 import { FETCH_SETTING, HOSTS_SETTING, imageUrlPolicy, resolveImageUrls } from "./http/imageUrls.ts"
@@ -277,7 +278,7 @@ export const routes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     }
     // The turn's span continues this request's (which continues a caller's `traceparent`).
     const parentSpan = yield* Tracing.currentSpan
-    const turn = yield* turnEvents(request, raw, user, agent, (turnId) => runtime.send(chat, message, { parentSpan, turnId }), fresh)
+    const turn = yield* turnEvents(request, raw, user, agent, (turnId) => endAtRestart(runtime.send(chat, message, { parentSpan, turnId })), fresh)
     const meta = turn.meta
     const replayHeaders = turn.replayed ? { "idempotent-replayed": "true" } : {}
     const events = untilShutdown(turn.events)

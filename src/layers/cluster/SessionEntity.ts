@@ -8,9 +8,10 @@
  *   `VARCHAR(255)` and anna's session keys have no such bound.
  * - A turn streams its events back with the owner's attempt id. When the owner dies mid-turn the
  *   library re-sends the call to the new owner, whose stream starts again: the caller sees a new
- *   attempt id and ends the turn it shows with an `unavailable` error naming the move (the HTTP
- *   client retries with its Idempotency-Key; a chat platform's message is rewritten by the next
- *   answer) — never a silently repeated prefix.
+ *   attempt id and passes on a `restart` event (src/domain/runtime/restart.ts): a chat platform's
+ *   message and the web chat's bubble are rewritten with the new attempt's answer, the HTTP stream
+ *   ends with an error its client retries with the same Idempotency-Key — never a silently repeated
+ *   prefix.
  * - Handlers run concurrently (an `/abort` must reach an entity whose turn is running); the owner's
  *   SessionPool still runs one turn of a session at a time.
  * - `live` is every node's live sessions, read from `cluster_nodes` (./NodeRegistry.ts): each node
@@ -22,7 +23,7 @@ import { Entity } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { CurrentFence } from "../../domain/cluster/fence.ts"
 import { Rpc } from "effect/rpc"
-import { emptyUsage } from "../../domain/model/types.ts"
+import { MOVED_NOTICE, UNREACHABLE_NOTICE, unavailable } from "../../domain/runtime/restart.ts"
 import * as Tracing from "../../domain/observability/tracing.ts"
 import type { ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
@@ -52,15 +53,6 @@ export const Abort = Rpc.make("Abort", { payload: { sessionKey: Schema.String },
 export const Release = Rpc.make("Release", { payload: { sessionKey: Schema.String, reason: Schema.String }, success: Schema.Boolean })
 
 export const Session = Entity.make("Session", [Turn, Abort, Release])
-
-/** What the caller is told when a turn could not reach its owner or was moved mid-way. */
-const unavailable = (text: string): ReadonlyArray<TurnEvent> => [
-  { type: "notice", text },
-  { type: "done", stopReason: "unavailable", usage: emptyUsage, modelCalls: 0, toolCalls: 0, error: { kind: "unavailable" } }
-]
-
-export const MOVED_NOTICE = "This conversation moved to another gateway node mid-answer (a node stopped); send the message again."
-export const UNREACHABLE_NOTICE = "This conversation's gateway node could not be reached; send the message again."
 
 /**
  * The entity's handlers, on the node that owns the session: they call this node's own pool (`local`).
@@ -103,9 +95,10 @@ export const handlers = (local: SessionPool["Service"], fences: SessionFences.Se
   )
 
 /**
- * A turn's events from its owner's chunks: the first attempt's events up to its done. A chunk of
- * another attempt (the owner changed and the new one started over) ends the turn as unavailable
- * instead of showing its events; a stream that fails or ends without a done ends with one.
+ * A turn's events from its owner's chunks, up to its done. A chunk of another attempt (the owner
+ * changed and the new one answers the turn again, resumed) gives a `restart` event, then the new
+ * attempt's events: the channel rewrites what it showed, or ends the turn there (restart.ts). A
+ * stream that fails, or ends without a done, ends with an `unavailable` one.
  */
 export const followAttempts = <E, R>(chunks: Stream.Stream<{ readonly attempt: string; readonly event: unknown }, E, R>): Stream.Stream<TurnEvent, never, R> => {
   let attempt: string | undefined
@@ -118,12 +111,12 @@ export const followAttempts = <E, R>(chunks: Stream.Stream<{ readonly attempt: s
   return chunks.pipe(
     Stream.map((chunk): ReadonlyArray<TurnEvent> => {
       if (ended) return []
-      // The owner changed mid-turn and the new one started over: say so and stop here.
-      if (attempt !== undefined && chunk.attempt !== attempt) return end(MOVED_NOTICE)
-      attempt = chunk.attempt
       const event = chunk.event as TurnEvent
+      // The owner changed mid-turn and the new one started over: what was shown is void.
+      const restarted = attempt !== undefined && chunk.attempt !== attempt
+      attempt = chunk.attempt
       if (event.type === "done") ended = true
-      return [event]
+      return restarted ? [{ type: "restart" }, event] : [event]
     }),
     Stream.flattenIterable,
     Stream.takeUntil((event) => event.type === "done"),

@@ -28,6 +28,7 @@ export const runTurn = (runtime: Runtime["Service"], target: ChatTarget, prompt:
       Stream.runForEach((e) =>
         Effect.sync(() => {
           if (e.type === "text") state.text += e.text
+          else if (e.type === "restart") Object.assign(state, { text: "", notices: [] }) // started over on another node
           else if (e.type === "notice" && e.status !== true) state.notices.push(e.text)
           else if (e.type === "done") state.stop = e.stopReason
         })

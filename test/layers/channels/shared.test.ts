@@ -11,6 +11,7 @@ import { TestClock } from "effect/testing"
 import { PlatformCallError } from "../../../src/layers/channels/shared/calls.ts"
 import { isCommand, makeKeyedLocks } from "../../../src/layers/channels/shared/inbound.ts"
 import { makeReplyWriter, type ReplyOps } from "../../../src/layers/channels/shared/reply.ts"
+import { RESTARTED } from "../../../src/domain/runtime/restart.ts"
 
 const Jobs = Schema.Array(Schema.Struct({
   key: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 3 })),
@@ -139,6 +140,35 @@ describe("reply writer", () => {
       yield* w.event({ type: "text", text: "all of it" })
       yield* w.finish
       assert.deepStrictEqual(r.ops.map((o) => [o.op, o.id, o.text]), [["edit", "41", "all of it"], ["edit", "41", "<b>all of it</b>"]])
+    }))
+
+  it.effect("a turn that starts over (restart) rewrites the streamed message: the old attempt's words never stay", () =>
+    Effect.gen(function*() {
+      const r = recorder({})
+      const w = yield* makeReplyWriter(r.options)
+      yield* w.event({ type: "text", text: "Old half" })
+      yield* w.event({ type: "notice", text: "old notice" })
+      yield* w.event({ type: "restart" })
+      yield* TestClock.adjust("2 seconds")
+      yield* w.event({ type: "text", text: "New answer" })
+      yield* w.finish
+      assert.deepStrictEqual(r.ops.map((o) => [o.op, o.id, o.text]), [
+        ["send", "1", "Old half"],
+        ["edit", "1", `[${RESTARTED}]`],
+        ["edit", "1", "New answer"],
+        ["edit", "1", "<b>New answer</b>"]
+      ])
+    }))
+
+  it.effect("without edits a restart only drops what was gathered: the one reply is the new attempt's", () =>
+    Effect.gen(function*() {
+      const r = recorder({ canEdit: false })
+      const w = yield* makeReplyWriter(r.options)
+      yield* w.event({ type: "text", text: "Old half" })
+      yield* w.event({ type: "restart" })
+      yield* w.event({ type: "text", text: "New" })
+      yield* w.finish
+      assert.deepStrictEqual(r.ops.map((o) => [o.op, o.text]), [["send", "<b>New</b>"]])
     }))
 
   it.effect("a command's picker is attached to its first message; nothing at all is '[no answer]'", () =>

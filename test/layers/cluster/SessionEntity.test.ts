@@ -13,7 +13,8 @@ import type { ResolvedChat, TurnEvent } from "../../../src/domain/runtime/types.
 import * as ClusterNode from "../../../src/layers/cluster/ClusterNode.ts"
 import { NodeRegistry } from "../../../src/services/NodeRegistry.ts"
 import { CurrentFence } from "../../../src/domain/cluster/fence.ts"
-import { entityIdOf, followAttempts, MOVED_NOTICE } from "../../../src/layers/cluster/SessionEntity.ts"
+import { endAtRestart, lastAttempt, MOVED_NOTICE } from "../../../src/domain/runtime/restart.ts"
+import { entityIdOf, followAttempts } from "../../../src/layers/cluster/SessionEntity.ts"
 import { type LiveSession, SessionPool } from "../../../src/services/SessionPool.ts"
 import { postgresEnabled, tempDatabaseUrl } from "../../support/postgres.ts"
 import { freePort } from "../../support/ports.ts"
@@ -95,18 +96,25 @@ describe("followAttempts", () => {
       const out = yield* Stream.runCollect(followAttempts(Stream.make(chunk("a", { type: "text", text: "1" }), chunk("a", done), chunk("a", { type: "text", text: "late" }))))
       expect(out).toEqual([{ type: "text", text: "1" }, done])
     }))
-  it.effect("a second attempt's first event ends the turn as unavailable: the restarted prefix is never shown", () =>
+  it.effect("a second attempt is announced by a restart, then shown whole; endAtRestart ends the turn there instead", () =>
     Effect.gen(function*() {
-      const out = yield* Stream.runCollect(followAttempts(Stream.make(
+      const chunks = Stream.make(
         chunk("a", { type: "text", text: "1" }),
         chunk("a", { type: "text", text: "2" }),
         chunk("b", { type: "text", text: "1" }),
         chunk("b", { type: "text", text: "2" }),
-        chunk("b", done)
-      )))
-      expect(textOf(out)).toBe("12")
-      expect(out.at(-2)).toEqual({ type: "notice", text: MOVED_NOTICE })
-      expect(out.at(-1)).toMatchObject({ type: "done", stopReason: "unavailable", error: { kind: "unavailable" } })
+        chunk("b", { type: "text", text: "3" }),
+        chunk("b", done),
+        chunk("a", { type: "text", text: "late" })
+      )
+      const out = yield* Stream.runCollect(followAttempts(chunks))
+      expect(out.map((e) => e.type)).toEqual(["text", "text", "restart", "text", "text", "text", "done"])
+      // What a channel that rewrites shows: the last attempt alone, never "12" + "123".
+      expect(textOf(lastAttempt(out))).toBe("123")
+      const http = yield* Stream.runCollect(endAtRestart(followAttempts(chunks)))
+      expect(textOf(http)).toBe("12")
+      expect(http.at(-2)).toEqual({ type: "notice", text: MOVED_NOTICE })
+      expect(http.at(-1)).toMatchObject({ type: "done", stopReason: "unavailable", error: { kind: "unavailable" } })
     }))
   it.effect("a stream cut before its done still ends with one", () =>
     Effect.gen(function*() {

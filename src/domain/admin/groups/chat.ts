@@ -49,6 +49,8 @@ export const ChatEvent = Schema.Union([
   Schema.Struct({ type: Schema.Literal("text"), text: Schema.String }),
   Schema.Struct({ type: Schema.Literal("notice"), text: Schema.String }),
   Schema.Struct({ type: Schema.Literal("status"), text: Schema.String }),
+  /** The turn started over (its gateway node stopped mid-answer): the answer so far is void, the new one follows. */
+  Schema.Struct({ type: Schema.Literal("restart") }),
   Schema.Struct({ type: Schema.Literal("error"), message: Schema.String, kind: Schema.NullOr(Schema.String) }),
   Schema.Struct({
     type: Schema.Literal("done"),

@@ -11,12 +11,15 @@
  * - A command's picker (/model, /agent) is attached to its first message where the platform has one.
  * - Notices (tools off, compaction, the turn stopped) follow the answer as their own `[lines]`; tool
  *   activity is never shown.
+ * - A turn that starts over (`restart`, issue 28: its cluster node stopped mid-answer) drops what it
+ *   gathered; a streamed message says so at once and is then rewritten by the new attempt.
  * - Every message id is told to `onMessages` as soon as it exists, so a reply resumed after a crash
  *   (`existing`) writes into the same messages: edited where the platform can edit, and where it
  *   cannot, the parts already sent are not sent again.
  */
 import { Clock, Effect, Ref } from "effect"
 import { splitPlain } from "../../../domain/channels/split.ts"
+import { RESTARTED } from "../../../domain/runtime/restart.ts"
 import type { Choices, TurnEvent } from "../../../domain/runtime/types.ts"
 import type { PlatformCallError } from "./calls.ts"
 import type { ReplyWriter } from "./inbound.ts"
@@ -113,6 +116,20 @@ export const makeReplyWriter = (ops: ReplyOps) =>
       yield* put(0, { rich: undefined, plain: text })
     })
 
+    /**
+     * The turn started over (restart.ts): what was gathered is dropped, and a streamed message says so
+     * at once; the new attempt's preview and the final parts then write over it.
+     */
+    const restart = Effect.gen(function*() {
+      yield* Ref.set(answer, "")
+      yield* Ref.set(notices, [])
+      yield* Ref.set(picker, undefined)
+      const s = yield* Ref.get(state)
+      if (ops.edit !== undefined && s.ids[0] !== undefined && s.shown[0] !== undefined) {
+        yield* put(0, { rich: undefined, plain: `[${RESTARTED}]` })
+      }
+    })
+
     const event = (e: TurnEvent): Effect.Effect<void, PlatformCallError> => {
       switch (e.type) {
         case "text":
@@ -121,6 +138,8 @@ export const makeReplyWriter = (ops: ReplyOps) =>
           return Ref.update(notices, (n) => [...n, e.text])
         case "choices":
           return Ref.set(picker, e.choices)
+        case "restart":
+          return restart
         default:
           return Effect.void
       }

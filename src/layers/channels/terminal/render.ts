@@ -12,6 +12,7 @@ import type { Usage } from "../../../domain/model/types.ts"
 import type { TurnEvent } from "../../../domain/runtime/types.ts"
 import { emptyUsage } from "../../../domain/model/types.ts"
 import { oneLine } from "../../../domain/text.ts"
+import { RESTARTED } from "../../../domain/runtime/restart.ts"
 
 export type DoneReason = Extract<TurnEvent, { type: "done" }>["stopReason"]
 
@@ -62,6 +63,12 @@ export const makeCollector = (sessionKey: string, agent: string) => {
       case "done":
         usage = e.usage
         stopReason = e.stopReason
+        return
+      case "restart":
+        // The turn started over (restart.ts): the result is the new attempt's.
+        reply = ""
+        notices.length = 0
+        tools.clear()
     }
   }
   const result = (): TurnResult => ({ reply, notices: [...notices], tools: [...tools.values()], usage, stopReason, sessionKey, agent })
@@ -209,6 +216,9 @@ export const makeRenderer = (w: Writer) => {
         case "choices":
           // The command's text lists the same options, numbered.
           return Effect.void
+        case "restart":
+          // What was printed cannot be taken back: the line says the answer below it is the new one.
+          return end.pipe(Effect.andThen(errLine(`[${RESTARTED}]`)))
       }
     })
   /** Ends the reply with a newline and closes an open tool line; then the lines that waited. */
