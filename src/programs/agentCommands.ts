@@ -343,7 +343,7 @@ const remove = Command.make("remove", {
     const agent = yield* store.get(f.id)
     const sessions = (yield* (yield* MemoryStore).listConversations({ agentId: agent.id })).length
     const fs = yield* FileSystem.FileSystem
-    const path = agentFolder((yield* AppConfig).home, agent.id)
+    const path = agentFolder((yield* AppConfig).workspaces, agent.id)
     const folder = (yield* fs.exists(path).pipe(Effect.orElseSucceed(() => false))) ? path : null
     if (!f.yes) {
       return yield* new InvalidConfig({

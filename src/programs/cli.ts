@@ -16,7 +16,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cause, Effect, Exit, Logger, References } from "effect"
 import { CliError, CliOutput, Command, type HelpDoc } from "effect/cli"
-import { InvalidEnvironment, logFormatSetting, logLevelSetting, databaseUrlSetting } from "./env.ts"
+import { InvalidEnvironment, logFormatSetting, logLevelSetting, databaseUrlSetting, folderSettings } from "./env.ts"
 import { LOGGERS, lineLogging, loggersFor } from "./logging.ts"
 import { databaseUrl, FLAG_NAMES, host, port } from "./gatewayFlags.ts"
 
@@ -219,6 +219,7 @@ export const main = (argv: ReadonlyArray<string>) =>
     const level = yield* logLevelSetting
     const format = yield* logFormatSetting
     yield* databaseUrlSetting
+    yield* folderSettings
     const misplaced = misplacedFlags(argv)
     if (misplaced !== undefined) {
       return yield* exitWith(2, `anna: --host, --port and --database-url belong to the gateway: \`anna --port P\` or \`anna gateway --port P\`, not before \`${misplaced}\``)

@@ -6,6 +6,7 @@
 import { type Duration, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SessionPool as SessionPoolService } from "../services/SessionPool.ts"
+import type { AgentStore } from "../services/AgentStore.ts"
 import * as CachedLiveConfig from "../layers/config/CachedLiveConfig.ts"
 import * as SessionHash from "../layers/config/SessionHash.ts"
 import * as ReflectiveLearning from "../layers/learning/ReflectiveLearning.ts"
@@ -32,7 +33,7 @@ export interface RuntimeOptions {
    * The SessionPool the runtime uses instead of its own, built over it (the cluster's, which sends
    * each call to the session's owner and runs the calls it owns on the local pool: issue 28).
    */
-  readonly pool?: Layer.Layer<SessionPoolService, unknown, SessionPoolService | SqlClient.SqlClient> | undefined
+  readonly pool?: Layer.Layer<SessionPoolService, unknown, SessionPoolService | SqlClient.SqlClient | AgentStore> | undefined
 }
 
 /** The local pool, or `options.pool` over it (which then is what the runtime and the rest see). */

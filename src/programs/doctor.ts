@@ -38,7 +38,7 @@ const shellPath = (path: string): string => (/^[\w./~@%+,:=-]+$/.test(path) ? pa
 
 /** The fix for one loose path of anna's state. */
 const permissionCheck = (home: string, p: LoosePath): DoctorCheck => ({
-  name: p.path === home ? "home" : p.path.slice(home.length + 1),
+  name: p.path === home ? "home" : p.path.startsWith(`${home}/`) ? p.path.slice(home.length + 1) : p.path,
   ok: false,
   detail: `${p.path} has mode ${p.mode.toString(8).padStart(4, "0")}: others may read provider keys or conversations`,
   fix: `chmod ${p.want.toString(8)} ${shellPath(p.path)}${p.path === home ? " (or set ANNA_HOME to a folder of anna's own)" : ""}`
@@ -150,7 +150,7 @@ export const doctorCommand = Command.make("doctor", {
           : { name: "state", ok: true, detail: `PostgreSQL ${where.masked}: migrated, ${sessions.length} session(s), memory plugin ${memoryPlugin}` }
       )
       const home = app.home
-      const loose = loosePermissions(home, where._tag === "Sqlite")
+      const loose = loosePermissions(home, where._tag === "Sqlite", app.workspaces)
       for (const p of loose) add("permissions", permissionCheck(home, p))
       if (loose.length === 0) {
         add("permissions", { name: "home", ok: true, detail: where._tag === "Sqlite" ? `${home} and the database files are private to their owner` : `${home} is private to its owner` })
@@ -158,7 +158,7 @@ export const doctorCommand = Command.make("doctor", {
 
       const agents = yield* AgentStore
       const agent = Option.isSome(f.agent) ? yield* agents.get(f.agent.value) : Option.getOrUndefined(yield* agents.defaultAgent)
-      const spec = specFor(home, agent)
+      const spec = specFor(app.workspaces, agent)
       const sandboxChecks = yield* diagnose(yield* makeDocker(10_000), spec.image, spec.network)
       for (const c of sandboxChecks) {
         add("sandbox", { ...c, name: `${c.name}${c.name === "docker" ? "" : ` (agent ${spec.agentId})`}` })

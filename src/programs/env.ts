@@ -8,13 +8,14 @@
  *
  * `ANNA_HOME` holds provider keys and every conversation, so it is private to its owner: created
  * 0700, tightened at every start (with `workspaces/`, whose contents are the sandboxes' and are not
- * touched), and checked by `anna doctor`.
+ * touched), and checked by `anna doctor`. `ANNA_WORKSPACES` and `ANNA_SKILLS` (absolute paths) put the
+ * workspaces root and the global skills elsewhere — on a cluster, a volume every node mounts (issue 28).
  */
 import { Cause, Config, Context, Data, Effect, Layer, type LogLevel, Redacted, Result } from "effect"
 import { AppConfig, pathsAt } from "../services/AppConfig.ts"
 import { existsSync, mkdirSync, statSync } from "node:fs"
 import { homedir, hostname } from "node:os"
-import { join, parse, resolve } from "node:path"
+import { isAbsolute, join, parse, resolve } from "node:path"
 import type { SqlClient } from "effect/sql"
 import type { MigrationError } from "effect/sql/Migrator"
 import type { SqlError } from "effect/sql/SqlError"
@@ -24,6 +25,34 @@ import { type OtlpSettings, otlpSettings, otlpVariables } from "../domain/observ
 import { type ClusterSettings, clusterSettings, clusterVariables } from "../domain/cluster/settings.ts"
 
 export const annaHome = Config.String("ANNA_HOME").pipe(Config.withDefault(join(homedir(), ".anna")))
+
+/** The folders anna's state may keep outside `$ANNA_HOME` (on a cluster: storage every node mounts, issue 28). */
+const FOLDER_VARIABLES = {
+  ANNA_WORKSPACES: "the folder of agents' folders and users' workspaces",
+  ANNA_SKILLS: "the folder of the global skills"
+} as const
+
+/** Why `value` cannot be the folder `name` names, or undefined. */
+export const folderProblem = (name: keyof typeof FOLDER_VARIABLES, value: string): string | undefined =>
+  !isAbsolute(value)
+    ? `${name}=${JSON.stringify(value)} must be an absolute path (${FOLDER_VARIABLES[name]})`
+    : value.includes("\0") || /[\r\n]/.test(value)
+    ? `${name} must be a plain path (no NUL or line break)`
+    : undefined
+
+const folderSetting = (name: keyof typeof FOLDER_VARIABLES): Effect.Effect<string | undefined, InvalidEnvironment> =>
+  Effect.gen(function*() {
+    const raw = yield* Effect.orDie(optionalString(name))
+    if (raw === undefined) return undefined
+    const problem = folderProblem(name, raw)
+    return problem === undefined ? resolve(raw) : yield* new InvalidEnvironment({ message: problem })
+  })
+
+/**
+ * `ANNA_WORKSPACES` (where agents' folders and users' workspaces are; default `$ANNA_HOME/workspaces`)
+ * and `ANNA_SKILLS` (the global skills; default `$ANNA_HOME/skills`), undefined when unset.
+ */
+export const folderSettings = Effect.all({ workspaces: folderSetting("ANNA_WORKSPACES"), skills: folderSetting("ANNA_SKILLS") })
 
 const LEVELS = ["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"] as const
 
@@ -184,24 +213,38 @@ const sharedFolder = (dir: string): boolean => {
 export const chatHistoryFile = (home: string): string => join(home, "chat_history")
 
 /**
- * Creates `$ANNA_HOME` (0700) if missing and removes group and other permissions from it, from
- * `workspaces/` and from the chat history. Nothing inside workspaces: that belongs to the sandboxes,
- * which mount their own sub-folders. A shared folder used as ANNA_HOME is left alone (doctor says so).
+ * Creates `$ANNA_HOME` (0700) if missing and removes group and other permissions from it, from the
+ * workspaces root (`workspaces`, default `$ANNA_HOME/workspaces`; created too) and from the chat
+ * history. Nothing inside workspaces: that belongs to the sandboxes, which mount their own
+ * sub-folders. A shared folder used as ANNA_HOME is left alone (doctor says so).
  */
-export const secureHome = (home: string) =>
+export const secureHome = (home: string, workspaces: string = join(home, "workspaces")) =>
   Effect.gen(function*() {
     mkdirSync(home, { recursive: true, mode: 0o700 })
     if (sharedFolder(home)) {
       return yield* Effect.logWarning(`ANNA_HOME ${home} is a shared folder: provider keys and conversations there may be readable by others (see anna doctor)`)
     }
-    for (const path of [home, join(home, "workspaces"), chatHistoryFile(home)]) {
+    const own = workspaces === join(home, "workspaces")
+    if (!own) {
+      mkdirSync(workspaces, { recursive: true, mode: 0o700 })
+      if (sharedFolder(workspaces)) {
+        return yield* Effect.logWarning(`ANNA_WORKSPACES ${workspaces} is a shared folder: use a folder of anna's own on it, so users' files stay private`)
+      }
+    }
+    for (const path of [home, workspaces, chatHistoryFile(home)]) {
       const problem = Sqlite.tighten(path)
       if (problem !== undefined) yield* Effect.logWarning(`${path} stays open to others: ${problem} (see anna doctor)`)
     }
   })
 
-/** AppConfig from `ANNA_HOME` and `ANNA_LOG_LEVEL`. */
-export const layerFromEnv = Layer.effect(AppConfig, Effect.map(Config.all({ home: annaHome, level: logLevel }), ({ home, level }) => pathsAt(home, level)))
+/** AppConfig from `ANNA_HOME`, `ANNA_LOG_LEVEL`, `ANNA_WORKSPACES` and `ANNA_SKILLS` (the CLI checks them first: folderSettings). */
+export const layerFromEnv = Layer.effect(
+  AppConfig,
+  Effect.gen(function*() {
+    const { home, level } = yield* Config.all({ home: annaHome, level: logLevel })
+    return pathsAt(home, level, yield* Effect.orDie(folderSettings))
+  })
+)
 
 /**
  * The migrated database: PostgreSQL when a URL selects it (the flag's, else ANNA_DATABASE_URL's),
@@ -211,7 +254,7 @@ export const layerFromEnv = Layer.effect(AppConfig, Effect.map(Config.all({ home
  */
 export const database: Layer.Layer<SqlClient.SqlClient, InvalidEnvironment | DatabaseUnavailable | SqlError | MigrationError, AppConfig> = Layer.unwrap(Effect.gen(function*() {
   const app = yield* AppConfig
-  yield* secureHome(app.home)
+  yield* secureHome(app.home, app.workspaces)
   const where = yield* databaseLocation
   if (where._tag === "Sqlite") return Sqlite.layer(where.path) as Layer.Layer<SqlClient.SqlClient, SqlError | MigrationError | DatabaseUnavailable>
   return Postgres.layer(where.url).pipe(
@@ -250,13 +293,13 @@ export interface LoosePath {
 }
 
 /**
- * `$ANNA_HOME`, `workspaces/`, the SQLite database files (not when the state is on PostgreSQL:
+ * `$ANNA_HOME`, the workspaces root (`workspaces`), the SQLite database files (not when the state is on PostgreSQL:
  * `sqliteFiles` false) and the chat history, where they exist and group or others have any access.
  */
-export const loosePermissions = (home: string, sqliteFiles = true): ReadonlyArray<LoosePath> => {
+export const loosePermissions = (home: string, sqliteFiles = true, workspaces: string = join(home, "workspaces")): ReadonlyArray<LoosePath> => {
   const wanted: ReadonlyArray<readonly [string, 0o700 | 0o600]> = [
     [home, 0o700],
-    [join(home, "workspaces"), 0o700],
+    [workspaces, 0o700],
     ...(sqliteFiles ? Sqlite.databaseFiles(join(home, "anna.db")).map((f) => [f, 0o600] as const) : []),
     [chatHistoryFile(home), 0o600]
   ]

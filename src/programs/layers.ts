@@ -133,6 +133,8 @@ export const GatewayRuntime = (version: string) =>
       // Workspaces (agents' files, skills) may be a shared volume: read them by polling, not inotify.
       Layer.provide(Layer.succeed(PollFiles, CLUSTER_POLL_MS)),
       Layer.provideMerge(Sandbox),
+      // The sandbox caps count every node's containers (in PostgreSQL), not this node's alone.
+      Layer.provide(lazy(() => import("../layers/sandbox/clusterAdmission.ts"), (m) => m.layer(settings.nodeId))),
       Layer.provideMerge(Memory)
     )
   }))

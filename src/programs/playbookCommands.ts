@@ -1,19 +1,30 @@
 /**
- * `anna playbook list|show|feedback|sweep|review|apply|context|add|promote|remove` (issue 15): the operator's
- * view of the playbook rules, global (`$ANNA_HOME/playbook.yaml`, the default) or one agent's
- * (`--agent A`: its own rules, and for list/show/context the global ones it does not shadow).
+ * `anna playbook list|show|feedback|sweep|review|apply|context|add|promote|remove|export|import` (issue 15):
+ * the operator's view of the playbook rules, global (`$ANNA_HOME/playbook.yaml`, the default) or one
+ * agent's (`--agent A`: its own rules, and for list/show/context the global ones it does not shadow).
+ * On PostgreSQL the rules are rows of the playbook_rules table (issue 28): `export` prints one
+ * playbook's rules as the YAML its file would hold (or writes it to --output FILE: atomically, mode
+ * 0600, never through a link), and `import FILE` checks a YAML file as the file reader does (a
+ * mistake is a usage error with its line, and nothing changes) and then replaces that playbook's
+ * rules with it in one update — the way to edit them by hand; both work the same on SQLite's files.
  * `context` prints exactly the text that would be injected for some tags (and with `--json` why
  * each rule was or was not chosen). Rule text and tags are shown terminal-safe. `feedback` is the
  * operator's word on a rule: it applies at once, for every user (a chat user's is a vote, issue 23).
  */
 import { Clock, Console, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
+import { randomBytes } from "node:crypto"
+import { constants, promises as fs } from "node:fs"
+import { basename, dirname, join, resolve } from "node:path"
 import { InvalidConfig } from "../domain/config/errors.ts"
 import { DEMOTION_CANDIDATE_BELOW, decayed, REMOVAL_CANDIDATE_BELOW } from "../domain/learning/confidence.ts"
 import { CONSENSUS_USERS, type Tally } from "../domain/learning/consensus.ts"
+import { PlaybookWriteFailed } from "../domain/learning/errors.ts"
 import { normalTag, type SourcedRule, visibleTo } from "../domain/learning/rule.ts"
+import { stringifyPlaybook } from "../domain/learning/yaml.ts"
 import { terminalJson, terminalSafe } from "../layers/channels/terminal/render.ts"
 import { explainSelection } from "../layers/learning/playbookExplain.ts"
+import { makeFiles, MAX_PLAYBOOK_BYTES } from "../layers/learning/playbookFile.ts"
 import * as YamlPlaybook from "../layers/learning/YamlPlaybook.ts"
 import { oneLine } from "../domain/text.ts"
 import { AgentStore } from "../services/AgentStore.ts"
@@ -24,7 +35,7 @@ import { iso, table, usageError } from "./output.ts"
 
 const json = Flag.Boolean("json").pipe(Flag.withDescription("Print JSON instead of text"), Flag.withDefault(false))
 const agent = Flag.String("agent").pipe(
-  Flag.withDescription("The agent whose playbook this is (default: the global playbook, $ANNA_HOME/playbook.yaml)"),
+  Flag.withDescription("The agent whose playbook this is (default: the global playbook, $ANNA_HOME/playbook.yaml or on PostgreSQL the table playbook_rules)"),
   Flag.optional
 )
 const user = (what: string) => Flag.String("user").pipe(Flag.withDescription(what), Flag.optional)
@@ -135,7 +146,7 @@ const show = Command.make("show", { id, agent, json }, (f) =>
         ["last applied", iso(r.lastAppliedAt)]
       ])
     ].join("\n")))
-  })).pipe(Command.withDescription("Every field of one rule, and the file it lives in"))
+  })).pipe(Command.withDescription("Every field of one rule, and the file it lives in (on PostgreSQL: the table and scope)"))
 
 const feedback = Command.make("feedback", {
   id,
@@ -286,8 +297,94 @@ const remove = Command.make("remove", { id, agent, json }, (f) =>
     yield* f.json ? printJson({ id: rule.id, removed: true }) : Console.log(`Removed ${rule.id} from ${where(agentId)}.`)
   })).pipe(Command.withDescription("Remove a rule from the global playbook, or an agent's (--agent)"))
 
+const codeOf = (e: unknown): string | undefined =>
+  e !== null && typeof e === "object" && "code" in e && typeof e.code === "string" ? e.code : undefined
+
+/**
+ * Writes `text` to `output` through a private temp file beside it (mode 0600, O_EXCL), synced and
+ * renamed over it: complete or absent. A link, folder, FIFO or device at `output` is refused.
+ */
+const writeOutput = (output: string, text: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const target = resolve(output)
+      const existing = await fs.lstat(target).catch((e: unknown) => {
+        if (codeOf(e) === "ENOENT") return undefined
+        throw e
+      })
+      if (existing !== undefined && !existing.isFile()) throw new Error("it is not a regular file (a link, folder, FIFO or device is not written through)")
+      const temp = join(dirname(target), `.${basename(target)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`)
+      const handle = await fs.open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+      let renamed = false
+      try {
+        try {
+          await handle.writeFile(text, "utf8")
+          await handle.sync()
+        } finally {
+          await handle.close()
+        }
+        await fs.rename(temp, target)
+        renamed = true
+      } finally {
+        if (!renamed) await fs.unlink(temp).catch(() => undefined)
+      }
+    },
+    catch: (e) => new PlaybookWriteFailed({ path: output, reason: codeOf(e) ?? (e instanceof Error ? e.message : String(e)) })
+  })
+
+const exportCmd = Command.make("export", {
+  agent,
+  output: Flag.String("output").pipe(
+    Flag.withAlias("o"),
+    Flag.withDescription("Write to FILE (atomically, mode 0600; a link is refused) instead of stdout"),
+    Flag.optional
+  )
+}, (f) =>
+  Effect.gen(function*() {
+    const agentId = yield* agentOf(f.agent)
+    const { rules, invalid } = yield* (yield* Playbook).rules(agentId)
+    // PostgreSQL rows that do not decode: left out, said on stderr (importing the file deletes them).
+    for (const row of invalid) {
+      yield* Console.error(terminalSafe(`anna: rule "${row.id}" of ${where(agentId)} is left out: ${row.reason} (importing this export removes it; add it back fixed)`))
+    }
+    const text = stringifyPlaybook(rules)
+    if (Option.isNone(f.output)) return yield* Effect.sync(() => process.stdout.write(text))
+    yield* writeOutput(f.output.value, text)
+    yield* Console.log(`Exported ${rules.length} rule${rules.length === 1 ? "" : "s"} of ${where(agentId)} to ${f.output.value}.`)
+  })).pipe(Command.withDescription(
+    "Print one playbook's rules (the global ones, or an agent's own with --agent) as the YAML its file holds, to edit by hand and load with anna playbook import"
+  ))
+
+const importCmd = Command.make("import", {
+  file: Argument.String("file").pipe(Argument.withDescription(`A playbook YAML file (as anna playbook export writes; at most ${MAX_PLAYBOOK_BYTES} bytes)`)),
+  agent,
+  json
+}, (f) =>
+  Effect.gen(function*() {
+    const path = ["anna", "playbook", "import"]
+    // Checked whole before anything is changed: a mistake is a usage error with its line.
+    const missing = yield* Effect.promise(() => fs.lstat(f.file).then(() => false, (e: unknown) => codeOf(e) === "ENOENT"))
+    if (missing) return yield* usageError(path, `${f.file}: no such file (nothing was imported)`)
+    const rules = yield* makeFiles().read(f.file).pipe(
+      Effect.catchTag("PlaybookInvalid", (e) => usageError(path, `${e.path}${e.line > 0 ? `:${e.line}` : ""}: ${e.reason} (nothing was imported)`))
+    )
+    const agentId = yield* agentOf(f.agent)
+    const report = yield* (yield* Playbook).replace(agentId, rules)
+    if (f.json) return yield* printJson({ file: f.file, agent: agentId ?? null, ...report })
+    const ids = (list: ReadonlyArray<string>) => (list.length === 0 ? "" : ` (${list.join(", ")})`)
+    yield* Console.log(terminalSafe([
+      `Imported ${f.file} into ${where(agentId)}: ${rules.length} rule${rules.length === 1 ? "" : "s"}.`,
+      `${report.added.length} added${ids(report.added)}, ${report.changed.length} changed${ids(report.changed)}, ${report.removed.length} removed${
+        ids(report.removed)
+      }, ${report.unchanged} unchanged.`,
+      ...(report.invalid.length === 0 ? [] : [`Rows that did not decode, replaced: ${report.invalid.join(", ")}.`])
+    ].join("\n")))
+  })).pipe(Command.withDescription(
+    "Replace one playbook's rules (the global ones, or an agent's own with --agent) with a YAML file's, checked whole first (a mistake is reported with its line, and nothing changes)"
+  ))
+
 export const playbookCommand = Command.make("playbook").pipe(
-  Command.withDescription("Playbook rules: list, show, feedback, sweep, review, apply, context, add, promote, remove"),
-  Command.withSubcommands([list, show, feedback, sweep, review, apply, context, add, promote, remove]),
+  Command.withDescription("Playbook rules: list, show, feedback, sweep, review, apply, context, add, promote, remove, export, import"),
+  Command.withSubcommands([list, show, feedback, sweep, review, apply, context, add, promote, remove, exportCmd, importCmd]),
   Command.provide(YamlPlaybook.layer.pipe(Layer.provideMerge(Stores)))
 )

@@ -49,7 +49,7 @@ const exec = Command.make("exec", {
 }, (f) =>
   Effect.gen(function*() {
     const agent = yield* agentFor(f.agent)
-    const spec = specFor((yield* AppConfig).home, agent, {
+    const spec = specFor((yield* AppConfig).workspaces, agent, {
       image: Option.getOrUndefined(f.image),
       network: Option.getOrUndefined(f.network),
       userId: Option.getOrUndefined(f.user)

@@ -135,7 +135,7 @@ const search = Command.make("search", {
     // The user's workspace through the confined reader, as the tool reads it through the sandbox; none without --user.
     const workspace = userId === undefined
       ? Effect.fail("no user")
-      : WorkspaceFiles.make(workspaceOf((yield* AppConfig).home, a.id, a.sandboxWorkspace, userId), { quotaMb: a.sandboxDiskMb })
+      : WorkspaceFiles.make(workspaceOf((yield* AppConfig).workspaces, a.id, a.sandboxWorkspace, userId), { quotaMb: a.sandboxDiskMb })
     const stats = yield* SkillStats
     const run = searchSkills(yield* Skills, { agentId: a.id, userId: userId ?? "" }, workspace, { stats }, f.query, Option.getOrUndefined(f.limit))
     const ranked = Option.isSome(f.seed) ? yield* run.pipe(Random.withSeed(f.seed.value)) : yield* run
@@ -179,7 +179,7 @@ const feedback = Command.make("feedback", { name, outcome, agent: feedbackAgent,
         return yield* new InvalidConfig({ reason: `${f.name} is the operator's skill: its outcomes count for every user of agent ${a.id}; leave out --user` })
       }
       const known = (yield* stats.arms(a.id, userId, [f.name])).has(f.name) ||
-        (yield* inWorkspace(workspaceOf((yield* AppConfig).home, a.id, a.sandboxWorkspace, userId), a.sandboxDiskMb, f.name))
+        (yield* inWorkspace(workspaceOf((yield* AppConfig).workspaces, a.id, a.sandboxWorkspace, userId), a.sandboxDiskMb, f.name))
       if (!known) return yield* new SkillNotFound({ name: f.name, scope: `user ${userId} of agent ${a.id}` })
     }
     const arm = yield* stats.record({ agentId: a.id, userId: userId ?? "", name: f.name }, f.outcome)

@@ -15,22 +15,33 @@ export interface AppPaths {
   readonly home: string
   /** The SQLite database, `$ANNA_HOME/anna.db`. */
   readonly databasePath: string
-  /** Agents' operator folders and the sandboxes' workspaces, `$ANNA_HOME/workspaces`. */
+  /**
+   * Agents' operator folders and the sandboxes' workspaces: `ANNA_WORKSPACES`, default
+   * `$ANNA_HOME/workspaces`. On a cluster (issue 28) it is storage every node mounts at the same path.
+   */
   readonly workspaces: string
+  /** The global skills: `ANNA_SKILLS`, default `$ANNA_HOME/skills` (on a cluster, on the shared storage too). */
+  readonly skills: string
   /** `anna chat`'s input history. */
   readonly chatHistory: string
   readonly logLevel: LogLevel.LogLevel
 }
 
-export const pathsAt = (home: string, logLevel: LogLevel.LogLevel = "Info"): AppPaths => ({
+export interface PathOverrides {
+  readonly workspaces?: string | undefined
+  readonly skills?: string | undefined
+}
+
+export const pathsAt = (home: string, logLevel: LogLevel.LogLevel = "Info", overrides: PathOverrides = {}): AppPaths => ({
   home,
   databasePath: join(home, "anna.db"),
-  workspaces: join(home, "workspaces"),
+  workspaces: overrides.workspaces ?? join(home, "workspaces"),
+  skills: overrides.skills ?? join(home, "skills"),
   chatHistory: join(home, "chat_history"),
   logLevel
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppPaths>()("anna/AppConfig") {
   /** The configuration of a home folder chosen by the caller. */
-  static readonly at = (home: string, logLevel?: LogLevel.LogLevel) => Layer.succeed(AppConfig, pathsAt(home, logLevel))
+  static readonly at = (home: string, logLevel?: LogLevel.LogLevel, overrides?: PathOverrides) => Layer.succeed(AppConfig, pathsAt(home, logLevel, overrides))
 }

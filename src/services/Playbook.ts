@@ -18,6 +18,10 @@
  *
  * `agentId` undefined means the global playbook alone.
  *
+ * On PostgreSQL (issue 28) the rules are rows of the playbook_rules table rather than files, so that
+ * several gateways share them; `rules` and `replace` are how `anna playbook export|import` give the
+ * operator the same YAML to edit by hand.
+ *
  * Layers: `YamlPlaybook.layer` (src/layers/learning/YamlPlaybook.ts).
  */
 import { Context, type Effect } from "effect"
@@ -50,6 +54,22 @@ export interface UserRuleLimits {
   readonly perDay: number
   /** Rules in all. */
   readonly total: number
+}
+
+/** What `replace` did: rule ids added, changed and removed, and how many rules stayed as they were. */
+export interface ReplaceReport {
+  readonly added: ReadonlyArray<string>
+  readonly changed: ReadonlyArray<string>
+  readonly removed: ReadonlyArray<string>
+  readonly unchanged: number
+  /** PostgreSQL: ids of rows that did not decode, now replaced by the new rules (or deleted). */
+  readonly invalid: ReadonlyArray<string>
+}
+
+/** One playbook's rules as stored, and (PostgreSQL) the rows left out because they do not decode. */
+export interface StoredRules {
+  readonly rules: ReadonlyArray<PlaybookRule>
+  readonly invalid: ReadonlyArray<{ readonly id: string; readonly reason: string }>
 }
 
 export interface ProposalResult {
@@ -129,6 +149,18 @@ export class Playbook extends Context.Service<Playbook, {
   readonly promote: (agentId: string, id: string, options: { readonly global: boolean }) => Effect.Effect<PlaybookRule, PlaybookError | RuleNotFound>
   /** Removes a rule from the file it lives in (and forgets users' feedback on it). */
   readonly remove: (agentId: string | undefined, id: string) => Effect.Effect<PlaybookRule, PlaybookError | RuleNotFound>
-  /** The files: the agent's (when given) and the global one. */
+  /**
+   * The rules of one file alone (the agent's own, or the global ones), in order, as stored. On
+   * PostgreSQL a row that does not decode is left out and named in `invalid` (export is how such a
+   * row is fixed), where every other method refuses the scope.
+   */
+  readonly rules: (agentId: string | undefined) => Effect.Effect<StoredRules, PlaybookError>
+  /**
+   * Replaces the rules of one file (the agent's own, or the global ones) with `rules`, in one update
+   * (nothing is written when they are the same, in the same order); users' feedback on a removed rule
+   * is forgotten. On PostgreSQL rows that do not decode are replaced too.
+   */
+  readonly replace: (agentId: string | undefined, rules: ReadonlyArray<PlaybookRule>) => Effect.Effect<ReplaceReport, PlaybookError>
+  /** Where the rules are: the agent's file (when given) and the global one; on PostgreSQL, the table and scope in words. */
   readonly paths: (agentId: string | undefined) => { readonly agent?: string | undefined; readonly global: string }
 }>()("anna/Playbook") {}

@@ -6,16 +6,22 @@
  * be read or written: the host folder's secret never appears in a tool result, nothing is created
  * there, and its listing never leaks. (With the old resolve-then-open tools this read the secret
  * and created files in the host folder within a few rounds.)
+ *
+ * Run on two layouts: a workspace folder of its own, and a cluster's (issue 28): the workspaces root
+ * (`ANNA_WORKSPACES`) on another filesystem mounted through FUSE (bindfs), as a network share is —
+ * no RENAME_EXCHANGE there, so the swapper falls back to plain renames — and the workspace where
+ * the gateway puts a user's (`{root}/{agent}/users/{user}`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import Docker from "dockerode"
 import { Effect, Fiber } from "effect"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, readFileSync, watch, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { DEFAULT_LIMITS, type SandboxSpec } from "../../src/domain/sandbox/types.ts"
+import { workspaceOf } from "../../src/domain/sandbox/spec.ts"
 import * as DockerSandbox from "../../src/layers/sandbox/DockerSandbox.ts"
 import * as Read from "../../src/layers/tools/read.ts"
 import * as Write from "../../src/layers/tools/write.ts"
@@ -62,8 +68,31 @@ const buildSwapper = (dir: string): string => {
   return out
 }
 
+/**
+ * A filesystem of its own, mounted with bindfs (FUSE) over a backing folder, unmounted at the end:
+ * where a cluster's shared workspaces root would be. bindfs is part of the test setup (.ci/run).
+ */
+const sharedMount = Effect.gen(function*() {
+  const backing = yield* scratch
+  const mountpoint = yield* scratch
+  const mounted = spawnSync("bindfs", ["--no-allow-other", backing, mountpoint], { encoding: "utf8" })
+  if (mounted.error !== undefined || mounted.status !== 0) {
+    throw new Error(`bindfs could not mount a FUSE filesystem (apt-get install bindfs): ${mounted.error?.message ?? mounted.stderr}`)
+  }
+  yield* Effect.addFinalizer(() => Effect.sync(() => spawnSync("umount", ["-l", mountpoint])))
+  return mountpoint
+})
+
+const layouts = [
+  { name: "a workspace folder of its own", workspace: scratch },
+  {
+    name: "a user's workspace under ANNA_WORKSPACES on a shared (FUSE) filesystem",
+    workspace: Effect.map(sharedMount, (root) => workspaceOf(join(root, "anna-workspaces"), "race", "user", "mallory"))
+  }
+] as const
+
 describe.skipIf(!dockerReady)("sandbox race: a folder swapped for a symlink while the file tools run", () => {
-  it.live(`no byte outside the workspace is read or written (${ROUNDS} rounds of ${PARALLEL} reads, ${PARALLEL} writes and listings)`, () =>
+  it.live.each(layouts)(`$name: no byte outside the workspace is read or written (${ROUNDS} rounds of ${PARALLEL} reads, ${PARALLEL} writes and listings)`, (layout) =>
     Effect.scoped(Effect.gen(function*() {
       const tools = yield* scratch
       const swapper = buildSwapper(tools)
@@ -72,7 +101,7 @@ describe.skipIf(!dockerReady)("sandbox race: a folder swapped for a symlink whil
       writeFileSync(join(outside, "secret.txt"), `${secret}\n`, { mode: 0o600 })
       writeFileSync(join(outside, "outside-marker"), "")
       const before = readdirSync(outside).sort()
-      const workspace = yield* scratch
+      const workspace = yield* layout.workspace
       const spec: SandboxSpec = {
         agentId: "race",
         userId: "",

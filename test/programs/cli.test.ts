@@ -2,7 +2,7 @@
  * The `anna` CLI as a user runs it: real processes, a real ANNA_HOME, real SQLite files.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { chmodSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import type { Assembled, CompactionReport, SearchHit, SessionStats, SummaryDescription, ExpandResult } from "../../src/domain/memory/types.ts"
@@ -160,6 +160,36 @@ describe("anna CLI", () => {
     ])
     const fine = await annaEnv(h, { ANNA_LOG_LEVEL: "DEBUG" }, "memory", "sessions", "--json")
     assert.strictEqual(fine.code, 0, fine.stderr)
+  })
+
+  it("ANNA_WORKSPACES and ANNA_SKILLS move the workspaces root (created 0700) and the global skills; a relative path is refused, exit 2", async () => {
+    const h = home()
+    const bad = await annaEnv(h, { ANNA_WORKSPACES: "shared/ws" }, "memory", "sessions")
+    assert.deepStrictEqual([bad.code, bad.stdout, bad.stderr], [
+      2,
+      "",
+      "anna: ANNA_WORKSPACES=\"shared/ws\" must be an absolute path (the folder of agents' folders and users' workspaces)\n"
+    ])
+    const root = join(home(), "mnt", "anna-workspaces")
+    const made = await annaEnv(h, { ANNA_WORKSPACES: root }, "agent", "set", "w1")
+    assert.strictEqual(made.code, 0, made.stderr)
+    assert.strictEqual(statSync(root).mode & 0o777, 0o700)
+    mkdirSync(join(root, "w1"))
+    const removed = await annaEnv(h, { ANNA_WORKSPACES: root }, "agent", "remove", "w1", "--yes", "--json")
+    assert.strictEqual(removed.code, 0, removed.stderr)
+    assert.strictEqual((JSON.parse(removed.stdout) as { folder: string | null }).folder, join(root, "w1"))
+    assert.isFalse(existsSync(join(h, "workspaces", "w1")))
+    // ANNA_SKILLS: the global skills are read from there (on a cluster, the shared storage).
+    const skills = join(home(), "mnt", "anna-skills")
+    mkdirSync(join(skills, "hello"), { recursive: true })
+    writeFileSync(join(skills, "hello", "SKILL.md"), "---\nname: hello\ndescription: Says hello\n---\nSay hello.\n")
+    const listed = await annaEnv(h, { ANNA_SKILLS: skills }, "skill", "list", "--json")
+    assert.strictEqual(listed.code, 0, listed.stderr)
+    assert.deepStrictEqual((JSON.parse(listed.stdout) as Array<{ name: string }>).map((x) => x.name), ["hello"])
+    const without = await anna(h, "skill", "list", "--json")
+    assert.deepStrictEqual(JSON.parse(without.stdout), [])
+    const relative = await annaEnv(h, { ANNA_SKILLS: "skills" }, "skill", "list")
+    assert.deepStrictEqual([relative.code, relative.stderr], [2, "anna: ANNA_SKILLS=\"skills\" must be an absolute path (the folder of the global skills)\n"])
   })
 
   it("ANNA_LOG_FORMAT=json writes every log line as one JSON object with its trace ids; another format is refused, exit 2", async () => {

@@ -12,7 +12,11 @@ export class PlaybookInvalid extends Schema.TaggedError<PlaybookInvalid>()("Play
   reason: Schema.String
 }) {
   override get message() {
-    return `${this.path}${this.line > 0 ? `:${this.line}` : ""}: ${this.reason} (the file was left as it is; fix it and try again)`
+    // On PostgreSQL the path names the table and scope (src/layers/learning/pgPlaybookRules.ts).
+    const left = this.path.startsWith("table ")
+      ? "the rules were left as they are; fix them with anna playbook export and import"
+      : "the file was left as it is; fix it and try again"
+    return `${this.path}${this.line > 0 ? `:${this.line}` : ""}: ${this.reason} (${left})`
   }
 }
 
@@ -22,7 +26,7 @@ export class PlaybookWriteFailed extends Schema.TaggedError<PlaybookWriteFailed>
   reason: Schema.String
 }) {
   override get message() {
-    return `could not write ${this.path}: ${this.reason} (the previous file is intact)`
+    return `could not write ${this.path}: ${this.reason} (the previous ${this.path.startsWith("table ") ? "rules are" : "file is"} intact)`
   }
 }
 

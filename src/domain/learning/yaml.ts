@@ -120,6 +120,24 @@ const toRule = (e: RuleEntry): Result.Result<PlaybookRule, { readonly field: str
 }
 
 /**
+ * The rule one entry stands for (a parsed JSON object: a row of PostgreSQL's playbook_rules), checked
+ * as an entry of the file is (only known fields, each valid), or why not in one line.
+ */
+export const ruleOfEntry = (raw: unknown): Result.Result<PlaybookRule, string> => {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return Result.fail("a rule must be a mapping of fields (id, text, created_at, …)")
+  const unknown = Object.keys(raw).find((key) => !FIELDS.includes(key))
+  if (unknown !== undefined) return Result.fail(`unknown field ${asString(unknown)} (fields: ${FIELDS.join(", ")})`)
+  const decoded = decodeEntry(raw)
+  if (Result.isFailure(decoded)) {
+    const issue = issues(decoded.failure.issue).issues[0]
+    const at = (issue?.path ?? []).map((p) => String(typeof p === "object" && p !== null ? p.key : p))
+    return Result.fail(`${at.length > 0 ? at.join(".") : "rule"}: ${issue?.message ?? "not a rule"}`)
+  }
+  const rule = toRule(decoded.success)
+  return Result.isFailure(rule) ? Result.fail(rule.failure.reason) : Result.succeed(rule.success)
+}
+
+/**
  * The rules of a playbook file's text, or PlaybookInvalid with the 1-based line of the first
  * mistake: a YAML syntax error's line; for a bad entry the line of the field at fault (else where
  * the entry starts); unknown fields (a typo like `confidense`) and repeated ids are refused. An
@@ -186,8 +204,8 @@ export const PLAYBOOK_HEADER = [
 
 const iso = (ms: number): string => new Date(ms).toISOString()
 
-/** The file's entry for a rule, fields in a fixed order. */
-const entryOf = (r: PlaybookRule): Record<string, unknown> => ({
+/** The file's entry for a rule, fields in a fixed order (also a row of PostgreSQL's playbook_rules). */
+export const entryOf = (r: PlaybookRule): Record<string, unknown> => ({
   id: r.id,
   text: r.text,
   confidence: round4(r.confidence) + 0,

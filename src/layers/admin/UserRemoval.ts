@@ -33,7 +33,7 @@ export const make = Effect.gen(function*() {
   const usage = yield* UsageLog
   const playbook = yield* Playbook
   const votes = yield* RuleVotes
-  const home = (yield* AppConfig).home
+  const workspaceRoot = (yield* AppConfig).workspaces
 
   /** The user's jobs (owned, or delivering to them), removed with their history kept; their ids. */
   const retireJobs = (userId: string) =>
@@ -50,7 +50,7 @@ export const make = Effect.gen(function*() {
       // with its id would find the rules there.
       const folders = yield* Effect.sync(() => {
         try {
-          return agentFolders(home)
+          return agentFolders(workspaceRoot)
         } catch {
           return []
         }
@@ -195,7 +195,7 @@ export const make = Effect.gen(function*() {
     )
     report.rules = rules.removed
     failed.push(...rules.failed)
-    const workspaces = yield* removeUserWorkspaces(home, userId)
+    const workspaces = yield* removeUserWorkspaces(workspaceRoot, userId)
     report.workspaces = workspaces.removed
     failed.push(...workspaces.failed)
 
@@ -209,6 +209,6 @@ export const make = Effect.gen(function*() {
 
 /**
  * UserRemoval; needs ConfigStore, AgentStore, JobStore, MemoryStore, Diary, SkillStats, UsageLog,
- * Playbook, RuleVotes and AppConfig (the workspaces are under its home).
+ * Playbook, RuleVotes and AppConfig (where the workspaces are).
  */
 export const layer = Layer.effect(UserRemoval, make)

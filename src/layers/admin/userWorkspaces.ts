@@ -20,11 +20,11 @@ import { imageOf, remove as removeWorkspace } from "../sandbox/workspaceDisk.ts"
 
 const errorText = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
-/** Agents with a folder under `$ANNA_HOME/workspaces` (those removed from the configuration too); throws when it cannot list them. */
-export const agentFolders = (home: string): ReadonlyArray<string> => {
+/** Agents with a folder under the workspaces root (those removed from the configuration too); throws when it cannot list them. */
+export const agentFolders = (workspaces: string): ReadonlyArray<string> => {
   let entries: ReadonlyArray<Dirent>
   try {
-    entries = readdirSync(join(home, "workspaces"), { withFileTypes: true })
+    entries = readdirSync(workspaces, { withFileTypes: true })
   } catch (e) {
     if (e instanceof Error && "code" in e && e.code === "ENOENT") return []
     throw e
@@ -47,7 +47,7 @@ const exists = (path: string): boolean => {
  * not be deleted (each as a sentence part, for RemovalUnfinished). Running it again finishes it.
  */
 export const removeUserWorkspaces = (
-  home: string,
+  workspaces: string,
   userId: string
 ): Effect.Effect<{ readonly removed: ReadonlyArray<string>; readonly failed: ReadonlyArray<string> }> =>
   Effect.promise(async () => {
@@ -57,12 +57,12 @@ export const removeUserWorkspaces = (
     const failed: Array<string> = []
     let agents: ReadonlyArray<string>
     try {
-      agents = agentFolders(home)
+      agents = agentFolders(workspaces)
     } catch (e) {
       return { removed, failed: [`the workspaces could not be listed (${errorText(e)})`] }
     }
     for (const agentId of agents) {
-      const folder = join(agentFolder(home, agentId), "users", userId)
+      const folder = join(agentFolder(workspaces, agentId), "users", userId)
       try {
         if (!exists(folder) && !exists(imageOf(folder))) continue
         // A workspace that is a filesystem of its own is unmounted and its image deleted with it.

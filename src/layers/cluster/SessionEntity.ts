@@ -4,8 +4,10 @@
  * the same `SessionPool` contract to the runtime, channels and admin API (`ClusterSessionPool`), and
  * sends each call to the owner through effect/cluster.
  *
- * - The entity id is the SHA-256 of the session key (hex, 64 characters): effect/cluster keeps ids in
- *   `VARCHAR(255)` and anna's session keys have no such bound.
+ * - An entity is a workspace (`workspaceKeyOf`): all sessions whose sandbox mounts one workspace are
+ *   owned by one node, so a workspace on shared storage is used by one node at a time. Its id is the
+ *   SHA-256 of that key (hex, 64 characters): effect/cluster keeps ids in `VARCHAR(255)`. The owner's
+ *   SessionPool runs each session's turns one at a time, different sessions side by side.
  * - A turn streams its events back with the owner's attempt id. When the owner dies mid-turn the
  *   library re-sends the call to the new owner, whose stream starts again: the caller sees a new
  *   attempt id and passes on a `restart` event (src/domain/runtime/restart.ts): a chat platform's
@@ -28,10 +30,24 @@ import * as Tracing from "../../domain/observability/tracing.ts"
 import type { ResolvedChat, SendOptions, TurnEvent, UserMessage } from "../../domain/runtime/types.ts"
 import { type LiveSession, SessionPool } from "../../services/SessionPool.ts"
 import { NodeRegistry } from "../../services/NodeRegistry.ts"
+import { AgentStore } from "../../services/AgentStore.ts"
+import type { WorkspaceMode } from "../../domain/config/agent.ts"
 import * as SessionFences from "./SessionFences.ts"
 
-/** The entity id of a session: SHA-256 of its key, in hex. */
-export const entityIdOf = (sessionKey: string): string => createHash("sha256").update(sessionKey).digest("hex")
+/** An entity id: SHA-256 of what it stands for (workspaceKeyOf), in hex. */
+export const entityIdOf = (key: string): string => createHash("sha256").update(key).digest("hex")
+
+/**
+ * What owns a session on a cluster: the workspace its sandbox mounts (src/domain/sandbox/spec.ts
+ * `workspaceIn`) — the agent and the user of the session key (`{agent}:{platform}:{user}:{context}`)
+ * in `user` mode, the agent alone in `shared` mode (and for sessions of no user). So every session
+ * that uses one workspace runs on one node, and a workspace on shared storage is used by one node at
+ * a time: one container, one writer of its files and of its disk image.
+ */
+export const workspaceKeyOf = (sessionKey: string, mode: WorkspaceMode): string => {
+  const [agentId = "", , userId = ""] = sessionKey.split(":")
+  return mode === "user" && userId !== "" ? `workspace:${agentId}:user:${userId}` : `workspace:${agentId}:shared`
+}
 
 /** One event of a turn as it travels between nodes: which attempt of the turn sent it. */
 const TurnChunk = Schema.Struct({ attempt: Schema.String, event: Schema.Unknown })
@@ -133,11 +149,18 @@ export const followAttempts = <E, R>(chunks: Stream.Stream<{ readonly attempt: s
 export const clusterPool = Effect.gen(function*() {
   const makeClient = yield* Session.client
   const registry = yield* NodeRegistry
-  const client = (sessionKey: string) => makeClient(entityIdOf(sessionKey))
+  const agents = yield* AgentStore
+  /** The session's entity: its workspace's, by the agent's workspace mode now (an agent not found: `user`). */
+  const client = (sessionKey: string) =>
+    agents.get(sessionKey.split(":")[0] ?? "").pipe(
+      Effect.map((agent) => agent.sandboxWorkspace),
+      Effect.orElseSucceed((): WorkspaceMode => "user"),
+      Effect.map((mode) => makeClient(entityIdOf(workspaceKeyOf(sessionKey, mode))))
+    )
 
   const send = (chat: ResolvedChat, message: UserMessage, options?: SendOptions): Stream.Stream<TurnEvent> =>
     followAttempts(
-      client(chat.sessionKey).Turn({ chat, message, resumed: options?.resumed === true, turnId: options?.turnId ?? randomUUID() }).pipe(
+      Stream.unwrap(Effect.map(client(chat.sessionKey), (c) => c.Turn({ chat, message, resumed: options?.resumed === true, turnId: options?.turnId ?? randomUUID() }))).pipe(
         Stream.tapCause((cause) => Effect.logWarning(`cluster: a turn of ${chat.sessionKey} could not reach its node: ${Cause.pretty(cause)}`))
       )
     ).pipe(options?.parentSpan === undefined ? (s) => s : Stream.provideService(Tracer.ParentSpan, options.parentSpan))
@@ -151,8 +174,8 @@ export const clusterPool = Effect.gen(function*() {
 
   return SessionPool.of({
     send,
-    abort: (sessionKey) => quietly("abort", sessionKey, client(sessionKey).Abort({ sessionKey }), false),
-    release: (sessionKey, reason) => quietly("release", sessionKey, client(sessionKey).Release({ sessionKey, reason }), false),
+    abort: (sessionKey) => quietly("abort", sessionKey, Effect.flatMap(client(sessionKey), (c) => c.Abort({ sessionKey })), false),
+    release: (sessionKey, reason) => quietly("release", sessionKey, Effect.flatMap(client(sessionKey), (c) => c.Release({ sessionKey, reason })), false),
     live: Effect.map(registry.live, (all): ReadonlyArray<LiveSession> => all)
   })
 })

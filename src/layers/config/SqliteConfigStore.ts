@@ -106,7 +106,7 @@ const IDENTITY_PLATFORM = /^[a-z][a-z0-9_-]{0,31}$/
 const hasControl = (text: string): boolean => [...text].some((ch) => (ch.codePointAt(0) ?? 0) < 0x20 || ch === "\u007f")
 
 export const make = Effect.gen(function*() {
-    const annaHome = (yield* AppConfig).home
+    const workspaces = (yield* AppConfig).workspaces
     const sql = yield* SqlClient.SqlClient
     const agents = yield* AgentStore
     const providers = yield* ProviderStore
@@ -554,8 +554,8 @@ export const make = Effect.gen(function*() {
           contextTokens: agent.contextTokens > 0 ? agent.contextTokens : DEFAULT_CONTEXT_TOKENS,
           maxTurns: agent.maxTurns,
           tools: agent.tools,
-          folder: agentFolder(annaHome, agent.id),
-          sandbox: specFor(annaHome, agent)
+          folder: agentFolder(workspaces, agent.id),
+          sandbox: specFor(workspaces, agent)
         }
       }))
     }, storage("read agent snapshot"))
@@ -616,7 +616,7 @@ export const make = Effect.gen(function*() {
     })
   })
 
-/** ConfigStore; needs SqlClient, AgentStore, ProviderStore and AppConfig (workspaces are under its home). */
+/** ConfigStore; needs SqlClient, AgentStore, ProviderStore and AppConfig (where the workspaces are). */
 export const layer = Layer.effect(ConfigStore, make)
 
 /** ConfigStore with ProviderStore, AgentStore, UsageLog and PluginStore; needs SqlClient and AppConfig. */

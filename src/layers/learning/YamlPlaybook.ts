@@ -4,8 +4,13 @@
  * sandbox). Files are read and replaced through ./playbookFile.ts (regular files only, cached by
  * identity, atomic writes, an invalid file never overwritten); time comes from the Clock. Users'
  * feedback on shared rules is kept by RuleVotes and weighed in ./playbookFeedback.ts (issue 23).
+ *
+ * On PostgreSQL (issue 28) the same logic runs over the playbook_rules table instead
+ * (./pgPlaybookRules.ts: one scope per file, '' global, the agent's id), so that several gateways
+ * share the rules; `anna playbook export|import` turn a scope into the YAML file and back.
  */
 import { Clock, Effect, Layer, Random } from "effect"
+import { SqlClient } from "effect/sql"
 import { join } from "node:path"
 import { applyInversion, type InversionProposal, scan } from "../../domain/learning/antiPattern.ts"
 import { DAY_MS, sweep as sweepRules } from "../../domain/learning/confidence.ts"
@@ -20,14 +25,23 @@ import {
   RULE_ID,
   type SourcedRule
 } from "../../domain/learning/rule.ts"
-import { ruleTextProblem } from "../../domain/learning/yaml.ts"
+import { entryOf, ruleTextProblem } from "../../domain/learning/yaml.ts"
 import { agentFolder } from "../../domain/sandbox/spec.ts"
 import { AppConfig } from "../../services/AppConfig.ts"
-import { type ContextQuery, Playbook, type ProposalResult, type RuleProposal, type UserRuleLimits } from "../../services/Playbook.ts"
+import {
+  type ContextQuery,
+  Playbook,
+  type ProposalResult,
+  type ReplaceReport,
+  type RuleProposal,
+  type UserRuleLimits
+} from "../../services/Playbook.ts"
 import { RuleVotes, scopeOf } from "../../services/RuleVotes.ts"
 import { makeFeedback } from "./playbookFeedback.ts"
+import { makeTableRules, tableLabel } from "./pgPlaybookRules.ts"
 import { type Change, makeFiles, type WriteHooks } from "./playbookFile.ts"
 import * as SqliteRuleVotes from "./SqliteRuleVotes.ts"
+import { isPostgres } from "../sql/dialect.ts"
 
 /** A file holds at most this many rules: past it, proposals are refused until an operator removes some. */
 export const MAX_RULES_PER_FILE = 1000
@@ -56,6 +70,9 @@ const checkText = (text: string) => {
 
 const unchanged = <A>(result: A): Change<A> => ({ rules: undefined, result })
 
+/** A rule as it is written (two rules that compare equal read back the same). */
+const sameAs = (rule: PlaybookRule): string => JSON.stringify(entryOf(rule))
+
 /** Why `user` may not have one more rule among `rules` at `now` under `limits`, or undefined. */
 const overLimit = (rules: ReadonlyArray<PlaybookRule>, user: string, limits: UserRuleLimits, now: number): string | undefined => {
   const own = rules.filter((r) => r.user === user)
@@ -66,17 +83,28 @@ const overLimit = (rules: ReadonlyArray<PlaybookRule>, user: string, limits: Use
 
 export interface Options {
   readonly home: string
+  /** The workspaces root, where agents' folders are (default `home`/workspaces; AppConfig's `workspaces`). */
+  readonly workspaces?: string | undefined
   /** Tests only: steps of a write that can be made to fail. */
   readonly hooks?: WriteHooks
+  /** The database: on PostgreSQL the rules live in its playbook_rules table, not in files (undefined, SQLite: files). */
+  readonly sql?: SqlClient.SqlClient | undefined
 }
 
-/** The Playbook on the files under `options.home`, with users' feedback on shared rules in RuleVotes. */
+/**
+ * The Playbook on the files under `options.home` (or PostgreSQL's playbook_rules table), with users'
+ * feedback on shared rules in RuleVotes.
+ */
 export const make = (options: Options) =>
   Effect.gen(function*() {
     const votes = yield* RuleVotes
-    const files = makeFiles(options.hooks)
-    const globalPath = join(options.home, PLAYBOOK_FILE)
-    const agentPath = (agentId: string) => join(agentFolder(options.home, agentId), PLAYBOOK_FILE)
+    const onTable = options.sql !== undefined && isPostgres(options.sql)
+    const table = options.sql !== undefined && onTable ? makeTableRules(options.sql) : undefined
+    const files = table ?? makeFiles(options.hooks)
+    // On the table the seam's "path" is the scope (RuleVotes' scopeOf: '' global, the agent's id).
+    const globalPath = onTable ? scopeOf(undefined) : join(options.home, PLAYBOOK_FILE)
+    const agentPath = (agentId: string) => (onTable ? scopeOf(agentId) : join(agentFolder(options.workspaces ?? join(options.home, "workspaces"), agentId), PLAYBOOK_FILE))
+    const described = (path: string) => (onTable ? tableLabel(path) : path)
     const fileOf = (agentId: string | undefined) => (agentId === undefined ? globalPath : agentPath(agentId))
     const where = (agentId: string | undefined) => (agentId === undefined ? "the global playbook" : `agent ${agentId}'s playbook`)
 
@@ -226,9 +254,62 @@ export const make = (options: Options) =>
       return removed
     })
 
-    const paths = (agentId: string | undefined) => (agentId === undefined ? { global: globalPath } : { agent: agentPath(agentId), global: globalPath })
+    // Export and import are how rows of the table that do not decode are fixed: they are reported
+    // and left out (export), or replaced (import), rather than refused as everywhere else.
+    const rules = Effect.fn("Playbook.rules")(function*(agentId: string | undefined) {
+      if (table !== undefined) {
+        const read = yield* table.readAll(fileOf(agentId))
+        return { rules: read.rules, invalid: read.broken }
+      }
+      return { rules: yield* files.read(fileOf(agentId)), invalid: [] }
+    })
 
-    return Playbook.of({ list, get, tags, view, context, propose, feedback, votes: votesOn, sweep, review, apply, promote, remove, paths })
+    const replace = Effect.fn("Playbook.replace")(function*(agentId: string | undefined, next: ReadonlyArray<PlaybookRule>) {
+      const change = (current: ReadonlyArray<PlaybookRule>) => {
+        const before = new Map(current.map((r) => [r.id, sameAs(r)]))
+        const ids = new Set(next.map((r) => r.id))
+        const added = next.filter((r) => !before.has(r.id)).map((r) => r.id)
+        const changed = next.filter((r) => before.has(r.id) && before.get(r.id) !== sameAs(r)).map((r) => r.id)
+        const removed = current.filter((r) => !ids.has(r.id)).map((r) => r.id)
+        const result = { added, changed, removed, unchanged: next.length - added.length - changed.length }
+        // Written unless the same rules are there in the same order.
+        const same = added.length + changed.length + removed.length === 0 && current.every((r, i) => next[i]?.id === r.id)
+        return Effect.succeed(same ? unchanged(result) : { rules: next, result })
+      }
+      const done = table === undefined
+        ? { result: yield* files.update(fileOf(agentId), change), broken: [] }
+        : yield* table.updateAll(fileOf(agentId), change)
+      const report: ReplaceReport = { ...done.result, invalid: done.broken.map((b) => b.id) }
+      // As `remove`: a rule written later with one of these ids starts without the old rule's votes.
+      for (const id of report.removed) {
+        yield* votes.forget({ scope: scopeOf(agentId), ruleId: id }).pipe(
+          Effect.catch((e) => Effect.logWarning(`playbook: feedback on the removed rule ${id} was not forgotten`, e.message))
+        )
+      }
+      return report
+    })
+
+    const paths = (agentId: string | undefined) =>
+      agentId === undefined ? { global: described(globalPath) } : { agent: described(agentPath(agentId)), global: described(globalPath) }
+
+    return Playbook.of({
+      list,
+      get,
+      tags,
+      view,
+      context,
+      propose,
+      feedback,
+      votes: votesOn,
+      sweep,
+      review,
+      apply,
+      promote,
+      remove,
+      rules,
+      replace,
+      paths
+    })
   })
 
 /** The rules with rule `id` changed by `f` (RuleNotFound when it is not there). */
@@ -239,10 +320,11 @@ const changeRule = (rules: ReadonlyArray<PlaybookRule>, id: string, f: (r: Playb
   return Effect.succeed({ rules: rules.map((r) => (r.id === id ? changed : r)), result: changed })
 }
 
-/** Needs AppConfig and SqlClient (users' feedback on shared rules: SqliteRuleVotes). */
+/** Needs AppConfig and SqlClient (users' feedback on shared rules: SqliteRuleVotes; on PostgreSQL the rules too). */
 export const layer = Layer.effect(
   Playbook,
   Effect.gen(function*() {
-    return yield* make({ home: (yield* AppConfig).home })
+    const config = yield* AppConfig
+    return yield* make({ home: config.home, workspaces: config.workspaces, sql: yield* SqlClient.SqlClient })
   })
 ).pipe(Layer.provide(SqliteRuleVotes.layer))

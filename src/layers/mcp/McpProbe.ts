@@ -25,7 +25,7 @@ export const make = (sandbox: Effect.Effect<Option.Option<Sandbox["Service"]>, n
   Effect.gen(function*() {
     const agents = yield* AgentStore
     const servers = yield* McpServers
-    const home = (yield* AppConfig).home
+    const workspaces = (yield* AppConfig).workspaces
 
     const probe = Effect.fn("McpProbe.probe")(function*(agentId: string, name?: string) {
       const agent = yield* agents.get(agentId).pipe(
@@ -35,7 +35,7 @@ export const make = (sandbox: Effect.Effect<Option.Option<Sandbox["Service"]>, n
       const all = yield* servers.list(agentId)
       const chosen = name === undefined ? all : all.filter((s) => s.name === name)
       if (name !== undefined && chosen.length === 0) return yield* new McpServerNotFound({ agentId, name })
-      const spec = specFor(home, agent)
+      const spec = specFor(workspaces, agent)
       const results = yield* Effect.scoped(Effect.gen(function*() {
         const scope = yield* Effect.scope
         const session = yield* Effect.cached(Effect.gen(function*() {

@@ -10,6 +10,7 @@
  */
 import type Docker from "dockerode"
 import { Clock, Duration, Effect, Exit, Layer, Option, Ref, Scope, Semaphore } from "effect"
+import { randomUUID } from "node:crypto"
 import { promises as fs } from "node:fs"
 import { hostname } from "node:os"
 import {
@@ -105,6 +106,8 @@ const isLocalImage = (image: string): boolean => image.split("/").at(-1)?.starts
 export interface Options {
   /** This installation's label value (`installationOf(home)`); without it containers carry none. */
   readonly installation?: string | undefined
+  /** What counts its containers against the caps; default: `SandboxAdmission` when set, else an in-memory count of its own. */
+  readonly admission?: Admission.Admission | undefined
 }
 
 export const make = (client?: Docker, options: Options = {}) =>
@@ -114,7 +117,7 @@ export const make = (client?: Docker, options: Options = {}) =>
     // Best effort at start: a daemon that is down now fails the first session, not anna's start.
     yield* removeOrphans(docker, installation).pipe(Effect.catch((e) => Effect.logDebug(`sandbox: no orphan cleanup (${e.detail})`)))
     const me = owner()
-    const admission = Admission.make()
+    const admission = options.admission ?? (yield* Admission.SandboxAdmission) ?? Admission.make()
     /** A running sandbox container (of any anna) that has `workspace` mounted, if any. */
     const mountedIn = (workspace: string): Promise<string | undefined> =>
       docker.listContainers({ filters: { label: [SANDBOX_LABEL] } }).then((cs) => {
@@ -212,7 +215,7 @@ export const make = (client?: Docker, options: Options = {}) =>
         if (now._tag === "Running") running = now.running
         else {
           const scope = yield* Scope.fork(sessionScope)
-          const slot: Admission.Slot = { userId: spec.userId, lastUsed: 0, busy: 0, evict }
+          const slot: Admission.Slot = { id: randomUUID(), workspace, userId: spec.userId, lastUsed: 0, busy: 0, evict }
           const made = yield* createContainer(spec, network, workspace, disk, slot, yield* capsNow, scope).pipe(Effect.onError(() => Scope.close(scope, Exit.void)))
           running = { ...made, scope, slot }
           yield* Ref.set(state, { _tag: "Running", running })

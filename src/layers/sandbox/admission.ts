@@ -9,14 +9,21 @@
  *
  * Everything here is synchronous between yields, so a check and the count it guards are one step.
  * The count is the gauge `anna_sandbox_containers`, set as it changes.
+ *
+ * This in-memory count is one process's. A node of a cluster (issue 28) counts every node's live
+ * containers in PostgreSQL instead (./clusterAdmission.ts), provided as `SandboxAdmission`.
  */
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import * as Metrics from "../../domain/observability/metrics.ts"
-import { SandboxLimitReached } from "../../domain/sandbox/errors.ts"
+import { type SandboxFailure, SandboxLimitReached } from "../../domain/sandbox/errors.ts"
 import type { SandboxCaps } from "../../domain/sandbox/types.ts"
 
 /** One live container. */
 export interface Slot {
+  /** Unique to this container (a shared count's row). */
+  readonly id: string
+  /** Its workspace folder, when known (shown with a shared count's row). */
+  readonly workspace?: string | undefined
   /** Whose it is; '' = nobody in particular (CLI, tests): counted in the total only. */
   readonly userId: string
   lastUsed: number
@@ -27,13 +34,19 @@ export interface Slot {
 }
 
 export interface Admission {
-  /** Counts `slot` in, or fails when a cap is reached. */
-  readonly admit: (slot: Slot, caps: SandboxCaps) => Effect.Effect<void, SandboxLimitReached>
+  /** Counts `slot` in, or fails when a cap is reached (or, for a shared count, when it cannot be read). */
+  readonly admit: (slot: Slot, caps: SandboxCaps) => Effect.Effect<void, SandboxLimitReached | SandboxFailure>
   readonly release: (slot: Slot) => Effect.Effect<void>
   /** Brings the counts within `caps` for `self`'s next command; fails (and `self` must go) when it cannot. */
   readonly enforce: (self: Slot, caps: SandboxCaps) => Effect.Effect<void, SandboxLimitReached>
   readonly live: Effect.Effect<number>
 }
+
+/**
+ * The admission the Docker sandbox counts with; unset (one gateway), each sandbox makes its own
+ * in-memory one (`make`).
+ */
+export const SandboxAdmission = Context.Reference<Admission | undefined>("anna/sandbox/Admission", { defaultValue: () => undefined })
 
 export const make = (): Admission => {
   const slots = new Set<Slot>()

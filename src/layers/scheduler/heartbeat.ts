@@ -46,9 +46,9 @@ export const heartbeatJobId = (agentId: string, userId: string) => `heartbeat:${
  * listing and metadata, which never block on what a user put there. `ready` first mounts a
  * workspace's own filesystem where it has one (see Sandbox.prepare).
  */
-const withHeartbeat = (home: string, agentId: string, ready: (userId: string) => Effect.Effect<void>) =>
+const withHeartbeat = (workspaces: string, agentId: string, ready: (userId: string) => Effect.Effect<void>) =>
   Effect.gen(function*() {
-    const users = join(agentFolder(home, agentId), "users")
+    const users = join(agentFolder(workspaces, agentId), "users")
     let entries: ReadonlyArray<import("node:fs").Dirent> = []
     try {
       entries = readdirSync(users, { withFileTypes: true })
@@ -75,7 +75,7 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
     const live = yield* LiveConfig
     const agents = yield* AgentStore
     const config = yield* ConfigStore
-    const home = (yield* AppConfig).home
+    const workspaces = (yield* AppConfig).workspaces
     const sandbox = yield* Effect.serviceOption(Sandbox)
     const diskBound = live.setting("sandbox.disk_bound").pipe(
       Effect.map(diskBoundOf),
@@ -107,11 +107,11 @@ export const start = (notifier: Notifier["Service"] | undefined) =>
         if (!agent.enabled || agent.sandboxWorkspace !== "user") continue
         const bound = yield* diskBound
         const ready = (userId: string) =>
-          Option.isNone(sandbox) ? Effect.void : sandbox.value.prepare(specFor(home, agent, { userId }), { diskBound: bound }).pipe(
+          Option.isNone(sandbox) ? Effect.void : sandbox.value.prepare(specFor(workspaces, agent, { userId }), { diskBound: bound }).pipe(
             Effect.catch((e) => Effect.logWarning(`heartbeat: the workspace of ${userId} (agent ${agent.id}) is not ready: ${e.message}`)),
             Effect.asVoid
           )
-        for (const userId of yield* withHeartbeat(home, agent.id, ready)) {
+        for (const userId of yield* withHeartbeat(workspaces, agent.id, ready)) {
           // The workspace of a user removed since is left alone.
           if (Option.isSome(yield* config.getUser(userId))) yield* beat(agent.id, userId, intervalMs)
         }

@@ -19,14 +19,13 @@ import { type InstalledSkill, Skills } from "../../services/Skills.ts"
 import { exists, type FolderSkill, otherFiles, skillsIn, writeSkill } from "./installed.ts"
 import { readSource } from "./sources.ts"
 
-export const globalRoot = (home: string) => join(home, "skills")
 export const agentRoot = (workspaces: string, agentId: string) => join(workspaces, agentId, "skills")
 
 export const make = Effect.gen(function*() {
   const config = yield* AppConfig
   const poll = yield* PollFiles
   const polled = new Map<string, { readonly value: ReadonlyArray<SkillMeta>; readonly readAt: number }>()
-  const global = globalRoot(config.home)
+  const global = config.skills
   const own = (agentId: string) => agentRoot(config.workspaces, agentId)
   const scopeName = (agentId: string | undefined) => (agentId === undefined ? "global" : `agent ${agentId}`)
 

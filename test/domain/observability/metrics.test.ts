@@ -16,7 +16,8 @@ const isolated = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideServ
 const gauge = (metric: Metric.Gauge<number>, attributes: Record<string, string> = {}) =>
   Effect.map(Metric.value(Metric.withAttributes(metric, attributes)), (s) => s.value)
 
-const slot = (userId: string): Admission.Slot => ({ userId, lastUsed: 0, busy: 0, evict: Effect.succeed(false) })
+let slots = 0
+const slot = (userId: string): Admission.Slot => ({ id: `slot-${++slots}`, userId, lastUsed: 0, busy: 0, evict: Effect.succeed(false) })
 
 describe("metrics", () => {
   it.effect("anna_sandbox_containers follows the containers admitted and released", () =>

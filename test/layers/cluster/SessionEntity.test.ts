@@ -14,7 +14,10 @@ import * as ClusterNode from "../../../src/layers/cluster/ClusterNode.ts"
 import { NodeRegistry } from "../../../src/services/NodeRegistry.ts"
 import { CurrentFence } from "../../../src/domain/cluster/fence.ts"
 import { endAtRestart, lastAttempt, MOVED_NOTICE } from "../../../src/domain/runtime/restart.ts"
-import { entityIdOf, followAttempts } from "../../../src/layers/cluster/SessionEntity.ts"
+import { entityIdOf, followAttempts, workspaceKeyOf } from "../../../src/layers/cluster/SessionEntity.ts"
+import { AgentStore } from "../../../src/services/AgentStore.ts"
+import { AgentNotFound } from "../../../src/domain/config/errors.ts"
+import type { Agent } from "../../../src/domain/config/agent.ts"
 import { type LiveSession, SessionPool } from "../../../src/services/SessionPool.ts"
 import { postgresEnabled, tempDatabaseUrl } from "../../support/postgres.ts"
 import { freePort } from "../../support/ports.ts"
@@ -70,12 +73,18 @@ const settingsFor = (nodeId: string, port: number): ClusterSettings => ({
   shutdownSeconds: 5
 })
 
+/** The agents the entity routing asks about: "s" shares one workspace among its users; any other is not found (routed as `user`). */
+const agentsLayer = Layer.succeed(AgentStore, {
+  get: (id: string) => (id === "s" ? Effect.succeed({ id, sandboxWorkspace: "shared" } as Agent) : Effect.fail(new AgentNotFound({ id })))
+} as unknown as AgentStore["Service"])
+
 /** A node: its own scope (closed to stop it), the cluster's SessionPool and its registry. */
 const startNode = (url: string, nodeId: string, calls: Array<Call>) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const layer = ClusterNode.layer(settingsFor(nodeId, yield* Effect.promise(freePort)), Redacted.make(url), "test").pipe(
       Layer.provide(Layer.succeed(SessionPool, recorder(nodeId, calls))),
+      Layer.provide(agentsLayer),
       Layer.provide(Postgres.layer(url, { maxConnections: 3 }))
     )
     const context = yield* Layer.buildWithScope(layer, scope)
@@ -125,6 +134,16 @@ describe("followAttempts", () => {
     }))
 })
 
+describe("workspaceKeyOf", () => {
+  it("names a session's workspace: agent and user in user mode, the agent alone in shared mode or for no user", () => {
+    expect(workspaceKeyOf("a:http:u1:0", "user")).toBe(workspaceKeyOf("a:telegram:u1:dm#2", "user"))
+    expect(workspaceKeyOf("a:http:u1:0", "user")).not.toBe(workspaceKeyOf("a:http:u2:0", "user"))
+    expect(workspaceKeyOf("a:http:u1:0", "shared")).toBe(workspaceKeyOf("a:http:u2:x", "shared"))
+    expect(workspaceKeyOf("a:cli::0", "user")).toBe(workspaceKeyOf("a:http:u2:x", "shared"))
+    expect(workspaceKeyOf("a:http:u1:0", "user")).not.toBe(workspaceKeyOf("b:http:u1:0", "user"))
+  })
+})
+
 describe("entityIdOf", () => {
   it("is 64 hex characters for any key, the same for the same key", () => {
     const long = `agent:http:${"u".repeat(400)}:ctx`
@@ -144,7 +163,13 @@ if (postgresEnabled()) {
         const calls: Array<Call> = []
         const a = yield* startNode(url, "node-a", calls)
         const b = yield* startNode(url, "node-b", calls)
-        const keys = Array.from({ length: 24 }, (_, i) => i === 0 ? `a:http:${"long".repeat(80)}:0` : `a:http:user${i}:0`)
+        const keys = [
+          ...Array.from({ length: 24 }, (_, i) => i === 0 ? `a:http:${"long".repeat(80)}:0` : `a:http:user${i}:0`),
+          // More sessions of user1 (another platform, another context), and agent s's users, who share its workspace.
+          "a:telegram:user1:dm",
+          "a:http:user1:ctx#2",
+          ...Array.from({ length: 6 }, (_, i) => `s:http:user${i}:0`)
+        ]
         // Both nodes hold shards once the second has joined.
         yield* eventually(Effect.gen(function*() {
           const nodes = yield* a.registry.nodes
@@ -162,6 +187,14 @@ if (postgresEnabled()) {
         const owners = new Map<string, Set<string>>()
         for (const c of calls) owners.set(c.sessionKey, (owners.get(c.sessionKey) ?? new Set()).add(c.node))
         expect([...owners.values()].every((s) => s.size === 1)).toBe(true)
+        // One workspace, one node: every session that mounts it is owned by the same node.
+        const byWorkspace = new Map<string, Set<string>>()
+        for (const c of calls) {
+          const w = workspaceKeyOf(c.sessionKey, c.sessionKey.startsWith("s:") ? "shared" : "user")
+          byWorkspace.set(w, (byWorkspace.get(w) ?? new Set()).add(c.node))
+        }
+        expect([...byWorkspace.values()].every((s) => s.size === 1)).toBe(true)
+        expect(byWorkspace.size).toBe(24 + 1)
         const byNode = new Set([...owners.values()].flatMap((s) => [...s]))
         expect(byNode).toEqual(new Set(["node-a", "node-b"]))
         // Every turn ran under its owner's fence; a turn id delivered again runs as resumed, on either node.

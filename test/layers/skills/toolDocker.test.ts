@@ -32,7 +32,7 @@ const setup = Effect.gen(function*() {
   const skills = yield* FsSkills.make.pipe(Effect.provide(AppConfig.at(home)))
   const sandbox = yield* DockerSandbox.make(new Docker())
   const start = (userId: string) =>
-    sandbox.start({ agentId: "a", userId, workspace: workspaceOf(home, "a", "user", userId), image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS })
+    sandbox.start({ agentId: "a", userId, workspace: workspaceOf(join(home, "workspaces"), "a", "user", userId), image: TEST_IMAGE, network: "disabled", limits: DEFAULT_LIMITS })
   const toolFor = (userId: string, session: SandboxSession) => {
     const tool = skillsTool(skills, { agentId: "a", userId, sessionKey: `a:cli:${userId}:dm`, enabled: () => true, sandbox: Effect.succeed(session) })
     return {
@@ -47,7 +47,7 @@ const setup = Effect.gen(function*() {
   writeFileSync(join(home, "skills", "deploy", "scripts", "go.sh"), "echo deploying\n")
   writeFileSync(join(home, "skills", "deploy", "logo.bin"), Buffer.from([0xff, 0x00, 0xfe]))
   const ann = yield* start("ann")
-  const ws = workspaceOf(home, "a", "user", "ann")
+  const ws = workspaceOf(join(home, "workspaces"), "a", "user", "ann")
   const put = (path: string, text: string | Buffer) => {
     mkdirSync(join(ws, path, ".."), { recursive: true })
     writeFileSync(join(ws, path), text)
