@@ -14,6 +14,7 @@ import { annaEnv, newHome } from "../support/cli.ts"
 import { fakeLlmSuite } from "../support/fakeLlm/suite.ts"
 import { type Gateway, startGateway } from "../support/gateway.ts"
 import { psqlStatement } from "../support/suiteDatabase.ts"
+import { RESTARTED } from "../../src/domain/runtime/restart.ts"
 import { startFakeTelegram } from "../support/fakeTelegram/server.ts"
 import { freePort } from "../support/ports.ts"
 import { postgresEnabled } from "../support/postgres.ts"
@@ -99,18 +100,34 @@ const status = async (home: string, database: string): Promise<Status> => {
   return JSON.parse(r.stdout) as Status
 }
 
-/** The first node (it onboards from the environment), the agent with the memory tool only, and a user's token. */
+/** An HTTP client: a user and their token. */
+interface Client {
+  readonly user: string
+  readonly token: string
+}
+
+/**
+ * The users the HTTP sessions belong to. A session is owned by the node that owns its workspace (the
+ * agent's user's, in `user` mode): the sessions of USERS users spread over the nodes.
+ */
+const USERS = ["gina", "hal", "ivy", "jon", "kim", "lea", "max", "nia", "oto", "pam", "quin", "rui"]
+
+/** The first node (it onboards from the environment), the agent with the memory tool only, and USERS with their tokens. */
 const firstNode = async (base: Record<string, string>) => {
   const first = await startNode(base, "n1")
   assert.strictEqual((await annaEnv(first.home, base, "agent", "set", "default", "--tools", "memory")).code, 0)
-  assert.strictEqual((await annaEnv(first.home, base, "user", "add", "gina")).code, 0)
-  const token = (await annaEnv(first.home, base, "user", "token", "gina")).stdout.trim()
-  return { first, token }
+  const clients = await Promise.all(USERS.map(async (user): Promise<Client> => {
+    assert.strictEqual((await annaEnv(first.home, base, "user", "add", user)).code, 0)
+    return { user, token: (await annaEnv(first.home, base, "user", "token", user)).stdout.trim() }
+  }))
+  /** The client session `i` belongs to. */
+  const client = (i: number) => clients[i % clients.length] as Client
+  return { first, client }
 }
 
 /** One turn through a node's HTTP channel (streamed or not), with an Idempotency-Key when given. */
-const ask = async (node: Node, token: string, session: string, content: string, stream: boolean, key?: string): Promise<string> => {
-  const client = new OpenAI({ baseURL: node.url, apiKey: token, maxRetries: 0, ...(key === undefined ? {} : { defaultHeaders: { "idempotency-key": key } }) })
+const ask = async (node: Node, who: Client, session: string, content: string, stream: boolean, key?: string): Promise<string> => {
+  const client = new OpenAI({ baseURL: node.url, apiKey: who.token, maxRetries: 0, ...(key === undefined ? {} : { defaultHeaders: { "idempotency-key": key } }) })
   if (!stream) {
     const r = await client.chat.completions.create({ model: "default", user: session, messages: [{ role: "user", content }] })
     return r.choices[0]?.message.content ?? ""
@@ -136,12 +153,12 @@ const lastUser = (req: { readonly body: unknown }): string => {
 
 /** Which node's `cluster_nodes` row lists gina's HTTP session `session` as live. */
 const ownerOf = (database: string, session: string): string =>
-  psqlStatement(database, `SELECT node_id FROM cluster_nodes WHERE live::text LIKE '%"default:http:gina:${session}"%'`).trim()
+  psqlStatement(database, `SELECT node_id FROM cluster_nodes WHERE live::text LIKE '%"default:http:%:${session}"%'`).trim()
 
 /** The session's stored messages, role and text, in order. */
 const storedMessages = (database: string, session: string): Array<string> =>
   psqlStatement(database, `SELECT m.role || ': ' || m.text FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
-    WHERE c.session_key = 'default:http:gina:${session}' ORDER BY m.seq`).trim().split("\n")
+    WHERE c.session_key LIKE 'default:http:%:${session}' ORDER BY m.seq`).trim().split("\n")
 
 /** A promise and its resolver. */
 const gate = () => {
@@ -157,7 +174,7 @@ if (postgresEnabled()) {
       const base = clusterEnv(database)
       suite.fake.respondWith(countingReplies)
       const tg = await startFakeTelegram({ token: TG_TOKEN, botUsername: "cluster_bot" })
-      const { first, token } = await firstNode(base)
+      const { first, client } = await firstNode(base)
       const cli = async (...args: Array<string>) => assert.strictEqual((await annaEnv(first.home, base, ...args)).code, 0, args.join(" "))
       await cli("channel", "set", "telegram", "--config", `token=${TG_TOKEN}`, "--config", `base_url=${tg.apiRoot}`)
       await cli("channel", "enable", "telegram")
@@ -197,7 +214,7 @@ if (postgresEnabled()) {
           for (let attempt = 0; ; attempt++) {
             const live = nodes.filter((n) => !dead.has(n))
             const node = live[(i + turn + attempt) % live.length] as Node
-            const answer = await ask(node, token, session, `message ${turn} of ${session}`, turn % 3 === 0, `${session}-${turn}`).catch((e: unknown) => e)
+            const answer = await ask(node, client(i), session, `message ${turn} of ${session}`, turn % 3 === 0, `${session}-${turn}`).catch((e: unknown) => e)
             if (typeof answer === "string") {
               assert.strictEqual(answer, `reply #${turn}`, `${session} turn ${turn} on ${node.id}`)
               if (killedAt > 0 && t0 <= killedAt + 100) slowest = Math.max(slowest, Date.now() - t0)
@@ -231,11 +248,11 @@ if (postgresEnabled()) {
         // Every turn stored once, in order, answered once: each session is exactly its ten exchanges.
         const stored = psqlStatement(database, `SELECT c.session_key || '=' || string_agg(m.role || ':' || m.text, '|' ORDER BY m.seq)
           FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
-          WHERE c.session_key LIKE 'default:http:gina:trip-%' GROUP BY c.session_key`).trim().split("\n")
+          WHERE c.session_key LIKE 'default:http:%:trip-%' GROUP BY c.session_key`).trim().split("\n")
         assert.strictEqual(stored.length, HTTP_SESSIONS)
         for (const line of stored) {
           const [key, history] = line.split("=") as [string, string]
-          const session = key.replace("default:http:gina:", "")
+          const session = key.replace(/^default:http:[^:]+:/, "")
           const want = Array.from({ length: TURNS }, (_, k) => `user:message ${k + 1} of ${session}|assistant:reply #${k + 1}`).join("|")
           assert.strictEqual(history, want, key)
         }
@@ -272,6 +289,82 @@ if (postgresEnabled()) {
       }
     }, 400_000)
 
+    it("a Telegram reply whose session's node dies mid-answer is rewritten in place: the restart said, then the new owner's whole answer", async () => {
+      const database = await freshDatabaseUrl()
+      const base = clusterEnv(database)
+      const tg = await startFakeTelegram({ token: TG_TOKEN, botUsername: "cluster_bot" })
+      let cut = false
+      suite.fake.respondWith((req) => {
+        // The first answer to the long question streams its beginning, then stalls: its node dies meanwhile.
+        if (lastUser(req) === "the long question" && !cut) {
+          cut = true
+          return { kind: "disconnect", parts: [{ type: "text", text: "An old beginning that its node never finished" }], afterEvents: 4, stall: true }
+        }
+        return countingReplies(req)
+      })
+      const { first } = await firstNode(base)
+      const cli = async (...args: Array<string>) => assert.strictEqual((await annaEnv(first.home, base, ...args)).code, 0, args.join(" "))
+      await cli("channel", "set", "telegram", "--config", `token=${TG_TOKEN}`, "--config", `base_url=${tg.apiRoot}`)
+      await cli("channel", "enable", "telegram")
+      const nodes = [first, await startNode(base, "n2")]
+      const running = new Set(nodes)
+      try {
+        // Where the channels run once the shards have settled (a singleton moves with its shard when n2 joins).
+        const runnerOf = (s: Status) => s.nodes.find((n) => n.singletons.includes("channels"))?.node
+        let seen: Array<string | undefined> = []
+        const poller = await until("the channels settled on one node", async () => {
+          const s = await status(first.home, database)
+          const settled = s.up === 2 && s.shards === SHARDS && s.nodes.every((n) => n.shards > 0)
+          seen = settled ? [...seen, runnerOf(s)].slice(-8) : []
+          await new Promise((r) => setTimeout(r, 500))
+          return seen.length === 8 && seen.every((n) => n !== undefined && n === seen[0]) ? seen[0] : undefined
+        }, 60_000)
+        const other = nodes.find((n) => n.id !== poller) as Node
+        // A chat whose session the node that does not poll Telegram owns.
+        let chat = 0
+        for (let i = 0; chat === 0 && i < 40; i++) {
+          const id = 7000 + i
+          tg.sendUserMessage({ chatId: id, chatType: "private", from: { id }, text: "hello" })
+          await tg.waitFor(() => tg.messages(id).length === 1, `chat ${id}'s first answer`, 30_000)
+          const owner = await until("the chat's owner listed", async () =>
+            psqlStatement(database, `SELECT n.node_id FROM cluster_nodes n, user_identities i
+              WHERE i.platform = 'telegram' AND i.external_id = '${id}' AND n.live::text LIKE '%"default:telegram:' || i.user_id || ':dm"%'`).trim() || undefined, 10_000)
+          if (owner === other.id) chat = id
+        }
+        assert.notStrictEqual(chat, 0, `no chat's session landed on ${other.id}`)
+        tg.sendUserMessage({ chatId: chat, chatType: "private", from: { id: chat }, text: "the long question" })
+        // The beginning is shown as it streams; then its node is killed.
+        await tg.waitFor(() => tg.messages(chat)[1]?.text.startsWith("An old"), "the streamed beginning", 30_000)
+        // The node that dies is the session's owner alone: the channels (and the waiting reply) stay where they are.
+        assert.strictEqual(runnerOf(await status(first.home, database)), poller)
+        other.child.kill("SIGKILL")
+        await other.done
+        running.delete(other)
+        const answer = await tg.waitFor(() => {
+          const m = tg.messages(chat)[1]
+          return m?.text === "reply #2" ? m : undefined
+        }, "the answer rewritten by the new owner", 60_000).catch((e: unknown) => {
+          throw new Error(`${String(e)}; the chat's messages: ${JSON.stringify(tg.messages(chat).map((m) => m.history.map((v) => v.text)))}`)
+        })
+        // The same message, rewritten: the beginning, the restart said, the whole new answer — nothing sent twice.
+        const versions = answer.history.map((v) => v.text)
+        assert.isTrue(versions[0]?.startsWith("An old"), versions.join(" / "))
+        assert.include(versions, `[${RESTARTED}]`, versions.join(" / "))
+        assert.isBelow(versions.indexOf(`[${RESTARTED}]`), versions.indexOf("reply #2"), versions.join(" / "))
+        assert.strictEqual(tg.messages(chat).length, 2)
+        const user = psqlStatement(database, `SELECT user_id FROM user_identities WHERE platform = 'telegram' AND external_id = '${chat}'`).trim()
+        const key = `default:telegram:${user}:dm`
+        assert.deepStrictEqual(
+          psqlStatement(database, `SELECT m.role || ': ' || m.text FROM ctx_messages m JOIN ctx_conversations c ON c.id = m.conversation_id
+            WHERE c.session_key = '${key}' ORDER BY m.seq`).trim().split("\n"),
+          ["user: hello", "assistant: reply #1", "user: the long question", "assistant: reply #2"]
+        )
+      } finally {
+        await tg.close()
+        await stopAll(running)
+      }
+    }, 180_000)
+
     it("a session's owner frozen past its lease (SIGSTOP, then SIGCONT) ends with one answer: the thawed node's writes are fenced off", async () => {
       const database = await freshDatabaseUrl()
       const base = clusterEnv(database)
@@ -284,7 +377,7 @@ if (postgresEnabled()) {
         }
         return countingReplies(req)
       })
-      const { first, token } = await firstNode(base)
+      const { first, client } = await firstNode(base)
       const second = await startNode(base, "n2")
       const nodes = [first, second]
       const running = new Set(nodes)
@@ -295,13 +388,15 @@ if (postgresEnabled()) {
         })
         // A session owned by n2, entered through n1.
         let session = ""
-        for (let i = 0; session === ""; i++) {
-          assert.strictEqual(await ask(first, token, `freeze-${i}`, "hello", false), "reply #1")
+        let who = client(0)
+        for (let i = 0; session === "" && i < 3 * USERS.length; i++) {
+          assert.strictEqual(await ask(first, client(i), `freeze-${i}`, "hello", false), "reply #1")
           const owner = await until("the session's owner listed", async () => ownerOf(database, `freeze-${i}`) || undefined, 10_000)
-          if (owner === "n2") session = `freeze-${i}`
+          if (owner === "n2") [session, who] = [`freeze-${i}`, client(i)]
         }
+        assert.notStrictEqual(session, "", "no user's workspace landed on n2")
         const before = suite.fake.requests.length
-        const answer = ask(first, token, session, "the frozen question", false, "frozen-1").catch((e: unknown) => `failed: ${String(e)}`)
+        const answer = ask(first, who, session, "the frozen question", false, "frozen-1").catch((e: unknown) => `failed: ${String(e)}`)
         await suite.fake.when(() => suite.fake.requests.length > before, { what: "the owner's model call" })
         second.child.kill("SIGSTOP")
         // n1 takes n2's shards once n2's lease has run out.
@@ -310,7 +405,7 @@ if (postgresEnabled()) {
           return s.nodes.find((n) => n.node === "n1")?.shards === SHARDS ? s : undefined
         })
         // The user writes again: n1 now owns the session and answers (the frozen question is stored, unanswered).
-        assert.strictEqual(await ask(first, token, session, "are you there?", false), "reply #3")
+        assert.strictEqual(await ask(first, who, session, "are you there?", false), "reply #3")
         // The zombie thaws and its held model call answers: its write of that answer is refused, and
         // the request it was answering fails (the client may retry it).
         second.child.kill("SIGCONT")
@@ -337,14 +432,14 @@ if (postgresEnabled()) {
       // Turns may run up to a minute past a shard's move (effect/cluster's own default is 15 s).
       const base = { ...clusterEnv(database), ANNA_CLUSTER_SHUTDOWN_SECONDS: "60" }
       const held = holdLongTurns()
-      const { first, token } = await firstNode(base)
+      const { first, client } = await firstNode(base)
       const running = new Set([first])
       try {
         await until("n1 holding every shard", async () => ((await status(first.home, database)).shards === SHARDS ? true : undefined))
         const sessions = Array.from({ length: 12 }, (_, i) => `join-${i}`)
         const before = suite.fake.requests.length
         const startedAt = Date.now()
-        const answers = Promise.all(sessions.map((s, i) => ask(first, token, s, `long ${s}`, i % 2 === 0)))
+        const answers = Promise.all(sessions.map((s, i) => ask(first, client(i), s, `long ${s}`, i % 2 === 0)))
         await suite.fake.when(() => suite.fake.requests.length - before === sessions.length, { what: "every long turn's model call" })
         // Two nodes join mid-turn: shards move to them, but the turns running on n1 are not moved.
         const joined = [await startNode(base, "n2"), await startNode(base, "n3")]
@@ -361,7 +456,7 @@ if (postgresEnabled()) {
         assert.strictEqual(suite.fake.requests.length - before, sessions.length)
         for (const s of sessions) assert.deepStrictEqual(storedMessages(database, s), [`user: long ${s}`, "assistant: reply #1"])
         // The sessions now answer on whichever node owns them, with their history.
-        for (const [i, s] of sessions.entries()) assert.strictEqual(await ask(joined[i % 2] as Node, token, s, "again", false), "reply #2")
+        for (const [i, s] of sessions.entries()) assert.strictEqual(await ask(joined[i % 2] as Node, client(i), s, "again", false), "reply #2")
       } finally {
         held.open()
         await stopAll(running)
@@ -372,7 +467,7 @@ if (postgresEnabled()) {
       const database = await freshDatabaseUrl()
       const base = { ...clusterEnv(database), ANNA_CLUSTER_SHUTDOWN_SECONDS: "60" }
       const held = holdLongTurns()
-      const { first, token } = await firstNode(base)
+      const { first, client } = await firstNode(base)
       const second = await startNode(base, "n2")
       const running = new Set([first, second])
       try {
@@ -381,14 +476,14 @@ if (postgresEnabled()) {
           return s.up === 2 && s.shards === SHARDS && s.nodes.every((n) => n.shards > 0) ? s : undefined
         })
         // Sessions owned by n2, each started with one turn through n1.
-        const owned: Array<string> = []
+        const owned: Array<number> = []
         for (let i = 0; owned.length < 4 && i < 40; i++) {
-          assert.strictEqual(await ask(first, token, `roll-${i}`, "hello", false), "reply #1")
-          if ((await until("the owner listed", async () => ownerOf(database, `roll-${i}`) || undefined, 10_000)) === "n2") owned.push(`roll-${i}`)
+          assert.strictEqual(await ask(first, client(i), `roll-${i}`, "hello", false), "reply #1")
+          if ((await until("the owner listed", async () => ownerOf(database, `roll-${i}`) || undefined, 10_000)) === "n2") owned.push(i)
         }
         assert.strictEqual(owned.length, 4)
         const before = suite.fake.requests.length
-        const answers = Promise.all(owned.map((s, i) => ask(first, token, s, `long ${s}`, i % 2 === 0)))
+        const answers = Promise.all(owned.map((i, k) => ask(first, client(i), `roll-${i}`, `long roll-${i}`, k % 2 === 0)))
         await suite.fake.when(() => suite.fake.requests.length - before === owned.length, { what: "the long turns' model calls" })
         // n2 is asked to stop mid-turn: it waits for them.
         second.child.kill("SIGTERM")
@@ -399,8 +494,10 @@ if (postgresEnabled()) {
         running.delete(second)
         // Each long turn ran once; the sessions answer on n1 now, with their history.
         assert.strictEqual(suite.fake.requests.length - before, owned.length)
-        for (const s of owned) assert.strictEqual(await ask(first, token, s, "again", false), "reply #3")
-        for (const s of owned) assert.deepStrictEqual(storedMessages(database, s), ["user: hello", "assistant: reply #1", `user: long ${s}`, "assistant: reply #2", "user: again", "assistant: reply #3"])
+        for (const i of owned) assert.strictEqual(await ask(first, client(i), `roll-${i}`, "again", false), "reply #3")
+        for (const i of owned) {
+          assert.deepStrictEqual(storedMessages(database, `roll-${i}`), ["user: hello", "assistant: reply #1", `user: long roll-${i}`, "assistant: reply #2", "user: again", "assistant: reply #3"])
+        }
       } finally {
         held.open()
         await stopAll(running)
