@@ -23,6 +23,8 @@ import { int, mib, ms, progress, section, summarize, table } from "./support/mea
 const SESSIONS = Number(process.env["BENCH_CLUSTER_SESSIONS"] ?? 100)
 const TURNS = Number(process.env["BENCH_CLUSTER_TURNS"] ?? 10)
 const PARALLEL = Number(process.env["BENCH_CLUSTER_PARALLEL"] ?? 20)
+/** The users the sessions belong to (each user's sessions run on one node: the one that owns their workspace). */
+const USERS = 20
 const MAIN = new URL("../dist/main.js", import.meta.url).pathname
 
 /** CPU seconds a process has used (user + system), from /proc. */
@@ -97,8 +99,12 @@ export const runCluster = async (): Promise<void> => {
       }
       await cli(env, "onboard", "--from-env")
       await cli(env, "agent", "set", "default", "--tools", "memory")
-      await cli(env, "user", "add", "bench")
-      const token = (await cli(env, "user", "token", "bench")).trim()
+      // Sessions of USERS users: a session is owned by its workspace's node (the agent's user's), so
+      // the load spreads over the nodes by user.
+      const tokens = await Promise.all(Array.from({ length: USERS }, async (_, u) => {
+        await cli(env, "user", "add", `bench${u}`)
+        return (await cli(env, "user", "token", `bench${u}`)).trim()
+      }))
       progress(`cluster: starting ${variant === 0 ? "one gateway without a cluster" : `${nodes} gateway(s)`}`)
       const gateways: Array<Gateway> = []
       for (let i = 1; i <= nodes; i++) gateways.push(await startGateway(env, variant === 0 ? undefined : `b${i}`))
@@ -113,7 +119,7 @@ export const runCluster = async (): Promise<void> => {
         const t0 = performance.now()
         const r = await fetch(`${gateway.url}/chat/completions`, {
           method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          headers: { authorization: `Bearer ${tokens[session % USERS]}`, "content-type": "application/json" },
           body: JSON.stringify({ model: "default", user: `s${session}`, messages: [{ role: "user", content: `turn ${n} of session ${session}` }] })
         })
         if (r.status !== 200) throw new Error(`turn answered ${r.status}: ${await r.text()}`)
