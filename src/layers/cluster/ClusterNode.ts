@@ -5,7 +5,8 @@
  * session's owner — and NodeRegistry and Sharding; needs the local SessionPool (the one the entity's
  * handlers run turns on) and anna's SqlClient on the same PostgreSQL database as `url`.
  */
-import { Cause, Data, Effect, Layer, type Redacted } from "effect"
+import { deepestReason } from "../../domain/causeText.ts"
+import { Data, Effect, Layer, type Redacted } from "effect"
 import { type ClusterSettings, formatHostPort } from "../../domain/cluster/settings.ts"
 import * as Cluster from "./Cluster.ts"
 import * as NodeRegistry from "./NodeRegistry.ts"
@@ -14,25 +15,13 @@ import * as SessionEntity from "./SessionEntity.ts"
 /** This node could not join its cluster (the runner's port, the database): one line saying why. */
 export class ClusterUnavailable extends Data.TaggedError("ClusterUnavailable")<{ readonly message: string }> {}
 
-/** The deepest message of a cause, on one line. */
-const reason = (cause: Cause.Cause<unknown>): string => {
-  let e: unknown = cause.reasons.find(Cause.isFailReason)?.error ?? cause.reasons.find(Cause.isDieReason)?.defect
-  let text = "no reason given"
-  for (let depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
-    const m = e instanceof Error ? e.message : typeof e === "object" && "message" in e ? String(e.message) : String(e)
-    if (m !== "") text = m.split("\n")[0] ?? m
-    e = typeof e === "object" && "cause" in e ? e.cause : undefined
-  }
-  return text
-}
-
 export const layer = (settings: ClusterSettings, url: Redacted.Redacted<string>, version: string) =>
   SessionEntity.layer(settings.nodeId).pipe(
     Layer.provideMerge(NodeRegistry.layer(settings, version)),
     Layer.provideMerge(Cluster.layer(settings, url)),
     Layer.catchCause((cause) =>
       Layer.effectContext(Effect.fail(new ClusterUnavailable({
-        message: `this gateway could not join the cluster as ${settings.nodeId} (runner ${formatHostPort(settings.listen)}): ${reason(cause)}`
+        message: `this gateway could not join the cluster as ${settings.nodeId} (runner ${formatHostPort(settings.listen)}): ${deepestReason(cause)}`
       })))
     )
   )

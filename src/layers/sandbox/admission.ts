@@ -48,6 +48,39 @@ export interface Admission {
  */
 export const SandboxAdmission = Context.Reference<Admission | undefined>("anna/sandbox/Admission", { defaultValue: () => undefined })
 
+/** Live containers counted against the caps: in all, and of the calling user. */
+export interface Counts {
+  readonly total: number
+  readonly mine: number
+}
+
+/**
+ * The idle containers among `slots` to remove, least recently used first, so that `self` fits under
+ * `caps` given the `counts` (this process's, or a cluster's: clusterAdmission.ts): the user's own
+ * first for the per-user cap, then anyone's for the total.
+ */
+export const victimsAmong = (slots: Iterable<Slot>, self: Slot, caps: SandboxCaps, counts: Counts): ReadonlyArray<Slot> => {
+  const idle = [...slots].filter((s) => s !== self && s.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)
+  const chosen = new Set<Slot>()
+  if (self.userId !== "") {
+    let excess = counts.mine - caps.perUser
+    for (const s of idle) {
+      if (excess <= 0) break
+      if (s.userId !== self.userId) continue
+      chosen.add(s)
+      excess--
+    }
+  }
+  let excess = counts.total - chosen.size - caps.total
+  for (const s of idle) {
+    if (excess <= 0) break
+    if (chosen.has(s)) continue
+    chosen.add(s)
+    excess--
+  }
+  return [...chosen]
+}
+
 export const make = (): Admission => {
   const slots = new Set<Slot>()
   const countOf = (userId: string) => {
@@ -63,28 +96,7 @@ export const make = (): Admission => {
     return undefined
   }
 
-  /** The idle containers to remove, least recently used first, so that `self` fits. */
-  const victims = (self: Slot, caps: SandboxCaps): ReadonlyArray<Slot> => {
-    const idle = [...slots].filter((s) => s !== self && s.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)
-    const chosen = new Set<Slot>()
-    if (self.userId !== "") {
-      let excess = countOf(self.userId) - caps.perUser
-      for (const s of idle) {
-        if (excess <= 0) break
-        if (s.userId !== self.userId) continue
-        chosen.add(s)
-        excess--
-      }
-    }
-    let excess = slots.size - chosen.size - caps.total
-    for (const s of idle) {
-      if (excess <= 0) break
-      if (chosen.has(s)) continue
-      chosen.add(s)
-      excess--
-    }
-    return [...chosen]
-  }
+  const victims = (self: Slot, caps: SandboxCaps) => victimsAmong(slots, self, caps, { total: slots.size, mine: countOf(self.userId) })
 
   return {
     admit: (slot, caps) =>

@@ -20,37 +20,20 @@
  * DEAD_ROWS_MINUTES are deleted when admitting. `live` and the gauge `anna_sandbox_containers` are
  * this node's own containers.
  */
+import { deepestReason } from "../../domain/causeText.ts"
 import { Cause, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Metrics from "../../domain/observability/metrics.ts"
 import { SandboxFailure, SandboxLimitReached } from "../../domain/sandbox/errors.ts"
 import type { SandboxCaps } from "../../domain/sandbox/types.ts"
 import { STALE_SECONDS } from "../../services/NodeRegistry.ts"
-import { type Admission, SandboxAdmission, type Slot } from "./admission.ts"
+import { type Admission, type Counts, SandboxAdmission, type Slot, victimsAmong } from "./admission.ts"
 
 /** The advisory lock of admissions (any constant: "annasb" in ASCII, 48 bits). */
 export const SANDBOX_LOCK = 0x616e6e617362
 
 /** Rows of a node not seen for this long (or with no `cluster_nodes` row) are deleted when admitting. */
 export const DEAD_ROWS_MINUTES = 10
-
-/** Live containers: in all, and of one user. */
-interface Counts {
-  readonly total: number
-  readonly mine: number
-}
-
-/** The deepest message of a cause, on one line. */
-const reason = (cause: Cause.Cause<unknown>): string => {
-  let e: unknown = cause.reasons.find(Cause.isFailReason)?.error ?? cause.reasons.find(Cause.isDieReason)?.defect
-  let text = "no reason given"
-  for (let depth = 0; e !== undefined && e !== null && depth < 8; depth++) {
-    const m = e instanceof Error ? e.message : typeof e === "object" && "message" in e ? String(e.message) : String(e)
-    if (m !== "") text = m.split("\n")[0] ?? m
-    e = typeof e === "object" && "cause" in e ? e.cause : undefined
-  }
-  return text
-}
 
 /** Which cap a user's next container (`extra` 1) or current one (0) is beyond, as admission.ts says it. */
 const beyond = (userId: string, caps: SandboxCaps, counts: Counts, extra: 0 | 1): SandboxLimitReached | undefined => {
@@ -63,7 +46,7 @@ export const make = (sql: SqlClient.SqlClient, nodeId: string): Effect.Effect<Ad
   Effect.gen(function*() {
     // Rows under this node's id are a previous run's (it crashed): its containers went with it.
     yield* sql`DELETE FROM sandbox_containers WHERE node_id = ${nodeId}`.pipe(
-      Effect.catchCause((c) => Effect.logWarning(`sandbox: could not clear this node's old container rows (${reason(c)}); the first admission will`))
+      Effect.catchCause((c) => Effect.logWarning(`sandbox: could not clear this node's old container rows (${deepestReason(c)}); the first admission will`))
     )
     /** This node's live containers, and the ones being admitted now. */
     const slots = new Set<Slot>()
@@ -100,34 +83,11 @@ export const make = (sql: SqlClient.SqlClient, nodeId: string): Effect.Effect<Ad
         return undefined
       }))
 
-    /** The idle containers of this node to remove, least recently used first, so that `self` fits (as admission.ts chooses). */
-    const victims = (self: Slot, caps: SandboxCaps, now: Counts): ReadonlyArray<Slot> => {
-      const idle = [...slots].filter((s) => s !== self && s.busy === 0).sort((a, b) => a.lastUsed - b.lastUsed)
-      const chosen = new Set<Slot>()
-      if (self.userId !== "") {
-        let excess = now.mine - caps.perUser
-        for (const s of idle) {
-          if (excess <= 0) break
-          if (s.userId !== self.userId) continue
-          chosen.add(s)
-          excess--
-        }
-      }
-      let excess = now.total - chosen.size - caps.total
-      for (const s of idle) {
-        if (excess <= 0) break
-        if (chosen.has(s)) continue
-        chosen.add(s)
-        excess--
-      }
-      return [...chosen]
-    }
-
     /** The cluster's counts for a command; undefined (and a warning) when they cannot be read. */
     const countsForCommand = (userId: string) =>
       counts(userId).pipe(
         Effect.catchCause((c) =>
-          Effect.as(Effect.logWarning(`sandbox: could not read the cluster's live containers (${reason(c)}); the command runs within the count made when its container started`), undefined)
+          Effect.as(Effect.logWarning(`sandbox: could not read the cluster's live containers (${deepestReason(c)}); the command runs within the count made when its container started`), undefined)
         )
       )
 
@@ -140,7 +100,7 @@ export const make = (sql: SqlClient.SqlClient, nodeId: string): Effect.Effect<Ad
               Effect.fail(
                 new SandboxFailure({
                   operation: "admission",
-                  detail: `the cluster's live containers could not be counted in the database (${reason(Cause.fail(e))}), so no container is started`
+                  detail: `the cluster's live containers could not be counted in the database (${deepestReason(Cause.fail(e))}), so no container is started`
                 })
               )
             ),
@@ -160,7 +120,7 @@ export const make = (sql: SqlClient.SqlClient, nodeId: string): Effect.Effect<Ad
           return Effect.andThen(
             Metrics.sandboxLive(slots.size),
             locked(sql`DELETE FROM sandbox_containers WHERE node_id = ${nodeId} AND slot_id = ${slot.id}`).pipe(
-              Effect.catchCause((c) => Effect.logWarning(`sandbox: could not delete a removed container's row (${reason(c)}); the next admission here will`))
+              Effect.catchCause((c) => Effect.logWarning(`sandbox: could not delete a removed container's row (${deepestReason(c)}); the next admission here will`))
             )
           )
         }),
@@ -168,7 +128,7 @@ export const make = (sql: SqlClient.SqlClient, nodeId: string): Effect.Effect<Ad
         Effect.gen(function*() {
           const now = yield* countsForCommand(self.userId)
           if (now === undefined || beyond(self.userId, caps, now, 0) === undefined) return
-          for (const v of victims(self, caps, now)) {
+          for (const v of victimsAmong(slots, self, caps, now)) {
             const removed = yield* v.evict
             if (removed) yield* Effect.logInfo(`sandbox: removed an idle container of ${v.userId || "the CLI"} (the live-container cap was lowered)`)
           }
